@@ -1,0 +1,68 @@
+"""The ``passport-kit`` command: one Typer app; each part registers its own commands.
+
+Errors of the :class:`~passport_kit.errors.PassportError` family are mapped here, once,
+for every command: exit code 2 and one line on stderr, no traceback.
+"""
+
+from __future__ import annotations
+
+import typer
+from typer.core import TyperGroup
+
+from passport_kit.errors import PassportError
+
+EXIT_USER_ERROR = 2
+
+
+class _PassportGroup(TyperGroup):
+    """Root command group that turns user errors into exit code 2 and one line."""
+
+    def invoke(self, ctx):  # noqa: ANN001 - click's signature
+        try:
+            return super().invoke(ctx)
+        except PassportError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
+
+
+app = typer.Typer(
+    cls=_PassportGroup,
+    name="passport-kit",
+    help="Onboard a new EEG device layout onto a pretrained EEG foundation model.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Onboard a new EEG device layout onto a pretrained EEG foundation model."""
+
+
+@app.command()
+def version() -> None:
+    """Print the passport-kit version."""
+    from passport_kit import __version__
+
+    typer.echo(__version__)
+
+
+def _register_commands() -> None:
+    # Each part owns one module; importing it adds its commands to `app`.
+    from passport_kit.cli import checkpoints, data, montages, onboard, pretrain, simulate
+
+    for module in (montages, checkpoints, data, simulate, pretrain, onboard):
+        module.register(app)
+
+
+_register_commands()
+
+
+def main() -> None:
+    """Entry point of the ``passport-kit`` console script."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

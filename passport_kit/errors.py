@@ -1,0 +1,45 @@
+"""The error family for problems a user can cause.
+
+Every exception a user can trigger with their files, names or options derives from
+:class:`PassportError`. The CLI maps the whole family, once, to exit code 2 and a single
+line on stderr (``error: <message>``); anything else is a bug and keeps its traceback.
+
+A message says what is wrong *and* how to fix it, on one line, for example::
+
+    montage 'my-ear': channel 'ELA' position has magnitude 85.5 m; positions look like
+    millimetres - set `units: mm` in the YAML
+"""
+
+from __future__ import annotations
+
+
+class PassportError(Exception):
+    """Base class of every error a user can cause (exit code 2 in the CLI)."""
+
+    def __init__(self, message: str) -> None:
+        # One line: the CLI prints it as is, so collapse stray newlines here, once.
+        super().__init__(" ".join(str(message).split()))
+
+
+class ConfigError(PassportError):
+    """An option, config file or combination of settings is invalid."""
+
+
+class MontageError(PassportError):
+    """A montage file, montage name or registry operation is invalid."""
+
+
+class DataError(PassportError):
+    """A recording, label file or dataset description cannot be used."""
+
+
+class ChannelMappingError(DataError):
+    """Channels of a recording do not fit the montage they are mapped to."""
+
+
+class LabelError(DataError):
+    """Labels are missing, unknown, or do not match the recording."""
+
+
+class CheckpointError(PassportError):
+    """A base checkpoint or adapter bundle is missing, foreign, corrupt or mismatched."""

@@ -1,0 +1,42 @@
+"""The CLI maps the PassportError family to exit code 2 and one line, once, for every command."""
+
+from __future__ import annotations
+
+import typer
+from typer.testing import CliRunner
+
+from passport_kit.cli.app import app
+from passport_kit.errors import ConfigError
+
+
+def test_user_error_exits_2_with_one_line() -> None:
+    @app.command("_raise-user-error", hidden=True)
+    def _raise() -> None:
+        raise ConfigError("option --foo is wrong;\n set --foo to bar")
+
+    try:
+        result = CliRunner().invoke(app, ["_raise-user-error"])
+    finally:
+        app.registered_commands[:] = [c for c in app.registered_commands if c.name != "_raise-user-error"]
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: option --foo is wrong; set --foo to bar"
+
+
+def test_bug_keeps_its_traceback() -> None:
+    @app.command("_raise-bug", hidden=True)
+    def _bug() -> None:
+        raise RuntimeError("a bug")
+
+    try:
+        result = CliRunner().invoke(app, ["_raise-bug"])
+    finally:
+        app.registered_commands[:] = [c for c in app.registered_commands if c.name != "_raise-bug"]
+    assert result.exit_code == 1
+    assert isinstance(result.exception, RuntimeError)
+
+
+def test_help_lists_no_traceback() -> None:
+    result = CliRunner().invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert "passport-kit" in result.output or "Usage" in result.output
+    assert isinstance(typer.Typer(), typer.Typer)
