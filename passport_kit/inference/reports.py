@@ -1,0 +1,282 @@
+"""Report writers: per-window CSV, BIDS events, EDF+ annotations, JSON, tables and PNG plots.
+
+Every writer takes the target path first, writes atomically (a temp file in the same folder,
+then ``os.replace``), and returns the path, so a crash never leaves a half-written report that
+reads as valid. Plots use matplotlib's object API (``Figure``), never pyplot's global state, so
+they work headless and from threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from passport_kit.inference.hypnogram import Hypnogram
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path | str) -> Iterator[Path]:
+    """Yield a temp path next to ``path``; on success move it onto ``path`` (atomic rename).
+
+    For libraries that write files themselves (matplotlib, edfio). On an exception the temp
+    file is removed and ``path`` keeps its previous content.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path | str, text: str) -> Path:
+    """Write ``text`` atomically (UTF-8) and return the path."""
+    with atomic_output(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def _clean(value: Any) -> Any:
+    """Return ``value`` with NaN/inf floats as None and numpy scalars as Python (strict JSON)."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _clean(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def write_json(path: Path | str, payload: Any) -> Path:
+    """Write ``payload`` as indented strict JSON (NaN → null) atomically; return the path."""
+    return write_text(path, json.dumps(_clean(payload), indent=2, allow_nan=False) + "\n")
+
+
+def write_table(path: Path | str, rows: Sequence[dict[str, Any]], *, delimiter: str = ",") -> Path:
+    """Write dict rows as a CSV (or TSV with ``delimiter='\\t'``); columns in first-seen order."""
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, delimiter=delimiter, lineterminator="\n",
+                            restval="n/a" if delimiter == "\t" else "")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _format_cell(v, delimiter) for k, v in row.items()})
+    return write_text(path, buf.getvalue())
+
+
+def _format_cell(value: Any, delimiter: str) -> Any:
+    """Return a cell as text: floats to 6 significant digits, missing as BIDS 'n/a' in TSV."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a" if delimiter == "\t" else ""
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.6g}"
+    return value
+
+
+def window_rows(
+    onsets_s: np.ndarray,
+    duration_s: float,
+    proba: np.ndarray,
+    classes: Sequence[str],
+    *,
+    flagged: np.ndarray | None = None,
+) -> list[dict[str, Any]]:
+    """Return one row per window: onset, duration, predicted class, p_<class>, confidence.
+
+    ``proba`` has shape (N, n_classes); ``confidence`` is the largest probability. ``flagged``
+    (N,) bool marks windows whose signal quality checks failed (NaN, flat, clipped channels).
+    """
+    pred = np.argmax(proba, axis=1)
+    rows = []
+    for i, onset in enumerate(np.asarray(onsets_s, dtype=float)):
+        row: dict[str, Any] = {"window": i, "onset_s": onset, "duration_s": float(duration_s),
+                               "class": classes[pred[i]]}
+        row.update({f"p_{c}": float(proba[i, k]) for k, c in enumerate(classes)})
+        row["confidence"] = float(proba[i].max())
+        if flagged is not None:
+            row["flagged"] = int(bool(flagged[i]))
+        rows.append(row)
+    return rows
+
+
+def write_window_csv(path: Path | str, rows: Sequence[dict[str, Any]]) -> Path:
+    """Write the per-window predictions (rows from :func:`window_rows`) as CSV."""
+    return write_table(path, rows)
+
+
+def write_events_tsv(path: Path | str, events: Sequence[dict[str, Any]]) -> Path:
+    """Write BIDS ``*_events.tsv`` rows (onset, duration, value, trial_type); return the path."""
+    return write_table(path, events, delimiter="\t")
+
+
+def write_edf_annotations(
+    path: Path | str, events: Sequence[dict[str, Any]], *, start: datetime | None = None
+) -> Path:
+    """Write an annotation-only EDF+ file (one annotation per event row); return the path.
+
+    EDFbrowser and ``mne.read_annotations`` open it next to the recording, so a scorer can
+    review and edit the staging. The start time is the recording's (EDF stores local time).
+    """
+    import datetime as dt
+
+    import edfio
+
+    annotations = [
+        edfio.EdfAnnotation(float(e["onset"]), float(e["duration"]), str(e["trial_type"]))
+        for e in events
+    ]
+    kwargs: dict[str, Any] = {}
+    if start is not None:
+        kwargs["starttime"] = start.time().replace(microsecond=0)
+        kwargs["recording"] = edfio.Recording(startdate=start.date())
+    else:
+        kwargs["starttime"] = dt.time(0, 0, 0)
+    edf = edfio.Edf([], annotations=annotations, **kwargs)
+    with atomic_output(path) as tmp:
+        edf.write(tmp)
+    return Path(path)
+
+
+def _save_figure(fig: Any, path: Path | str) -> Path:
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    return Path(path)
+
+
+def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogram | None = None,
+                   title: str = "") -> Path:
+    """Draw the hypnogram (step plot, REM in red) above the hypnodensity; write a PNG.
+
+    With ``reference`` (a scorer's hypnogram), it is drawn under the prediction in grey.
+    """
+    from matplotlib.figure import Figure
+
+    has_density = hypnogram.proba is not None
+    fig = Figure(figsize=(11, 5.5 if has_density else 3))
+    axes = fig.subplots(2 if has_density else 1, 1, sharex=True, squeeze=False)[:, 0]
+    hours = hypnogram.onsets_s / 3600.0
+    step = hypnogram.epoch_seconds / 3600.0
+    # Conventional hypnogram order, top to bottom: W, REM, N1, N2, N3 (UNS/ART above W).
+    levels = {"ART": 6, "UNS": 5, "W": 4, "REM": 3, "N1": 2, "N2": 1, "N3": 0}
+    ax = axes[0]
+    for hyp, style in ((reference, dict(color="0.6", lw=2.5, label="reference")),
+                       (hypnogram, dict(color="k", lw=1.2, label="predicted"))):
+        if hyp is None:
+            continue
+        if not len(hyp):
+            continue
+        # Repeat the last stage so the final epoch is drawn over its whole duration.
+        y = [levels[s] for s in hyp.stages] + [levels[hyp.stages[-1]]]
+        x = np.append(hyp.onsets_s / 3600.0, hyp.onsets_s[-1] / 3600.0 + step)
+        ax.step(x, y, where="post", **style)
+    rem = np.array([s == "REM" for s in hypnogram.stages])
+    for h in hours[rem]:
+        ax.hlines(levels["REM"], h, h + step, color="tab:red", lw=3)
+    used = sorted({levels[s] for s in hypnogram.stages} | {0, 1, 2, 3, 4})
+    names = {v: k for k, v in levels.items()}
+    ax.set_yticks(used, [names[v] for v in used])
+    ax.set_ylabel("stage")
+    if reference is not None:
+        ax.legend(loc="upper right", fontsize=8)
+    if title:
+        ax.set_title(title)
+    if has_density:
+        ax2 = axes[1]
+        proba = np.asarray(hypnogram.proba)
+        colors = {"W": "#f2d16b", "N1": "#9ecae1", "N2": "#4292c6", "N3": "#08306b", "REM": "#e34a33"}
+        edges = np.append(hours, hours[-1] + step) if len(hours) else hours
+        bottom = np.zeros(len(hours))
+        for k, c in enumerate(hypnogram.classes):
+            ax2.bar(hours, proba[:, k], width=step, bottom=bottom, align="edge", linewidth=0,
+                    color=colors.get(c), label=c)
+            bottom += proba[:, k]
+        ax2.set_ylim(0, 1)
+        if len(edges):
+            ax2.set_xlim(edges[0], edges[-1])
+        ax2.set_ylabel("probability")
+        ax2.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    axes[-1].set_xlabel("time from recording start (h)")
+    return _save_figure(fig, path)
+
+
+def plot_confusion(path: Path | str, confusion: Sequence[Sequence[int]], classes: Sequence[str], *,
+                   title: str = "") -> Path:
+    """Draw the confusion matrix as counts and row-normalised (recall) panels; write a PNG."""
+    from matplotlib.figure import Figure
+
+    counts = np.asarray(confusion, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        norm = counts / counts.sum(axis=1, keepdims=True)
+    fig = Figure(figsize=(10, 4.4))
+    for ax, values, label in zip(fig.subplots(1, 2), (counts, norm), ("count", "fraction of row")):
+        ax.imshow(np.nan_to_num(values), cmap="Blues", vmin=0)
+        for (i, j), v in np.ndenumerate(values):
+            text = f"{int(v)}" if label == "count" else ("-" if np.isnan(v) else f"{v:.2f}")
+            ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                    color="white" if np.nan_to_num(values[i, j]) > 0.6 * np.nanmax(values) else "black")
+        ax.set_xticks(range(len(classes)), classes)
+        ax.set_yticks(range(len(classes)), classes)
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("reference")
+        ax.set_title(f"{title} ({label})" if title else label)
+    return _save_figure(fig, path)
+
+
+def plot_sweep(path: Path | str, curves: dict[str, dict[int, list[float]]], *, metric: str) -> Path:
+    """Draw metric vs number of training subjects, one line per method (mean ± SD over seeds)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
+    for method, points in curves.items():
+        xs = sorted(points)
+        values = [np.asarray(points[x], dtype=float) for x in xs]
+        mean = np.array([np.nanmean(v) for v in values])
+        sd = np.array([np.nanstd(v) for v in values])
+        ax.errorbar(xs, mean, yerr=sd, marker="o", capsize=3, label=method)
+        for x, v in zip(xs, values):
+            ax.scatter(np.full(v.shape, x), v, s=8, alpha=0.4)
+    ax.set_xlabel("training subjects")
+    ax.set_ylabel(metric)
+    ax.set_xscale("log", base=2)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save_figure(fig, path)
+
+
+__all__ = [
+    "atomic_output",
+    "plot_confusion",
+    "plot_hypnogram",
+    "plot_sweep",
+    "window_rows",
+    "write_edf_annotations",
+    "write_events_tsv",
+    "write_json",
+    "write_table",
+    "write_text",
+    "write_window_csv",
+]

@@ -1,0 +1,87 @@
+"""Report writers: files exist, parse back, and writes are atomic."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import mne
+import numpy as np
+import pytest
+
+from passport_kit.inference.hypnogram import Hypnogram
+from passport_kit.inference import reports
+
+CLASSES = ["W", "N1", "N2", "N3", "REM"]
+
+
+def _hypnogram() -> Hypnogram:
+    rng = np.random.default_rng(0)
+    proba = rng.dirichlet(np.ones(5), size=12)
+    stages = [CLASSES[i] for i in proba.argmax(1)]
+    return Hypnogram(stages, proba=proba, classes=CLASSES)
+
+
+def test_window_csv_has_probabilities_and_confidence(tmp_path: Path) -> None:
+    proba = np.array([[0.7, 0.3], [0.2, 0.8]])
+    rows = reports.window_rows(np.array([0.0, 30.0]), 30.0, proba, ["rest", "task"])
+    path = reports.write_window_csv(tmp_path / "w.csv", rows)
+    read = list(csv.DictReader(path.open()))
+    assert [r["class"] for r in read] == ["rest", "task"]
+    assert float(read[1]["p_task"]) == pytest.approx(0.8)
+    assert float(read[0]["confidence"]) == pytest.approx(0.7)
+
+
+def test_events_tsv_is_bids_shaped(tmp_path: Path) -> None:
+    path = reports.write_events_tsv(tmp_path / "sub-01_events.tsv", _hypnogram().as_events())
+    lines = path.read_text().splitlines()
+    assert lines[0].split("\t") == ["onset", "duration", "value", "trial_type"]
+    assert len(lines) == 13
+
+
+def test_edf_annotations_read_back_with_mne(tmp_path: Path) -> None:
+    h = _hypnogram()
+    path = reports.write_edf_annotations(tmp_path / "staging.edf", h.as_events())
+    ann = mne.read_annotations(path)
+    assert list(ann.description) == [f"Sleep stage {s}" for s in h.stages]
+    assert np.allclose(ann.onset, h.onsets_s)
+
+
+def test_json_writes_nan_as_null(tmp_path: Path) -> None:
+    path = reports.write_json(tmp_path / "s.json", {"kappa": float("nan"), "n": np.int64(3)})
+    assert json.loads(path.read_text()) == {"kappa": None, "n": 3}
+
+
+@pytest.mark.parametrize("with_reference", [False, True])
+def test_hypnogram_png(tmp_path: Path, with_reference: bool) -> None:
+    h = _hypnogram()
+    ref = Hypnogram(["N2"] * len(h)) if with_reference else None
+    path = reports.plot_hypnogram(tmp_path / "h.png", h, reference=ref)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_confusion_png(tmp_path: Path) -> None:
+    path = reports.plot_confusion(tmp_path / "c.png", [[3, 1], [0, 0]], ["A", "B"])
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sweep_png(tmp_path: Path) -> None:
+    path = reports.plot_sweep(tmp_path / "s.png", {"mlp": {1: [0.2, 0.3], 2: [0.4, 0.5]}}, metric="kappa")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_table_fills_missing_columns(tmp_path: Path) -> None:
+    path = reports.write_table(tmp_path / "t.csv", [{"a": 1}, {"a": 2, "b": 0.5}])
+    assert path.read_text().splitlines() == ["a,b", "1,", "2,0.5"]
+
+
+def test_failed_write_keeps_previous_file_and_leaves_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with reports.atomic_output(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("crash mid-write")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
