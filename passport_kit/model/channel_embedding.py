@@ -1,0 +1,294 @@
+"""The six channel embeddings, one interface, selected by name.
+
+Every kind maps patch embeddings ``(B, C, P, D)`` to positionally encoded patch embeddings of
+the same shape. ``acpe`` encodes channel and time together (CBraMod's depthwise convolution);
+every other kind adds a per-channel vector plus a fixed sinusoid over the patch index (the
+paper leaves the temporal position of these kinds open; see docs/model.md).
+
+The module sits at ``patch_embedding.positional_encoding`` of the backbone for every kind, so
+that ``acpe`` keeps the exact state-dict names of the CBraMod release.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from passport_kit.errors import ChannelMappingError
+from passport_kit.model.config import ModelConfig
+from passport_kit.model.meta import ChannelMeta
+
+#: Metres → decimetres: the expert kinds see positions on the scale of patch embeddings.
+DECIMETRES_PER_METRE = 10.0
+#: The `xyz` rule of the paper: millimetres, shifted by 150 mm so head positions are >= 0.
+XYZ_OFFSET_MM = 150.0
+XYZ_DIMS_PER_AXIS = 66
+
+
+def sinusoid(index: Tensor, dim: int) -> Tensor:
+    """Return the Vaswani sinusoid table ``(N, dim)`` for positions ``index`` ``(N,)``.
+
+    Even columns are sines, odd columns cosines, wavelengths from 2π to 10000·2π.
+    """
+    half = torch.arange(0, dim, 2, dtype=torch.float32, device=index.device)
+    freq = torch.exp(half * (-math.log(10000.0) / dim))
+    angle = index.to(torch.float32)[:, None] * freq[None, :]
+    table = torch.zeros(index.shape[0], dim, device=index.device)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : dim // 2])
+    return table
+
+
+def xyz_sinusoid(positions: Tensor, d_model: int) -> Tensor:
+    """Return the paper's `xyz` embedding ``(C, d_model)`` of positions ``(C, 3)`` in metres.
+
+    Metres → mm, +150 mm, rounded to whole millimetres; each axis indexes a 66-dim sinusoid;
+    the three are concatenated (198 dims) and zero-padded to ``d_model``.
+    """
+    index = torch.round(positions.to(torch.float32) * 1000.0 + XYZ_OFFSET_MM)
+    axes = [sinusoid(index[:, a], XYZ_DIMS_PER_AXIS) for a in range(3)]
+    return F.pad(torch.cat(axes, dim=-1), (0, d_model - 3 * XYZ_DIMS_PER_AXIS))
+
+
+def position_features(meta: ChannelMeta) -> Tensor:
+    """Return ``(C, 7)`` metadata m_c: active xyz (dm), reference xyz (dm), bipolar flag.
+
+    A bipolar derivation feeds both of its electrodes; a monopolar channel has reference
+    zeros (the head-frame origin) and flag 0, so the flag, not the zeros, tells them apart.
+    """
+    active = meta.positions * DECIMETRES_PER_METRE
+    bipolar = meta.is_bipolar
+    reference = torch.where(
+        bipolar[:, None], meta.reference_positions * DECIMETRES_PER_METRE, torch.zeros_like(active)
+    )
+    return torch.cat([active, reference, bipolar[:, None].to(active.dtype)], dim=-1)
+
+
+class ChannelEmbedding(nn.Module):
+    """Base of every kind: ``forward(emb (B, C, P, D), meta, mask) -> (B, C, P, D)``."""
+
+    kind: str = ""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.d_model = d_model
+
+    def forward(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None = None) -> Tensor:
+        """Return ``emb`` ``(B, C, P, D)`` plus channel and temporal position."""
+        channel = self.channel_vectors(emb, meta, mask)  # (C, D) or (B, C, D)
+        if channel.dim() == 2:
+            channel = channel.unsqueeze(0)
+        temporal = sinusoid(torch.arange(emb.shape[2], device=emb.device), self.d_model)
+        return emb + channel.to(emb.dtype).unsqueeze(2) + temporal.to(emb.dtype)
+
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+        """Return the per-channel vectors ``(C, D)`` or ``(B, C, D)`` of this kind."""
+        raise NotImplementedError
+
+    def adapter_parameter_names(self) -> list[str]:
+        """Return the names (relative to this module) trained under the `adapter` policy."""
+        return [name for name, _ in self.named_parameters()]
+
+
+class AbsoluteEmbedding(ChannelEmbedding):
+    """`ape`: a fixed sinusoid over the channel's index in the montage (no parameters)."""
+
+    kind = "ape"
+
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+        """Return ``(C, D)`` sinusoids of the channel indices 0..C-1."""
+        return sinusoid(torch.arange(emb.shape[1], device=emb.device), self.d_model)
+
+
+class XYZEmbedding(ChannelEmbedding):
+    """`xyz`: the paper's fixed per-axis sinusoid of the electrode position (no parameters).
+
+    A bipolar channel gets the mean of the embeddings of its two electrodes (never the
+    embedding of their midpoint).
+    """
+
+    kind = "xyz"
+
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+        """Return ``(C, D)`` position sinusoids."""
+        meta.require_positions(self.kind)
+        positions = meta.positions.to(emb.device)
+        active = xyz_sinusoid(positions, self.d_model)
+        bipolar = meta.is_bipolar.to(emb.device)
+        reference = xyz_sinusoid(torch.nan_to_num(meta.reference_positions.to(emb.device)), self.d_model)
+        return torch.where(bipolar[:, None], 0.5 * (active + reference), active)
+
+
+class ChannelIdEmbedding(ChannelEmbedding):
+    """`channel-id`: a learned vector per channel name (case-insensitive lookup).
+
+    Unknown names are refused; :meth:`add_channels` appends freshly initialised rows.
+    """
+
+    kind = "channel-id"
+
+    def __init__(self, d_model: int, vocab: Sequence[str]) -> None:
+        super().__init__(d_model)
+        self.vocab: list[str] = []
+        self._index: dict[str, int] = {}
+        self.table = nn.Parameter(torch.empty(0, d_model))
+        self.add_channels(vocab)
+
+    def add_channels(self, names: Sequence[str]) -> list[str]:
+        """Return the names that were new, after appending one learned row for each.
+
+        Replaces the ``table`` parameter: call it before building an optimizer.
+        """
+        new = []
+        for name in names:
+            if name.casefold() not in self._index and name.casefold() not in {n.casefold() for n in new}:
+                new.append(name)
+        if not new:
+            return []
+        rows = torch.empty(len(new), self.d_model, device=self.table.device)
+        nn.init.trunc_normal_(rows, std=0.02)
+        grad = self.table.requires_grad
+        self.table = nn.Parameter(torch.cat([self.table.detach(), rows]), requires_grad=grad)
+        for name in new:
+            self._index[name.casefold()] = len(self.vocab)
+            self.vocab.append(name)
+        return new
+
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+        """Return ``(C, D)`` rows looked up by channel name."""
+        unknown = [n for n in meta.names if n.casefold() not in self._index]
+        if unknown:
+            raise ChannelMappingError(
+                f"the channel-id embedding has no row for channels {unknown} (known:"
+                f" {self.vocab[:24]}{' ...' if len(self.vocab) > 24 else ''}); add rows with"
+                " add_channels(...) / allow_new_channels, or choose another embedding"
+            )
+        idx = torch.tensor([self._index[n.casefold()] for n in meta.names], device=self.table.device)
+        return self.table[idx]
+
+
+class ACPEEmbedding(ChannelEmbedding):
+    """`acpe`: CBraMod's depthwise (19, 7) convolution over the channel × patch grid, residual.
+
+    The convolution is registered as child ``"0"`` so that its parameters are named
+    ``positional_encoding.0.weight`` / ``.bias`` exactly as in the CBraMod release.
+    """
+
+    kind = "acpe"
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__(d_model)
+        conv = nn.Conv2d(d_model, d_model, kernel_size=(19, 7), padding=(9, 3), groups=d_model)
+        self.add_module("0", conv)
+
+    @property
+    def conv(self) -> nn.Conv2d:
+        """Return the depthwise convolution."""
+        return self._modules["0"]  # type: ignore[return-value]
+
+    def forward(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None = None) -> Tensor:
+        """Return ``emb + conv(emb)`` for ``emb`` ``(B, C, P, D)``."""
+        # (B, C, P, D) contiguous *is* (B, D, C, P) in channels_last layout: no copy needed.
+        grid = emb.permute(0, 3, 1, 2)
+        return emb + self.conv(grid).permute(0, 2, 3, 1)
+
+
+class _ExpertEmbedding(ChannelEmbedding):
+    """Shared part of the Device Passport kinds: a frozen-able expert bank and the query input.
+
+    The activity summary z_c is the mean of the channel's unmasked patch embeddings, normalised
+    per channel (parameter-free LayerNorm) so that a frozen encoder's scale cannot swamp the
+    position features; it is concatenated with m_c (:func:`position_features`).
+    """
+
+    n_meta = 7
+
+    def __init__(self, d_model: int, n_experts: int) -> None:
+        super().__init__(d_model)
+        self.experts = nn.Parameter(torch.empty(n_experts, d_model))
+        nn.init.trunc_normal_(self.experts, std=0.02)
+
+    def query_input(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+        """Return ``(B, C, D + 7)``: [normalised z_c, m_c] for every sample and channel."""
+        meta.require_positions(self.kind)
+        if mask is None:
+            summary = emb.mean(dim=2)
+        else:
+            keep = (~mask.bool()).to(emb.dtype).unsqueeze(-1)  # (B, C, P, 1)
+            # A channel whose patches are all masked gets z_c = 0 rather than NaN.
+            summary = (emb * keep).sum(dim=2) / keep.sum(dim=2).clamp_min(1.0)
+        summary = F.layer_norm(summary.float(), (self.d_model,))
+        meta_feats = position_features(meta).to(emb.device)
+        meta_feats = meta_feats.unsqueeze(0).expand(emb.shape[0], -1, -1)
+        return torch.cat([summary, meta_feats], dim=-1)
+
+    def adapter_parameter_names(self) -> list[str]:
+        """Return the mixture's parameter names: experts (and keys) stay frozen."""
+        return [name for name, _ in self.named_parameters() if name.startswith("mixture.")]
+
+
+class MLPExpertEmbedding(_ExpertEmbedding):
+    """`mlp-experts`: e_c = Σ_k softmax(MLP([z_c, m_c]))_k E_k."""
+
+    kind = "mlp-experts"
+
+    def __init__(self, d_model: int, n_experts: int, hidden: int) -> None:
+        super().__init__(d_model, n_experts)
+        self.mixture = nn.Sequential(
+            nn.Linear(d_model + self.n_meta, hidden), nn.GELU(), nn.Linear(hidden, n_experts)
+        )
+
+    def mixture_weights(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+        """Return the mixture weights ``(B, C, K)`` (rows sum to 1)."""
+        return torch.softmax(self.mixture(self.query_input(emb, meta, mask)).float(), dim=-1)
+
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+        """Return ``(B, C, D)`` expert mixtures."""
+        return self.mixture_weights(emb, meta, mask) @ self.experts
+
+
+class XAttnExpertEmbedding(_ExpertEmbedding):
+    """`xattn-experts`: a query from [z_c, m_c] attends over learned expert keys; values = experts."""
+
+    kind = "xattn-experts"
+
+    def __init__(self, d_model: int, n_experts: int, hidden: int, key_dim: int) -> None:
+        super().__init__(d_model, n_experts)
+        self.keys = nn.Parameter(torch.empty(n_experts, key_dim))
+        nn.init.trunc_normal_(self.keys, std=1.0)
+        self.mixture = nn.Sequential(
+            nn.Linear(d_model + self.n_meta, hidden), nn.GELU(), nn.Linear(hidden, key_dim)
+        )
+
+    def mixture_weights(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+        """Return the attention weights ``(B, C, K)`` of each channel's query over the experts."""
+        query = self.mixture(self.query_input(emb, meta, mask)).float()
+        scores = query @ self.keys.t() / math.sqrt(self.keys.shape[1])
+        return torch.softmax(scores, dim=-1)
+
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+        """Return ``(B, C, D)`` attention-weighted experts."""
+        return self.mixture_weights(emb, meta, mask) @ self.experts
+
+
+def build_channel_embedding(config: ModelConfig) -> ChannelEmbedding:
+    """Return the channel embedding named by ``config.embedding``."""
+    d = config.d_model
+    kind = config.embedding
+    if kind == "ape":
+        return AbsoluteEmbedding(d)
+    if kind == "xyz":
+        return XYZEmbedding(d)
+    if kind == "channel-id":
+        return ChannelIdEmbedding(d, config.channel_vocab)
+    if kind == "acpe":
+        return ACPEEmbedding(d)
+    if kind == "mlp-experts":
+        return MLPExpertEmbedding(d, config.n_experts, config.mixture_hidden)
+    if kind == "xattn-experts":
+        return XAttnExpertEmbedding(d, config.n_experts, config.mixture_hidden, config.expert_key_dim)
+    raise AssertionError(f"unhandled embedding kind {kind!r}")  # ModelConfig validates the name

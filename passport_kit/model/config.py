@@ -1,0 +1,86 @@
+"""Architecture description of a backbone: the named configurations and their pydantic model.
+
+A :class:`ModelConfig` is everything needed to rebuild a backbone before its weights are
+loaded; it is stored verbatim in ``config.json`` of every base checkpoint (DESIGN.md §5).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from passport_kit.errors import ConfigError
+
+EmbeddingKind = Literal["ape", "channel-id", "xyz", "acpe", "mlp-experts", "xattn-experts"]
+EMBEDDING_KINDS: tuple[str, ...] = get_args(EmbeddingKind)
+
+#: Samples per patch: one second at 200 Hz. Hard-wired in CBraMod (the spectral branch has
+#: exactly 101 rfft bins), so it is a constant here rather than a setting.
+PATCH_SAMPLES = 200
+
+#: Depth of each named configuration; every other dimension is CBraMod's.
+ARCHITECTURES: dict[str, int] = {
+    "cbramod-base": 12,  # the paper's configuration (and the official CBraMod release)
+    "cbramod-small": 4,  # same layer design, for CPU work
+    "cbramod-tiny": 2,  # for tests
+}
+
+
+class ModelConfig(BaseModel):
+    """Architecture of a backbone (stored in ``config.json`` of a base checkpoint)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    arch: str
+    n_layers: int = Field(gt=0)
+    d_model: int = 200
+    n_heads: int = 8
+    d_ff: int = 800
+    dropout: float = Field(default=0.1, ge=0.0, lt=1.0)
+    embedding: EmbeddingKind
+    n_experts: int = Field(default=10, gt=0)
+    #: Hidden width of the mixture networks of the expert kinds.
+    mixture_hidden: int = Field(default=128, gt=0)
+    #: Width of expert keys / queries of `xattn-experts`.
+    expert_key_dim: int = Field(default=64, gt=0)
+    #: Rows of the `channel-id` table, in order (compared case-insensitively).
+    channel_vocab: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cbramod_shape(self) -> ModelConfig:
+        # The criss-cross split gives half of d_model and half of the heads to each axis,
+        # and the spectral branch fixes d_model = patch length; check that once, here.
+        if self.d_model != PATCH_SAMPLES:
+            raise ValueError(f"d_model must be {PATCH_SAMPLES} (one patch), got {self.d_model}")
+        if self.n_heads % 2 or (self.d_model // 2) % (self.n_heads // 2):
+            raise ValueError(f"n_heads={self.n_heads} cannot be split 50/50 over d_model/2")
+        return self
+
+
+def model_config(arch: str, embedding: str, **overrides: object) -> ModelConfig:
+    """Return the ModelConfig of a named architecture with one embedding kind.
+
+    >>> model_config("cbramod-tiny", "acpe").n_layers
+    2
+    """
+    if arch not in ARCHITECTURES:
+        raise ConfigError(f"unknown architecture {arch!r}; choose one of {sorted(ARCHITECTURES)}")
+    if embedding not in EMBEDDING_KINDS:
+        raise ConfigError(
+            f"unknown channel embedding {embedding!r}; choose one of {list(EMBEDDING_KINDS)}"
+        )
+    fields = {"arch": arch, "n_layers": ARCHITECTURES[arch], "embedding": embedding, **overrides}
+    return parse_model_config(fields)
+
+
+def parse_model_config(data: object) -> ModelConfig:
+    """Return a ModelConfig validated from a mapping; ConfigError with one line if invalid."""
+    try:
+        return ModelConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "config"
+        raise ConfigError(
+            f"invalid model config: {where}: {first['msg']} - fix the architecture settings"
+        ) from None
