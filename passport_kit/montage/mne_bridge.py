@@ -106,9 +106,16 @@ def dig_to_montage(
     reference: str = "unspecified",
     ch_names: list[str] | None = None,
     metadata: dict[str, Any] | None = None,
+    units: str = "m",
 ) -> Montage:
-    """Return a Montage of the channels of ``dig`` (all, or ``ch_names`` in that order)."""
-    from passport_kit.montage.schema import Channel, Montage
+    """Return a Montage of the channels of ``dig`` (all, or ``ch_names`` in that order).
+
+    ``units`` says what the numbers in ``dig`` really are when a file reader took them for
+    metres (MNE reads ``.csv``/``.tsv``/``.xyz`` numbers as metres whatever they are).
+    """
+    from passport_kit.montage.schema import UNITS_PER_METRE, Channel, Montage
+
+    per_m = UNITS_PER_METRE[units]
 
     ch_pos, _, note = dig_head_positions(dig)
     names = list(ch_pos) if ch_names is None else list(ch_names)
@@ -122,7 +129,7 @@ def dig_to_montage(
     channels = []
     for n in names:
         key = n if n in ch_pos else lookup[n.casefold()]
-        pos = tuple(float(v) for v in ch_pos[key])
+        pos = tuple(float(v) / per_m for v in ch_pos[key])
         channels.append(Channel(name=key, position=pos))  # type: ignore[arg-type]
     meta = {"frame_conversion": note, **(metadata or {})}
     return Montage(name=name, description=description, reference=reference,
