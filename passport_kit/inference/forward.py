@@ -1,0 +1,61 @@
+"""Batched forward passes: class probabilities for a stack of windows.
+
+One function serves validation during ``adapt``, ``evaluate`` and ``predict``, so that the
+three see exactly the same numbers for the same model and windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from passport_kit.model.meta import ChannelMeta
+from passport_kit.training.runtime import Precision, autocast
+
+
+def predict_proba(
+    model: nn.Module,
+    x: np.ndarray,
+    meta: ChannelMeta,
+    *,
+    batch_size: int = 64,
+    device: torch.device | None = None,
+    precision: Precision = "fp32",
+    on_batch: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """Return softmax class probabilities, shape (N, n_classes) float32.
+
+    Parameters
+    ----------
+    model : nn.Module
+        A classifier whose ``forward(x (B, C, P, 200), meta)`` returns logits ``(B, n_classes)``.
+    x : np.ndarray, shape (N, C, P, 200)
+        Windows in montage order (a read-only memmap is fine: batches are copied).
+    meta : ChannelMeta
+        Channel names and positions of ``x``'s channel axis.
+    on_batch : callable, optional
+        Called with the number of windows after each batch (progress bars).
+    """
+    device = device or torch.device("cpu")
+    was_training = model.training
+    model.eval()
+    meta = meta.to(device)
+    out: list[np.ndarray] = []
+    try:
+        with torch.inference_mode():
+            for start in range(0, len(x), batch_size):
+                xb = torch.from_numpy(np.ascontiguousarray(x[start : start + batch_size], dtype=np.float32))
+                with autocast(device, precision):
+                    logits = model(xb.to(device), meta)
+                # Softmax in fp32: bf16 probabilities round visibly in the CSV.
+                out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
+                if on_batch is not None:
+                    on_batch(len(xb))
+    finally:
+        model.train(was_training)
+    if not out:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.concatenate(out).astype(np.float32, copy=False)

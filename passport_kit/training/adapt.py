@@ -1,0 +1,265 @@
+"""``adapt``: onboard a device: train the mixture adapter and a head, write an adapter bundle.
+
+The base checkpoint's backbone and experts stay frozen; only what the freezing policy names
+(``adapter``: the mixture network + head; ``head``; ``full``) is trained, with the recipe of
+:mod:`passport_kit.training.finetune`. Windows are preprocessed exactly as the base checkpoint
+expects (its preprocessing contract), with the dataset's window length; the contract used is
+recorded in the bundle so that ``predict`` repeats it.
+
+Example (a notebook)::
+
+    import passport_kit as pk
+    result = pk.adapt(montage="eesm17-ear", data="./eesm17", out="runs/ear", max_steps=200)
+    result.bundle, result.metrics["validation"]["kappa"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from passport_kit.errors import ConfigError, DataError
+from passport_kit.training.finetune import Balance, FinetuneSettings, FitResult, TrainPolicy, fit
+from passport_kit.training.splits import SubjectSplit, subsample_training, unique_subjects, with_validation
+
+#: The shipped Device Passport checkpoint that ``adapt`` starts from when none is named.
+DEFAULT_CHECKPOINT = "passport-small-mlp"
+#: Resumable state inside the output folder; removed once the bundle is written.
+STATE_FILE = "adapt-state.safetensors"
+
+ProgressFn = Callable[[int, int, dict[str, Any]], None]
+
+
+class AdaptConfig(BaseModel):
+    """Everything ``adapt`` needs (the CLI's options; validated, one-line errors)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    montage: str = Field(description="registered montage name or a montage YAML path")
+    data: Path = Field(description="dataset folder (dataset.yaml or BIDS)")
+    out: Path = Field(description="output folder of the adapter bundle")
+    checkpoint: str = DEFAULT_CHECKPOINT
+    train: TrainPolicy = "adapter"
+    subjects: int | None = Field(None, gt=0, description="train on this many subjects (seeded draw)")
+    train_subjects: tuple[str, ...] | None = Field(None, description="restrict training to these subjects")
+    validation_fraction: float = Field(0.2, gt=0, lt=1)
+    max_steps: int | None = Field(None, gt=0)
+    epochs: int = Field(50, gt=0)
+    batch_size: int = Field(64, gt=0)
+    lr: float = Field(1e-4, gt=0)
+    head_lr: float | None = Field(None, gt=0)
+    patience: int = Field(5, ge=1)
+    eval_every: int | None = Field(None, gt=0)
+    balance: Balance = "weights"
+    dropout: float = Field(0.1, ge=0, lt=1)
+    instance_norm: bool | None = Field(None, description="None: keep the checkpoint's contract")
+    skip_flagged: bool = True
+    seed: int = 0
+    device: str = "auto"
+    precision: str = "auto"
+    threads: int | None = Field(None, gt=0)
+    resume: bool = True
+
+    def settings(self) -> FinetuneSettings:
+        """Return the optimisation settings of this run."""
+        return FinetuneSettings(
+            batch_size=self.batch_size, lr=self.lr, head_lr=self.head_lr, epochs=self.epochs,
+            max_steps=self.max_steps, eval_every=self.eval_every, patience=self.patience,
+            balance=self.balance, seed=self.seed,
+        )
+
+
+class AdaptResult(BaseModel):
+    """What ``adapt`` produced: the bundle folder and its metrics (also in adapter.json)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    bundle: Path
+    metrics: dict[str, Any]
+    trainable: list[str]
+    summary: str
+
+
+def make_config(config: AdaptConfig | None = None, **options: Any) -> AdaptConfig:
+    """Return an AdaptConfig from an existing one and/or keyword options (ConfigError if invalid)."""
+    try:
+        if config is None:
+            return AdaptConfig(**options)
+        return AdaptConfig(**{**config.model_dump(), **options})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "options"
+        raise ConfigError(f"invalid adapt option {where}: {err['msg']}; fix it and retry") from None
+
+
+def usable_windows(windows: Any, *, skip_flagged: bool = True) -> np.ndarray:
+    """Return a (N,) bool mask of windows fit for training: labeled, and not NaN/flat if asked.
+
+    NaN and flat channels carry no signal (NaN is zeroed by preprocessing); a window with one
+    is skipped. Clipped or over-limit windows are kept: poor-contact channels are part of the
+    device the adapter must learn to handle, as the paper's EESM17 subjects show.
+    """
+    from passport_kit.signals.windows import FLAG_FLAT, FLAG_NAN
+
+    keep = np.asarray(windows.y) >= 0
+    if skip_flagged:
+        bad = (np.asarray(windows.flags) & (FLAG_NAN | FLAG_FLAT)).any(axis=1)
+        keep &= ~bad
+    return keep
+
+
+def training_split(
+    subjects: np.ndarray,
+    *,
+    train_subjects: tuple[str, ...] | None,
+    n_subjects: int | None,
+    validation_fraction: float,
+    seed: int,
+) -> SubjectSplit:
+    """Return the subject-disjoint train/validation split of an ``adapt`` run.
+
+    Validation subjects are drawn first from the pool, then ``n_subjects`` training subjects
+    from the rest, so a one-subject run still has a validation set when the pool allows.
+    """
+    pool = unique_subjects(subjects)
+    if train_subjects is not None:
+        unknown = sorted(set(train_subjects) - set(pool))
+        if unknown:
+            raise DataError(f"training subjects {unknown} are not in the dataset (it has {pool})")
+        pool = sorted(train_subjects)
+    split = with_validation(SubjectSplit(name="adapt", train=tuple(pool), test=()),
+                            fraction=validation_fraction, seed=seed)
+    if n_subjects is not None:
+        split = subsample_training(split, n_subjects, seed=seed)
+    return split
+
+
+def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: float = 0.1) -> Any:
+    """Return a Classifier over ``backbone`` with ``policy`` applied and checked."""
+    from passport_kit.model import Classifier, apply_policy, check_policy
+
+    model = Classifier(backbone, n_classes, dropout=dropout)
+    apply_policy(model, policy)
+    check_policy(model, policy)
+    return model
+
+
+def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = None, **options: Any) -> AdaptResult:
+    """Return the adapter bundle trained on a labeled dataset for one montage.
+
+    Parameters are the fields of :class:`AdaptConfig`, given as a config or as keywords
+    (``adapt(montage="eesm17-ear", data="ds", out="runs/ear")``). ``progress(step, total,
+    info)`` is called after every optimisation step.
+    """
+    from passport_kit.checkpoint import load_base_checkpoint
+    from passport_kit.model import ChannelMeta, trainable_summary
+    from passport_kit.montage import resolve_montage
+    from passport_kit.signals import load_dataset
+    from passport_kit.training.runtime import resolve_device, resolve_precision, seed_everything, set_threads
+
+    cfg = make_config(config, **options)
+    device = resolve_device(cfg.device)
+    precision = resolve_precision(cfg.precision, device)
+    set_threads(cfg.threads)
+    seed_everything(cfg.seed)
+
+    montage = resolve_montage(cfg.montage)
+    backbone, info = load_base_checkpoint(cfg.checkpoint)
+    preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm)
+    windows = load_dataset(cfg.data, montage, preprocess)
+    keep = usable_windows(windows, skip_flagged=cfg.skip_flagged)
+    split = training_split(windows.subject[keep], train_subjects=cfg.train_subjects, n_subjects=cfg.subjects,
+                           validation_fraction=cfg.validation_fraction, seed=cfg.seed)
+    train_mask, val_mask, _ = split.masks(windows.subject)
+    train_idx, val_idx = np.flatnonzero(train_mask & keep), np.flatnonzero(val_mask & keep)
+
+    model = build_classifier(backbone, len(windows.classes), cfg.train, dropout=cfg.dropout)
+    meta = ChannelMeta.from_montage(montage)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    state_path = cfg.out / STATE_FILE
+    if not cfg.resume:
+        state_path.unlink(missing_ok=True)
+    run_config = {"adapt": cfg.model_dump(mode="json", exclude={"resume", "device", "threads"}),
+                  "base_sha256": info.sha256, "montage_hash": montage.content_hash}
+    result = fit(
+        model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(),
+        val=(windows.x[val_idx], windows.y[val_idx]) if len(val_idx) else None,
+        device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
+    )
+    metrics = _run_metrics(result, split, windows, train_idx, val_idx)
+    bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
+                          classes=list(windows.classes), task=getattr(windows, "task", None), metrics=metrics)
+    state_path.unlink(missing_ok=True)
+    return AdaptResult(bundle=bundle, metrics=metrics, trainable=sorted(
+        n for n, p in model.named_parameters() if p.requires_grad), summary=trainable_summary(model))
+
+
+def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None) -> Any:
+    """Return the preprocessing of a run: the checkpoint's contract, the dataset's window length.
+
+    The dataset folder decides the window (30-s sleep epochs, N-s windows), the checkpoint
+    everything about the signal (rate, filters, units); ``instance_norm`` overrides the
+    checkpoint's choice when given (the paper normalises ear-EEG per window).
+    """
+    from passport_kit.signals import PreprocessConfig, dataset_window_seconds
+
+    contract = info.preprocess if isinstance(info.preprocess, PreprocessConfig) else PreprocessConfig.from_dict(info.preprocess)
+    update: dict[str, Any] = {"window_seconds": dataset_window_seconds(data)}
+    if instance_norm is not None:
+        update["instance_norm"] = instance_norm
+    return PreprocessConfig.from_dict({**contract.model_dump(), **update})
+
+
+def _run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx: np.ndarray,
+                 val_idx: np.ndarray) -> dict[str, Any]:
+    """Return the metrics block of adapter.json: data summary, selection and validation scores."""
+    counts = np.bincount(windows.y[train_idx], minlength=len(windows.classes))
+    return {
+        "train_subjects": list(split.train),
+        "validation_subjects": list(split.validation),
+        "train_windows": int(len(train_idx)),
+        "validation_windows": int(len(val_idx)),
+        "train_class_counts": {c: int(n) for c, n in zip(windows.classes, counts)},
+        "steps": result.steps,
+        "best_step": result.best_step,
+        "stopped_early": result.stopped_early,
+        "seconds": round(result.seconds, 2),
+        "validation": result.validation.model_dump() if result.validation else None,
+        "history": result.history,
+    }
+
+
+def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, preprocess: Any,
+                 classes: list[str], task: str | None, metrics: dict[str, Any]) -> Path:
+    """Write the adapter bundle (DESIGN.md §5) for a trained classifier; return its folder."""
+    from passport_kit import __version__
+    from passport_kit.checkpoint import AdapterMeta, save_adapter_bundle
+
+    meta = AdapterMeta(
+        base_checkpoint=info.name,
+        base_sha256=info.sha256,
+        montage=montage.model_dump(mode="json"),
+        montage_hash=montage.content_hash,
+        classes=classes,
+        task=task or "classification",
+        preprocess=preprocess.model_dump(mode="json"),
+        policy=cfg.train,
+        head=model.head_settings,
+        training=cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": cfg.settings().resolved_head_lr},
+        metrics={k: v for k, v in metrics.items() if k != "history"},
+        package_version=__version__,
+    )
+    bundle = save_adapter_bundle(model, cfg.out, meta)
+    from passport_kit.inference.reports import write_table
+
+    if metrics.get("history"):
+        write_table(Path(cfg.out) / "history.csv", metrics["history"])
+    return Path(bundle)
+
+
+__all__ = ["AdaptConfig", "AdaptResult", "DEFAULT_CHECKPOINT", "adapt", "build_classifier", "make_config",
+           "training_split", "usable_windows"]
