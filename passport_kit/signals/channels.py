@@ -1,0 +1,156 @@
+"""Mapping a recording's channels onto a montage: exactly its channels, in its order.
+
+For each montage channel, in this order of trust:
+
+1. ``renames`` (``channels:`` of a recording in ``dataset.yaml``): montage name → the name in the file;
+2. the montage name, then its aliases, compared after normalisation (case-insensitive, a
+   ``EEG``/``EOG``/``EMG``/``ECG`` type prefix and a TUH ``-REF``/``-LE`` suffix removed, old 10-20
+   names read as new ones: T3=T7, T4=T8, T5=P7, T6=P8), so ``EEG T3-REF`` is found for ``T7``;
+3. for a bipolar montage channel (one with a ``reference_position`` and a name ``A-B``) that
+   the file does not hold: ``A − B`` computed from the file's two electrodes.
+
+A montage channel that cannot be found raises :class:`~passport_kit.errors.ChannelMappingError`
+listing what the recording has.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import mne
+import numpy as np
+
+from passport_kit.errors import ChannelMappingError, DataError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from passport_kit.montage import Montage
+
+#: Old 10-20 temporal names → the names of the 10-10 system (MNE's standard templates).
+OLD_TO_NEW_1020: dict[str, str] = {"t3": "t7", "t4": "t8", "t5": "p7", "t6": "p8"}
+_TYPE_PREFIX = re.compile(r"^(eeg|eog|emg|ecg)\s+")
+_REFERENCE_SUFFIX = re.compile(r"-(ref|le)$")
+_MNE_KINDS = {"eeg", "eog", "emg", "ecg", "misc"}
+
+
+def channel_key(name: str) -> str:
+    """Return the normalised form of a channel name used for matching.
+
+    Example::
+
+        >>> channel_key("EEG T3-REF"), channel_key("eeg fp1-le"), channel_key("EEG A2-A1")
+        ('t7', 'fp1', 'a2-a1')
+    """
+    key = " ".join(name.split()).casefold()
+    key = _TYPE_PREFIX.sub("", key)
+    key = _REFERENCE_SUFFIX.sub("", key).replace(" ", "")
+    return "-".join(OLD_TO_NEW_1020.get(part, part) for part in key.split("-"))
+
+
+def _find(raw_names: list[str], wanted: list[str]) -> str | None:
+    """Return the first recording channel matching any of ``wanted`` (exact, then by key)."""
+    for name in wanted:
+        if name in raw_names:
+            return name
+    keys = {}
+    for raw_name in raw_names:
+        keys.setdefault(channel_key(raw_name), raw_name)
+    for name in wanted:
+        hit = keys.get(channel_key(name))
+        if hit is not None:
+            return hit
+    return None
+
+
+def _bipolar_parts(name: str) -> tuple[str, str] | None:
+    """Return the two electrode names of ``'A-B'``, or None when the name is not a pair."""
+    parts = name.split("-")
+    if len(parts) != 2 or not all(p.strip() for p in parts):
+        return None
+    return parts[0].strip(), parts[1].strip()
+
+
+def channel_sources(
+    raw_names: list[str], montage: Montage, renames: dict[str, str] | None = None, *, source: str = "recording"
+) -> list[tuple[str, str | None]]:
+    """Return, per montage channel, ``(active, reference)`` recording names (reference None: as is).
+
+    Raises :class:`ChannelMappingError` naming every montage channel that cannot be found.
+    """
+    renames = dict(renames or {})
+    unknown = sorted(set(renames) - set(montage.ch_names))
+    if unknown:
+        raise ChannelMappingError(
+            f"{source}: 'channels' renames {', '.join(unknown)}, which montage '{montage.name}' does not have; "
+            f"its channels are {', '.join(montage.ch_names)}"
+        )
+    sources: list[tuple[str, str | None]] = []
+    missing: list[str] = []
+    for ch in montage.channels:
+        if ch.name in renames:
+            hit = _find(raw_names, [renames[ch.name]])
+            if hit is None:
+                raise ChannelMappingError(
+                    f"{source}: 'channels' maps {ch.name} to '{renames[ch.name]}', which the recording does not have; "
+                    f"it has: {', '.join(raw_names)}"
+                )
+            sources.append((hit, None))
+            continue
+        hit = _find(raw_names, [ch.name, *ch.aliases])
+        if hit is not None:
+            sources.append((hit, None))
+            continue
+        pair = _bipolar_parts(ch.name) if ch.reference_position is not None else None
+        if pair is not None:
+            active, reference = _find(raw_names, [pair[0]]), _find(raw_names, [pair[1]])
+            if active is not None and reference is not None:
+                sources.append((active, reference))
+                continue
+        missing.append(ch.name)
+    if missing:
+        raise ChannelMappingError(
+            f"{source}: montage '{montage.name}' needs {', '.join(missing)}, not found in the recording "
+            f"(tried names, aliases, case, TUH '-REF'/'-LE', T3=T7 T4=T8 T5=P7 T6=P8, bipolar pairs); "
+            f"the recording has: {', '.join(raw_names)}; map them with 'channels: {{{missing[0]}: <name in file>}}' "
+            f"in dataset.yaml or add an alias to the montage"
+        )
+    return sources
+
+
+def map_channels(
+    raw: mne.io.BaseRaw, montage: Montage, renames: dict[str, str] | None = None, *, source: str | None = None
+) -> mne.io.BaseRaw:
+    """Return a Raw holding exactly ``montage.ch_names``, in montage order (data in volts).
+
+    Bipolar montage channels missing from the file are computed as active − reference.
+    Annotations and the measurement date are kept.
+    """
+    source = source or _describe(raw)
+    sources = channel_sources(list(raw.ch_names), montage, renames, source=source)
+    needed = sorted({name for pair in sources for name in pair if name is not None}, key=raw.ch_names.index)
+    try:
+        data = raw.get_data(picks=needed)
+    except Exception as exc:  # noqa: BLE001 - a lazily read file can fail only now
+        reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise DataError(f"cannot read the samples of {source} ({reason}); check that the file is complete") from None
+    row = {name: i for i, name in enumerate(needed)}
+    out = np.empty((len(sources), data.shape[1]), dtype=np.float64)
+    for i, (active, reference) in enumerate(sources):
+        out[i] = data[row[active]]
+        if reference is not None:
+            out[i] -= data[row[reference]]
+    kinds = [ch.kind if ch.kind in _MNE_KINDS else "misc" for ch in montage.channels]
+    info = mne.create_info(list(montage.ch_names), raw.info["sfreq"], kinds)
+    # Same first_samp as the file, so annotation onsets keep meaning the same samples.
+    mapped = mne.io.RawArray(out, info, first_samp=raw.first_samp, verbose="error")
+    if raw.info["meas_date"] is not None:
+        mapped.set_meas_date(raw.info["meas_date"])
+    if len(raw.annotations):
+        mapped.set_annotations(raw.annotations)
+    return mapped
+
+
+def _describe(raw: mne.io.BaseRaw) -> str:
+    """Return a name for ``raw`` in messages: its file, or 'recording'."""
+    files = [f for f in (raw.filenames or ()) if f]
+    return f"recording '{files[0]}'" if files else "recording"

@@ -1,0 +1,388 @@
+"""From recordings to model-ready windows: :class:`WindowSet`, :func:`load_recording`, :func:`load_dataset`.
+
+The pipeline per recording (DESIGN.md §1): read (MNE) → map channels onto the montage →
+preprocess (200 Hz, band-pass, notch, µV/100) → windows ``(N, C, P, 200)`` + flags → cache.
+Labels are read separately (they are small) and turned into class indices per window.
+
+Example::
+
+    >>> from passport_kit.signals import load_dataset
+    >>> ws = load_dataset("my_dataset/", "eesm19-ear")        # doctest: +SKIP
+    >>> ws.x.shape, ws.class_counts()                          # doctest: +SKIP
+    ((1920, 12, 30, 200), {'W': 310, 'N1': 120, 'N2': 900, 'N3': 300, 'REM': 290})
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import mne
+import numpy as np
+
+from passport_kit.errors import ConfigError, DataError, LabelError
+from passport_kit.signals.cache import entry_key, file_sha256, read_entry, write_entry, write_entry_chunks
+from passport_kit.signals.channels import map_channels
+from passport_kit.signals.dataset_spec import DatasetSpec, RecordingSpec, load_dataset_spec
+from passport_kit.signals.labels import LabelMap, encode_labels, labels_from_intervals, read_events_tsv, read_label_file
+from passport_kit.signals.preprocess import PreprocessConfig, check_sampling_rate, preprocess_array
+from passport_kit.signals.readers import content_files, read_recording
+from passport_kit.signals.windows import check_length, describe_flags, instance_normalise, make_windows, window_flags
+
+if TYPE_CHECKING:  # pragma: no cover
+    from passport_kit.montage import Montage
+
+log = logging.getLogger(__name__)
+
+#: Version of the read → map → preprocess → window pipeline; part of every cache key.
+PIPELINE_VERSION = 1
+
+
+@dataclass
+class WindowSet:
+    """Return-value object: windows, labels and where each window came from.
+
+    Shapes: ``x`` ``(N, C, P, 200)`` float32 (often a read-only memmap), ``y`` ``(N,)`` int64
+    (``-1`` = unlabeled), ``subject``/``recording`` ``(N,)`` str, ``onset_s`` ``(N,)`` float64
+    (window start, seconds from the start of its recording), ``flags`` ``(N, C)`` uint8
+    (bits: 1 NaN, 2 flat, 4 clipped, 8 over the amplitude limit; see
+    :mod:`passport_kit.signals.windows`).
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    subject: np.ndarray
+    recording: np.ndarray
+    onset_s: np.ndarray
+    flags: np.ndarray
+    classes: list[str]
+    montage: Montage
+    config: PreprocessConfig
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        """Return N, the number of windows."""
+        return int(self.x.shape[0])
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{k} {v}" for k, v in self.class_counts().items())
+        return (
+            f"<WindowSet | {len(self)} windows × {self.x.shape[1]} ch × {self.x.shape[2]} s, "
+            f"{len(set(self.subject.tolist()))} subjects, {len(set(self.recording.tolist()))} recordings"
+            f"{', ' + counts if counts else ''}>"
+        )
+
+    def class_counts(self) -> dict[str, int]:
+        """Return the number of windows per class (unlabeled windows are not counted)."""
+        counts = np.bincount(self.y[self.y >= 0], minlength=len(self.classes))
+        return {c: int(n) for c, n in zip(self.classes, counts)}
+
+    def select(self, index: np.ndarray | Sequence[int]) -> WindowSet:
+        """Return the windows at ``index`` (a boolean mask or integer indices) as a new set (x copied)."""
+        index = np.asarray(index)
+        return replace(
+            self, x=np.asarray(self.x[index]), y=self.y[index], subject=self.subject[index],
+            recording=self.recording[index], onset_s=self.onset_s[index], flags=self.flags[index],
+        )
+
+    def flag_summary(self) -> dict[str, int]:
+        """Return how many window × channel cells carry each quality flag."""
+        return describe_flags(self.flags)
+
+
+# --------------------------------------------------------------------------- one recording
+
+@dataclass
+class _Windows:
+    """Preprocessed windows of one recording, as cached: arrays and what labels may need."""
+
+    key: str
+    x: np.ndarray
+    flags: np.ndarray
+    annotations: list[tuple[float, float, str]]
+
+
+def _montage_identity(montage: Montage) -> dict[str, Any]:
+    """Return what of a montage decides the mapping: hash plus names, aliases and bipolarity."""
+    return {
+        "hash": montage.content_hash,
+        "channels": [[ch.name, list(ch.aliases), ch.reference_position is not None, ch.kind] for ch in montage.channels],
+    }
+
+
+def _recording_key(
+    path: Path, montage: Montage, config: PreprocessConfig, renames: dict[str, str] | None, sfreq: float | None, bids: bool
+) -> str:
+    """Return the cache key of one recording's windows (content hash, config, montage, options)."""
+    return entry_key({
+        "pipeline": PIPELINE_VERSION,
+        "files": [file_sha256(p) for p in content_files(path)],
+        "config": config.model_dump(mode="json"),
+        "montage": _montage_identity(montage),
+        "renames": sorted((renames or {}).items()),
+        "sfreq": sfreq,
+        "reader": "mne-bids" if bids else "mne",
+    })
+
+
+def _annotations(raw: mne.io.BaseRaw) -> list[tuple[float, float, str]]:
+    """Return ``(onset_s, duration_s, description)`` of raw's annotations, onsets from the first sample."""
+    ann = raw.annotations
+    offset = raw.first_time if ann.orig_time is not None else 0.0
+    return [(float(o - offset), float(d), str(s)) for o, d, s in zip(ann.onset, ann.duration, ann.description)]
+
+
+def _compute_windows(
+    path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None,
+    sfreq: float | None, bids: bool,
+) -> tuple[np.ndarray, np.ndarray, list[tuple[float, float, str]]]:
+    """Return ``(x (N, C, P, 200), flags (N, C), annotations)`` computed from the file."""
+    source = f"recording '{path}'"
+    if bids:
+        from passport_kit.signals.bids import read_bids_recording
+
+        raw = read_bids_recording(path)
+    else:
+        raw = read_recording(path, sfreq=sfreq)
+    # Cheap checks before reading samples: the rate and the length are in the header.
+    check_sampling_rate(raw.info["sfreq"], config, source=source)
+    check_length(raw.n_times, raw.info["sfreq"], config, source=source)
+    mapped = map_channels(raw, montage, renames, source=source)
+    data = mapped.get_data()
+    sf = mapped.info["sfreq"]
+    signal = preprocess_array(data, sf, config, source=source)
+    x = make_windows(signal, config.model_copy(update={"instance_norm": False}))
+    # Flags look at the raw samples and at µV amplitudes, so before instance normalisation.
+    flags = window_flags(data, sf, x, config)
+    if config.instance_norm:
+        x = instance_normalise(x)
+    return x, flags, _annotations(raw)
+
+
+def _recording_windows(
+    path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None = None,
+    sfreq: float | None = None, bids: bool = False, cache: bool = True,
+) -> _Windows:
+    """Return one recording's windows, from the cache when an entry exists (then the file is not read)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"recording '{path}' does not exist; check the path")
+    key = _recording_key(path, montage, config, renames, sfreq, bids)
+    if cache:
+        entry = read_entry(key)
+        if entry is not None:
+            log.debug("cache hit for %s (%s)", path, key[:12])
+            return _Windows(key, entry.arrays["x"], entry.arrays["flags"],
+                            [tuple(a) for a in entry.meta["annotations"]])
+    x, flags, annotations = _compute_windows(path, montage, config, renames=renames, sfreq=sfreq, bids=bids)
+    if not cache:
+        return _Windows(key, x, flags, annotations)
+    entry = write_entry(key, {"x": x, "flags": flags}, {
+        "file": str(path), "annotations": [list(a) for a in annotations],
+        "config": config.model_dump(mode="json"), "montage": montage.name,
+    })
+    return _Windows(key, entry.arrays["x"], entry.arrays["flags"], annotations)
+
+
+def _resolve(montage: Montage | str | Path) -> Montage:
+    """Return a Montage for a Montage, a registry name or a YAML path."""
+    if isinstance(montage, (str, Path)):
+        from passport_kit.montage import resolve_montage
+
+        return resolve_montage(montage)
+    return montage
+
+
+def load_recording(
+    path: str | Path, montage: Montage | str, config: PreprocessConfig | None = None, *,
+    renames: dict[str, str] | None = None, sfreq: float | None = None, cache: bool = True,
+) -> WindowSet:
+    """Return the windows of one recording, unlabeled (``y`` all -1), e.g. for predict.
+
+    ``sfreq`` is needed only for DREAMS text files; ``renames`` maps montage names to the
+    file's names where aliases do not cover them.
+    """
+    montage = _resolve(montage)
+    config = config or PreprocessConfig()
+    path = Path(path)
+    w = _recording_windows(path, montage, config, renames=renames, sfreq=sfreq, cache=cache)
+    n = w.x.shape[0]
+    return WindowSet(
+        x=w.x, y=np.full(n, -1, dtype=np.int64), subject=np.full(n, path.stem), recording=np.full(n, str(path)),
+        onset_s=np.arange(n, dtype=np.float64) * config.window_seconds, flags=w.flags, classes=[],
+        montage=montage, config=config, info={"annotations": w.annotations, "cache_key": w.key},
+    )
+
+
+# ------------------------------------------------------------------------------ datasets
+
+@dataclass
+class _RawLabels:
+    """Labels of one recording before encoding: one value, values per line, or per-window values."""
+
+    kind: str                       # 'label' | 'values' | 'windows' | 'none'
+    values: list[str | None]
+    source: str
+
+
+def _read_raw_labels(
+    rec: RecordingSpec, spec: DatasetSpec, windows: _Windows, window_seconds: float, label_map: LabelMap | None
+) -> _RawLabels:
+    """Return the raw labels of ``rec`` (no class mapping yet)."""
+    n = windows.x.shape[0]
+    if rec.label is not None:
+        return _RawLabels("label", [rec.label], f"recording '{rec.file}'")
+    if rec.labels is not None:
+        path = spec.path_of(rec.labels)
+        source = f"labels '{path}'"
+        intervals = _label_intervals(path, spec)
+        if intervals is None:
+            return _RawLabels("values", list(read_label_file(path, column=spec.label_column)), source)
+        return _RawLabels("windows", _intervals_to_windows(intervals, n, window_seconds, label_map, source), source)
+    if rec.annotation_labels:
+        onsets = np.asarray([a[0] for a in windows.annotations], dtype=np.float64)
+        durations = np.asarray([a[1] for a in windows.annotations], dtype=np.float64)
+        values = [a[2] for a in windows.annotations]
+        known = [label_map is None or label_map.lookup(v)[0] for v in values]
+        keep = np.asarray(known, dtype=bool)
+        # Annotations also hold events (lights off, arousals): only stage names are labels here.
+        per_window = labels_from_intervals(onsets[keep], durations[keep], [v for v, k in zip(values, known) if k], n, window_seconds)
+        return _RawLabels("windows", per_window, f"annotations of '{rec.file}'")
+    return _RawLabels("none", [], f"recording '{rec.file}'")
+
+
+def _label_intervals(path: Path, spec: DatasetSpec) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
+    """Return annotated intervals for EDF+ hypnograms and events tables, None for plain label lists."""
+    suffix = path.suffix.lower()
+    if suffix == ".edf":
+        try:
+            ann = mne.read_annotations(path)
+        except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
+            raise LabelError(f"cannot read annotations from '{path}' ({' '.join(str(exc).split())[:120]}); is it an EDF+ hypnogram?") from None
+        return np.asarray(ann.onset, dtype=np.float64), np.asarray(ann.duration, dtype=np.float64), [str(d) for d in ann.description]
+    if suffix == ".tsv":
+        with path.open(encoding="utf-8-sig") as f:
+            header = f.readline().rstrip("\n").split("\t")
+        if "onset" in header:
+            return read_events_tsv(path, column=spec.label_column or "trial_type")
+    return None
+
+
+def _intervals_to_windows(
+    intervals: tuple[np.ndarray, np.ndarray, list[str]], n: int, window_seconds: float,
+    label_map: LabelMap | None, source: str,
+) -> list[str | None]:
+    """Return per-window raw values from intervals, ignoring events the label map does not know."""
+    onsets, durations, values = intervals
+    if label_map is not None:
+        known = np.asarray([label_map.lookup(v)[0] for v in values], dtype=bool)
+        if values and not known.any():
+            shown = ", ".join(repr(v) for v in sorted(set(values))[:12])
+            raise LabelError(
+                f"{source}: none of the event values {shown} is known to label map '{label_map.name}'; "
+                f"set label_map (or label_column) in dataset.yaml"
+            )
+        onsets, durations = onsets[known], durations[known]
+        values = [v for v, k in zip(values, known) if k]
+    return labels_from_intervals(onsets, durations, values, n, window_seconds)
+
+
+def _encode(raw: _RawLabels, n: int, label_map: LabelMap, classes: list[str], window_seconds: float, on_unknown: str | None) -> np.ndarray:
+    """Return ``(N,)`` int64 class indices for one recording."""
+    if raw.kind == "none":
+        return np.full(n, -1, dtype=np.int64)
+    if raw.kind == "label":
+        if raw.values[0] in classes:  # a class name given directly needs no map entry
+            return np.full(n, classes.index(raw.values[0]), dtype=np.int64)
+        return np.repeat(encode_labels(raw.values, label_map.model_copy(update={"label_seconds": None}), classes,
+                                       n_windows=1, window_seconds=window_seconds, on_unknown="raise",
+                                       source=raw.source), n)
+    if raw.kind == "windows":
+        per_window = label_map.model_copy(update={"label_seconds": None})
+        return encode_labels(raw.values, per_window, classes, n_windows=n, window_seconds=window_seconds,
+                             on_unknown="drop", source=raw.source)
+    return encode_labels(raw.values, label_map, classes, n_windows=n, window_seconds=window_seconds,
+                         on_unknown=on_unknown, source=raw.source)  # type: ignore[arg-type]
+
+
+def _config_for(spec: DatasetSpec, config: PreprocessConfig | None) -> PreprocessConfig:
+    """Return the preprocessing config, checking it agrees with the dataset's window length."""
+    if config is None:
+        return PreprocessConfig(window_seconds=spec.window_seconds) if spec.window_seconds else PreprocessConfig()
+    if spec.window_seconds is not None and spec.window_seconds != config.window_seconds:
+        raise ConfigError(
+            f"dataset.yaml says window_seconds {spec.window_seconds:g} but the preprocessing config uses "
+            f"{config.window_seconds:g}; make them agree (labels are per window)"
+        )
+    return config
+
+
+def load_dataset(
+    path: str | Path, montage: Montage | str, config: PreprocessConfig | None = None, *,
+    cache: bool = True, label_column: str | None = None,
+) -> WindowSet:
+    """Return every window of a dataset (``dataset.yaml``, BIDS, or a plain folder), labeled.
+
+    ``config`` defaults to the CBraMod contract with the dataset's ``window_seconds``;
+    ``label_column`` overrides the column read from ``*_events.tsv`` / label tables. With
+    ``cache`` a second call over unchanged files reads only the cache (memory-mapped).
+    """
+    montage = _resolve(montage)
+    spec = load_dataset_spec(path)
+    if label_column is not None:
+        spec = spec.model_copy(update={"label_column": label_column})
+    config = _config_for(spec, config)
+    window_seconds = config.window_seconds
+    label_map = spec.resolved_label_map()
+
+    parts: list[tuple[RecordingSpec, _Windows, _RawLabels]] = []
+    for rec in spec.recordings:
+        windows = _recording_windows(spec.path_of(rec.file), montage, config, renames=rec.channels or None,
+                                     sfreq=rec.sfreq, bids=spec.origin == "bids", cache=cache)
+        parts.append((rec, windows, _read_raw_labels(rec, spec, windows, window_seconds, label_map)))
+
+    classes = spec.default_classes()
+    if classes is None:  # classification without classes or map: the values found are the classes
+        classes = sorted({v for _, _, raw in parts for v in raw.values if v is not None})
+    full_map = spec.label_map_for(classes)
+    ys = [_encode(raw, w.x.shape[0], full_map, classes, window_seconds, spec.on_unknown_label) for _, w, raw in parts]
+    if spec.origin == "discovered" and all((y < 0).all() for y in ys):
+        classes = []  # nothing was scored: say so rather than pretend to five sleep stages
+
+    x = _concatenate([w for _, w, _ in parts], cache=cache)
+    return WindowSet(
+        x=x,
+        y=np.concatenate(ys),
+        subject=np.concatenate([np.full(w.x.shape[0], rec.subject) for rec, w, _ in parts]),
+        recording=np.concatenate([np.full(w.x.shape[0], rec.file) for rec, w, _ in parts]),
+        onset_s=np.concatenate([np.arange(w.x.shape[0], dtype=np.float64) * window_seconds for _, w, _ in parts]),
+        flags=np.concatenate([np.asarray(w.flags) for _, w, _ in parts]),
+        classes=list(classes),
+        montage=montage,
+        config=config,
+        info={"task": spec.task, "origin": spec.origin, "root": str(spec.root) if spec.root else None,
+              "cache_keys": [w.key for _, w, _ in parts]},
+    )
+
+
+def _concatenate(windows: list[_Windows], *, cache: bool) -> np.ndarray:
+    """Return all windows as one ``(N, C, P, 200)`` array; a memmap entry of its own when cached.
+
+    The combined entry is streamed from the per-recording memmaps, so a dataset larger than
+    memory never has to be held in RAM at once.
+    """
+    if len(windows) == 1:
+        return windows[0].x
+    if not cache:
+        return np.concatenate([w.x for w in windows])
+    key = entry_key({"combined": [w.key for w in windows]})
+    entry = read_entry(key, kind="combined")
+    if entry is None:
+        first = windows[0].x
+        shape = (sum(w.x.shape[0] for w in windows), *first.shape[1:])
+        entry = write_entry_chunks(key, {"x": ((w.x for w in windows), shape, first.dtype)},
+                                   {"parts": [w.key for w in windows]}, kind="combined")
+    return entry.arrays["x"]

@@ -1,0 +1,301 @@
+"""What a dataset folder holds: ``dataset.yaml``, a BIDS dataset, or a plain folder of recordings.
+
+``dataset.yaml`` (DESIGN.md §6; paths relative to the file's folder)::
+
+    task: sleep-staging          # or: classification
+    window_seconds: 30
+    classes: [W, N1, N2, N3, REM]
+    label_map: eesm              # a built-in (aasm, eesm, rk) or {raw value: class | null}
+    recordings:
+      - subject: s01
+        file: s01.edf
+        labels: s01_hypnogram.csv    # one value per window (first column) ...
+        channels: {ELA: "EEG ELA-REF"}
+      - subject: s02
+        file: s02.edf
+        label: rest                  # ... or one label for the whole recording
+      - subject: dreams1
+        file: excerpt1.txt
+        sfreq: 100                   # text files do not store their sampling rate
+
+Optional keys: ``label_seconds`` (duration of one value in label files when it is not one
+window, e.g. 5 for R&K hypnograms; the ``rk`` map sets it), ``label_column`` (the column of
+``*_events.tsv`` or of a label table with a header), ``on_unknown_label`` (``raise`` | ``drop``).
+
+Without ``dataset.yaml``: a folder with ``dataset_description.json`` is read as BIDS (through
+MNE-BIDS; labels from ``*_events.tsv``), and any other folder is discovered: every recording
+file, its labels from a same-stem hypnogram file or from its own EDF+ annotations (Sleep-EDF
+style, ``Sleep stage W`` ...), read with the ``aasm`` map.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from passport_kit.errors import DataError
+from passport_kit.signals.labels import (
+    AASM_CLASSES,
+    LabelMap,
+    OnUnknown,
+    get_label_map,
+    identity_map,
+)
+from passport_kit.signals.readers import FORMATS, recording_suffix
+
+DATASET_FILE = "dataset.yaml"
+Task = Literal["sleep-staging", "classification"]
+LabelSource = Literal["file", "label", "annotations", "events", "none"]
+
+
+class RecordingSpec(BaseModel):
+    """One recording of a dataset: its file, subject, labels and channel renames."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    subject: str = Field(min_length=1)
+    file: str = Field(min_length=1)
+    labels: str | None = None
+    label: str | None = None
+    channels: dict[str, str] = Field(default_factory=dict)
+    sfreq: float | None = Field(None, gt=0)
+    #: Labels from the recording's own annotations (auto-discovered EDF+ files).
+    annotation_labels: bool = False
+
+    @model_validator(mode="after")
+    def _one_label_source(self) -> RecordingSpec:
+        if self.labels is not None and self.label is not None:
+            raise ValueError("give either 'labels' (a file) or 'label' (one value), not both")
+        return self
+
+
+class DatasetSpec(BaseModel):
+    """A dataset description: task, windows, classes, label map and recordings (paths resolved)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task: Task = "sleep-staging"
+    window_seconds: float | None = Field(None, gt=0)
+    classes: list[str] | None = None
+    label_map: str | dict[str, str | None] | None = None
+    label_seconds: float | None = Field(None, gt=0)
+    label_column: str | None = None
+    on_unknown_label: OnUnknown | None = None
+    recordings: list[RecordingSpec] = Field(default_factory=list)
+    #: How the description was found: 'yaml', 'bids' or 'discovered' (not a YAML key).
+    origin: Literal["yaml", "bids", "discovered"] = "yaml"
+    root: Path | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> DatasetSpec:
+        if self.classes is not None and len(set(self.classes)) != len(self.classes):
+            raise ValueError("'classes' lists a class twice")
+        if isinstance(self.label_map, dict) and self.classes is not None:
+            extra = sorted({v for v in self.label_map.values() if v is not None} - set(self.classes))
+            if extra:
+                raise ValueError(f"label_map maps to {', '.join(extra)}, which are not in 'classes'")
+        return self
+
+    def resolved_label_map(self) -> LabelMap | None:
+        """Return the label map (None: values are class names themselves)."""
+        if self.label_map is None:
+            return None
+        if isinstance(self.label_map, str):
+            base = get_label_map(self.label_map)
+        else:
+            base = LabelMap(name="dataset.yaml", mapping={str(k): v for k, v in self.label_map.items()})
+        updates = {}
+        if self.label_seconds is not None:
+            updates["label_seconds"] = self.label_seconds
+        if self.on_unknown_label is not None:
+            updates["on_unknown"] = self.on_unknown_label
+        return base.model_copy(update=updates) if updates else base
+
+    def default_classes(self) -> list[str] | None:
+        """Return the classes given or implied by the task and map (None: found from the labels)."""
+        if self.classes is not None:
+            return list(self.classes)
+        label_map = self.resolved_label_map()
+        if self.task == "sleep-staging":
+            return list(AASM_CLASSES)
+        if label_map is not None:
+            return label_map.targets
+        return None
+
+    def label_map_for(self, classes: list[str]) -> LabelMap:
+        """Return the label map, or the identity over ``classes`` when none is given."""
+        label_map = self.resolved_label_map()
+        if label_map is not None:
+            return label_map
+        base = identity_map(classes)
+        updates = {k: v for k, v in (("label_seconds", self.label_seconds), ("on_unknown", self.on_unknown_label)) if v}
+        return base.model_copy(update=updates) if updates else base
+
+    def path_of(self, name: str) -> Path:
+        """Return ``name`` resolved against the dataset folder."""
+        path = Path(name).expanduser()
+        return path if path.is_absolute() or self.root is None else self.root / path
+
+
+def load_dataset_spec(path: str | Path) -> DatasetSpec:
+    """Return the description of the dataset at ``path`` (a folder or a ``dataset.yaml``).
+
+    Checks that every file it names exists; problems raise one-line :class:`DataError`.
+    """
+    path = Path(path).expanduser()
+    if path.is_file() and path.suffix.lower() in (".yaml", ".yml"):
+        return _from_yaml(path)
+    if not path.exists():
+        raise DataError(f"dataset '{path}' does not exist; give a folder of recordings or a dataset.yaml")
+    if path.is_file():
+        raise DataError(f"dataset '{path}' is a file; give its folder, or a dataset.yaml (one recording: use load_recording)")
+    if (path / DATASET_FILE).is_file() and not (path / "dataset_description.json").is_file():
+        return _from_yaml(path / DATASET_FILE)
+    if (path / "dataset_description.json").is_file():
+        from passport_kit.signals.bids import discover_bids
+
+        options = _read_yaml(path / DATASET_FILE) if (path / DATASET_FILE).is_file() else {}
+        return discover_bids(path, options)
+    return discover_folder(path)
+
+
+def _read_yaml(path: Path) -> dict:
+    """Return the mapping in a YAML file; syntax problems raise :class:`DataError` with the line."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise DataError(f"malformed {path}{where}: {problem}; fix the YAML syntax (indentation, colons, quotes)") from None
+    except OSError as exc:
+        raise DataError(f"cannot read {path} ({exc.strerror})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise DataError(f"malformed {path}: expected a mapping of keys (task, classes, recordings, ...), got {type(data).__name__}")
+    return data
+
+
+def _from_yaml(path: Path) -> DatasetSpec:
+    """Return the spec in a ``dataset.yaml``, validated, with every named file checked."""
+    data = _read_yaml(path)
+    for reserved in ("origin", "root"):
+        if reserved in data:
+            raise DataError(f"malformed {path}: '{reserved}' is not a dataset.yaml key; remove it")
+    spec = spec_from_dict(data, root=path.parent, origin="yaml", source=str(path))
+    if not spec.recordings:
+        raise DataError(f"malformed {path}: 'recordings' is empty; list at least one recording (subject, file)")
+    missing = []
+    for rec in spec.recordings:
+        for name in (rec.file, rec.labels):
+            if name is not None and not spec.path_of(name).exists():
+                missing.append(name)
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+        raise DataError(f"{path} names files that do not exist: {shown}; fix the paths (relative to {path.parent})")
+    return spec
+
+
+def spec_from_dict(data: dict, *, root: Path | None, origin: str, source: str) -> DatasetSpec:
+    """Return a validated :class:`DatasetSpec`; a pydantic error becomes one-line :class:`DataError`."""
+    try:
+        spec = DatasetSpec.model_validate({**data, "root": root, "origin": origin})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = _location(err.get("loc", ()), data)
+        msg = str(err.get("msg", "invalid")).replace("Value error, ", "")
+        raise DataError(f"malformed {source}: {loc}{msg}; see docs/data.md for the dataset.yaml format") from None
+    if spec.label_map is not None:
+        try:
+            spec.resolved_label_map()
+        except DataError as exc:
+            raise DataError(f"malformed {source}: {exc}") from None
+    return spec
+
+
+def _location(loc: tuple, data: dict) -> str:
+    """Return a readable place for a pydantic error location, e.g. ``recordings[2] (s03).file: ``."""
+    fields = set(DatasetSpec.model_fields) | set(RecordingSpec.model_fields)
+    parts: list[str] = []
+    for i, item in enumerate(loc):
+        if isinstance(item, int) and i > 0 and loc[i - 1] == "recordings":
+            label = ""
+            try:
+                label = f" ({data['recordings'][item]['subject']})"
+            except (KeyError, IndexError, TypeError):
+                pass
+            parts[-1] = f"{parts[-1]}[{item}]{label}"
+        elif isinstance(item, str) and (item in fields or (i > 0 and loc[i - 1] in ("channels", "label_map"))):
+            parts.append(item)
+    return ".".join(parts) + ": " if parts else ""
+
+
+# ---------------------------------------------------------------------------- discovery
+
+#: Suffixes of a recording found by folder discovery (text needs a sampling rate: yaml only).
+_DISCOVER_SUFFIXES = tuple(s for s in FORMATS if s != ".txt")
+_LABEL_SUFFIXES = (".csv", ".tsv", ".txt", ".edf")
+_STEM_TAILS = re.compile(r"[-_.](psg|eeg|raw)$", flags=re.IGNORECASE)
+_HYPNO_WORDS = ("hypnogram", "hypno", "labels", "stages", "scoring")
+
+
+def _is_label_file(path: Path) -> bool:
+    """Return True for files that name themselves as hypnograms or labels."""
+    return any(word in path.name.lower() for word in _HYPNO_WORDS)
+
+
+def _label_file_for(recording: Path, candidates: list[Path]) -> Path | None:
+    """Return the label file sharing ``recording``'s stem (``s01.edf`` → ``s01_hypnogram.csv``, ...)."""
+    stem = recording.name[: -len(recording_suffix(recording))]
+    stems = {stem.lower(), _STEM_TAILS.sub("", stem).lower()}
+    names = set()
+    for s in stems:
+        for word in _HYPNO_WORDS:
+            for sep in ("_", "-", "."):
+                names.add(f"{s}{sep}{word}")
+                names.add(f"{word}{sep}{s}")
+        names.add(s)
+    labelish = [c for c in candidates if c != recording and c.suffix.lower() in _LABEL_SUFFIXES]
+    for cand in labelish:
+        if cand.name[: -len(cand.suffix)].lower() in names:
+            return cand
+    # Sleep-EDF pairs SC4001E0-PSG.edf with SC4001EC-Hypnogram.edf: the stems differ in their
+    # last character (the scorer), so accept a single hypnogram that matches all but that one.
+    base = _STEM_TAILS.sub("", stem).lower()[:-1]
+    near = [c for c in labelish if _is_label_file(c) and len(base) >= 4
+            and re.sub(r"[-_.]?(hypnogram|hypno|labels|stages|scoring)$", "", c.stem.lower())[:-1] == base]
+    return near[0] if len(near) == 1 else None
+
+
+def discover_folder(folder: Path) -> DatasetSpec:
+    """Return the spec of a plain folder of recordings (Sleep-EDF style), found by file names.
+
+    Each recording (not a hypnogram) becomes one entry; subject = its stem without a ``-PSG``
+    style tail. Labels: a same-stem label file if there is one, else the recording's own
+    EDF+ annotations (those the ``aasm`` map knows; recordings without any are unlabeled).
+    """
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    recordings = []
+    for path in files:
+        suffix = recording_suffix(path)
+        if suffix not in _DISCOVER_SUFFIXES or (suffix == ".edf" and _is_label_file(path)):
+            continue
+        stem = path.name[: -len(suffix)]
+        labels = _label_file_for(path, files)
+        recordings.append(RecordingSpec(
+            subject=_STEM_TAILS.sub("", stem) or stem,
+            file=path.name,
+            labels=labels.name if labels is not None else None,
+            annotation_labels=labels is None,
+        ))
+    if not recordings:
+        known = ", ".join(_DISCOVER_SUFFIXES)
+        raise DataError(
+            f"no recordings found in '{folder}' (looked for {known}); add them, or describe the dataset in {folder / DATASET_FILE}"
+        )
+    return DatasetSpec(task="sleep-staging", label_map="aasm", recordings=recordings, origin="discovered", root=folder)

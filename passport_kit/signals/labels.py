@@ -1,0 +1,304 @@
+"""Labels: reading label files, label maps, and turning raw values into per-window classes.
+
+A *label map* turns the raw values a scorer wrote (``"1"``, ``"Sleep stage 2"``, ``"S4"``)
+into class names (``W``, ``N2``, ``N3``) or drops them (``None``: artefact, unscored). Built-in
+maps, by name:
+
+``aasm``
+    AASM names (``W``/``Wake``, ``N1``, ``N2``, ``N3``, ``REM``/``R``) and the Sleep-EDF
+    annotation strings (``Sleep stage W``, ``Sleep stage 1`` ... ``Sleep stage 4``,
+    ``Sleep stage R``; R&K stages 3 and 4 → N3; ``Sleep stage ?`` and ``Movement time``
+    dropped). Any other value is an error.
+``eesm``
+    The EESM ear-EEG scoring codes: 1 W, 2 REM, 3 N1, 4 N2, 5 N3; every other code
+    (6 arousal, 7 artefact, 8 unscored) dropped.
+``rk``
+    Rechtschaffen & Kales at **5-s** resolution (DREAMS codes 5 W, 4 REM, 3 S1, 2 S2, 1 S3,
+    0 S4, or the names W, S1 ... S4, REM, MT), converted to 30-s AASM epochs: S3 and S4 → N3,
+    and each epoch takes the majority of its six 5-s values. Other values (-1, MT) dropped.
+
+Caveat (as for any R&K → AASM conversion): R&K and AASM differ in more than the merge of
+S3/S4 (e.g. the arousal and slow-wave amplitude rules), so converted hypnograms are close to,
+not identical with, a native AASM scoring.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from passport_kit.errors import LabelError
+
+AASM_CLASSES: tuple[str, ...] = ("W", "N1", "N2", "N3", "REM")
+
+OnUnknown = Literal["raise", "drop"]
+
+
+class LabelMap(BaseModel):
+    """Return-value object: raw label value → class name (``None`` = drop), matched case-insensitively.
+
+    ``label_seconds`` is the duration of one raw value (None: one value per window);
+    ``on_unknown`` says what happens to a value the map does not list.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    mapping: dict[str, str | None]
+    label_seconds: float | None = None
+    on_unknown: OnUnknown = "drop"
+
+    def lookup(self, value: str) -> tuple[bool, str | None]:
+        """Return ``(known, class_or_None)`` for one raw value (whitespace stripped, case folded)."""
+        folded = _folded(self.mapping)
+        key = value.strip().casefold()
+        if key in folded:
+            return True, folded[key]
+        return False, None
+
+    @property
+    def targets(self) -> list[str]:
+        """Return the class names this map produces, in first-seen order."""
+        return list(dict.fromkeys(v for v in self.mapping.values() if v is not None))
+
+
+def _folded(mapping: dict[str, str | None]) -> dict[str, str | None]:
+    """Return ``mapping`` with case-folded, stripped keys."""
+    return {k.strip().casefold(): v for k, v in mapping.items()}
+
+
+_AASM = {
+    "W": "W", "Wake": "W", "N1": "N1", "N2": "N2", "N3": "N3", "REM": "REM", "R": "REM",
+    "Sleep stage W": "W", "Sleep stage 1": "N1", "Sleep stage 2": "N2", "Sleep stage 3": "N3",
+    "Sleep stage 4": "N3", "Sleep stage R": "REM", "Sleep stage ?": None, "Movement time": None,
+}
+_EESM = {"1": "W", "2": "REM", "3": "N1", "4": "N2", "5": "N3"}
+_RK = {
+    "5": "W", "4": "REM", "3": "N1", "2": "N2", "1": "N3", "0": "N3",
+    "W": "W", "S1": "N1", "S2": "N2", "S3": "N3", "S4": "N3", "REM": "REM", "MT": None,
+}
+
+BUILTIN_LABEL_MAPS: dict[str, LabelMap] = {
+    "aasm": LabelMap(name="aasm", mapping=_AASM, on_unknown="raise"),
+    "eesm": LabelMap(name="eesm", mapping=_EESM, on_unknown="drop"),
+    "rk": LabelMap(name="rk", mapping=_RK, label_seconds=5.0, on_unknown="drop"),
+}
+
+
+def get_label_map(name: str) -> LabelMap:
+    """Return the built-in label map called ``name`` (``aasm``, ``eesm``, ``rk``)."""
+    try:
+        return BUILTIN_LABEL_MAPS[name.strip().lower()]
+    except KeyError:
+        raise LabelError(
+            f"unknown label map '{name}'; use one of {', '.join(BUILTIN_LABEL_MAPS)} or give a mapping "
+            f"like {{\"1\": W, \"2\": REM}}"
+        ) from None
+
+
+def identity_map(classes: Sequence[str]) -> LabelMap:
+    """Return the map used without ``label_map``: each class name stands for itself, others are errors."""
+    return LabelMap(name="classes", mapping={c: c for c in classes}, on_unknown="raise")
+
+
+# ------------------------------------------------------------------------------- reading
+
+#: First cells that mark a header row in a label file (compared case-insensitively).
+_HEADER_WORDS = {"label", "labels", "stage", "stages", "sleep_stage", "sleepstage", "hypnogram",
+                 "class", "value", "trial_type", "staging", "annotation", "description"}
+
+
+def read_label_file(path: str | Path, *, column: str | None = None) -> list[str]:
+    """Return the raw label values of a text label file, one per line (first column).
+
+    Accepts ``.csv``/``.tsv``/``.txt`` (comma, tab, semicolon or whitespace separated). Empty
+    lines and ``#`` comments are skipped, and so is a header: a ``[Name]`` line (DREAMS) or a
+    first row whose first cell is a header word (``stage``, ``label``, ...). With ``column``,
+    the header row must name it and that column is read instead of the first.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise LabelError(f"label file '{path}' does not exist; check 'labels:' in dataset.yaml")
+    try:
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError as exc:
+        raise LabelError(f"cannot read label file '{path}' ({exc.strerror}); check its permissions") from None
+    rows = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not rows:
+        raise LabelError(f"label file '{path}' is empty; it needs one label per window (first column)")
+    delimiter = _delimiter(rows[0])
+    table = [_split(row, delimiter) for row in rows]
+    first = table[0]
+    index = 0
+    if column is not None:
+        names = [c.strip() for c in first]
+        if column not in names:
+            raise LabelError(
+                f"label file '{path}' has no column '{column}'; its first row is {', '.join(names)}; "
+                f"set label_column to one of them"
+            )
+        index = names.index(column)
+        table = table[1:]
+    elif first and (first[0].strip().startswith("[") or first[0].strip().casefold() in _HEADER_WORDS):
+        table = table[1:]
+    values = []
+    for line_no, cells in enumerate(table, start=2):
+        if index >= len(cells):
+            raise LabelError(f"label file '{path}': row {line_no} has no column {index + 1}; fix or remove the row")
+        values.append(cells[index].strip())
+    return values
+
+
+def _delimiter(line: str) -> str | None:
+    """Return the cell separator of a label file (None: whitespace)."""
+    for candidate in ("\t", ",", ";"):
+        if candidate in line:
+            return candidate
+    return None
+
+
+def _split(line: str, delimiter: str | None) -> list[str]:
+    """Return the cells of one line (quotes honoured for csv)."""
+    if delimiter is None:
+        return line.split()
+    return next(csv.reader([line], delimiter=delimiter))
+
+
+def read_events_tsv(path: str | Path, *, column: str = "trial_type") -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Return ``(onset_s, duration_s, values)`` of a BIDS ``*_events.tsv`` using ``column`` as the label."""
+    path = Path(path)
+    if not path.is_file():
+        raise LabelError(f"events file '{path}' does not exist; BIDS labels come from *_events.tsv next to the recording")
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    if not rows:
+        return np.zeros(0), np.zeros(0), []
+    for needed in ("onset", column):
+        if needed not in rows[0]:
+            raise LabelError(
+                f"events file '{path}' has no column '{needed}'; it has {', '.join(rows[0])}; "
+                f"pass label_column= one of them"
+            )
+    onsets, durations, values = [], [], []
+    for row in rows:
+        value = (row.get(column) or "").strip()
+        if value in ("", "n/a"):
+            continue
+        try:
+            onsets.append(float(row["onset"]))
+            duration = (row.get("duration") or "0").strip()
+            durations.append(0.0 if duration in ("", "n/a") else float(duration))
+        except ValueError:
+            raise LabelError(f"events file '{path}': onset/duration '{row['onset']}' is not a number; fix the row") from None
+        values.append(value)
+    return np.asarray(onsets, dtype=np.float64), np.asarray(durations, dtype=np.float64), values
+
+
+# ---------------------------------------------------------------------------- converting
+
+def labels_from_intervals(
+    onsets: np.ndarray, durations: np.ndarray, values: Sequence[str], n_windows: int, window_seconds: float
+) -> list[str | None]:
+    """Return one raw value (or None) per window from annotated intervals (seconds from the start).
+
+    A window takes the value of the interval that covers its midpoint (a later interval wins
+    where intervals overlap); a zero-length event labels the window it falls in.
+    """
+    out: list[str | None] = [None] * n_windows
+    mids = (np.arange(n_windows) + 0.5) * window_seconds
+    for onset, duration, value in zip(onsets, durations, values):
+        if duration > 0:
+            hit = np.nonzero((mids >= onset) & (mids < onset + duration))[0]
+        else:
+            k = int(onset // window_seconds)
+            hit = [k] if 0 <= k < n_windows else []
+        for k in hit:
+            out[int(k)] = value
+    return out
+
+
+def majority_per_window(classes: Sequence[str | None], per_window: int) -> list[str | None]:
+    """Return one class per window: the most common of each ``per_window`` consecutive values.
+
+    ``None`` (dropped) counts as a value of its own, so an epoch mostly unscored stays
+    unscored. Ties go to the value seen first in the epoch.
+    """
+    out: list[str | None] = []
+    for start in range(0, len(classes) - per_window + 1, per_window):
+        group = list(classes[start : start + per_window])
+        counts = Counter(group)
+        best = max(counts.values())
+        out.append(next(v for v in group if counts[v] == best))
+    return out
+
+
+def encode_labels(
+    values: Sequence[str | None],
+    label_map: LabelMap,
+    classes: Sequence[str],
+    *,
+    n_windows: int,
+    window_seconds: float,
+    on_unknown: OnUnknown | None = None,
+    source: str = "labels",
+) -> np.ndarray:
+    """Return class indices, shape ``(N,)`` int64 (``-1`` = dropped or unlabeled), for ``n_windows`` windows.
+
+    ``values`` are raw values at the map's ``label_seconds`` resolution (one per window when
+    None); ``None`` entries are unlabeled. Raises :class:`LabelError` for unknown values (with
+    ``on_unknown='raise'``), a count that does not match the recording, or a file none of
+    whose values the map knows.
+    """
+    policy = on_unknown or label_map.on_unknown
+    mapped: list[str | None] = []
+    unknown: list[str] = []
+    for value in values:
+        if value is None:
+            mapped.append(None)
+            continue
+        known, cls = label_map.lookup(value)
+        if not known:
+            unknown.append(value)
+        mapped.append(cls)
+    distinct_unknown = sorted(set(unknown))
+    if distinct_unknown and (policy == "raise" or len(unknown) == sum(v is not None for v in values)):
+        shown = ", ".join(repr(v) for v in distinct_unknown[:12])
+        raise LabelError(
+            f"{source}: unknown label values {shown} (map '{label_map.name}' knows "
+            f"{', '.join(list(label_map.mapping)[:12])}); add them to label_map in dataset.yaml "
+            f"(a class name, or null to drop them)"
+        )
+    per_value = label_map.label_seconds or window_seconds
+    ratio = window_seconds / per_value
+    if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
+        raise LabelError(
+            f"{source}: labels of {per_value:g} s cannot be combined into windows of {window_seconds:g} s; "
+            f"use a window_seconds that is a whole multiple of {per_value:g}"
+        )
+    ratio = int(round(ratio))
+    label_windows = len(mapped) / ratio
+    if abs(label_windows - n_windows) > 1e-9:
+        diff = label_windows - n_windows
+        unit = f"{window_seconds:g}-s windows"
+        detail = f"{len(mapped)} values of {per_value:g} s = {label_windows:g} {unit}" if ratio > 1 else f"{len(mapped)} values"
+        raise LabelError(
+            f"{source}: labels cover {detail} but the recording holds {n_windows} {unit} "
+            f"({abs(diff):g} windows {'more' if diff > 0 else 'fewer'}); give exactly one label per "
+            f"window, or check the file is the right one for this recording"
+        )
+    if ratio > 1:
+        mapped = majority_per_window(mapped, ratio)
+    index = {c: i for i, c in enumerate(classes)}
+    missing = sorted({m for m in mapped if m is not None and m not in index})
+    if missing:
+        raise LabelError(
+            f"{source}: label map gives classes {', '.join(missing)}, which are not in classes "
+            f"[{', '.join(classes)}]; add them to 'classes' in dataset.yaml"
+        )
+    return np.asarray([index[m] if m is not None else -1 for m in mapped], dtype=np.int64)
