@@ -1,9 +1,76 @@
-"""CLI commands of this part (filled in by its issue)."""
+"""``passport-kit pretrain``: masked patch reconstruction pretraining (alone or under torchrun)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from passport_kit.errors import ConfigError
+
+EXIT_INTERRUPTED = 130
+
+
+def _limit(value: str) -> float | None:
+    """Return the amplitude limit in µV, or None for 'none'."""
+    if value.strip().lower() in {"none", "off", "0"}:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"--amplitude-limit-uv must be a number of µV or 'none', got {value!r}") from None
+
+
+def pretrain_command(
+    data: list[str] = typer.Option(
+        ..., "--data", help="Dataset folder; repeat for several. DIR:MONTAGE names its montage."
+    ),
+    montage: list[str] = typer.Option(
+        [], "--montage", help="Montage of the --data folders: once for all, or once per --data in order."
+    ),
+    embedding: str = typer.Option(
+        ..., "--embedding", help="Channel embedding: ape, channel-id, xyz, acpe, mlp-experts, xattn-experts."
+    ),
+    config: str = typer.Option("cbramod-small", "--config", help="Architecture: cbramod-base, cbramod-small, cbramod-tiny."),
+    out: Path = typer.Option(..., "--out", help="Run folder; the base checkpoint is written here."),
+    steps: int = typer.Option(1000, "--steps", help="Optimisation steps (the cosine schedule spans them)."),
+    batch_size: int = typer.Option(16, "--batch-size", help="Windows per step and process."),
+    seed: int = typer.Option(42, "--seed"),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run saved in --out."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
+    checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Save the training state every N steps."),
+    val_every: int | None = typer.Option(None, "--val-every", help="Validate every N steps (default: at checkpoints)."),
+    val_fraction: float = typer.Option(0.1, "--val-fraction", help="Fraction of subjects per dataset held out."),
+    amplitude_limit_uv: str = typer.Option("100", "--amplitude-limit-uv", help="Drop windows over this many µV ('none' keeps all)."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads per process."),
+    name: str | None = typer.Option(None, "--name", help="Checkpoint name (default: the --out folder name)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Pretrain a backbone and channel embedding by masked patch reconstruction.
+
+    Run it under `torchrun --nproc_per_node=N` for several processes (DDP). Ctrl-C saves the
+    state; rerun with --resume to continue.
+    """
+    from passport_kit.training.pretrain import PretrainConfig, TrainingInterrupted, parse_sources, pretrain
+
+    cfg = PretrainConfig.from_options(
+        sources=parse_sources(data, montage), embedding=embedding, arch=config, out=out, steps=steps,
+        batch_size=batch_size, seed=seed, resume=resume, device=device, precision=precision,
+        checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
+        amplitude_limit_uv=_limit(amplitude_limit_uv), threads=threads, name=name, progress=progress,
+    )
+    try:
+        folder = pretrain(cfg)
+    except TrainingInterrupted as stop:
+        typer.echo(f"{stop}; continue with the same command plus --resume", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    from passport_kit.training.distributed import env_context
+
+    if env_context().is_main:  # under torchrun, one line from rank 0 only
+        typer.echo(f"base checkpoint written to {folder}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this part's commands to the root app."""
+    """Add ``pretrain`` to the root app."""
+    app.command("pretrain")(pretrain_command)

@@ -1,0 +1,143 @@
+"""The record of a pretraining run: ``training_info`` (config.json) and MODEL_CARD.md.
+
+A model card says exactly what produced the weights (data, montages, preprocessing,
+configuration, steps, wall time, final loss), how well it reconstructs held-out subjects
+next to predicting zeros, and what it is not.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import shlex
+from typing import Any
+
+from passport_kit import __version__
+
+
+def reproduce_command(cfg: Any) -> str:
+    """Return the ``passport-kit pretrain`` command line that repeats a run."""
+    parts = ["passport-kit", "pretrain"]
+    for source in cfg.sources:
+        parts += ["--data", f"{source.path}:{source.montage}"]
+    parts += ["--embedding", cfg.embedding, "--config", cfg.arch, "--steps", str(cfg.steps),
+              "--batch-size", str(cfg.batch_size), "--seed", str(cfg.seed),
+              "--val-fraction", f"{cfg.val_fraction:g}",
+              "--amplitude-limit-uv", "none" if cfg.amplitude_limit_uv is None else f"{cfg.amplitude_limit_uv:g}",
+              "--out", str(cfg.out)]
+    return shlex.join(parts)
+
+
+def training_info(
+    cfg: Any,
+    corpus: Any,
+    preprocess: Any,
+    validation: dict[str, float],
+    final_loss: float,
+    wall_s: float,
+    *,
+    world_size: int,
+    runtime_line: str,
+) -> dict[str, Any]:
+    """Return the JSON-able description of a finished run (stored in config.json)."""
+    val = dict(validation)
+    if val.get("val_zero_loss"):
+        val["ratio_to_zero"] = val["val_loss"] / val["val_zero_loss"]
+    return {
+        "objective": "masked patch reconstruction (MSE on masked patches)",
+        "mask_prob": cfg.mask_prob,
+        "optimizer": {"name": "AdamW", "lr": cfg.lr, "weight_decay": cfg.weight_decay,
+                      "schedule": "cosine per step", "eta_min": cfg.eta_min, "grad_clip": cfg.grad_clip},
+        "steps": cfg.steps,
+        "batch_size_per_process": cfg.batch_size,
+        "world_size": world_size,
+        "seed": cfg.seed,
+        "data": [
+            {"path": s.path, "montage": s.montage, "subjects": s.n_subjects, "recordings": s.n_recordings,
+             "windows": s.n_windows, "dropped_flagged": s.n_dropped, "train_windows": s.train_windows,
+             "val_windows": s.val_windows, "val_subjects": s.val_subjects,
+             "train_hours": round(s.train_hours, 3)}
+            for s in corpus.sources
+        ],
+        "montages": sorted({s.montage for s in corpus.sources}),
+        "preprocess": preprocess.model_dump(mode="json"),
+        "wall_time_s": round(wall_s, 1),
+        "final_train_loss": final_loss,
+        "validation": val,
+        "runtime": runtime_line,
+        "command": reproduce_command(cfg),
+        "package_version": __version__,
+        "finished_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
+    """Return MODEL_CARD.md for a pretraining run."""
+    val = info["validation"]
+    lines = [
+        f"A passport-kit base checkpoint: the CBraMod criss-cross backbone (`{model_cfg.arch}`, "
+        f"{model_cfg.n_layers} layers, d={model_cfg.d_model}) with the `{model_cfg.embedding}` channel embedding"
+        + (f" ({model_cfg.n_experts} experts and their mixture network)" if model_cfg.embedding.endswith("experts") else "")
+        + ", pretrained by masked patch reconstruction.",
+        "",
+        "## What produced it",
+        "",
+        "| dataset | montage | subjects | recordings | train windows | held-out windows (subjects) | dropped (flagged) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for d in info["data"]:
+        lines.append(
+            f"| `{d['path']}` | {d['montage']} | {d['subjects']} | {d['recordings']} | {d['train_windows']} "
+            f"({d['train_hours']:.2f} h) | {d['val_windows']} ({len(d['val_subjects'])}) | {d['dropped_flagged']} |"
+        )
+    pp = info["preprocess"]
+    opt = info["optimizer"]
+    lines += [
+        "",
+        f"- Preprocessing: resample to {pp['sfreq']:g} Hz, band-pass {pp['l_freq']:g}–{pp['h_freq']:g} Hz, "
+        f"notch {pp['notch_freq'] or 'none'} Hz, µV/{pp['scale_uv']:g}, {pp['window_seconds']:g}-s windows; windows "
+        "with NaN, flat or clipped channels"
+        + (f", or over {pp['amplitude_limit_uv']:g} µV," if pp.get("amplitude_limit_uv") else ",")
+        + " dropped.",
+        f"- Objective: each patch masked with probability {info['mask_prob']} (zero mask token), MSE on masked "
+        "patches only.",
+        f"- Optimisation: {opt['name']} lr {opt['lr']:g}, weight decay {opt['weight_decay']:g}, {opt['schedule']} "
+        f"to {opt['eta_min']:g}, gradient clipping {opt['grad_clip']:g}; {info['steps']} steps of "
+        f"{info['batch_size_per_process']} windows × {info['world_size']} process(es); seed {info['seed']}.",
+        f"- Wall time: {info['wall_time_s'] / 60:.1f} min on {info['runtime']}.",
+        f"- Final training loss (last step): {info['final_train_loss']:.4f}.",
+        "",
+        "## Validation: held-out subjects",
+        "",
+    ]
+    if val.get("val_loss") is not None:
+        lines += [
+            "Masked-patch reconstruction MSE (units of 100 µV, squared) on the held-out subjects, same "
+            "masking, against predicting zeros for every masked patch:",
+            "",
+            "| model | predicting zeros | ratio |",
+            "|---|---|---|",
+            f"| {val['val_loss']:.4f} | {val['val_zero_loss']:.4f} | {val.get('ratio_to_zero', float('nan')):.3f} |",
+        ]
+    else:
+        lines.append("No subjects were held out (`--val-fraction 0` or one subject per dataset).")
+    lines += [
+        "",
+        "## What it is not",
+        "",
+        "- It was **not** pretrained on the TUH EEG corpus, unlike the Device Passport paper and CBraMod: "
+        "it saw the data above only, for a short CPU run. Expect much weaker features than a TUH-scale "
+        "model; use it to try the pipeline, to compare embedding kinds under equal conditions, or as a start "
+        "for your own pretraining.",
+        "- Simulated recordings come from passport-kit's physics-based simulator, not from people.",
+        "- Not a medical device; not validated for any clinical use.",
+        "",
+        "## Reproduce",
+        "",
+        "```",
+        info["command"],
+        "```",
+        "",
+        f"passport-kit {info['package_version']}, finished {info['finished_utc']}.",
+        "",
+    ]
+    return "\n".join(lines)
