@@ -205,9 +205,11 @@ def pretrain(
     device = runtime.resolve_device(config.device, local_rank=ctx.local_rank if ctx.enabled else None)
     precision = runtime.resolve_precision(config.precision, device)
     ctx = dist_tools.init_distributed(device.type)
+    threads_before = torch.get_num_threads()
     try:
         return _Run(config, ctx, device, precision, datasets, on_step, on_end).run()
     finally:
+        torch.set_num_threads(threads_before)  # a library call leaves the process as it found it
         dist_tools.shutdown_distributed(ctx)
 
 
@@ -411,26 +413,36 @@ class _Run:
     # -- validation and outputs -----------------------------------------------------------
 
     @torch.no_grad()
-    def _validate(self, backbone: nn.Module) -> dict[str, float]:
-        """Return held-out masked-reconstruction loss and the loss of predicting zeros."""
+    def _validate(self, backbone: nn.Module) -> dict[str, Any]:
+        """Return held-out masked-reconstruction MSE and the MSE of predicting zeros.
+
+        ``val_loss``/``val_zero_loss`` pool every held-out window; ``per_dataset`` maps each
+        dataset to its own pair. Masks are drawn from a fixed seed, so values are comparable
+        across steps and runs.
+        """
         if not self.corpus.val:
             return {}
         backbone.eval()
         gen = torch.Generator().manual_seed(pdata.validation_seed(self.cfg.seed))
-        sq_model = sq_zero = count = 0.0
+        totals = np.zeros(3)
+        per_dataset: dict[str, dict[str, float]] = {}
         for pool, meta in zip(self.corpus.val, self.val_metas):
+            sums = np.zeros(3)  # squared error of the model, of zeros, masked values counted
             for rows in pdata.validation_batches(pool, self.cfg.batch_size):
                 x = torch.from_numpy(pool.gather(rows)).to(self.device)
                 mask = random_mask(tuple(x.shape[:3]), self.cfg.mask_prob, gen).to(self.device)
                 with runtime.autocast(self.device, self.precision):
                     recon = backbone.reconstruct(x, meta, mask)
                 target = x[mask]
-                sq_model += float((recon.float()[mask] - target).pow(2).sum())
-                sq_zero += float(target.pow(2).sum())
-                count += float(target.numel())
-        if count == 0:
+                sums += (float((recon.float()[mask] - target).pow(2).sum()), float(target.pow(2).sum()),
+                         float(target.numel()))
+            if sums[2]:
+                per_dataset[pool.labels[0]] = {"val_loss": sums[0] / sums[2], "val_zero_loss": sums[1] / sums[2]}
+            totals += sums
+        if not totals[2]:
             return {}
-        return {"val_loss": sq_model / count, "val_zero_loss": sq_zero / count}
+        return {"val_loss": totals[0] / totals[2], "val_zero_loss": totals[1] / totals[2],
+                "per_dataset": per_dataset}
 
     def _input_contract(self) -> dict[str, Any]:
         """Return the checkpoint's preprocessing contract: CBraMod's, with this run's values."""

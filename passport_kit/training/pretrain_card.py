@@ -111,13 +111,18 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
     ]
     if val.get("val_loss") is not None:
         lines += [
-            "Masked-patch reconstruction MSE (units of 100 µV, squared) on the held-out subjects, same "
-            "masking, against predicting zeros for every masked patch:",
+            "Masked-patch reconstruction MSE (units of (100 µV)²) on the held-out subjects' windows, with "
+            "the same random masks, against predicting zeros for every masked patch (ratio < 1: the model "
+            "learned something about the signals):",
             "",
-            "| model | predicting zeros | ratio |",
-            "|---|---|---|",
-            f"| {val['val_loss']:.4f} | {val['val_zero_loss']:.4f} | {val.get('ratio_to_zero', float('nan')):.3f} |",
+            "| held-out data | model | predicting zeros | ratio |",
+            "|---|---|---|---|",
         ]
+        for label, d in val.get("per_dataset", {}).items():
+            lines.append(f"| `{label}` | {d['val_loss']:.4f} | {d['val_zero_loss']:.4f} | "
+                         f"{d['val_loss'] / d['val_zero_loss']:.3f} |")
+        lines.append(f"| all | {val['val_loss']:.4f} | {val['val_zero_loss']:.4f} | "
+                     f"{val.get('ratio_to_zero', float('nan')):.3f} |")
     else:
         lines.append("No subjects were held out (`--val-fraction 0` or one subject per dataset).")
     lines += [

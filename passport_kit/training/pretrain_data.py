@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -112,7 +111,8 @@ def build_corpus(
 ) -> PretrainCorpus:
     """Return pools from ``(dataset label, WindowSet)`` pairs; drops flagged windows.
 
-    Datasets of the same montage (same content hash) share a pool.
+    Training datasets of the same montage (same content hash) share a pool; validation keeps
+    one pool per dataset, so the model card can report each dataset's held-out loss.
     """
     train: dict[str, Pool] = {}
     val: dict[str, Pool] = {}
@@ -125,10 +125,10 @@ def build_corpus(
         held = split_subjects(subjects[good], val_fraction, seed)
         is_val = np.isin(subjects, sorted(held)) if held else np.zeros(n, dtype=bool)
         key = f"{ws.montage.content_hash}:{x.shape[2] if n else 0}"
-        for target, chosen in ((train, good & ~is_val), (val, good & is_val)):
+        for target, chosen, pool_key in ((train, good & ~is_val, key), (val, good & is_val, label)):
             rows = np.flatnonzero(chosen)
             if rows.size:
-                pool = target.setdefault(key, Pool(ws.montage.name, ws.montage))
+                pool = target.setdefault(pool_key, Pool(ws.montage.name, ws.montage))
                 pool.add(x, label, rows)
         window_seconds = float(getattr(ws.config, "window_seconds", x.shape[2] if n else 0))
         summaries.append(
@@ -206,8 +206,3 @@ def validation_batches(pool: Pool, batch_size: int) -> list[np.ndarray]:
 def validation_seed(seed: int) -> int:
     """Return the seed of the fixed validation masks of a run."""
     return seed + _VAL_SEED_OFFSET
-
-
-def default_label(path: Path) -> str:
-    """Return how a dataset is named in summaries: its path as given."""
-    return str(path)
