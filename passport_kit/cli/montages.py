@@ -154,6 +154,9 @@ def import_cmd(
         "--channels", "-c", help="Channels to keep, in order (comma-separated or repeated); default all.")] = None,
     units: Annotated[Optional[str], typer.Option(  # noqa: UP007
         "--units", help="Units of the numbers in a .csv/.tsv/.xyz/.sfp file or electrodes.tsv (m, cm, mm).")] = None,
+    head_size: Annotated[Optional[float], typer.Option(  # noqa: UP007
+        "--head-size", help="Rescale a montage file to this head radius in metres (default: 0.095 for "
+                            "polar/spherical formats; Cartesian files keep their coordinates).")] = None,
     coordsystem: Annotated[Optional[Path], typer.Option(  # noqa: UP007
         "--coordsystem", help="BIDS *_coordsystem.json (default: the one next to electrodes.tsv).")] = None,
     description: Annotated[Optional[str], typer.Option("--description", help="Description to store.")] = None,  # noqa: UP007
@@ -167,7 +170,7 @@ def import_cmd(
     from passport_kit.montage.importers import import_montage
 
     result = import_montage(source, name=name, channels=channels, units=units, coordsystem=coordsystem,
-                            description=description, reference=reference)
+                            description=description, reference=reference, head_size=head_size)
     m = result.montage
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)

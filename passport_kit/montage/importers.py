@@ -29,6 +29,11 @@ CUSTOM_EXTENSIONS = (".loc", ".locs", ".eloc", ".sfp", ".csd", ".elc", ".txt", "
                      ".csv", ".tsv", ".xyz")
 # Formats whose numbers MNE takes as they are (no unit header, no sphere scaling).
 _RAW_NUMBER_EXTENSIONS = (".csv", ".tsv", ".xyz", ".sfp")
+# Cartesian formats that may hold measured positions: MNE would rescale them to a 95 mm
+# sphere by default, which throws the measurement away, so we keep them unless asked.
+_CARTESIAN_EXTENSIONS = (".elc", ".sfp")
+#: MNE's default head radius (m) for formats that only give directions (polar/spherical).
+DEFAULT_HEAD_SIZE_M = 0.095
 
 # BIDS EEGCoordinateSystem keywords, grouped by how they reach the MNE head frame.
 _BIDS_HEADLIKE = {"captrak"}                        # RAS, origin between LPA and RPA
@@ -63,8 +68,14 @@ def import_montage(
     coordsystem: str | Path | None = None,
     description: str | None = None,
     reference: str = "unspecified",
+    head_size: float | None = None,
 ) -> ImportResult:
-    """Return a montage built from an MNE template name, a custom montage file, or BIDS electrodes.tsv."""
+    """Return a montage built from an MNE template name, a custom montage file, or BIDS electrodes.tsv.
+
+    ``head_size`` (metres) rescales a custom file to that median radius, as
+    ``read_custom_montage`` does; default: 0.095 for direction-only formats (.loc, .txt, .elp,
+    .csd, .bvef), none for Cartesian ones (.elc, .sfp, .csv, .tsv, .xyz) so measured positions stay.
+    """
     text = str(source)
     path = Path(text).expanduser()
     ch = _split_channels(channels)
@@ -74,7 +85,7 @@ def import_montage(
         if path.name.endswith("electrodes.tsv") or coordsystem is not None:
             return from_bids_electrodes(path, coordsystem, name=name, channels=ch, units=units,
                                         description=description, reference=reference)
-        return from_custom_file(path, name=name, channels=ch, units=units,
+        return from_custom_file(path, name=name, channels=ch, units=units, head_size=head_size,
                                 description=description, reference=reference)
     templates = builtin_template_names()
     if text in templates or text in ("standard_1005", "standard_1020", "colin27_1005", "colin27_1020"):
@@ -114,10 +125,14 @@ def from_custom_file(
     name: str,
     channels: list[str] | None = None,
     units: str | None = None,
+    head_size: float | None = None,
     description: str | None = None,
     reference: str = "unspecified",
 ) -> ImportResult:
-    """Return a montage from a file ``mne.channels.read_custom_montage`` reads, in the head frame."""
+    """Return a montage from a file ``mne.channels.read_custom_montage`` reads, in the head frame.
+
+    ``head_size`` as in :func:`import_montage`.
+    """
     import mne
 
     ext = "".join(path.suffixes[-1:]).lower()
@@ -127,11 +142,14 @@ def from_custom_file(
     if units is not None and ext not in _RAW_NUMBER_EXTENSIONS:
         raise MontageError(f"--units applies to {' '.join(_RAW_NUMBER_EXTENSIONS)} files only; MNE "
                            f"reads '{ext}' files in their own units - drop --units")
+    if units is not None and head_size is not None:
+        raise MontageError("give either --units (numbers kept, read in those units) or --head-size "
+                           "(numbers rescaled to that radius), not both")
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            dig = mne.channels.read_custom_montage(path)
+            dig = mne.channels.read_custom_montage(path, head_size=_head_size(ext, head_size))
         except Exception as exc:  # noqa: BLE001 - MNE raises many types for a malformed file
             raise MontageError(f"MNE could not read '{path}' as a '{ext}' montage "
                                f"({type(exc).__name__}: {exc}); check the file format") from None
@@ -141,6 +159,20 @@ def from_custom_file(
     desc = description or (f"Imported from '{path.name}' with mne.channels.read_custom_montage, "
                            f"moved to the MNE head frame ({montage.metadata['frame_conversion']}).")
     return ImportResult(montage.model_copy(update={"description": desc}), notes=notes)
+
+
+def _head_size(ext: str, head_size: float | None) -> float | None:
+    """Return the head_size to pass to read_custom_montage for extension ``ext``."""
+    if head_size is not None:
+        if ext in (".csv", ".tsv", ".xyz"):
+            raise MontageError(f"--head-size does not apply to '{ext}' files (MNE reads their numbers "
+                               "as they are); drop it, and use --units if they are not metres")
+        if not 0.02 <= head_size <= 0.3:
+            raise MontageError(f"--head-size {head_size} is not a head radius in metres; use about 0.095")
+        return head_size
+    if ext in _CARTESIAN_EXTENSIONS or ext in _RAW_NUMBER_EXTENSIONS:
+        return None
+    return DEFAULT_HEAD_SIZE_M
 
 
 def _find_coordsystem(tsv: Path) -> Path:

@@ -327,8 +327,8 @@ def _check_montage(m: Montage) -> None:
         raise MontageError(_frame_message(m.name, m.coordinate_frame))
     if not m.channels:
         raise MontageError(f"montage '{m.name}' has no channels; list at least one under `channels:`")
-    seen: dict[str, str] = {}
-    for ch in m.channels:
+    seen: dict[str, tuple[str, str, str, int]] = {}  # casefolded label -> (label, role, channel, index)
+    for index, ch in enumerate(m.channels):
         if not ch.name or ch.name != ch.name.strip():
             raise MontageError(f"montage '{m.name}': channel name '{ch.name}' is empty or has "
                                "surrounding spaces; give a plain name")
@@ -341,14 +341,19 @@ def _check_montage(m: Montage) -> None:
                                    "remove the duplicate alias")
             own.add(label)
             key = label.casefold()
+            role = "name" if label == ch.name else "alias"
             # Names are matched case-insensitively, so a label may belong to one channel only.
-            if key in seen and seen[key] != ch.name:
-                what = "name" if label == ch.name else "alias"
+            if key in seen and seen[key][3] != index:
+                prev_label, prev_role, prev_ch, _ = seen[key]
+                if role == prev_role == "name":
+                    raise MontageError(
+                        f"montage '{m.name}': channel name '{label}' appears twice (names are "
+                        "case-insensitive); give every channel its own name")
                 raise MontageError(
-                    f"montage '{m.name}': {what} '{label}' of channel '{ch.name}' duplicates "
-                    f"channel '{seen[key]}' (names and aliases are case-insensitive); rename one"
-                )
-            seen[key] = ch.name
+                    f"montage '{m.name}': {role} '{label}' of channel '{ch.name}' clashes with "
+                    f"{prev_role} '{prev_label}' of channel '{prev_ch}' (names and aliases are "
+                    "case-insensitive); rename one or drop the alias")
+            seen[key] = (label, role, ch.name, index)
         for field, pos in (("position", ch.position), ("reference_position", ch.reference_position)):
             if pos is not None:
                 _check_position(m.name, ch.name, field, pos, units="m")
