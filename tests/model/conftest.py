@@ -1,0 +1,11 @@
+"""Fixtures for model tests: a seeded torch for every test."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _seeded() -> None:
+    torch.manual_seed(0)
