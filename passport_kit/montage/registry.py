@@ -60,10 +60,12 @@ def user_montage_dir() -> Path:
 def builtin_montage_dir() -> Path:
     """Return the folder of the built-in montage YAMLs (checkout or installed wheel)."""
     package = Path(__file__).resolve().parents[1]
-    # An installed wheel carries a copy inside the package; a checkout has the top-level folder.
+    # An installed wheel carries a copy inside the package (in a checkout, passport_kit/data/
+    # montages is a symlink to the top-level montages/ that the build follows); a checkout
+    # without symlink support still has the top-level folder itself.
     for candidate in (package / "data" / "montages", package.parent / "montages"):
         if candidate.is_dir() and any(candidate.glob("*.yaml")):
-            return candidate
+            return candidate.resolve()
     raise RuntimeError(f"built-in montages not found next to {package}; the installation is broken")
 
 
