@@ -1,0 +1,36 @@
+"""A pretraining process for the tests that need real processes (torchrun DDP, SIGKILL).
+
+Usage: ``python pretrain_worker.py FOLDER STEPS CHECKPOINT_EVERY [--resume]``. Each rank
+records which windows it trained on and its final weights under FOLDER; the pretraining
+itself writes the run (FOLDER/run) from rank 0 only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pretrain_helpers import tiny_config, two_montage_data
+from safetensors.torch import save_file
+
+from passport_kit.training.pretrain import StepEvent, pretrain
+
+
+def main(folder: Path, steps: int, checkpoint_every: int, resume: bool) -> None:
+    seen: list[dict] = []
+
+    def record(event: StepEvent) -> None:
+        seen.append({"step": event.step, "montage": event.montage, "windows": event.window_ids})
+        print(f"rank {event.rank} step {event.step}", flush=True)
+
+    def dump(model, rank: int) -> None:  # noqa: ANN001
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / f"rank{rank}.safetensors"))
+        (folder / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "steps": seen}))
+
+    cfg = tiny_config(folder / "run", steps=steps, checkpoint_every=checkpoint_every, val_fraction=0.0, resume=resume)
+    pretrain(cfg, datasets=two_montage_data(), on_step=record, on_end=dump)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), "--resume" in sys.argv[4:])
