@@ -117,7 +117,8 @@ _HEADER_WORDS = {"label", "labels", "stage", "stages", "sleep_stage", "sleepstag
 def read_label_file(path: str | Path, *, column: str | None = None) -> list[str]:
     """Return the raw label values of a text label file, one per line (first column).
 
-    Accepts ``.csv``/``.tsv``/``.txt`` (comma, tab, semicolon or whitespace separated). Empty
+    Accepts ``.csv``/``.tsv``/``.txt`` (comma, tab or semicolon separated, or one value per
+    line, which may contain spaces such as ``Sleep stage W``). Empty
     lines and ``#`` comments are skipped, and so is a header: a ``[Name]`` line (DREAMS) or a
     first row whose first cell is a header word (``stage``, ``label``, ...). With ``column``,
     the header row must name it and that column is read instead of the first.
@@ -156,7 +157,7 @@ def read_label_file(path: str | Path, *, column: str | None = None) -> list[str]
 
 
 def _delimiter(line: str) -> str | None:
-    """Return the cell separator of a label file (None: whitespace)."""
+    """Return the cell separator of a label file (None: one value per line)."""
     for candidate in ("\t", ",", ";"):
         if candidate in line:
             return candidate
@@ -165,8 +166,8 @@ def _delimiter(line: str) -> str | None:
 
 def _split(line: str, delimiter: str | None) -> list[str]:
     """Return the cells of one line (quotes honoured for csv)."""
-    if delimiter is None:
-        return line.split()
+    if delimiter is None:  # one column: keep inner spaces ("Sleep stage W")
+        return [line.strip()]
     return next(csv.reader([line], delimiter=delimiter))
 
 
@@ -269,9 +270,10 @@ def encode_labels(
     distinct_unknown = sorted(set(unknown))
     if distinct_unknown and (policy == "raise" or len(unknown) == sum(v is not None for v in values)):
         shown = ", ".join(repr(v) for v in distinct_unknown[:12])
+        known = ", ".join(list(label_map.mapping)[:12])
+        knows = f"classes are {known}" if label_map.name == "classes" else f"map '{label_map.name}' knows {known}"
         raise LabelError(
-            f"{source}: unknown label values {shown} (map '{label_map.name}' knows "
-            f"{', '.join(list(label_map.mapping)[:12])}); add them to label_map in dataset.yaml "
+            f"{source}: unknown label values {shown} ({knows}); add them to label_map in dataset.yaml "
             f"(a class name, or null to drop them)"
         )
     per_value = label_map.label_seconds or window_seconds

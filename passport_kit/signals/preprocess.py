@@ -105,8 +105,9 @@ class PreprocessConfig(BaseModel):
 def _first_error(exc: ValidationError) -> str:
     """Return the first pydantic error as ``field: message``."""
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ())) or "config"
-    return f"{where}: {err.get('msg', 'invalid')}".replace("Value error, ", "")
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    message = str(err.get("msg", "invalid")).replace("Value error, ", "")
+    return f"{where}: {message}" if where else message
 
 
 def check_sampling_rate(sfreq: float, config: PreprocessConfig, *, source: str = "recording") -> None:

@@ -1,0 +1,113 @@
+"""Preprocessing: the CBraMod contract (200 Hz, 0.3-75 Hz, notch, µV/100), equal to MNE's filters."""
+
+from __future__ import annotations
+
+import mne
+import numpy as np
+import pytest
+from scipy.signal import welch
+
+from passport_kit.errors import ConfigError, DataError
+from passport_kit.signals.preprocess import PreprocessConfig, preprocess, preprocess_array, resample_ratio
+
+
+def _tone(freq: float, sfreq: float, seconds: float, amp_uv: float) -> np.ndarray:
+    """Return one channel, shape (1, T), of a sine in volts."""
+    t = np.arange(int(seconds * sfreq)) / sfreq
+    return (amp_uv * 1e-6 * np.sin(2 * np.pi * freq * t))[None, :]
+
+
+def _power_at(x: np.ndarray, freq: float, sfreq: float = 200.0) -> float:
+    """Return the Welch power of x (1, T) at the bin nearest ``freq``."""
+    f, p = welch(x[0], fs=sfreq, nperseg=int(4 * sfreq))
+    return float(p[np.argmin(np.abs(f - freq))])
+
+
+@pytest.mark.parametrize("sfreq", [200.0, 256.0, 500.0, 512.0, 250.0, 1000.0])
+def test_output_is_200_hz_float32(sfreq: float) -> None:
+    out = preprocess_array(_tone(10, sfreq, 20, 50), sfreq, PreprocessConfig())
+    assert out.dtype == np.float32
+    assert out.shape == (1, 20 * 200)
+
+
+def test_amplitude_is_in_units_of_100_uv() -> None:
+    out = preprocess_array(_tone(10, 256.0, 30, 150.0), 256.0, PreprocessConfig())
+    # 150 µV sine → peak 1.5 in 100-µV units (away from the edges)
+    assert np.abs(out[0, 1000:-1000]).max() == pytest.approx(1.5, rel=0.01)
+
+
+def test_matches_mne_filter_then_notch_away_from_edges() -> None:
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((2, 200 * 60)) * 20e-6
+    config = PreprocessConfig()
+    ours = preprocess_array(data, 200.0, config)
+    raw = mne.io.RawArray(data, mne.create_info(2, 200.0, "eeg"), verbose="error")
+    raw.filter(0.3, 75.0, fir_design="firwin", verbose="error").notch_filter(50.0, verbose="error")
+    ref = (raw.get_data() * 1e6 / 100).astype(np.float32)
+    edge = 10 * 200  # the kernel half-length is under 9 s
+    np.testing.assert_allclose(ours[:, edge:-edge], ref[:, edge:-edge], atol=2e-5)
+
+
+@pytest.mark.parametrize(("notch", "ratio_max"), [(50.0, 0.01), (None, None)])
+def test_notch_removes_mains_or_is_skipped(notch: float | None, ratio_max: float | None) -> None:
+    data = _tone(50, 200.0, 60, 50) + _tone(10, 200.0, 60, 50)
+    out = preprocess_array(data, 200.0, PreprocessConfig(notch_freq=notch))
+    ratio = _power_at(out, 50) / _power_at(out, 10)
+    if ratio_max is None:
+        assert ratio == pytest.approx(1.0, rel=0.1)
+    else:
+        assert ratio < ratio_max
+
+
+def test_band_pass_removes_drift_and_high_frequencies() -> None:
+    t = np.arange(60 * 1000) / 1000.0
+    data = (100e-6 * t / 60 + 50e-6 * np.sin(2 * np.pi * 97 * t) + 50e-6 * np.sin(2 * np.pi * 10 * t))[None, :]
+    out = preprocess_array(data, 1000.0, PreprocessConfig())
+    mid = out[:, 2000:-2000]
+    assert abs(float(mid.mean())) < 0.02          # the 100 µV ramp is gone
+    assert _power_at(out, 97) < 1e-3 * _power_at(out, 10)  # 97 Hz: past the 75 Hz edge + 18.75 Hz transition
+
+
+def test_nan_samples_do_not_spread() -> None:
+    data = _tone(10, 200.0, 60, 50)
+    data[0, 6000:6010] = np.nan
+    out = preprocess_array(data, 200.0, PreprocessConfig())
+    assert np.isfinite(out).all()
+
+
+def test_sampling_rate_below_twice_h_freq_suggests_a_lower_h_freq() -> None:
+    with pytest.raises(DataError, match=r"sampling rate 100 Hz cannot carry the band-pass up to 75 Hz "
+                                         r"\(needs at least 150 Hz\); lower h_freq to 45 Hz or less"):
+        preprocess_array(_tone(10, 100.0, 30, 50), 100.0, PreprocessConfig())
+
+
+def test_lower_h_freq_accepts_low_rates() -> None:
+    out = preprocess_array(_tone(10, 100.0, 30, 50), 100.0, PreprocessConfig(h_freq=45.0))
+    assert out.shape == (1, 6000)
+
+
+@pytest.mark.parametrize(("sfreq", "ratio"), [(256.0, (25, 32)), (500.0, (2, 5)), (100.0, (2, 1)), (200.0, (1, 1))])
+def test_resample_ratio(sfreq: float, ratio: tuple[int, int]) -> None:
+    assert resample_ratio(sfreq, 200.0) == ratio
+
+
+def test_preprocess_reads_a_raw(make_raw) -> None:
+    raw = make_raw(["C3", "C4"], sfreq=256.0, seconds=30.0)
+    assert preprocess(raw, PreprocessConfig()).shape == (2, 6000)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"h_freq": 120}, r"invalid preprocessing config: h_freq \(120.0\) must be below the Nyquist frequency"),
+    ({"l_freq": 80}, r"l_freq \(80.0\) must be below h_freq"),
+    ({"window_seconds": 2.5}, r"window_seconds must be a whole number"),
+    ({"notch": 50}, r"notch: Extra inputs are not permitted"),
+    ({"scale_uv": -1}, r"scale_uv: Input should be greater than 0"),
+])
+def test_invalid_config_is_a_one_line_config_error(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        PreprocessConfig.from_dict(data)
+
+
+def test_config_round_trips_through_json() -> None:
+    config = PreprocessConfig(notch_freq=None, instance_norm=True, window_seconds=10, amplitude_limit_uv=100)
+    assert PreprocessConfig.model_validate_json(config.model_dump_json()) == config
