@@ -12,8 +12,8 @@ All amplitudes are in µV at the contact (before re-referencing):
 - **Mains**: 50 Hz at a per-contact amplitude (skin impedance), only if the sampling rate
   can represent it.
 - **Contact noise**: each contact's own noise (white plus 1/f), about 1 µV RMS.
-- **Poor contact** (:func:`corrupt_channel`): ``noise`` (broadband 30 µV plus strong mains and
-  pops), ``drift`` (slow wandering of hundreds of µV plus electrode pops), ``flat`` (a
+- **Poor contact** (:func:`corrupt_channel`): ``noise`` (broadband 50 µV RMS plus 100 µV of
+  mains and pops), ``drift`` (slow wandering of hundreds of µV plus electrode pops), ``flat`` (a
   disconnected channel: a constant).
 """
 
@@ -138,9 +138,9 @@ def corrupt_channel(x: np.ndarray, kind: BadKind, sfreq: float, rng: np.random.G
         pops[start:start + length] += float(rng.choice([-1, 1]) * rng.uniform(100, 400)) * decay
     if kind == "noise":
         hum = mains(n, sfreq, float(rng.uniform(0, 2 * np.pi)))
-        noisy = x + 30.0 * rng.standard_normal(n, dtype=np.float32) + 0.3 * pops
+        noisy = x + 50.0 * rng.standard_normal(n, dtype=np.float32) + 0.5 * pops
         if hum is not None:
-            noisy += 40.0 * hum
+            noisy += 100.0 * hum
         return noisy.astype(np.float32)
     # drift: a slow random walk (below 0.1 Hz) of a few hundred µV
     wander = spectral_noise(rng, n, sfreq, 0.005, 0.1, exponent=2.0) * 250.0
