@@ -1,9 +1,239 @@
-"""CLI commands of this part (filled in by its issue)."""
+"""CLI of device onboarding: ``adapt``, ``evaluate``, ``predict``, ``check`` and ``demo``.
+
+Each command parses its options, calls the Python API (``passport_kit.training.adapt``,
+``.evaluate``, ``passport_kit.inference.predict``, ``passport_kit.training.check``,
+``passport_kit.demo``) and prints; no logic lives here.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from passport_kit.errors import ConfigError
+
+_TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recipe), head, or full."
+
+
+def _notch(value: str) -> float | None:
+    """Return the notch frequency in Hz, or None for 'none'/'0'."""
+    if value.strip().lower() in {"none", "off", "0"}:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"--notch must be a frequency in Hz (50, 60) or 'none', got {value!r}") from None
+
+
+def _sweep(value: str | None) -> tuple[int, ...] | None:
+    """Return the subject counts of ``--subjects-sweep 1,2,4``."""
+    if value is None:
+        return None
+    try:
+        sizes = tuple(int(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise ConfigError(f"--subjects-sweep takes comma-separated whole numbers like 1,2,4; got {value!r}") from None
+    if not sizes or any(n < 1 for n in sizes):
+        raise ConfigError(f"--subjects-sweep needs positive subject counts, got {value!r}")
+    return tuple(sorted(set(sizes)))
+
+
+@contextlib.contextmanager
+def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
+    """Yield a ``progress(step, total, info)`` callback drawing a rich bar (or None)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[info]}"), TimeRemainingColumn(), transient=True) as bar:
+        task = bar.add_task(description, total=None, info="")
+
+        def update(step: int, total: int, info: dict[str, Any]) -> None:
+            text = f"loss {info['loss']:.3f}" + (f"  val {info['val']:.3f}" if "val" in info else "")
+            bar.update(task, completed=step, total=total, info=text)
+
+        yield update
+
+
+def adapt_command(
+    montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML."),
+    data: Path = typer.Option(..., "--data", help="Labeled dataset folder (dataset.yaml, BIDS or discovered)."),
+    out: Path = typer.Option(..., "--out", help="Output folder of the adapter bundle (new or empty)."),
+    checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
+    train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
+    subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw)."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget (no early stopping)."),
+    epochs: int = typer.Option(50, "--epochs", help="Epochs without --max-steps (early stopping on val kappa)."),
+    batch_size: int = typer.Option(64, "--batch-size"),
+    lr: float = typer.Option(1e-4, "--lr", help="Learning rate of the adapter (backbone-side tensors)."),
+    head_lr: float | None = typer.Option(None, "--head-lr", help="Head learning rate (default 1e-3*sqrt(B/256))."),
+    patience: int = typer.Option(5, "--patience", help="Evaluations without improvement before stopping."),
+    balance: str = typer.Option("weights", "--balance", help="Skewed classes: weights, sampler or none."),
+    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm",
+                                              help="Per-window normalisation (default: the checkpoint's)."),
+    notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
+    seed: int = typer.Option(0, "--seed"),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads."),
+    resume: bool = typer.Option(True, "--resume/--restart", help="Continue an interrupted run in --out."),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Train the mixture adapter and a head on labeled data; write an adapter bundle."""
+    from passport_kit.training.adapt import adapt
+
+    with _step_bar(progress, "adapt") as bar:
+        result = adapt(
+            montage=montage, data=data, out=out, checkpoint=checkpoint, train=train, subjects=subjects,
+            max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
+            patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
+            seed=seed, device=device, precision=precision, threads=threads, resume=resume, progress=bar,
+        )
+    m = result.metrics
+    typer.echo(result.summary)
+    typer.echo(f"trained on {len(m['train_subjects'])} subjects ({m['train_windows']} windows), "
+               f"validated on {len(m['validation_subjects'])} ({m['validation_windows']} windows); "
+               f"{m['steps']} steps, best at step {m['best_step']}")
+    if m.get("validation"):
+        v = m["validation"]
+        typer.echo(f"validation: kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
+                   f"macro-F1 {v['macro_f1']:.3f}")
+    typer.echo(f"adapter bundle written to {result.bundle}")
+
+
+def evaluate_command(
+    montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML."),
+    data: Path = typer.Option(..., "--data", help="Labeled dataset folder."),
+    out: Path = typer.Option(..., "--out", help="Report folder."),
+    checkpoint: list[str] = typer.Option(["passport-small-mlp"], "--checkpoint",
+                                         help="Base checkpoint to compare; repeat for several methods."),
+    protocol: str = typer.Option("loso", "--protocol", help="loso (leave-one-subject-out) or split."),
+    test_subject: list[str] = typer.Option([], "--test-subject", help="Evaluate only these held-out subjects."),
+    subjects_sweep: str | None = typer.Option(None, "--subjects-sweep", help="Training-set sizes, e.g. 1,2,4."),
+    seeds: int = typer.Option(1, "--seeds", help="Fine-tuning seeds per fold."),
+    metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ..."),
+    train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget per run."),
+    epochs: int = typer.Option(50, "--epochs"),
+    batch_size: int = typer.Option(64, "--batch-size"),
+    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
+    notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
+    device: str = typer.Option("auto", "--device"),
+    precision: str = typer.Option("auto", "--precision"),
+    threads: int | None = typer.Option(None, "--threads"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Evaluate checkpoints subject-wise (LOSO or split); write tables, plots and JSON."""
+    from passport_kit.training.evaluate import evaluate
+
+    with _step_bar(progress, "run") as bar:
+        def runs(done: int, total: int, what: str) -> None:
+            if progress:
+                typer.echo(f"[{done + 1 if done < total else total}/{total}] {what}", err=True)
+
+        report = evaluate(
+            montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,
+            test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
+            metric=metric, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
+            instance_norm=instance_norm, notch_freq=_notch(notch), device=device, precision=precision,
+            threads=threads, progress=runs, step_progress=bar,
+        )
+    print_table(report)
+    for name, path in report.files.items():
+        typer.echo(f"{name}: {path}")
+
+
+def print_table(report: Any) -> None:
+    """Print the subjects × methods table of an evaluation report."""
+    from rich.console import Console
+    from rich.table import Table
+
+    methods = list(report.summary)
+    table = Table(title=f"{report.metric} per held-out subject (mean ± SD over seeds)")
+    table.add_column("subject")
+    for m in methods:
+        table.add_column(m, justify="right")
+
+    def cell(mean: float | None, sd: float | None) -> str:
+        return "-" if mean is None else f"{mean:.3f}" + (f" ± {sd:.3f}" if sd else "")
+
+    for row in report.per_subject:
+        table.add_row(row["subject"], *[cell(row[m], row[f"{m}_sd"]) for m in methods])
+    table.add_row("mean ± SD over subjects", *[
+        cell(report.summary[m][report.metric]["mean"], report.summary[m][report.metric]["sd"]) for m in methods])
+    Console().print(table)
+
+
+def predict_command(
+    recordings: list[Path] = typer.Argument(..., help="Recording files or folders of recordings."),
+    adapter: Path = typer.Option(..., "--adapter", help="Adapter bundle folder written by adapt."),
+    out: Path = typer.Option(Path("predictions"), "--out", help="Output folder (one subfolder per recording)."),
+    edf_annotations: bool = typer.Option(False, "--edf-annotations", help="Also write EDF+ annotation files."),
+    base: str | None = typer.Option(None, "--base", help="Base checkpoint to use instead of the recorded one."),
+    batch_size: int = typer.Option(64, "--batch-size"),
+    device: str = typer.Option("auto", "--device"),
+    precision: str = typer.Option("auto", "--precision"),
+) -> None:
+    """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
+    from passport_kit.inference.predict import predict
+
+    results = predict(adapter, recordings, out, edf_annotations=edf_annotations, base=base, batch_size=batch_size,
+                      device=device, precision=precision)
+    for r in results:
+        stats = r.summary.get("sleep_statistics")
+        if stats:
+            line = (f"TST {stats['TST']:.1f} min, SE {stats['SE']:.1f} %, "
+                    f"SOL {_minutes(stats['SOL'])}, WASO {_minutes(stats['WASO'])}, "
+                    f"REM latency {_minutes(stats['REM_latency'])}")
+        else:
+            line = f"class {r.summary.get('recording_class')}"
+        typer.echo(f"{r.recording}: {r.n_windows} windows; {line}")
+        typer.echo(f"  files in {r.files['summary'].parent}")
+
+
+def _minutes(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} min"
+
+
+def check_command(
+    montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML."),
+    data: Path = typer.Option(..., "--data", help="Dataset folder."),
+    checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
+    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
+    notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
+    batch_size: int = typer.Option(8, "--batch-size", help="Windows in the test batch."),
+) -> None:
+    """Push one real batch through every contract; print a short report before training."""
+    from passport_kit.training.check import check
+
+    report = check(montage=montage, data=data, checkpoint=checkpoint, instance_norm=instance_norm,
+                   notch_freq=_notch(notch), batch_size=batch_size)
+    typer.echo(report.render())
+    report.raise_for_failures()
+
+
+def demo_command(
+    out: Path = typer.Option(Path("passport-demo"), "--out", help="Folder for the demo's data and results."),
+    subjects: int = typer.Option(4, "--subjects", help="Simulated subjects."),
+    steps: int = typer.Option(60, "--steps", help="Adaptation steps per model."),
+    threads: int | None = typer.Option(None, "--threads"),
+) -> None:
+    """Simulate ear-EEG sleep, adapt the shipped checkpoint and the acpe baseline, compare, predict."""
+    from passport_kit.training.demo import run_demo
+
+    run_demo(out=out, n_subjects=subjects, steps=steps, threads=threads, echo=typer.echo)
 
 
 def register(app: typer.Typer) -> None:
     """Add this part's commands to the root app."""
+    app.command("adapt")(adapt_command)
+    app.command("evaluate")(evaluate_command)
+    app.command("predict")(predict_command)
+    app.command("check")(check_command)
+    app.command("demo")(demo_command)

@@ -47,7 +47,7 @@ def predict_proba(
     try:
         with torch.inference_mode():
             for start in range(0, len(x), batch_size):
-                xb = torch.from_numpy(np.ascontiguousarray(x[start : start + batch_size], dtype=np.float32))
+                xb = torch.from_numpy(np.array(x[start : start + batch_size], dtype=np.float32))  # copy: memmaps are read-only
                 with autocast(device, precision):
                     logits = model(xb.to(device), meta)
                 # Softmax in fp32: bf16 probabilities round visibly in the CSV.

@@ -57,6 +57,7 @@ class AdaptConfig(BaseModel):
     balance: Balance = "weights"
     dropout: float = Field(0.1, ge=0, lt=1)
     instance_norm: bool | None = Field(None, description="None: keep the checkpoint's contract")
+    notch_freq: float | None = Field(50.0, gt=0, description="mains frequency; None: no notch")
     skip_flagged: bool = True
     seed: int = 0
     device: str = "auto"
@@ -138,6 +139,28 @@ def training_split(
     return split
 
 
+#: Files an adapt run may find in its output folder: its own bundle, history or resumable state.
+_OWN_FILES = frozenset({STATE_FILE, "adapter.json", "adapter.safetensors", "history.csv"})
+
+
+def check_output_folder(out: Path) -> None:
+    """Raise ConfigError when ``out`` holds files that ``adapt`` did not write.
+
+    Writing the bundle replaces the folder as a whole (atomically), so a folder with other
+    content (say, the dataset itself) must never be used as the output.
+    """
+    out = Path(out)
+    if out.is_file():
+        raise ConfigError(f"--out '{out}' is a file; give a folder for the adapter bundle")
+    if out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in _OWN_FILES and not p.name.startswith("."))
+        if foreign:
+            raise ConfigError(
+                f"--out '{out}' already holds other files ({', '.join(foreign[:3])}); the bundle replaces "
+                "the whole folder, so choose a new or empty folder"
+            )
+
+
 def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: float = 0.1) -> Any:
     """Return a Classifier over ``backbone`` with ``policy`` applied and checked."""
     from passport_kit.model import Classifier, apply_policy, check_policy
@@ -169,7 +192,7 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
 
     montage = resolve_montage(cfg.montage)
     backbone, info = load_base_checkpoint(cfg.checkpoint)
-    preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm)
+    preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq)
     windows = load_dataset(cfg.data, montage, preprocess)
     keep = usable_windows(windows, skip_flagged=cfg.skip_flagged)
     split = training_split(windows.subject[keep], train_subjects=cfg.train_subjects, n_subjects=cfg.subjects,
@@ -179,12 +202,13 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
 
     model = build_classifier(backbone, len(windows.classes), cfg.train, dropout=cfg.dropout)
     meta = ChannelMeta.from_montage(montage)
+    check_output_folder(cfg.out)
     cfg.out.mkdir(parents=True, exist_ok=True)
     state_path = cfg.out / STATE_FILE
     if not cfg.resume:
         state_path.unlink(missing_ok=True)
     run_config = {"adapt": cfg.model_dump(mode="json", exclude={"resume", "device", "threads"}),
-                  "base_sha256": info.sha256, "montage_hash": montage.content_hash}
+                  "base_sha256": info.weights_sha256, "montage_hash": montage.content_hash}
     result = fit(
         model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(),
         val=(windows.x[val_idx], windows.y[val_idx]) if len(val_idx) else None,
@@ -192,26 +216,36 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     )
     metrics = _run_metrics(result, split, windows, train_idx, val_idx)
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
-                          classes=list(windows.classes), task=getattr(windows, "task", None), metrics=metrics)
+                          classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
     state_path.unlink(missing_ok=True)
     return AdaptResult(bundle=bundle, metrics=metrics, trainable=sorted(
         n for n, p in model.named_parameters() if p.requires_grad), summary=trainable_summary(model))
 
 
-def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None) -> Any:
+def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = None,
+                       notch_freq: float | None | str = "keep") -> Any:
     """Return the preprocessing of a run: the checkpoint's contract, the dataset's window length.
 
     The dataset folder decides the window (30-s sleep epochs, N-s windows), the checkpoint
-    everything about the signal (rate, filters, units); ``instance_norm`` overrides the
-    checkpoint's choice when given (the paper normalises ear-EEG per window).
+    everything about the signal (rate, filters, units). ``instance_norm`` overrides the
+    checkpoint's choice when given (the paper normalises ear-EEG per window); ``notch_freq``
+    is the mains frequency of the recording site (``None``: no notch; ``"keep"``: default).
     """
-    from passport_kit.signals import PreprocessConfig, dataset_window_seconds
+    from passport_kit.signals import PreprocessConfig
+    from passport_kit.signals.dataset_spec import load_dataset_spec
 
-    contract = info.preprocess if isinstance(info.preprocess, PreprocessConfig) else PreprocessConfig.from_dict(info.preprocess)
-    update: dict[str, Any] = {"window_seconds": dataset_window_seconds(data)}
+    fields = PreprocessConfig.model_fields
+    # The checkpoint's contract also documents things PreprocessConfig does not set (units,
+    # patch length); keep the settings it shares with PreprocessConfig.
+    contract = {k: v for k, v in dict(info.preprocessing).items() if k in fields}
+    window = load_dataset_spec(data).window_seconds
+    if window is not None:
+        contract["window_seconds"] = window
     if instance_norm is not None:
-        update["instance_norm"] = instance_norm
-    return PreprocessConfig.from_dict({**contract.model_dump(), **update})
+        contract["instance_norm"] = instance_norm
+    if notch_freq != "keep":
+        contract["notch_freq"] = notch_freq
+    return PreprocessConfig.from_dict(contract)
 
 
 def _run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx: np.ndarray,
@@ -240,20 +274,18 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
     from passport_kit.checkpoint import AdapterMeta, save_adapter_bundle
 
     meta = AdapterMeta(
-        base_checkpoint=info.name,
-        base_sha256=info.sha256,
-        montage=montage.model_dump(mode="json"),
+        base_name=info.name,
+        base_sha256=info.weights_sha256,
+        montage=montage,
         montage_hash=montage.content_hash,
         classes=classes,
-        task=task or "classification",
-        preprocess=preprocess.model_dump(mode="json"),
-        policy=cfg.train,
-        head=model.head_settings,
+        preprocessing=preprocess,
+        window={"seconds": preprocess.window_seconds, "task": task or "classification"},
         training=cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": cfg.settings().resolved_head_lr},
         metrics={k: v for k, v in metrics.items() if k != "history"},
         package_version=__version__,
     )
-    bundle = save_adapter_bundle(model, cfg.out, meta)
+    bundle = save_adapter_bundle(model, cfg.out, meta, overwrite=True)
     from passport_kit.inference.reports import write_table
 
     if metrics.get("history"):

@@ -1,0 +1,225 @@
+"""``predict``: run an adapter bundle on new recordings and write the reports users expect.
+
+For each recording, the signal is preprocessed exactly as recorded in the bundle's
+``adapter.json`` (rate, filters, units, window length, instance normalisation), mapped onto
+the bundle's own copy of the montage (a recording lacking a montage channel is refused, with
+the list of what is missing), and classified window by window. Written per recording, in
+``<out>/<recording stem>/``:
+
+- ``<stem>_predictions.csv``: one row per window: onset, duration, class, p_<class>...,
+  confidence, flagged (a quality flag was raised for some channel).
+- ``<stem>_events.tsv``: BIDS events (onset, duration, value, trial_type).
+- ``<stem>_summary.json``: adapter, recording, class counts, and for sleep staging the AASM
+  statistics (:class:`~passport_kit.inference.hypnogram.Hypnogram`); for one-label tasks the
+  recording-level class (mean probability over windows).
+- sleep staging: ``<stem>_hypnogram.png`` (hypnogram + hypnodensity) and
+  ``<stem>_hypnogram.json``.
+- with ``edf_annotations``: ``<stem>_annotations.edf`` (annotation-only EDF+, opens next to
+  the recording in EDFbrowser).
+
+Example::
+
+    import passport_kit as pk
+    results = pk.predict("runs/ear", ["night1.edf"], out="predictions")
+    results[0].summary["sleep_statistics"]["TST"]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from passport_kit.errors import DataError
+from passport_kit.inference import reports
+from passport_kit.inference.forward import predict_proba
+from passport_kit.inference.hypnogram import Hypnogram, is_sleep_staging, normalize_stage
+
+
+class PredictionResult(BaseModel):
+    """What ``predict`` wrote for one recording, and its summary."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    recording: Path
+    files: dict[str, Path]
+    classes: list[str]
+    n_windows: int
+    summary: dict[str, Any]
+
+
+def find_recordings(inputs: Sequence[str | Path]) -> list[Path]:
+    """Return the recording files named by ``inputs`` (files, or folders searched recursively)."""
+    from passport_kit.signals.readers import FORMATS, recording_suffix
+
+    found: list[Path] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            hits = sorted(p for p in path.rglob("*") if p.is_file() and recording_suffix(p) in FORMATS
+                          and recording_suffix(p) != ".txt" and not p.name.endswith("_annotations.edf"))
+            if not hits:
+                raise DataError(f"no recordings (EDF, BDF, FIF, SET, BrainVision) found in folder '{path}'")
+            found.extend(hits)
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise DataError(f"recording '{path}' does not exist; give a recording file or a folder of them")
+    if not found:
+        raise DataError("no recordings given; pass one or more recording files or folders")
+    return found
+
+
+def _stem(path: Path) -> str:
+    """Return the output stem of a recording: BIDS '_eeg' suffix and extension dropped."""
+    name = path.name
+    for suffix in (".fif.gz", path.suffix):
+        if name.lower().endswith(suffix.lower()):
+            name = name[: -len(suffix)]
+            break
+    return re.sub(r"_(eeg|ieeg)$", "", name)
+
+
+def predict(
+    adapter: str | Path,
+    recordings: Sequence[str | Path] | str | Path,
+    out: str | Path | None = None,
+    *,
+    edf_annotations: bool = False,
+    batch_size: int = 64,
+    device: str = "auto",
+    precision: str = "auto",
+    base: str | Path | None = None,
+    renames: dict[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[PredictionResult]:
+    """Return one result per recording after writing its predictions and reports.
+
+    Parameters
+    ----------
+    adapter : path
+        Adapter bundle folder written by ``adapt``.
+    recordings : path or list of paths
+        Recording files, or folders searched for them.
+    out : path, optional
+        Output folder (default ``predictions`` next to the current folder).
+    base : name or path, optional
+        Base checkpoint to use instead of the one recorded in the bundle (its SHA-256 must
+        still match).
+    renames : dict, optional
+        Montage channel name → name in the recordings, where aliases do not cover it.
+    """
+    from passport_kit.checkpoint import load_adapter_bundle
+    from passport_kit.model import ChannelMeta
+    from passport_kit.montage import Montage
+    from passport_kit.signals import PreprocessConfig, load_recording
+    from passport_kit.training.runtime import resolve_device, resolve_precision
+
+    if isinstance(recordings, (str, Path)):
+        recordings = [recordings]
+    files = find_recordings(recordings)
+    model, meta = load_adapter_bundle(adapter, base=base)
+    montage = Montage.from_dict(meta.montage)
+    config = PreprocessConfig.from_dict(meta.preprocessing)
+    torch_device = resolve_device(device)
+    prec = resolve_precision(precision, torch_device)
+    model.to(torch_device)
+    channel_meta = ChannelMeta.from_montage(montage)
+    out_dir = Path(out) if out is not None else Path("predictions")
+    results = []
+    for path in files:
+        if progress is not None:
+            progress(str(path))
+        windows = load_recording(path, montage, config, renames=renames)
+        proba = predict_proba(model, windows.x, channel_meta, batch_size=batch_size, device=torch_device,
+                              precision=prec)
+        results.append(write_prediction(out_dir / _stem(path), path, proba, windows.onset_s, windows.flags,
+                                        classes=list(meta.classes), window_seconds=config.window_seconds,
+                                        task=str(meta.window.get("task", "")), adapter=Path(adapter),
+                                        base_name=meta.base_name, edf_annotations=edf_annotations))
+    return results
+
+
+def write_prediction(
+    folder: Path,
+    recording: Path,
+    proba: np.ndarray,
+    onsets_s: np.ndarray,
+    flags: np.ndarray,
+    *,
+    classes: list[str],
+    window_seconds: float,
+    task: str,
+    adapter: Path,
+    base_name: str,
+    edf_annotations: bool = False,
+) -> PredictionResult:
+    """Return the result after writing every report of one recording into ``folder``.
+
+    ``proba`` (N, n_classes) are class probabilities; ``onsets_s`` (N,) window onsets in
+    seconds; ``flags`` (N, C) the quality flags of the windows.
+    """
+    stem = _stem(recording)
+    flagged = np.asarray(flags).any(axis=1)
+    pred = proba.argmax(1)
+    files: dict[str, Path] = {}
+    files["predictions"] = reports.write_window_csv(
+        folder / f"{stem}_predictions.csv",
+        reports.window_rows(onsets_s, window_seconds, proba, classes, flagged=flagged),
+    )
+    counts = np.bincount(pred, minlength=len(classes))
+    summary: dict[str, Any] = {
+        "recording": str(recording),
+        "adapter": str(adapter),
+        "base_checkpoint": base_name,
+        "task": task,
+        "classes": classes,
+        "n_windows": int(len(pred)),
+        "window_seconds": window_seconds,
+        "flagged_windows": int(flagged.sum()),
+        "class_counts": {c: int(n) for c, n in zip(classes, counts)},
+        "mean_confidence": float(proba.max(1).mean()) if len(proba) else None,
+    }
+    sleep = task == "sleep-staging" or (task != "classification" and is_sleep_staging(classes))
+    if sleep and is_sleep_staging(classes):
+        hyp = _hypnogram(pred, proba, onsets_s, classes, window_seconds)
+        events = hyp.as_events()
+        summary["sleep_statistics"] = hyp.sleep_statistics()
+        summary["caveat"] = ("Automatic staging is a draft for a trained scorer to review; N1 is the least "
+                             "reliable stage, and statistics inherit every staging error.")
+        files["hypnogram"] = reports.write_text(folder / f"{stem}_hypnogram.json", hyp.to_json())
+        files["hypnogram_plot"] = reports.plot_hypnogram(folder / f"{stem}_hypnogram.png", hyp, title=stem)
+    else:
+        events = [{"onset": float(o), "duration": window_seconds, "value": int(k), "trial_type": classes[k]}
+                  for o, k in zip(onsets_s, pred)]
+        mean = proba.mean(axis=0) if len(proba) else np.zeros(len(classes))
+        summary["recording_class"] = classes[int(mean.argmax())] if len(proba) else None
+        summary["recording_probabilities"] = {c: float(p) for c, p in zip(classes, mean)}
+    files["events"] = reports.write_events_tsv(folder / f"{stem}_events.tsv", events)
+    if edf_annotations:
+        files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events)
+    files["summary"] = reports.write_json(folder / f"{stem}_summary.json", summary)
+    return PredictionResult(recording=recording, files=files, classes=classes, n_windows=int(len(pred)),
+                            summary=summary)
+
+
+def _hypnogram(pred: np.ndarray, proba: np.ndarray, onsets_s: np.ndarray, classes: list[str],
+               window_seconds: float) -> Hypnogram:
+    """Return the hypnogram of the predictions on a full epoch grid (gaps become UNS)."""
+    stage_names = [normalize_stage(c) for c in classes]
+    if len(onsets_s) == 0:
+        return Hypnogram([], epoch_seconds=window_seconds, classes=stage_names,
+                         proba=np.zeros((0, len(classes))))
+    first = float(onsets_s[0])
+    slots = np.round((np.asarray(onsets_s) - first) / window_seconds).astype(int)
+    n = int(slots.max()) + 1
+    stages = ["UNS"] * n
+    grid = np.zeros((n, len(classes)))
+    for slot, k, p in zip(slots, pred, proba):
+        stages[slot] = stage_names[k]
+        grid[slot] = p
+    return Hypnogram(stages, epoch_seconds=window_seconds, offset_s=first, proba=grid, classes=stage_names)

@@ -1,0 +1,232 @@
+"""``check``: push one real batch through every contract before anyone spends hours training.
+
+Contracts checked, in data-flow order (a failure stops the checks that depend on it):
+
+1. **montage**: resolves; every channel has a position when the embedding needs positions.
+2. **checkpoint**: loads strictly with its SHA-256 verified; its preprocessing contract.
+3. **channels**: every recording maps onto the montage (names, aliases, bipolar derivations).
+4. **sampling & shapes**: windows are ``(N, C, P, 200)`` with C = montage channels and
+   P = window seconds at 200 Hz.
+5. **amplitude**: the raw scale against the checkpoint's expectation: CBraMod-style
+   backbones were pretrained on µV/100 with windows under 100 µV, so typical EEG has a
+   window standard deviation of a few to a few tens of µV. A median far outside 0.5–200 µV
+   means a unit problem (volts stored as µV, or the reverse).
+6. **quality flags**: NaN / flat / clipped / over-limit windows, and channels flagged in most
+   windows (poor contact).
+7. **labels**: labeled windows per class and per subject (empty classes, too few subjects
+   for a subject-disjoint validation split).
+8. **forward/backward**: one batch through the classifier under the ``adapter`` policy:
+   logits ``(B, n_classes)`` finite, and every trainable tensor receives a finite gradient
+   (the mixture adapter sits *before* the frozen backbone, so its gradient must cross it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from passport_kit.errors import DataError, PassportError
+
+Status = Literal["ok", "warn", "fail"]
+_MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+
+#: Window standard deviation (µV) outside which the amplitude scale looks wrong.
+STD_RANGE_UV = (0.5, 200.0)
+#: The amplitude bound of CBraMod pretraining windows (µV).
+PRETRAIN_LIMIT_UV = 100.0
+
+
+@dataclass
+class CheckItem:
+    """One contract's verdict."""
+
+    name: str
+    status: Status
+    detail: str
+
+
+@dataclass
+class CheckReport:
+    """Every verdict of a check run; ``render()`` gives the printed report."""
+
+    items: list[CheckItem] = field(default_factory=list)
+
+    def add(self, name: str, status: Status, detail: str) -> None:
+        """Record one verdict."""
+        self.items.append(CheckItem(name, status, detail))
+
+    @property
+    def failures(self) -> list[CheckItem]:
+        """Return the failing contracts."""
+        return [i for i in self.items if i.status == "fail"]
+
+    def render(self) -> str:
+        """Return the report, one line per contract."""
+        lines = [f"[{_MARK[i.status]}] {i.name}: {i.detail}" for i in self.items]
+        n_warn = sum(i.status == "warn" for i in self.items)
+        verdict = "FAILED" if self.failures else "passed"
+        lines.append(f"check {verdict}: {len(self.items)} contracts, {len(self.failures)} failing, {n_warn} warnings")
+        return "\n".join(lines)
+
+    def raise_for_failures(self) -> None:
+        """Raise DataError naming the failing contracts, if any."""
+        if self.failures:
+            names = ", ".join(i.name for i in self.failures)
+            raise DataError(f"check failed for: {names}; fix these before running adapt (details above)")
+
+
+def _guard(report: CheckReport, name: str, fn: Callable[[], Any]) -> Any:
+    """Return ``fn()``; on a user error record a failure under ``name`` and return None."""
+    try:
+        return fn()
+    except PassportError as exc:
+        report.add(name, "fail", str(exc))
+        return None
+
+
+def check(
+    montage: str,
+    data: str | Path,
+    checkpoint: str = "passport-small-mlp",
+    *,
+    instance_norm: bool | None = None,
+    notch_freq: float | None | str = 50.0,
+    batch_size: int = 8,
+) -> CheckReport:
+    """Return the report of every contract between a montage, a dataset and a base checkpoint."""
+    import torch
+
+    from passport_kit.checkpoint import load_base_checkpoint
+    from passport_kit.model import ChannelMeta
+    from passport_kit.montage import resolve_montage
+    from passport_kit.signals import load_dataset
+    from passport_kit.signals.windows import FLAG_NAMES, instance_normalise
+    from passport_kit.training.adapt import build_classifier, dataset_preprocess
+
+    report = CheckReport()
+    mont = _guard(report, "montage", lambda: resolve_montage(montage))
+    if mont is None:
+        return report
+    loaded = _guard(report, "checkpoint", lambda: load_base_checkpoint(checkpoint))
+    if loaded is None:
+        return report
+    backbone, info = loaded
+    kind = info.model.embedding
+    missing_pos = [c.name for c, p in zip(mont.channels, mont.positions) if not np.isfinite(p).all()]
+    if missing_pos and kind in ("xyz", "mlp-experts", "xattn-experts"):
+        report.add("montage", "fail", f"the {kind} embedding needs positions; {missing_pos} have none")
+    else:
+        report.add("montage", "ok", f"'{mont.name}': {len(mont.channels)} channels ({', '.join(mont.ch_names[:6])}"
+                   f"{'...' if len(mont.channels) > 6 else ''}), hash {mont.content_hash[:12]}")
+    report.add("checkpoint", "ok", f"'{info.name}': {info.model.arch}, {kind} embedding, "
+               f"{info.n_parameters:,} parameters, SHA-256 {info.weights_sha256[:12]} verified")
+
+    preprocess = _guard(report, "preprocessing", lambda: dataset_preprocess(
+        info, Path(data), instance_norm=instance_norm, notch_freq=notch_freq))
+    if preprocess is None:
+        return report
+    # Load without instance normalisation so the raw amplitude scale can be checked; the
+    # batch below is normalised as adapt would.
+    raw_config = preprocess.model_copy(update={"instance_norm": False})
+    windows = _guard(report, "channels", lambda: load_dataset(data, mont, raw_config))
+    if windows is None:
+        return report
+    n_rec = len(set(windows.recording.tolist()))
+    report.add("channels", "ok", f"{n_rec} recordings map onto '{mont.name}' ({len(mont.channels)} channels each)")
+
+    n, c, p, s = windows.x.shape
+    expected = (len(mont.channels), int(preprocess.window_seconds), 200)
+    if (c, p, s) != expected:
+        report.add("sampling & shapes", "fail", f"windows are {(n, c, p, s)}, expected (N, {expected[0]}, "
+                   f"{expected[1]}, {expected[2]})")
+    else:
+        report.add("sampling & shapes", "ok", f"{n} windows of shape ({c}, {p}, {s}) = {p} s at "
+                   f"{preprocess.sfreq:g} Hz; band-pass {preprocess.l_freq:g}-{preprocess.h_freq:g} Hz, notch "
+                   f"{preprocess.notch_freq or 'off'}, instance norm {'on' if preprocess.instance_norm else 'off'}")
+
+    sample = np.asarray(windows.x[np.linspace(0, n - 1, min(n, 256)).astype(int)], dtype=np.float64)
+    std_uv = sample.std(axis=(2, 3)) * preprocess.scale_uv  # (n_sample, C)
+    peak_uv = np.abs(sample).max(axis=(2, 3)) * preprocess.scale_uv
+    med = float(np.median(std_uv))
+    over = float(np.mean(peak_uv.max(axis=1) > PRETRAIN_LIMIT_UV))
+    detail = (f"median window SD {med:.1f} µV, {100 * over:.0f}% of windows peak above {PRETRAIN_LIMIT_UV:g} µV "
+              f"(pretraining kept windows under {PRETRAIN_LIMIT_UV:g} µV)")
+    if not STD_RANGE_UV[0] <= med <= STD_RANGE_UV[1]:
+        hint = "volts read as µV?" if med < STD_RANGE_UV[0] else "µV read as volts, or heavy artefacts?"
+        report.add("amplitude", "warn", f"{detail}; expected {STD_RANGE_UV[0]:g}-{STD_RANGE_UV[1]:g} µV ({hint}) "
+                   "- check the unit in the recording header" + ("" if preprocess.instance_norm else
+                                                                 ", or use --instance-norm"))
+    else:
+        report.add("amplitude", "warn" if over > 0.5 else "ok", detail)
+
+    flags = np.asarray(windows.flags)
+    counts = {name: int(np.count_nonzero((flags & bit).any(axis=1))) for bit, name in FLAG_NAMES.items()}
+    bad_channels = [mont.ch_names[i] for i in range(c) if np.mean(flags[:, i] != 0) > 0.5]
+    flagged = float(np.mean(flags.any(axis=1)))
+    text = ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"
+    status: Status = "warn" if flagged > 0.05 or bad_channels else "ok"
+    report.add("quality flags", status, f"{100 * flagged:.1f}% of windows flagged ({text})"
+               + (f"; channels flagged in most windows (poor contact?): {bad_channels}" if bad_channels else ""))
+
+    labels_ok = _check_labels(report, windows)
+    if not labels_ok:
+        return report
+
+    labeled = np.flatnonzero(windows.y >= 0)
+    pick = labeled[np.linspace(0, len(labeled) - 1, min(batch_size, len(labeled))).astype(int)]
+    xb = np.array(windows.x[pick], dtype=np.float32)
+    if preprocess.instance_norm:
+        xb = instance_normalise(xb)
+    try:
+        model = build_classifier(backbone, len(windows.classes), "adapter")
+        model.train()
+        logits = model(torch.from_numpy(xb), ChannelMeta.from_montage(mont))
+        loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(windows.y[pick]))
+        loss.backward()
+    except PassportError as exc:
+        report.add("forward/backward", "fail", str(exc))
+        return report
+    no_grad = [name for name, prm in model.named_parameters()
+               if prm.requires_grad and (prm.grad is None or not torch.isfinite(prm.grad).all())]
+    zero = [name for name, prm in model.named_parameters()
+            if prm.requires_grad and prm.grad is not None and float(prm.grad.abs().sum()) == 0.0]
+    n_train = sum(prm.numel() for prm in model.parameters() if prm.requires_grad)
+    if tuple(logits.shape) != (len(pick), len(windows.classes)) or not torch.isfinite(logits).all():
+        report.add("forward/backward", "fail", f"logits {tuple(logits.shape)} (finite: "
+                   f"{bool(torch.isfinite(logits).all())}), expected ({len(pick)}, {len(windows.classes)})")
+    elif no_grad:
+        report.add("forward/backward", "fail", f"no finite gradient for {no_grad[:4]}")
+    else:
+        report.add("forward/backward", "warn" if zero else "ok",
+                   f"batch {tuple(xb.shape)} -> logits {tuple(logits.shape)}, loss {loss.item():.3f}; "
+                   f"{n_train:,} trainable parameters get gradients"
+                   + (f" (zero gradient: {zero[:3]})" if zero else ""))
+    return report
+
+
+def _check_labels(report: CheckReport, windows: Any) -> bool:
+    """Record the label-coverage verdict; return whether training can use the labels at all."""
+    counts = windows.class_counts()
+    total = sum(counts.values())
+    if total == 0:
+        report.add("labels", "fail", "no labeled windows; point labels: in dataset.yaml at the hypnograms/labels")
+        return False
+    subjects = sorted({str(s) for s in windows.subject[windows.y >= 0].tolist()})
+    empty = [k for k, v in counts.items() if v == 0]
+    rare = [k for k, v in counts.items() if 0 < v < 0.01 * total]
+    problems = []
+    if empty:
+        problems.append(f"classes without windows: {empty}")
+    if rare:
+        problems.append(f"classes under 1%: {rare}")
+    if len(subjects) < 3:
+        problems.append(f"only {len(subjects)} labeled subject(s): a subject-disjoint validation split needs 3+")
+    dist = ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in counts.items())
+    report.add("labels", "warn" if problems else "ok",
+               f"{total} labeled windows from {len(subjects)} subjects ({dist})"
+               + ("; " + "; ".join(problems) if problems else ""))
+    return True

@@ -1,0 +1,291 @@
+"""``evaluate``: subject-wise evaluation of one or more base checkpoints on a labeled dataset.
+
+For every method (base checkpoint), fold, training-set size and seed, a fresh classifier is
+adapted exactly as ``adapt`` does (same recipe, same split rules) and scored on the held-out
+subjects, **per subject**:
+
+- ``protocol='loso'``: leave-one-subject-out, the paper's EESM17 protocol (one fold per
+  subject; the rest trains, with a subject-disjoint validation set drawn from it).
+- ``protocol='split'``: one fixed subject-disjoint train/test split (``split_seed``); the
+  fine-tuning seeds vary initialisation, batches, validation and sweep draws only.
+- ``subjects_sweep=(1, 2, 4)``: the sample-efficiency curve: in each fold, train on that many
+  randomly drawn training subjects (a different draw per seed), validation fixed.
+
+Outputs (in ``out``): ``results.csv`` (one row per method × fold × size × seed × test
+subject, every metric), ``per_subject.csv`` (test subjects × methods, mean over seeds at the
+largest training set: the paper's table), ``summary.json`` (configuration, every row, mean ±
+SD per method), ``confusion_<method>.png`` (pooled over folds), and with a sweep
+``sweep.csv`` + ``sweep.png`` (metric vs training subjects, mean ± SD over seeds and folds).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from passport_kit.errors import ConfigError, DataError
+from passport_kit.inference.forward import predict_proba
+from passport_kit.inference import reports
+from passport_kit.training.adapt import DEFAULT_CHECKPOINT, build_classifier, dataset_preprocess, usable_windows
+from passport_kit.training.finetune import Balance, FinetuneSettings, TrainPolicy, fit
+from passport_kit.training.metrics import METRIC_NAMES, classification_metrics
+from passport_kit.training.splits import (
+    SubjectSplit,
+    fixed_split,
+    loso_folds,
+    subsample_training,
+    unique_subjects,
+    with_validation,
+)
+
+#: Called as ``progress(done_runs, total_runs, description)`` between training runs, and
+#: ``progress(step, total_steps, info)`` inside them through ``step_progress``.
+RunProgress = Callable[[int, int, str], None]
+
+
+class EvaluateConfig(BaseModel):
+    """Everything ``evaluate`` needs (the CLI's options; validated, one-line errors)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    montage: str
+    data: Path
+    out: Path
+    checkpoints: tuple[str, ...] = (DEFAULT_CHECKPOINT,)
+    protocol: Literal["loso", "split"] = "loso"
+    test_fraction: float = Field(0.2, gt=0, lt=1)
+    split_seed: int = Field(0, description="seed of the fixed split (the same for every fine-tuning seed)")
+    test_subjects: tuple[str, ...] | None = Field(None, description="only these held-out subjects (folds)")
+    subjects_sweep: tuple[int, ...] | None = None
+    seeds: int = Field(1, ge=1)
+    metric: str = "kappa"
+    train: TrainPolicy = "adapter"
+    validation_fraction: float = Field(0.2, gt=0, lt=1)
+    max_steps: int | None = Field(None, gt=0)
+    epochs: int = Field(50, gt=0)
+    batch_size: int = Field(64, gt=0)
+    lr: float = Field(1e-4, gt=0)
+    head_lr: float | None = Field(None, gt=0)
+    patience: int = Field(5, ge=1)
+    eval_every: int | None = Field(None, gt=0)
+    balance: Balance = "weights"
+    dropout: float = Field(0.1, ge=0, lt=1)
+    instance_norm: bool | None = None
+    notch_freq: float | None = Field(50.0, gt=0)
+    skip_flagged: bool = True
+    device: str = "auto"
+    precision: str = "auto"
+    threads: int | None = Field(None, gt=0)
+
+    def settings(self, seed: int) -> FinetuneSettings:
+        """Return the optimisation settings of one training run."""
+        return FinetuneSettings(
+            batch_size=self.batch_size, lr=self.lr, head_lr=self.head_lr, epochs=self.epochs,
+            max_steps=self.max_steps, eval_every=self.eval_every, patience=self.patience,
+            balance=self.balance, seed=seed,
+        )
+
+
+class EvaluationReport(BaseModel):
+    """Every score of an evaluation and where its files are."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    rows: list[dict[str, Any]]
+    per_subject: list[dict[str, Any]]
+    summary: dict[str, dict[str, Any]]
+    files: dict[str, Path]
+    metric: str
+
+
+def make_config(config: EvaluateConfig | None = None, **options: Any) -> EvaluateConfig:
+    """Return an EvaluateConfig from a config and/or keyword options (ConfigError if invalid)."""
+    try:
+        cfg = EvaluateConfig(**options) if config is None else EvaluateConfig(**{**config.model_dump(), **options})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "options"
+        raise ConfigError(f"invalid evaluate option {where}: {err['msg']}; fix it and retry") from None
+    if cfg.metric not in METRIC_NAMES:
+        raise ConfigError(f"unknown metric {cfg.metric!r}; choose one of {', '.join(METRIC_NAMES)}")
+    if not cfg.checkpoints:
+        raise ConfigError("no checkpoint to evaluate; pass --checkpoint NAME at least once")
+    return cfg
+
+
+def folds_for(cfg: EvaluateConfig, subjects: np.ndarray) -> list[SubjectSplit]:
+    """Return the test folds of the protocol, restricted to ``cfg.test_subjects`` if given."""
+    if cfg.protocol == "loso":
+        folds = loso_folds(subjects)
+    else:
+        folds = [fixed_split(subjects, test_fraction=cfg.test_fraction, seed=cfg.split_seed)]
+    if cfg.test_subjects is None:
+        return folds
+    known = unique_subjects(subjects)
+    unknown = sorted(set(cfg.test_subjects) - set(known))
+    if unknown:
+        raise DataError(f"test subjects {unknown} are not in the dataset (it has {known})")
+    if cfg.protocol == "split":
+        rest = tuple(s for s in known if s not in cfg.test_subjects)
+        return [SubjectSplit(name="split-fixed", train=rest, test=tuple(sorted(cfg.test_subjects)))]
+    return [f for f in folds if set(f.test) <= set(cfg.test_subjects)]
+
+
+def _method_name(checkpoint: str, info: Any) -> str:
+    """Return the column name of a method: the checkpoint name (its embedding kind if a path)."""
+    name = str(getattr(info, "name", "") or Path(checkpoint).name)
+    return name
+
+
+def evaluate(
+    config: EvaluateConfig | None = None,
+    *,
+    progress: RunProgress | None = None,
+    step_progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    **options: Any,
+) -> EvaluationReport:
+    """Return per-subject scores of every checkpoint under the chosen protocol; write reports.
+
+    Parameters are the fields of :class:`EvaluateConfig`, as a config or keywords
+    (``evaluate(montage="eesm17-ear", data="ds", out="runs/eval", checkpoints=("a", "b"))``).
+    """
+    from passport_kit.checkpoint import load_base_checkpoint
+    from passport_kit.model import ChannelMeta
+    from passport_kit.montage import resolve_montage
+    from passport_kit.signals import load_dataset
+    from passport_kit.training.runtime import resolve_device, resolve_precision, seed_everything, set_threads
+
+    cfg = make_config(config, **options)
+    device = resolve_device(cfg.device)
+    precision = resolve_precision(cfg.precision, device)
+    set_threads(cfg.threads)
+    montage = resolve_montage(cfg.montage)
+    meta = ChannelMeta.from_montage(montage)
+    bases = [load_base_checkpoint(name) for name in cfg.checkpoints]
+    methods = [_method_name(name, info) for name, (_, info) in zip(cfg.checkpoints, bases)]
+    if len(set(methods)) != len(methods):
+        raise ConfigError(f"checkpoints {list(cfg.checkpoints)} repeat a name; list each once")
+    sizes: list[int | None] = list(cfg.subjects_sweep) if cfg.subjects_sweep else [None]
+
+    rows: list[dict[str, Any]] = []
+    pooled: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
+    plans = []
+    datasets: dict[str, Any] = {}
+    for method, (backbone, info) in zip(methods, bases):
+        preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq)
+        key = preprocess.model_dump_json()
+        if key not in datasets:
+            datasets[key] = load_dataset(cfg.data, montage, preprocess)
+        windows = datasets[key]
+        keep = usable_windows(windows, skip_flagged=cfg.skip_flagged)
+        for seed in range(cfg.seeds):
+            for fold in folds_for(cfg, windows.subject[keep]):
+                for n in sizes:
+                    plans.append((method, backbone, windows, keep, fold, n, seed))
+    total = len(plans)
+    for done, (method, backbone, windows, keep, fold, n, seed) in enumerate(plans):
+        if progress is not None:
+            progress(done, total, f"{method} {fold.name} n={n or 'all'} seed={seed}")
+        split = with_validation(fold, fraction=cfg.validation_fraction, seed=seed)
+        if n is not None:
+            split = subsample_training(split, n, seed=seed)
+        train_mask, val_mask, test_mask = split.masks(windows.subject)
+        train_idx = np.flatnonzero(train_mask & keep)
+        val_idx = np.flatnonzero(val_mask & keep)
+        test_idx = np.flatnonzero(test_mask & keep)
+        seed_everything(seed)
+        # A fresh copy per run: the adapter policy trains tensors inside the backbone.
+        model = build_classifier(copy.deepcopy(backbone), len(windows.classes), cfg.train, dropout=cfg.dropout)
+        fit(model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(seed),
+            val=(windows.x[val_idx], windows.y[val_idx]) if len(val_idx) else None,
+            device=device, precision=precision, progress=step_progress)
+        proba = predict_proba(model, windows.x[test_idx], meta, batch_size=max(cfg.batch_size, 64),
+                              device=device, precision=precision)
+        pred = proba.argmax(1)
+        for subject in split.test:
+            sel = windows.subject[test_idx] == subject
+            if not sel.any():
+                continue
+            m = classification_metrics(windows.y[test_idx][sel], pred[sel], list(windows.classes), proba[sel])
+            rows.append({
+                "method": method, "fold": fold.name, "test_subject": subject,
+                "n_train_subjects": len(split.train), "sweep_size": n, "seed": seed,
+                "n_windows": m.n, "accuracy": m.accuracy, "balanced_accuracy": m.balanced_accuracy,
+                "kappa": m.kappa, "macro_f1": m.macro_f1, "auroc": m.auroc,
+                **{f"f1_{c}": v for c, v in m.per_class_f1.items()},
+            })
+        if n == sizes[-1]:
+            pooled[method][0].extend(windows.y[test_idx].tolist())
+            pooled[method][1].extend(pred.tolist())
+    if progress is not None:
+        progress(total, total, "done")
+    if not rows:
+        raise DataError("no test windows were scored; check --test-subject and the dataset labels")
+    classes = list(next(iter(datasets.values())).classes)
+    return _write_reports(cfg, rows, pooled, classes, methods, sizes)
+
+
+def _mean_sd(values: list[float | None]) -> tuple[float | None, float | None]:
+    arr = np.array([v for v in values if v is not None], dtype=float)
+    if arr.size == 0:
+        return None, None
+    return float(arr.mean()), float(arr.std())
+
+
+def _write_reports(cfg: EvaluateConfig, rows: list[dict[str, Any]], pooled: dict[str, tuple[list[int], list[int]]],
+                   classes: list[str], methods: list[str], sizes: list[int | None]) -> EvaluationReport:
+    """Write results/per-subject/summary files and plots; return the report."""
+    out = Path(cfg.out)
+    files: dict[str, Path] = {"results": reports.write_table(out / "results.csv", rows)}
+    final = [r for r in rows if r["sweep_size"] == sizes[-1]]
+    subjects = sorted({r["test_subject"] for r in final})
+    per_subject: list[dict[str, Any]] = []
+    for subject in subjects:
+        row: dict[str, Any] = {"subject": subject}
+        for method in methods:
+            vals = [r[cfg.metric] for r in final if r["method"] == method and r["test_subject"] == subject]
+            row[method], row[f"{method}_sd"] = _mean_sd(vals)
+        per_subject.append(row)
+    mean_row: dict[str, Any] = {"subject": "mean"}
+    for method in methods:
+        mean_row[method], mean_row[f"{method}_sd"] = _mean_sd([r[method] for r in per_subject])
+    files["per_subject"] = reports.write_table(out / "per_subject.csv", per_subject + [mean_row])
+
+    summary: dict[str, dict[str, Any]] = {}
+    for method in methods:
+        mine = [r for r in final if r["method"] == method]
+        entry: dict[str, Any] = {}
+        for name in METRIC_NAMES:
+            mean, sd = _mean_sd([r[name] for r in mine])
+            entry[name] = {"mean": mean, "sd": sd}
+        y_true, y_pred = pooled[method]
+        if y_true:
+            confusion = classification_metrics(np.array(y_true), np.array(y_pred), classes).confusion
+            entry["confusion_pooled"] = confusion
+            files[f"confusion_{method}"] = reports.plot_confusion(
+                out / f"confusion_{method}.png", confusion, classes, title=method)
+        summary[method] = entry
+    if cfg.subjects_sweep:
+        curves: dict[str, dict[int, list[float]]] = {m: defaultdict(list) for m in methods}
+        sweep_rows = []
+        for r in rows:
+            curves[r["method"]][r["n_train_subjects"]].append(r[cfg.metric])
+        for method, points in curves.items():
+            for n, vals in sorted(points.items()):
+                mean, sd = _mean_sd(vals)
+                sweep_rows.append({"method": method, "n_train_subjects": n, cfg.metric: mean, "sd": sd,
+                                   "n_runs": len(vals)})
+        files["sweep"] = reports.write_table(out / "sweep.csv", sweep_rows)
+        files["sweep_plot"] = reports.plot_sweep(out / "sweep.png", {m: dict(v) for m, v in curves.items()},
+                                                 metric=cfg.metric)
+    files["summary"] = reports.write_json(out / "summary.json", {
+        "config": cfg.model_dump(mode="json"), "classes": classes, "metric": cfg.metric,
+        "methods": summary, "per_subject": per_subject, "rows": rows,
+    })
+    return EvaluationReport(rows=rows, per_subject=per_subject, summary=summary, files=files, metric=cfg.metric)

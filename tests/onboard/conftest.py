@@ -1,0 +1,92 @@
+"""Fixtures for onboarding tests: a tiny montage, a tiny labeled sleep dataset, tiny checkpoints.
+
+The dataset is built here from class-dependent oscillations (EDF + labels + dataset.yaml), not
+by the physics simulator, so that adapt → predict end-to-end runs stay within seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import edfio
+import numpy as np
+import pytest
+import torch
+
+CLASSES = ["W", "N1", "N2", "N3", "REM"]
+# A dominant frequency per stage (Hz), so even a few steps can separate some classes.
+FREQ = {"W": 10.0, "N1": 6.0, "N2": 13.0, "N3": 1.5, "REM": 4.0}
+
+TINY_MONTAGE = """\
+name: tiny-ear
+description: three ear electrodes, for tests
+coordinate_frame: head
+units: mm
+reference: average
+channels:
+  - name: EL1
+    position: [-80.0, -5.0, 10.0]
+  - name: ER1
+    position: [80.0, -5.0, 10.0]
+  - name: EL2
+    position: [-78.0, 2.0, -3.0]
+"""
+
+
+def write_recording(path: Path, labels: list[str], names: list[str], *, seed: int, sfreq: float = 200.0) -> Path:
+    """Write an EDF whose 30-s epochs oscillate at the frequency of their label (µV scale)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(30 * sfreq)) / sfreq
+    epochs = [20 * np.sin(2 * np.pi * FREQ[lab] * t + rng.uniform(0, 6)) for lab in labels]
+    base = np.concatenate(epochs)
+    signals = [
+        edfio.EdfSignal(base * (0.8 + 0.2 * i) + 3 * rng.standard_normal(base.size), sampling_frequency=sfreq,
+                        label=name, physical_dimension="uV", physical_range=(-500, 500))
+        for i, name in enumerate(names)
+    ]
+    edfio.Edf(signals).write(path)
+    return path
+
+
+def make_dataset(root: Path, *, n_subjects: int = 4, n_epochs: int = 10, names: list[str] | None = None) -> Path:
+    """Write a labeled sleep dataset folder (EDF + CSV labels + dataset.yaml); return it."""
+    names = names or ["EL1", "ER1", "EL2"]
+    root.mkdir(parents=True, exist_ok=True)
+    lines = ["task: sleep-staging", "window_seconds: 30", f"classes: [{', '.join(CLASSES)}]", "recordings:"]
+    for s in range(n_subjects):
+        subject = f"s{s + 1:02d}"
+        labels = [CLASSES[(i + s) % len(CLASSES)] for i in range(n_epochs)]
+        write_recording(root / f"{subject}.edf", labels, names, seed=s)
+        (root / f"{subject}.csv").write_text("\n".join(labels) + "\n")
+        lines += [f"  - subject: {subject}", f"    file: {subject}.edf", f"    labels: {subject}.csv"]
+    (root / "dataset.yaml").write_text("\n".join(lines) + "\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def montage_yaml(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("montage") / "tiny-ear.yaml"
+    path.write_text(TINY_MONTAGE)
+    return path
+
+
+@pytest.fixture(scope="session")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_dataset(tmp_path_factory.mktemp("data") / "tiny")
+
+
+def save_tiny_checkpoint(name: str, kind: str = "mlp-experts", *, seed: int = 0) -> str:
+    """Save a randomly initialised cbramod-tiny base checkpoint as a user checkpoint; return its name."""
+    from passport_kit.checkpoint import save_base_checkpoint, user_checkpoint_dir
+    from passport_kit.model import build_backbone, model_config
+
+    torch.manual_seed(seed)
+    backbone = build_backbone(model_config("cbramod-tiny", kind))
+    save_base_checkpoint(backbone, user_checkpoint_dir() / name, name=name, card="test checkpoint")
+    return name
+
+
+@pytest.fixture
+def checkpoint() -> str:
+    """A tiny Device Passport (mlp-experts) base checkpoint named 'tiny-mlp'."""
+    return save_tiny_checkpoint("tiny-mlp")
