@@ -27,7 +27,8 @@ def _console():  # noqa: ANN202 - rich type
 
 
 def _echo_json(data: object) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    # default=str: free-form metadata may hold YAML dates.
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def _fmt_mm(p: tuple[float, float, float] | None) -> list[str]:

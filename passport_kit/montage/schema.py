@@ -25,7 +25,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import yaml
@@ -429,6 +429,9 @@ class _MontageSpec(BaseModel):
     metadata: Any = None
 
 
+_Spec = TypeVar("_Spec", _MontageSpec, _ChannelSpec)
+
+
 def _label(value: Any) -> str | None:
     """Return a YAML scalar as a label (numbers such as cEEGrid '1' become text); None if not one."""
     if isinstance(value, bool) or value is None:
@@ -440,6 +443,17 @@ def _label(value: Any) -> str | None:
     return None
 
 
+def _validate_spec(model: type[_Spec], data: dict[str, Any], where: str) -> _Spec:
+    """Return ``data`` as a file-format model; unknown keys (typos) become one-line MontageErrors."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        # Every field is Any, so the only possible failure is an unknown key.
+        bad = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden"]
+        raise MontageError(f"{where}: unknown field(s) {', '.join(repr(b) for b in bad)}; allowed "
+                           f"fields are {', '.join(model.model_fields)}") from None
+
+
 def _parse(data: Any, *, source: str | None) -> Montage:
     """Return a validated Montage from a file mapping, converting positions to metres."""
     where = f"montage file '{source}'" if source else "montage"
@@ -447,12 +461,7 @@ def _parse(data: Any, *, source: str | None) -> Montage:
         got = "empty" if data is None else f"a {type(data).__name__}"
         raise MontageError(f"{where} is {got}, not a mapping; start it with `name:`, `units:` and "
                            "`channels:` (see docs/montages.md)")
-    try:
-        spec = _MontageSpec.model_validate(data)
-    except ValidationError as exc:
-        bad = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden"]
-        raise MontageError(f"{where}: unknown field(s) {', '.join(repr(b) for b in bad)}; allowed "
-                           f"fields are {', '.join(_MontageSpec.model_fields)}") from None
+    spec = _validate_spec(_MontageSpec, data, where)
 
     name = _label(spec.name)
     if name is None or not name.strip():
@@ -507,12 +516,7 @@ def _parse_channel(montage: str, index: int, raw: Any, per_m: int, units: str) -
     at = f"{label}: channel #{index + 1}"
     if not isinstance(raw, dict):
         raise MontageError(f"{at} is not a mapping; write it as `- name: X` with `position: [x, y, z]`")
-    try:
-        spec = _ChannelSpec.model_validate(raw)
-    except ValidationError as exc:
-        bad = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden"]
-        raise MontageError(f"{at}: unknown field(s) {', '.join(repr(b) for b in bad)}; allowed fields "
-                           f"are {', '.join(_ChannelSpec.model_fields)}") from None
+    spec = _validate_spec(_ChannelSpec, raw, at)
     name = _label(spec.name)
     if name is None or not name.strip():
         raise MontageError(f"{at} has no `name:`; give every channel a name")
