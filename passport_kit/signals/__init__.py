@@ -18,6 +18,7 @@ from passport_kit.signals.dataset_spec import DatasetSpec, RecordingSpec, load_d
 from passport_kit.signals.labels import BUILTIN_LABEL_MAPS, LabelMap, get_label_map
 from passport_kit.signals.preprocess import PreprocessConfig, preprocess
 from passport_kit.signals.readers import read_recording
+from passport_kit.signals.simulator import simulate_dataset
 from passport_kit.signals.windows import make_windows
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "map_channels",
     "preprocess",
     "read_recording",
+    "simulate_dataset",
 ]
