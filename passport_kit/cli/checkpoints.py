@@ -48,10 +48,10 @@ def list_cmd(
         return
     table = Table(title="checkpoints")
     rows = [
-        (i.name, i.source, i.model.arch, i.model.embedding, f"{i.n_parameters:,}", i.weights_sha256[:12])
+        (i.name, i.source, i.model.arch, i.model.embedding, i.weights_sha256[:8])
         for i in infos
     ]
-    for k, column in enumerate(("name", "source", "arch", "embedding", "parameters", "sha256")):
+    for k, column in enumerate(("name", "source", "arch", "embedding", "sha256")):
         # Full width for every column: names are what the user types next.
         table.add_column(column, no_wrap=True, min_width=max(len(column), *(len(r[k]) for r in rows)))
     for row in rows:

@@ -1,0 +1,203 @@
+"""Base checkpoints and adapter bundles: symmetric save/load, strictness, hashes, atomic writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+from typer.testing import CliRunner
+
+from passport_kit.checkpoint import (
+    ADAPTER_CONFIG_FILE,
+    ADAPTER_WEIGHTS_FILE,
+    CONFIG_FILE,
+    WEIGHTS_FILE,
+    AdapterMeta,
+    list_checkpoints,
+    load_adapter_bundle,
+    load_base_checkpoint,
+    save_adapter_bundle,
+    save_base_checkpoint,
+    sha256_bytes,
+    user_checkpoint_dir,
+)
+from passport_kit.cli.app import app
+from passport_kit.errors import CheckpointError, ConfigError
+from passport_kit.model import EMBEDDING_KINDS, ChannelMeta, Classifier, apply_policy, build_backbone, model_config
+from passport_kit.montage import get_montage
+
+runner = CliRunner()
+MONTAGE = "tuh-standard"
+
+
+def _backbone(kind: str):
+    vocab = ["F3", "F4"] if kind == "channel-id" else []
+    return build_backbone(model_config("cbramod-tiny", kind, channel_vocab=vocab))
+
+
+def _save(kind: str, folder: Path, name: str = "tiny"):
+    backbone = _backbone(kind)
+    path = save_base_checkpoint(backbone, folder, name=name, training_info={"epochs": 1})
+    return backbone, path
+
+
+@pytest.mark.parametrize("kind", EMBEDDING_KINDS)
+def test_base_checkpoint_round_trips_exactly(tmp_path: Path, kind: str) -> None:
+    backbone, path = _save(kind, tmp_path / "base")
+    loaded, info = load_base_checkpoint(path)
+    assert info.model == backbone.config and info.training == {"epochs": 1}
+    original, restored = backbone.state_dict(), loaded.state_dict()
+    assert original.keys() == restored.keys()
+    for name in original:
+        assert torch.equal(original[name], restored[name]), name
+    assert sorted(p.name for p in path.iterdir()) == ["MODEL_CARD.md", CONFIG_FILE, WEIGHTS_FILE]
+
+
+def test_config_records_the_sha256_of_the_weights_file(tmp_path: Path) -> None:
+    _, path = _save("acpe", tmp_path / "base")
+    config = json.loads((path / CONFIG_FILE).read_text())
+    assert config["weights_sha256"] == sha256_bytes((path / WEIGHTS_FILE).read_bytes())
+    assert (config["format"], config["format_version"]) == ("passport-kit/base-checkpoint", 1)
+
+
+def test_changed_weights_fail_the_hash_check(tmp_path: Path) -> None:
+    _, path = _save("acpe", tmp_path / "base")
+    tensors = load_file(path / WEIGHTS_FILE)
+    tensors["proj_out.0.bias"] += 1.0
+    save_file(tensors, path / WEIGHTS_FILE)
+    with pytest.raises(CheckpointError, match="do not match the SHA-256"):
+        load_base_checkpoint(path)
+
+
+def test_missing_tensor_is_reported_not_initialised(tmp_path: Path) -> None:
+    _, path = _save("mlp-experts", tmp_path / "base")
+    tensors = load_file(path / WEIGHTS_FILE)
+    del tensors["patch_embedding.positional_encoding.experts"]
+    save_file(tensors, path / WEIGHTS_FILE)
+    config = json.loads((path / CONFIG_FILE).read_text())
+    config["weights_sha256"] = sha256_bytes((path / WEIGHTS_FILE).read_bytes())  # a consistent lie
+    (path / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=r"1 missing \['patch_embedding.positional_encoding.experts'\]"):
+        load_base_checkpoint(path)
+
+
+def test_named_checkpoints_are_listed_and_loaded_by_name(tmp_path: Path) -> None:
+    _save("xyz", user_checkpoint_dir() / "my-base", name="my-base")
+    assert "my-base" in [i.name for i in list_checkpoints()]
+    _, info = load_base_checkpoint("my-base")
+    assert info.source == "user"
+    result = runner.invoke(app, ["checkpoints", "show", "my-base", "--json"])
+    assert result.exit_code == 0 and json.loads(result.output)["model"]["embedding"] == "xyz"
+    listed = runner.invoke(app, ["checkpoints", "list", "--json"])
+    assert listed.exit_code == 0 and "my-base" in [c["name"] for c in json.loads(listed.output)]
+
+
+def test_unknown_checkpoint_name_exits_2_with_the_known_names(tmp_path: Path) -> None:
+    _save("xyz", user_checkpoint_dir() / "my-base", name="my-base")
+    result = runner.invoke(app, ["checkpoints", "show", "nope"])
+    assert result.exit_code == 2
+    assert "no checkpoint named 'nope'" in result.output and "my-base" in result.output
+
+
+def test_existing_folder_is_not_overwritten_silently(tmp_path: Path) -> None:
+    _save("ape", tmp_path / "base")
+    with pytest.raises(CheckpointError, match="already exists"):
+        _save("ape", tmp_path / "base")
+
+
+def test_invalid_name_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="lowercase"):
+        save_base_checkpoint(_backbone("ape"), tmp_path / "x", name="My Base")
+
+
+def test_crash_during_write_leaves_nothing_that_reads_as_valid(tmp_path: Path, monkeypatch) -> None:
+    import passport_kit.checkpoint as ck
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ck, "_model_card", crash)
+    with pytest.raises(OSError, match="disk full"):
+        _save("ape", tmp_path / "base")
+    assert list(tmp_path.iterdir()) == []  # no folder, no temp leftovers
+
+
+# ------------------------------------------------------------------------------ adapters
+def _adapter(tmp_path: Path, kind: str = "mlp-experts", policy: str = "adapter"):
+    backbone, base_path = _save(kind, tmp_path / "base")
+    _, info = load_base_checkpoint(base_path)
+    montage = get_montage(MONTAGE)
+    clf = Classifier(backbone, 5, pooling="patches", n_patches=3)
+    if kind == "channel-id":
+        backbone.add_channels(montage.ch_names)
+    apply_policy(clf, policy)
+    with torch.no_grad():  # make the trained tensors differ from the base's
+        for p in clf.parameters():
+            if p.requires_grad:
+                p.add_(0.01 * torch.randn_like(p))
+    meta = AdapterMeta(
+        base_name=info.name,
+        base_sha256=info.weights_sha256,
+        montage=montage,
+        montage_hash=montage.content_hash,
+        classes=["W", "N1", "N2", "N3", "REM"],
+        preprocessing={"sfreq": 200.0, "instance_norm": True},
+        window={"window_seconds": 3},
+        metrics={"kappa": 0.5},
+    )
+    folder = save_adapter_bundle(clf, tmp_path / "adapter", meta)
+    return clf, folder, base_path, montage
+
+
+@pytest.mark.parametrize("kind", ["mlp-experts", "xattn-experts", "channel-id", "acpe"])
+def test_adapter_bundle_round_trips_and_predicts_the_same(tmp_path: Path, kind: str) -> None:
+    clf, folder, base_path, montage = _adapter(tmp_path, kind)
+    loaded, meta = load_adapter_bundle(folder, base=base_path)
+    assert meta.classes == ["W", "N1", "N2", "N3", "REM"] and meta.policy == "adapter"
+    x = torch.randn(2, montage.n_channels, 3, 200)
+    cm = ChannelMeta.from_montage(montage)
+    clf.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x, cm), clf(x, cm), rtol=0, atol=0)
+
+
+def test_adapter_file_holds_only_the_trainable_tensors(tmp_path: Path) -> None:
+    clf, folder, _, _ = _adapter(tmp_path, "mlp-experts")
+    stored = set(load_file(folder / ADAPTER_WEIGHTS_FILE))
+    assert stored == {n for n, p in clf.named_parameters() if p.requires_grad}
+    assert not any("experts" in n.split(".")[-1] or "encoder" in n for n in stored)
+    meta = json.loads((folder / ADAPTER_CONFIG_FILE).read_text())
+    assert meta["tensors"] == sorted(stored) and meta["montage"]["name"] == MONTAGE
+
+
+def test_adapter_on_a_different_base_is_refused(tmp_path: Path) -> None:
+    _, folder, _, _ = _adapter(tmp_path)
+    _save("mlp-experts", tmp_path / "other")  # same architecture, other weights
+    with pytest.raises(CheckpointError, match="was trained on base checkpoint 'tiny' with SHA-256"):
+        load_adapter_bundle(folder, base=tmp_path / "other")
+
+
+def test_adapter_with_an_edited_montage_is_refused(tmp_path: Path) -> None:
+    _, folder, base_path, _ = _adapter(tmp_path)
+    meta = json.loads((folder / ADAPTER_CONFIG_FILE).read_text())
+    meta["montage"]["channels"][0]["position"][0] += 0.01
+    (folder / ADAPTER_CONFIG_FILE).write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="montage copy hashes to"):
+        load_adapter_bundle(folder, base=base_path)
+
+
+def test_adapter_missing_a_tensor_is_refused(tmp_path: Path) -> None:
+    _, folder, base_path, _ = _adapter(tmp_path)
+    tensors = load_file(folder / ADAPTER_WEIGHTS_FILE)
+    tensors.pop("head.norm.weight")
+    save_file(tensors, folder / ADAPTER_WEIGHTS_FILE)
+    with pytest.raises(CheckpointError, match=r"1 missing \['head.norm.weight'\]"):
+        load_adapter_bundle(folder, base=base_path)
+
+
+def test_folder_without_adapter_json_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="not an adapter bundle"):
+        load_adapter_bundle(tmp_path)
