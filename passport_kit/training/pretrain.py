@@ -107,6 +107,15 @@ class PretrainConfig(BaseModel):
             raise ValueError(f"unknown embedding {value!r}; choose one of {list(EMBEDDING_KINDS)}")
         return value
 
+    @field_validator("arch")
+    @classmethod
+    def _known_arch(cls, value: str) -> str:
+        from passport_kit.model.config import ARCHITECTURES
+
+        if value not in ARCHITECTURES:
+            raise ValueError(f"unknown architecture {value!r}; choose one of {sorted(ARCHITECTURES)}")
+        return value
+
     @classmethod
     def from_options(cls, **options: Any) -> PretrainConfig:
         """Return a config from user input; a bad value raises one-line :class:`ConfigError`."""
