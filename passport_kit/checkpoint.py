@@ -346,34 +346,51 @@ def user_checkpoint_dir(home: Path | None = None) -> Path:
     return Path(home) / "checkpoints"
 
 
-def _read_base_config(folder: Path, source: CheckpointSource) -> BaseCheckpointInfo:
-    path = folder / CONFIG_FILE
+def _read_document(path: Path, *, fmt: str, what: str, fix: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the JSON mapping at ``path`` (plus ``extra``) after the format and version checks.
+
+    ``what`` names the folder kind in messages ("a base checkpoint"); ``fix`` says how to repair.
+    """
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CheckpointError(
-            f"'{folder}' is not a base checkpoint (no {CONFIG_FILE}); give a checkpoint folder or name"
+            f"'{path.parent}' is not {what} (no {path.name}); give the folder of {what}"
         ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"cannot read '{path}' ({exc}); re-create the checkpoint") from None
-    if isinstance(raw, dict) and raw.get("format") != BASE_FORMAT:
+        raise CheckpointError(f"cannot read '{path}' ({exc}); {fix}") from None
+    if not isinstance(raw, dict) or raw.get("format") != fmt:
+        found = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
+        raise CheckpointError(f"'{path}' is not passport-kit's {what} format (found {found!r}); {fix}")
+    version = raw.get("format_version")
+    if isinstance(version, int) and version > FORMAT_VERSION:
         raise CheckpointError(
-            f"'{path}' is not a passport-kit base checkpoint (format {raw.get('format')!r}); an"
-            " adapter bundle is loaded with load_adapter_bundle / predict --adapter"
+            f"'{path.parent}' uses format version {version}, newer than this passport-kit"
+            f" ({FORMAT_VERSION}); upgrade passport-kit"
         )
-    if isinstance(raw, dict) and int(raw.get("format_version", 0) or 0) > FORMAT_VERSION:
-        raise CheckpointError(
-            f"'{folder}' uses checkpoint format {raw['format_version']}, newer than this"
-            f" passport-kit ({FORMAT_VERSION}); upgrade passport-kit"
-        )
+    return {**raw, **extra}
+
+
+def _validated(model: type[BaseModel], data: Mapping[str, Any], path: Path, fix: str) -> Any:
+    """Return ``model`` validated from ``data``; CheckpointError naming the first problem."""
     try:
-        return BaseCheckpointInfo.model_validate({**raw, "path": folder, "source": source})
+        return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise CheckpointError(
-            f"'{path}' is invalid: {where}: {first['msg']} - re-create the checkpoint"
-        ) from None
+        raise CheckpointError(f"'{path}' is invalid: {where}: {first['msg']}; {fix}") from None
+
+
+_BASE_FIX = "re-create the checkpoint"
+_ADAPTER_FIX = "re-run `passport-kit adapt`"
+
+
+def _read_base_config(folder: Path, source: CheckpointSource) -> BaseCheckpointInfo:
+    path = folder / CONFIG_FILE
+    raw = _read_document(
+        path, fmt=BASE_FORMAT, what="a base checkpoint", fix=_BASE_FIX, extra={"path": folder, "source": source}
+    )
+    return _validated(BaseCheckpointInfo, raw, path, _BASE_FIX)
 
 
 def list_checkpoints() -> list[BaseCheckpointInfo]:
@@ -482,30 +499,11 @@ def save_adapter_bundle(
 
 def read_adapter_meta(folder: str | Path) -> AdapterMeta:
     """Return the validated ``adapter.json`` of an adapter bundle folder."""
-    folder = Path(folder)
-    path = folder / ADAPTER_CONFIG_FILE
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckpointError(
-            f"'{folder}' is not an adapter bundle (no {ADAPTER_CONFIG_FILE}); give the folder"
-            " written by `passport-kit adapt`"
-        ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"cannot read '{path}' ({exc}); re-run `passport-kit adapt`") from None
-    if isinstance(raw, dict) and int(raw.get("format_version", 0) or 0) > FORMAT_VERSION:
-        raise CheckpointError(
-            f"'{folder}' uses adapter format {raw['format_version']}, newer than this"
-            f" passport-kit ({FORMAT_VERSION}); upgrade passport-kit"
-        )
-    try:
-        meta = AdapterMeta.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise CheckpointError(f"'{path}' is invalid: {where}: {first['msg']} - re-run `passport-kit adapt`") from None
+    path = Path(folder) / ADAPTER_CONFIG_FILE
+    raw = _read_document(path, fmt=ADAPTER_FORMAT, what="an adapter bundle", fix=_ADAPTER_FIX, extra={})
+    meta: AdapterMeta = _validated(AdapterMeta, raw, path, _ADAPTER_FIX)
     if meta.model is None or meta.policy is None:
-        raise CheckpointError(f"'{path}' lacks the model config or policy; re-run `passport-kit adapt`")
+        raise CheckpointError(f"'{path}' lacks the model config or policy; {_ADAPTER_FIX}")
     return meta
 
 
