@@ -117,6 +117,15 @@ def channel_sources(
     return sources
 
 
+def describe_mapping(
+    raw_names: list[str], montage: Montage, renames: dict[str, str] | None = None, *, source: str = "recording"
+) -> list[tuple[str, str]]:
+    """Return ``(montage channel, where it comes from)`` pairs, e.g. ``("A2-A1", "A2 − A1 (derived)")``."""
+    pairs = channel_sources(raw_names, montage, renames, source=source)
+    return [(ch.name, active if reference is None else f"{active} − {reference} (derived)")
+            for ch, (active, reference) in zip(montage.channels, pairs)]
+
+
 def map_channels(
     raw: mne.io.BaseRaw, montage: Montage, renames: dict[str, str] | None = None, *, source: str | None = None
 ) -> mne.io.BaseRaw:

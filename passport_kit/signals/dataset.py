@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 #: Version of the read → map → preprocess → window pipeline; part of every cache key.
-PIPELINE_VERSION = 1
+PIPELINE_VERSION = 2
 
 
 @dataclass

@@ -9,7 +9,7 @@ flag       bit    meaning
 =========  =====  =============================================================================
 NAN        1      the raw signal holds NaN or ±inf in this window (set to 0 before filtering)
 FLAT       2      the raw signal is constant, or its standard deviation is under 0.1 µV
-CLIPPED    4      at least 3 raw samples sit exactly at the channel's extreme value (saturation)
+CLIPPED    4      at least 5 raw samples sit exactly at the channel's maximum (or minimum): saturation
 OVER_LIMIT 8      the preprocessed window exceeds ``config.amplitude_limit_uv`` somewhere
 =========  =====  =============================================================================
 """
@@ -29,8 +29,8 @@ FLAG_NAMES: dict[int, str] = {1: "nan", 2: "flat", 4: "clipped", 8: "over_limit"
 
 #: A channel whose raw standard deviation in a window is below this (volts) is flat.
 FLAT_STD_V = 0.1e-6
-#: Samples at the channel's extreme value in one window that mark it as clipped.
-CLIP_MIN_SAMPLES = 3
+#: Samples at the channel's maximum (or minimum) in one window that mark it as clipped.
+CLIP_MIN_SAMPLES = 5
 #: Guards instance normalisation against flat windows (in normalised units).
 _NORM_EPS = 1e-6
 
@@ -106,9 +106,11 @@ def window_flags(
         flags[:, c] |= np.where(np.sqrt(var) < FLAT_STD_V, FLAG_FLAT, 0).astype(np.uint8)
         finite = sig[~bad]
         if finite.size and finite.max() > finite.min():
-            at_edge = (clean == finite.max()) | (clean == finite.min())
-            at_edge &= ~bad
-            clipped = np.add.reduceat(at_edge, starts) >= CLIP_MIN_SAMPLES
+            # Saturation pins the signal at one extreme; count each extreme on its own, since a
+            # quantised signal can touch its maximum once and its minimum twice by chance.
+            at_max = np.add.reduceat((clean == finite.max()) & ~bad, starts)
+            at_min = np.add.reduceat((clean == finite.min()) & ~bad, starts)
+            clipped = np.maximum(at_max, at_min) >= CLIP_MIN_SAMPLES
             flags[:, c] |= np.where(clipped, FLAG_CLIPPED, 0).astype(np.uint8)
     if config.amplitude_limit_uv is not None:
         peak_uv = np.abs(windows).max(axis=(2, 3)) * config.scale_uv

@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from passport_kit.signals.simulator.dynamics import EPOCH_SECONDS, epoch_envelope, spectral_noise
+from passport_kit.signals.simulator.dynamics import EPOCH_SECONDS, epoch_envelope, slow_noise, spectral_noise
 from passport_kit.signals.simulator.profile import SubjectProfile
 
 BadKind = Literal["noise", "drift", "flat"]
@@ -41,7 +41,7 @@ MUSCLES: dict[str, tuple[tuple[float, float, float], float]] = {
     "chin": ((0.0, 0.085, -0.100), 40.0),
 }
 #: Muscle tone per stage (W, N1, N2, N3, REM).
-EMG_TONE = (1.0, 0.55, 0.4, 0.35, 0.1)
+EMG_TONE = (1.0, 0.7, 0.4, 0.35, 0.1)
 _EMG_LAMBDA_M = 0.02
 _ECG_GRADIENT_UV_PER_M = np.array([-60.0, 10.0, -120.0])   # toward the heart: down and left
 
@@ -52,7 +52,7 @@ def muscle_signals(profile: SubjectProfile, stages: np.ndarray, sfreq: float,
     stages = np.asarray(stages)
     spe = int(round(EPOCH_SECONDS * sfreq))
     n = len(stages) * spe
-    tone = np.asarray(EMG_TONE)[stages] * np.exp(rng.normal(0.0, 0.25, len(stages)))
+    tone = np.asarray(EMG_TONE)[stages] * np.exp(rng.normal(0.0, 0.45, len(stages)))
     env = epoch_envelope(tone * profile.emg_gain, sfreq, 2.0)
     # Movement bursts in wake (0.5/min, 1-4 s, large) and REM twitches (3/min, 0.1-0.3 s).
     bursts = np.zeros(n, dtype=np.float32)
@@ -111,8 +111,10 @@ def ecg_weights(positions: np.ndarray) -> np.ndarray:
 
 def contact_noise(rng: np.random.Generator, n: int, sfreq: float, rms_uv: float) -> np.ndarray:
     """Return one contact's own noise, shape (n,) float32, µV: white plus 1/f, ``rms_uv`` RMS."""
-    noise = spectral_noise(rng, n, sfreq, 0.1, sfreq / 2.0, exponent=1.0, white=0.5)
-    noise *= rms_uv
+    # White (thermal) noise plus a 1/f electrode drift below 5 Hz, 0.8 and 0.6 of the RMS.
+    noise = rng.standard_normal(n, dtype=np.float32)
+    noise *= 0.8 * rms_uv
+    noise += slow_noise(rng, n, sfreq, 0.1, 5.0, rate=50.0, exponent=1.0) * (0.6 * rms_uv)
     return noise
 
 
@@ -143,5 +145,5 @@ def corrupt_channel(x: np.ndarray, kind: BadKind, sfreq: float, rng: np.random.G
             noisy += 100.0 * hum
         return noisy.astype(np.float32)
     # drift: a slow random walk (below 0.1 Hz) of a few hundred µV
-    wander = spectral_noise(rng, n, sfreq, 0.005, 0.1, exponent=2.0) * 250.0
+    wander = slow_noise(rng, n, sfreq, 0.005, 0.1, rate=2.0, exponent=2.0) * 250.0
     return (x + wander + pops).astype(np.float32)

@@ -37,9 +37,9 @@ from passport_kit.signals.simulator.sources import BACKGROUND_SITES
 #: Per-stage amplitude multipliers (W, N1, N2, N3, REM) of each rhythm.
 RHYTHM_GAINS: dict[str, tuple[float, float, float, float, float]] = {
     "bg": (1.0, 1.0, 1.1, 1.3, 0.9),
-    "delta": (0.15, 0.4, 1.0, 2.7, 0.35),
+    "delta": (0.15, 0.5, 0.85, 2.7, 0.35),
     "theta": (0.45, 1.0, 0.75, 0.7, 0.9),
-    "alpha": (1.0, 0.3, 0.12, 0.1, 0.25),   # wake value: eyes closed; eyes open is 0.25
+    "alpha": (1.0, 0.4, 0.12, 0.1, 0.25),   # wake value: eyes closed; eyes open is 0.25
     "beta": (1.0, 0.55, 0.35, 0.25, 0.55),
     "slow_eye": (0.0, 1.0, 0.15, 0.0, 0.0),  # slow rolling eye movements
 }
@@ -64,7 +64,7 @@ EVENT_NAM: dict[str, float] = {
     "blink": 1000.0, "saccade": 500.0,
 }
 _ENVELOPE_SMOOTH_S = 4.0
-_EPOCH_JITTER_SD = 0.25    # log-normal SD of the per-epoch amplitude of each rhythm
+_EPOCH_JITTER_SD = 0.35    # log-normal SD of the per-epoch amplitude of each rhythm
 #: Largest block of generator time courses held at once (bytes); bounds memory for long nights.
 _BLOCK_BYTES = 150e6
 
@@ -105,6 +105,26 @@ def spectral_noise(
     coeffs *= amplitude
     spectrum[:, band[0]:band[-1] + 1] = coeffs
     out = irfft(spectrum, n=n, axis=-1, overwrite_x=True)
+    return out if count is not None else out[0]
+
+
+def slow_noise(
+    rng: np.random.Generator, n: int, sfreq: float, lo: float, hi: float, *, rate: float,
+    count: int | None = None, **shape: float,
+) -> np.ndarray:
+    """Return :func:`spectral_noise` for a band far below ``sfreq``, float32, shape as there.
+
+    The noise is synthesised at ``rate`` Hz (which should be at least ten times ``hi``) and
+    linearly interpolated to ``sfreq``: an inverse FFT of n * rate / sfreq points instead of
+    n, and the interpolation error of a band that far below the synthesis rate is under 2%.
+    """
+    if rate >= sfreq:
+        return spectral_noise(rng, n, sfreq, lo, hi, count=count, **shape)
+    m = int(np.ceil(n * rate / sfreq)) + 1
+    low = spectral_noise(rng, m, rate, lo, hi, count=1 if count is None else count, **shape)
+    t = np.arange(n, dtype=np.float64) * (rate / sfreq)
+    grid = np.arange(m, dtype=np.float64)
+    out = np.stack([np.interp(t, grid, row) for row in low]).astype(np.float32)
     return out if count is not None else out[0]
 
 
@@ -198,7 +218,7 @@ def generator_blocks(
     # Delta / slow oscillation: frontal-dominant, strongest in N3.
     env = envelope("delta") * brain * profile.delta_gain
     names = ("delta_global", "delta_left", "delta_right")
-    block = spectral_noise(rng, n, sfreq, 0.4, 4.0, peak=0.9, width=0.45, count=3) * env
+    block = slow_noise(rng, n, sfreq, 0.4, 4.0, rate=40.0, peak=0.9, width=0.45, count=3) * env
     yield names, block
 
     env = envelope("theta") * brain
@@ -301,7 +321,7 @@ def _eyes(events: _Events, profile: SubjectProfile, eyes_closed: np.ndarray, env
     horizontal = lfilter([1.0], [1.0, -leak], jumps).astype(np.float32)
     horizontal = uniform_filter1d(horizontal, max(int(0.04 * sfreq), 1))   # ~40 ms saccade
     # Slow rolling eye movements of drowsiness (0.1-0.6 Hz).
-    horizontal += spectral_noise(rng, n, sfreq, 0.1, 0.6, exponent=0.0) * envelope("slow_eye") * gain
+    horizontal += slow_noise(rng, n, sfreq, 0.1, 0.6, rate=10.0) * envelope("slow_eye") * gain
 
     vertical = np.zeros(n, dtype=np.float32)
     rates = np.where(eyes_closed, 2.0, _stage_rates("blink", stages))

@@ -41,7 +41,7 @@ def draw_profile(rng: np.random.Generator) -> SubjectProfile:
         spindle_freq=float(rng.uniform(12.5, 14.5)),     # fast spindles 12-15 Hz
         spindle_density=float(rng.uniform(2.5, 7.0)),    # 2-7 per minute of N2
         kcomplex_rate=float(rng.uniform(0.6, 2.0)),      # about 1-2 per minute of N2
-        brain_gain=lognormal(0.15),
+        brain_gain=lognormal(0.25),
         alpha_gain=lognormal(0.3),
         delta_gain=lognormal(0.15),
         emg_gain=lognormal(0.3),
