@@ -9,7 +9,7 @@
 # 3. copies model.safetensors + config.json + MODEL_CARD.md of each run into checkpoints/<name>/.
 #
 # Scale it by environment: STEPS, BATCH, CONFIG (cbramod-base for the paper's depth), SUBJECTS,
-# HOURS, THREADS, LAUNCH (e.g. LAUNCH="torchrun --nproc_per_node=8" on a GPU machine),
+# HOURS, THREADS, KINDS, LAUNCH (e.g. LAUNCH="torchrun --nproc_per_node=8" on a GPU machine),
 # EXTRA_DATA (more "--data DIR:MONTAGE" pairs, e.g. a TUH dataset folder). Runs that were
 # stopped continue with --resume when their folder holds a training state.
 set -euo pipefail
@@ -33,7 +33,9 @@ if [ ! -f "$SIM/dataset.yaml" ]; then
   $PK simulate --montage tuh-19 --subjects "$SUBJECTS" --hours "$HOURS" --seed 0 --out "$SIM"
 fi
 
-for pair in mlp:mlp-experts xattn:xattn-experts acpe:acpe; do
+# KINDS selects runs, e.g. KINDS="acpe:acpe" (two script instances may run different kinds at once).
+KINDS=${KINDS:-"mlp:mlp-experts xattn:xattn-experts acpe:acpe"}
+for pair in $KINDS; do
   name="passport-small-${pair%%:*}"
   kind="${pair#*:}"
   run="$WORK/$name"
@@ -45,7 +47,7 @@ for pair in mlp:mlp-experts xattn:xattn-experts acpe:acpe; do
     # are still dropped.
     $LAUNCH $PK pretrain --data "$SIM:tuh-19" --data "$EEGMAT:tuh-19" $EXTRA_DATA \
       --embedding "$kind" --config "$CONFIG" --steps "$STEPS" --batch-size "$BATCH" --seed "$SEED" \
-      --amplitude-limit-uv none --val-fraction 0.15 --checkpoint-every 25 --threads "$THREADS" \
+      --amplitude-limit-uv none --val-fraction 0.15 --val-max-windows 64 --checkpoint-every 25 --val-every 100 --threads "$THREADS" \
       --name "$name" --out "$run" "${resume[@]}"
   fi
   mkdir -p "checkpoints/$name"

@@ -42,6 +42,7 @@ def pretrain_command(
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Save the training state every N steps."),
     val_every: int | None = typer.Option(None, "--val-every", help="Validate every N steps (default: at checkpoints)."),
     val_fraction: float = typer.Option(0.1, "--val-fraction", help="Fraction of subjects per dataset held out."),
+    val_max_windows: int = typer.Option(256, "--val-max-windows", help="Held-out windows scored per dataset (evenly spaced)."),
     amplitude_limit_uv: str = typer.Option("100", "--amplitude-limit-uv", help="Drop windows over this many µV ('none' keeps all)."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads per process."),
     name: str | None = typer.Option(None, "--name", help="Checkpoint name (default: the --out folder name)."),
@@ -58,7 +59,7 @@ def pretrain_command(
         sources=parse_sources(data, montage), embedding=embedding, arch=config, out=out, steps=steps,
         batch_size=batch_size, seed=seed, resume=resume, device=device, precision=precision,
         checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
-        amplitude_limit_uv=_limit(amplitude_limit_uv), threads=threads, name=name, progress=progress,
+        val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv), threads=threads, name=name, progress=progress,
     )
     try:
         folder = pretrain(cfg)

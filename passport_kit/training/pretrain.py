@@ -54,7 +54,7 @@ METRICS_FILE = "train/metrics.csv"
 #: Settings that may change between a run and its ``--resume`` (they do not change the maths).
 _RESUMABLE_CHANGES = frozenset(
     {"out", "resume", "device", "precision", "threads", "checkpoint_every", "val_every",
-     "progress", "name"}
+     "val_max_windows", "progress", "name"}
 )
 
 
@@ -88,6 +88,7 @@ class PretrainConfig(BaseModel):
     checkpoint_every: int = Field(100, gt=0)
     val_every: int | None = Field(None, gt=0)  # default: with every checkpoint
     val_fraction: float = Field(0.1, ge=0, lt=1)  # subjects held out per dataset
+    val_max_windows: int | None = Field(256, gt=0)  # per dataset; evenly spaced, to bound the cost
     window_seconds: float = Field(30.0, gt=0)
     notch_freq: float | None = 50.0
     amplitude_limit_uv: float | None = Field(100.0, gt=0)  # CBraMod: drop windows over 100 µV
@@ -437,7 +438,7 @@ class _Run:
         per_dataset: dict[str, dict[str, float]] = {}
         for pool, meta in zip(self.corpus.val, self.val_metas):
             sums = np.zeros(3)  # squared error of the model, of zeros, masked values counted
-            for rows in pdata.validation_batches(pool, self.cfg.batch_size):
+            for rows in pdata.validation_batches(pool, self.cfg.batch_size, self.cfg.val_max_windows):
                 x = torch.from_numpy(pool.gather(rows)).to(self.device)
                 mask = random_mask(tuple(x.shape[:3]), self.cfg.mask_prob, gen).to(self.device)
                 with runtime.autocast(self.device, self.precision):
@@ -446,7 +447,8 @@ class _Run:
                 sums += (float((recon.float()[mask] - target).pow(2).sum()), float(target.pow(2).sum()),
                          float(target.numel()))
             if sums[2]:
-                per_dataset[pool.labels[0]] = {"val_loss": sums[0] / sums[2], "val_zero_loss": sums[1] / sums[2]}
+                per_dataset[pool.labels[0]] = {"val_loss": sums[0] / sums[2], "val_zero_loss": sums[1] / sums[2],
+                                               "windows": len(pdata.validation_rows(pool, self.cfg.val_max_windows))}
             totals += sums
         if not totals[2]:
             return {}

@@ -21,7 +21,7 @@ def reproduce_command(cfg: Any) -> str:
         parts += ["--data", f"{source.path}:{source.montage}"]
     parts += ["--embedding", cfg.embedding, "--config", cfg.arch, "--steps", str(cfg.steps),
               "--batch-size", str(cfg.batch_size), "--seed", str(cfg.seed),
-              "--val-fraction", f"{cfg.val_fraction:g}",
+              "--val-fraction", f"{cfg.val_fraction:g}", "--val-max-windows", str(cfg.val_max_windows),
               "--amplitude-limit-uv", "none" if cfg.amplitude_limit_uv is None else f"{cfg.amplitude_limit_uv:g}",
               "--out", str(cfg.out)]
     return shlex.join(parts)
@@ -115,13 +115,14 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
             "the same random masks, against predicting zeros for every masked patch (ratio < 1: the model "
             "learned something about the signals):",
             "",
-            "| held-out data | model | predicting zeros | ratio |",
-            "|---|---|---|---|",
+            "| held-out data | windows | model | predicting zeros | ratio |",
+            "|---|---|---|---|---|",
         ]
         for label, d in val.get("per_dataset", {}).items():
-            lines.append(f"| `{label}` | {d['val_loss']:.4f} | {d['val_zero_loss']:.4f} | "
-                         f"{d['val_loss'] / d['val_zero_loss']:.3f} |")
-        lines.append(f"| all | {val['val_loss']:.4f} | {val['val_zero_loss']:.4f} | "
+            ratio = d["val_loss"] / d["val_zero_loss"] if d["val_zero_loss"] else float("nan")
+            lines.append(f"| `{label}` | {d['windows']} | {d['val_loss']:.4f} | {d['val_zero_loss']:.4f} | {ratio:.3f} |")
+        n_all = sum(d["windows"] for d in val.get("per_dataset", {}).values())
+        lines.append(f"| all | {n_all} | {val['val_loss']:.4f} | {val['val_zero_loss']:.4f} | "
                      f"{val.get('ratio_to_zero', float('nan')):.3f} |")
     else:
         lines.append("No subjects were held out (`--val-fraction 0` or one subject per dataset).")

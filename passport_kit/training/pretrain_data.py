@@ -197,10 +197,18 @@ def batch_rows(
     return shard[batch * batch_size : (batch + 1) * batch_size]
 
 
-def validation_batches(pool: Pool, batch_size: int) -> list[np.ndarray]:
-    """Return the validation rows of a pool in fixed order, in batches."""
+def validation_rows(pool: Pool, max_windows: int | None) -> np.ndarray:
+    """Return the validation rows of a pool: all, or ``max_windows`` evenly spaced ones."""
     rows = np.arange(len(pool))
-    return [rows[i : i + batch_size] for i in range(0, len(pool), batch_size)]
+    if max_windows is not None and len(pool) > max_windows:
+        rows = np.unique(np.linspace(0, len(pool) - 1, max_windows).round().astype(np.int64))
+    return rows
+
+
+def validation_batches(pool: Pool, batch_size: int, max_windows: int | None = None) -> list[np.ndarray]:
+    """Return the validation rows of a pool in fixed order, in batches."""
+    rows = validation_rows(pool, max_windows)
+    return [rows[i : i + batch_size] for i in range(0, len(rows), batch_size)]
 
 
 def validation_seed(seed: int) -> int:
