@@ -101,6 +101,10 @@ def show_cmd(
     console.print(f"content hash: {m.content_hash}")
     if m.description:
         console.print(m.description)
+    # Provenance at a glance (nested metadata stays in --json).
+    scalars = [f"{k}: {v}" for k, v in m.metadata.items() if isinstance(v, (str, int, float, bool))]
+    if scalars:
+        console.print("metadata: " + "; ".join(scalars))
     bipolar = any(ch.is_bipolar for ch in m.channels)
     table = Table(caption="positions in mm, MNE head frame (+x right ear, +y nose, +z up)")
     columns = ["#", "name", "kind", "x", "y", "z"]

@@ -195,7 +195,7 @@ class Montage(BaseModel):
             raise MontageError(f"cannot read montage file '{path}' ({type(exc).__name__}); "
                                "give a readable UTF-8 YAML file") from None
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
         except yaml.YAMLError as exc:
             where = ""
             mark = getattr(exc, "problem_mark", None)
@@ -291,6 +291,16 @@ class Montage(BaseModel):
                        coordinate_frame=self.coordinate_frame, reference=self.reference,
                        channels=tuple(picked), metadata=dict(self.metadata))
 
+    def plot(self, out: str | Path | None = None, *, show_names: bool = True):  # noqa: ANN201
+        """Return a matplotlib Figure (2-D head view + 3-D view); also saved to ``out`` if given."""
+        from passport_kit.montage.plot import plot_montage
+
+        return plot_montage(self, out, show_names=show_names)
+
+    def __hash__(self) -> int:
+        # pydantic's frozen hash would fail on the metadata dict; equal montages share name and layout.
+        return hash((self.name, self.content_hash))
+
     def __repr__(self) -> str:
         return f"<Montage '{self.name}' | {self.n_channels} channels | {self.content_hash[:12]}>"
 
@@ -298,6 +308,26 @@ class Montage(BaseModel):
 
 
 # ---------------------------------------------------------------- internals
+class _StrictLoader(yaml.SafeLoader):
+    """Safe YAML loader that refuses a key given twice (plain YAML silently keeps the last one)."""
+
+
+def _mapping_without_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            continue  # construct_mapping reports unhashable keys itself
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key '{key}' appears twice in one mapping", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
 class _YamlDumper(yaml.SafeDumper):
     """Safe YAML dumper that writes number lists (positions) on one line, everything else as blocks."""
 
@@ -494,10 +524,15 @@ def _parse(data: Any, *, source: str | None) -> Montage:
                            f"{type(metadata).__name__}")
 
     raw_channels = spec.channels
+    if isinstance(raw_channels, dict):
+        # MNE's ch_pos style, `channels: {ELA: [x, y, z], ...}`, in file order.
+        raw_channels = [{"name": k, **v} if isinstance(v, dict) else {"name": k, "position": v}
+                        for k, v in raw_channels.items()]
     if raw_channels is None or raw_channels == []:
         raise MontageError(f"{label} has no channels; list at least one under `channels:`")
     if not isinstance(raw_channels, list):
-        raise MontageError(f"{label}: `channels` must be a list of entries with `name:` and `position:`")
+        raise MontageError(f"{label}: `channels` must be a list of entries with `name:` and `position:` "
+                           "(or a mapping name: [x, y, z])")
 
     channels = [_parse_channel(name, i, raw, per_m, units) for i, raw in enumerate(raw_channels)]
     return Montage(

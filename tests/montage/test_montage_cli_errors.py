@@ -82,6 +82,7 @@ BAD_TEXTS = [
     ("tab-indented-yaml", "name: x\n\tunits: mm\n", "is not valid YAML"),
     ("not-a-mapping", "- a\n- b\n", "is a list, not a mapping"),
     ("empty-file", "", "is empty, not a mapping"),
+    ("duplicate-key", "name: x\nunits: mm\nunits: m\nchannels: []\n", "key 'units' appears twice in one mapping"),
 ]
 
 

@@ -159,3 +159,19 @@ def test_direct_construction_runs_the_same_checks() -> None:
 def test_numeric_channel_names_become_text(ear_dict: dict[str, Any]) -> None:
     ear_dict["channels"][0]["name"] = 1
     assert Montage.from_dict(ear_dict).ch_names[0] == "1"
+
+
+def test_channels_may_be_a_name_to_position_mapping(ear_dict: dict[str, Any]) -> None:
+    ear_dict["channels"] = {"ELA": [-85.5, -8.0, 12.0], "ELB": {"position": [-85.5, -10.0, -2.0], "kind": "eog"}}
+    m = Montage.from_dict(ear_dict)
+    assert m.ch_names == ["ELA", "ELB"] and m.kinds == ["eeg", "eog"]
+
+
+def test_montages_are_hashable_and_equal_by_content(ear_dict: dict[str, Any]) -> None:
+    a, b = Montage.from_dict(ear_dict), Montage.from_dict(ear_dict)
+    assert a == b and len({a, b}) == 1
+
+
+def test_plot_returns_a_figure_with_two_views(ear_dict: dict[str, Any]) -> None:
+    fig = Montage.from_dict(ear_dict).plot()
+    assert len(fig.axes) == 2 and fig.axes[1].name == "3d"
