@@ -342,8 +342,11 @@ _YamlDumper.add_representer(tuple, _represent_list)
 
 
 def _rounded(p: Position) -> list[float]:
-    # Integer tenths of a millimetre, back to metres: a stable decimal repr; +0.0 drops -0.0.
-    return [round(v / HASH_RESOLUTION_M) * HASH_RESOLUTION_M + 0.0 for v in p]
+    # Integer tenths of a millimetre, divided back to metres: division gives the shortest
+    # decimal repr (0.1146, never 0.11460000000000001), so other languages can reproduce the
+    # JSON; +0.0 turns -0.0 into 0.0.
+    steps = round(1 / HASH_RESOLUTION_M)
+    return [round(v * steps) / steps + 0.0 for v in p]
 
 
 def _check_montage(m: Montage) -> None:

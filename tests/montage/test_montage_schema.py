@@ -175,3 +175,21 @@ def test_montages_are_hashable_and_equal_by_content(ear_dict: dict[str, Any]) ->
 def test_plot_returns_a_figure_with_two_views(ear_dict: dict[str, Any]) -> None:
     fig = Montage.from_dict(ear_dict).plot()
     assert len(fig.axes) == 2 and fig.axes[1].name == "3d"
+
+
+def test_canonical_json_uses_shortest_decimals() -> None:
+    from passport_kit.montage import get_montage
+
+    text = get_montage("tuh-19").canonical_json()
+    assert '"position":[-0.0309,0.1146,0.0279]' in text and "00000000" not in text
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    import passport_kit.montage as package
+    import passport_kit.montage.schema as schema
+
+    for module in (package, schema):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
