@@ -79,6 +79,7 @@ class EvaluateConfig(BaseModel):
     instance_norm: bool | None = None
     notch_freq: float | None = Field(50.0, gt=0)
     skip_flagged: bool = True
+    save_adapters: bool = Field(False, description="also write each run's adapter bundle under out/adapters/")
     device: str = "auto"
     precision: str = "auto"
     threads: int | None = Field(None, gt=0)
@@ -177,7 +178,7 @@ def evaluate(
     pooled: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
     plans = []
     datasets: dict[str, Any] = {}
-    for method, (backbone, info) in zip(methods, bases):
+    for method, ckpt, (backbone, info) in zip(methods, cfg.checkpoints, bases):
         preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq)
         key = preprocess.model_dump_json()
         if key not in datasets:
@@ -187,9 +188,9 @@ def evaluate(
         for seed in range(cfg.seeds):
             for fold in folds_for(cfg, windows.subject[keep]):
                 for n in sizes:
-                    plans.append((method, backbone, windows, keep, fold, n, seed))
+                    plans.append((method, ckpt, backbone, info, preprocess, windows, keep, fold, n, seed))
     total = len(plans)
-    for done, (method, backbone, windows, keep, fold, n, seed) in enumerate(plans):
+    for done, (method, ckpt, backbone, info, preprocess, windows, keep, fold, n, seed) in enumerate(plans):
         if progress is not None:
             progress(done, total, f"{method} {fold.name} n={n or 'all'} seed={seed}")
         split = with_validation(fold, fraction=cfg.validation_fraction, seed=seed)
@@ -202,9 +203,13 @@ def evaluate(
         seed_everything(seed)
         # A fresh copy per run: the adapter policy trains tensors inside the backbone.
         model = build_classifier(copy.deepcopy(backbone), len(windows.classes), cfg.train, dropout=cfg.dropout)
-        fit(model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(seed),
+        fit_result = fit(model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(seed),
             val=(windows.x[val_idx], windows.y[val_idx]) if len(val_idx) else None,
             device=device, precision=precision, progress=step_progress)
+        if cfg.save_adapters:
+            _save_run_adapter(cfg, model, fit_result, method=method, checkpoint=ckpt, info=info, montage=montage,
+                              preprocess=preprocess,
+                              windows=windows, split=split, n=n, seed=seed, train_idx=train_idx, val_idx=val_idx)
         proba = predict_proba(model, windows.x[test_idx], meta, batch_size=max(cfg.batch_size, 64),
                               device=device, precision=precision)
         pred = proba.argmax(1)
@@ -229,6 +234,26 @@ def evaluate(
         raise DataError("no test windows were scored; check --test-subject and the dataset labels")
     classes = list(next(iter(datasets.values())).classes)
     return _write_reports(cfg, rows, pooled, classes, methods, sizes)
+
+
+def adapter_folder(out: Path, method: str, fold: str, n: int | None, seed: int) -> Path:
+    """Return where ``save_adapters`` puts the bundle of one run."""
+    return Path(out) / "adapters" / f"{method}_{fold}_n{n or 'all'}_seed{seed}"
+
+
+def _save_run_adapter(cfg: EvaluateConfig, model: Any, run: Any, *, method: str, checkpoint: str, info: Any, montage: Any,
+                      preprocess: Any, windows: Any, split: SubjectSplit, n: int | None, seed: int,
+                      train_idx: np.ndarray, val_idx: np.ndarray) -> Path:
+    """Write the adapter bundle of one evaluation run, described as the equivalent ``adapt`` call."""
+    from passport_kit.training.adapt import AdaptConfig, _run_metrics, write_bundle
+
+    out = adapter_folder(cfg.out, method, split.name, n, seed)
+    options = cfg.model_dump(include=set(AdaptConfig.model_fields) - {"out", "montage", "data", "checkpoint"})
+    adapt_cfg = AdaptConfig(montage=cfg.montage, data=cfg.data, out=out, checkpoint=checkpoint,
+                            train_subjects=split.train, seed=seed, **options)
+    metrics = _run_metrics(run, split, windows, train_idx, val_idx) | {"test_subjects": list(split.test)}
+    return write_bundle(model, adapt_cfg, info=info, montage=montage, preprocess=preprocess,
+                        classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
 
 
 def _mean_sd(values: list[float | None]) -> tuple[float | None, float | None]:

@@ -86,7 +86,55 @@ def save_tiny_checkpoint(name: str, kind: str = "mlp-experts", *, seed: int = 0)
     return name
 
 
+@pytest.fixture(scope="session")
+def session_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One PASSPORT_KIT_HOME for the onboarding tests, holding tiny checkpoints and the cache.
+
+    Sharing it lets the tests reuse the two tiny base checkpoints, one adapter bundle and the
+    preprocessing cache instead of rebuilding them per test; a test that must alter the home
+    points PASSPORT_KIT_HOME elsewhere itself.
+    """
+    import os
+
+    home = tmp_path_factory.mktemp("onboard_home")
+    previous = os.environ.get("PASSPORT_KIT_HOME")
+    os.environ["PASSPORT_KIT_HOME"] = str(home)
+    try:
+        save_tiny_checkpoint("tiny-mlp")
+        save_tiny_checkpoint("tiny-acpe", "acpe")
+    finally:
+        if previous is None:
+            os.environ.pop("PASSPORT_KIT_HOME", None)
+        else:
+            os.environ["PASSPORT_KIT_HOME"] = previous
+    return home
+
+
+@pytest.fixture(autouse=True)
+def _onboard_home(session_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PASSPORT_KIT_HOME", str(session_home))
+    return session_home
+
+
 @pytest.fixture
 def checkpoint() -> str:
-    """A tiny Device Passport (mlp-experts) base checkpoint named 'tiny-mlp'."""
-    return save_tiny_checkpoint("tiny-mlp")
+    """Name of a tiny Device Passport (mlp-experts) base checkpoint."""
+    return "tiny-mlp"
+
+
+@pytest.fixture(scope="session")
+def bundle(session_home: Path, montage_yaml: Path, dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An adapter bundle adapted (3 steps) from 'tiny-mlp' on the tiny dataset."""
+    import os
+
+    from passport_kit.training.adapt import adapt
+
+    out = tmp_path_factory.mktemp("bundle") / "adapter"
+    previous = os.environ.get("PASSPORT_KIT_HOME")
+    os.environ["PASSPORT_KIT_HOME"] = str(session_home)
+    try:
+        adapt(montage=str(montage_yaml), data=dataset, out=out, checkpoint="tiny-mlp", max_steps=3, batch_size=8)
+    finally:
+        if previous is not None:
+            os.environ["PASSPORT_KIT_HOME"] = previous
+    return out
