@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from passport_kit.errors import MontageError
 
 
 def atomic_write_text(path: Path, text: str) -> Path:
@@ -34,3 +38,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+@contextmanager
+def user_writable(target: Path, what: str, fix: str) -> Iterator[None]:
+    """Turn an OSError while writing ``target`` into a one-line MontageError that says ``fix``."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise MontageError(f"cannot write {what} '{target}' ({reason}); {fix}") from None

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from passport_kit.errors import MontageError
-from passport_kit.montage.files import atomic_write_bytes
+from passport_kit.montage.files import atomic_write_bytes, user_writable
 from passport_kit.montage.schema import Montage
 
 #: Head radius of the drawing (metres): MNE's default sphere radius for topographic plots.
@@ -124,5 +124,6 @@ def plot_montage(montage: Montage, out: str | Path | None = None, *, show_names:
             raise MontageError(f"cannot write a plot to '{out.name}'; use one of: {' '.join(_FORMATS)}")
         buf = io.BytesIO()
         fig.savefig(buf, format=out.suffix.lower().lstrip("."), bbox_inches="tight")
-        atomic_write_bytes(out, buf.getvalue())
+        with user_writable(out, "the plot", "choose a writable --out path"):
+            atomic_write_bytes(out, buf.getvalue())
     return fig

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from passport_kit.errors import MontageError
-from passport_kit.montage.files import atomic_write_text
+from passport_kit.montage.files import atomic_write_text, user_writable
 from passport_kit.montage.schema import NAME_PATTERN, Montage
 
 HOME_ENV = "PASSPORT_KIT_HOME"
@@ -152,8 +152,14 @@ def _lock():  # noqa: ANN202 - filelock's type
     from filelock import FileLock
 
     folder = user_montage_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    with _registry_writable(folder):
+        folder.mkdir(parents=True, exist_ok=True)
     return FileLock(str(folder / _LOCK_NAME), timeout=_LOCK_TIMEOUT_S)
+
+
+def _registry_writable(target: Path):  # noqa: ANN202 - a context manager
+    return user_writable(target, "to the montage registry",
+                         f"make it writable or set {HOME_ENV} to a writable folder")
 
 
 def register_montage(montage: Montage | str | Path, *, force: bool = False) -> Path:
@@ -178,7 +184,8 @@ def register_montage(montage: Montage | str | Path, *, force: bool = False) -> P
             if target.exists() and not force:
                 raise MontageError(f"montage '{name}' is already registered ({target}); pass --force "
                                    "(force=True) to replace it, or choose another name")
-            atomic_write_text(target, text)
+            with _registry_writable(target):
+                atomic_write_text(target, text)
     except Timeout:
         raise MontageError(f"the montage registry in {user_montage_dir()} is locked by another "
                            f"process for over {_LOCK_TIMEOUT_S:.0f} s; retry, or remove a stale "
@@ -197,5 +204,6 @@ def remove_montage(name: str) -> Path:
             users = sorted(_user_paths())
             listed = ", ".join(users) if users else "none"
             raise MontageError(f"no user montage '{name}' to remove; user montages: {listed}")
-        path.unlink()
+        with _registry_writable(path):
+            path.unlink()
     return path

@@ -246,9 +246,10 @@ class Montage(BaseModel):
 
     def to_yaml(self, path: str | Path, *, units: str = "m") -> Path:
         """Write the montage as YAML to ``path`` atomically and return the path."""
-        from passport_kit.montage.files import atomic_write_text
+        from passport_kit.montage.files import atomic_write_text, user_writable
 
-        return atomic_write_text(Path(path), self.to_yaml_str(units=units))
+        with user_writable(Path(path), "the montage file", "choose a writable path"):
+            return atomic_write_text(Path(path), self.to_yaml_str(units=units))
 
     def to_dig_montage(self, *, fiducials: bool = True) -> mne.channels.DigMontage:
         """Return an ``mne.channels.DigMontage`` in the head frame (positions in metres).

@@ -170,3 +170,23 @@ def test_removing_an_unknown_user_montage_exits_2(registry_with_one: dict[str, b
 def test_plot_to_an_unknown_image_format_exits_2(tmp_path: Path) -> None:
     _assert_one_line_exit_2(["montages", "plot", "muse", "--out", str(tmp_path / "x.txt")],
                             "cannot write a plot to 'x.txt'; use one of: .png")
+
+
+def test_unwritable_registry_exits_2(ear_yaml: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    monkeypatch.setenv("PASSPORT_KIT_HOME", str(blocker))
+    _assert_one_line_exit_2(["register-montage", str(ear_yaml)],
+                            "cannot write to the montage registry")
+    assert blocker.read_text() == "x"
+
+
+@pytest.mark.parametrize("command", [
+    ["montages", "plot", "muse", "--out"],
+    ["montages", "import", "colin27_1005", "--name", "cap", "-c", "Cz", "--out"],
+])
+def test_unwritable_output_exits_2(tmp_path: Path, command: list[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    _assert_one_line_exit_2([*command, str(blocker / "out.png" if "plot" in command else blocker / "m.yaml")],
+                            "cannot write")
