@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from passport_kit.montage.files import atomic_write_text
+
 #: Bump when the layout or the meaning of cached arrays changes; old entries are then ignored.
 CACHE_FORMAT = 1
 _HASH_CHUNK = 8 * 1024 * 1024
@@ -72,7 +74,7 @@ def file_sha256(path: Path) -> str:
         while chunk := f.read(_HASH_CHUNK):
             h.update(chunk)
     digest = h.hexdigest()
-    _atomic_write_text(memo, digest)
+    atomic_write_text(memo, digest)
     return digest
 
 
@@ -198,14 +200,6 @@ def _fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary sibling and :func:`os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    tmp.write_text(text, encoding="ascii")
-    os.replace(tmp, path)
 
 
 def clear_cache() -> int:
