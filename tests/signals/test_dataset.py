@@ -114,6 +114,7 @@ def test_discovered_folder_without_labels_is_unlabeled(tmp_path: Path, montage) 
     assert ws.classes == [] and (ws.y == -1).all()
 
 
+@pytest.mark.filterwarnings("ignore:No events found:RuntimeWarning")
 def test_bids_dataset_with_events_label_column(tmp_path: Path, montage, write_dataset) -> None:
     import mne_bids
 

@@ -58,6 +58,7 @@ def test_round_trip_keeps_samples_names_and_rate(tmp_path: Path, fmt: str, atol_
     np.testing.assert_allclose(back.get_data() * 1e6, raw.get_data()[:n_ch] * 1e6, atol=atol_uv)
 
 
+@pytest.mark.filterwarnings("ignore:No events found:RuntimeWarning")
 def test_bids_round_trip(tmp_path: Path) -> None:
     import mne_bids
 
@@ -136,3 +137,31 @@ def test_content_files_include_companion_data_files(tmp_path: Path, fmt: str) ->
         assert {p.suffix for p in files} == {".vhdr", ".eeg", ".vmrk"}
     else:  # eeglabio writes the data into the .set itself or a .fdt next to it
         assert all(p.exists() for p in files)
+
+
+@pytest.mark.parametrize(("fmt", "atol"), [("bdf", 1e-3), ("fif", 1e-5), ("eeglab", 1e-3), ("brainvision", 2e-3), ("bids", 2e-3)])
+@pytest.mark.filterwarnings("ignore:No events found:RuntimeWarning")
+def test_simulated_recording_gives_the_same_windows_in_every_format(tmp_path: Path, fmt: str, atol: float) -> None:
+    """Simulated EDF → each other writer → load_recording: the same windows (100 µV units)."""
+    from passport_kit.signals import load_recording, simulate_dataset
+
+    folder = simulate_dataset("tuh-standard", tmp_path / "sim", n_subjects=1, hours=2 / 60, seed=3)
+    edf = folder / "s01.edf"
+    reference = load_recording(edf, "tuh-standard", cache=False)
+    raw = mne.io.read_raw_edf(edf, preload=True, verbose="error")
+    if fmt == "bids":
+        import mne_bids
+
+        from passport_kit.signals import load_dataset
+
+        raw.info["line_freq"] = 50
+        bids_path = mne_bids.BIDSPath(subject="01", task="sleep", datatype="eeg", root=tmp_path / "bids")
+        mne_bids.write_raw_bids(raw, bids_path, format="BrainVision", allow_preload=True, verbose=False)
+        ws = load_dataset(tmp_path / "bids", "tuh-standard", cache=False)
+        assert ws.subject.tolist() == ["sub-01"] * len(ws)
+        np.testing.assert_allclose(ws.x, reference.x, atol=atol)
+        return
+    path = _write(raw, tmp_path, fmt)
+    ws = load_recording(path, "tuh-standard", cache=False)
+    assert ws.x.shape == reference.x.shape
+    np.testing.assert_allclose(ws.x, reference.x, atol=atol)
