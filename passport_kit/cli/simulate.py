@@ -29,9 +29,12 @@ def simulate_cmd(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from passport_kit.montage import resolve_montage
-    from passport_kit.signals.simulator import simulate_dataset
+    from passport_kit.signals.simulator import simulate_dataset, simulation_config
 
     layout = resolve_montage(montage)
+    # Check every option before the progress bar starts, so an error is the only output line.
+    simulation_config(n_subjects=subjects, hours=hours, seed=seed, sfreq=sfreq,
+                      bad_channels=bad_channels, montage=layout)
     with Progress(TextColumn("simulating {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), transient=True) as bar:
         task = bar.add_task(layout.name, total=subjects)

@@ -16,6 +16,7 @@ from passport_kit.signals.simulator.simulate import (
     SimulationConfig,
     parse_bad_channels,
     simulate_dataset,
+    simulation_config,
 )
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "parse_bad_channels",
     "simulate_dataset",
     "simulate_recording",
+    "simulation_config",
 ]

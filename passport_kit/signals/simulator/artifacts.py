@@ -12,8 +12,8 @@ All amplitudes are in µV at the contact (before re-referencing):
 - **Mains**: 50 Hz at a per-contact amplitude (skin impedance), only if the sampling rate
   can represent it.
 - **Contact noise**: each contact's own noise (white plus 1/f), about 1 µV RMS.
-- **Poor contact** (:func:`corrupt_channel`): ``noise`` (broadband 50 µV RMS plus 100 µV of
-  mains and pops), ``drift`` (slow wandering of hundreds of µV plus electrode pops), ``flat`` (a
+- **Poor contact** (:func:`corrupt_channel`): ``noise`` (40 µV RMS white plus 40 µV RMS of 1/f
+  noise, 100 µV of mains, pops), ``drift`` (slow wandering of hundreds of µV plus electrode pops), ``flat`` (a
   disconnected channel: a constant).
 """
 
@@ -140,7 +140,9 @@ def corrupt_channel(x: np.ndarray, kind: BadKind, sfreq: float, rng: np.random.G
         pops[start:start + length] += float(rng.choice([-1, 1]) * rng.uniform(100, 400)) * decay
     if kind == "noise":
         hum = mains(n, sfreq, float(rng.uniform(0, 2 * np.pi)))
-        noisy = x + 50.0 * rng.standard_normal(n, dtype=np.float32) + 0.5 * pops
+        # A loose contact: thermal noise of a high impedance, 1/f contact noise, mains, pops.
+        noisy = (x + 40.0 * rng.standard_normal(n, dtype=np.float32)
+                 + 40.0 * spectral_noise(rng, n, sfreq, 0.3, 40.0, exponent=1.0) + 0.5 * pops)
         if hum is not None:
             noisy += 100.0 * hum
         return noisy.astype(np.float32)

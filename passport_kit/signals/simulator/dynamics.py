@@ -63,7 +63,7 @@ EVENT_NAM: dict[str, float] = {
     "spindle": 140.0, "kcomplex": 450.0, "vertex": 200.0, "sawtooth": 160.0,
     "blink": 1000.0, "saccade": 500.0,
 }
-_ENVELOPE_SMOOTH_S = 4.0
+_ENVELOPE_SMOOTH_S = 15.0
 _EPOCH_JITTER_SD = 0.35    # log-normal SD of the per-epoch amplitude of each rhythm
 #: Largest block of generator time courses held at once (bytes); bounds memory for long nights.
 _BLOCK_BYTES = 150e6

@@ -92,18 +92,30 @@ def parse_bad_channels(spec: str | list[str] | tuple[str, ...] | None) -> tuple[
     return tuple(out)
 
 
-def _config(n_subjects: int, hours: float, seed: int, sfreq: float,
-            bad: tuple[BadChannel, ...]) -> SimulationConfig:
+def simulation_config(
+    *, n_subjects: int, hours: float, seed: int = 0, sfreq: float = DEFAULT_SFREQ,
+    bad_channels: str | list[str] | tuple[BadChannel, ...] | None = None,
+    montage: Montage | None = None,
+) -> SimulationConfig:
+    """Return the validated options of a run; with ``montage``, bad-channel names are checked too.
+
+    Raises :class:`~passport_kit.errors.ConfigError` (one line) for anything invalid, so a
+    caller (the CLI) can check options before it starts any work.
+    """
+    bad = parse_bad_channels(bad_channels)  # type: ignore[arg-type]
     if float(sfreq) != int(sfreq):
         raise ConfigError(f"sampling rate {sfreq} Hz is not a whole number; EDF records of one "
                           "second need whole samples - use e.g. 200 or 256")
     try:
-        return SimulationConfig(n_subjects=n_subjects, hours=hours, seed=seed, sfreq=int(sfreq),
-                                bad_channels=bad)
+        config = SimulationConfig(n_subjects=n_subjects, hours=hours, seed=seed, sfreq=int(sfreq),
+                                  bad_channels=bad)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         raise ConfigError(f"simulation option '{where}': {err['msg']} (got {err.get('input')!r})") from None
+    if montage is not None:
+        _bad_by_subject(config, montage)
+    return config
 
 
 def _bad_by_subject(config: SimulationConfig, montage: Montage) -> dict[str, dict[str, str]]:
@@ -169,8 +181,9 @@ def simulate_dataset(
         write_labels,
     )
 
-    config = _config(n_subjects, hours, seed, sfreq, parse_bad_channels(bad_channels))  # type: ignore[arg-type]
     montage = resolve_montage(montage)
+    config = simulation_config(n_subjects=n_subjects, hours=hours, seed=seed, sfreq=sfreq,
+                               bad_channels=bad_channels)
     bad = _bad_by_subject(config, montage)
     folder = Path(out).expanduser()
     if folder.exists() and not folder.is_dir():
