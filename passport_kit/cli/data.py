@@ -45,7 +45,16 @@ def inspect_cmd(
     if h_freq is not None:
         overrides["h_freq"] = h_freq
     config = PreprocessConfig.from_dict(overrides)
-    ws = load_dataset(path, m, config, cache=not no_cache, label_column=label_column)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("loading", total=len(spec.recordings))
+
+        def advance(done: int, total: int, name: str) -> None:
+            bar.update(task, completed=done, description=name)
+
+        ws = load_dataset(path, m, config, cache=not no_cache, label_column=label_column, progress=advance)
 
     first = spec.recordings[0]
     raw = read_recording(spec.path_of(first.file), sfreq=first.sfreq)

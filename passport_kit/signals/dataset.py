@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -117,9 +117,13 @@ def _recording_key(
     path: Path, montage: Montage, config: PreprocessConfig, renames: dict[str, str] | None, sfreq: float | None, bids: bool
 ) -> str:
     """Return the cache key of one recording's windows (content hash, config, montage, options)."""
+    files = content_files(path)
+    if bids:  # read_raw_bids applies the channels sidecar (names, types), so it shapes the data too
+        sidecar = path.with_name(path.name[: path.name.rfind("_")] + "_channels.tsv")
+        files += [sidecar] if sidecar.is_file() else []
     return entry_key({
         "pipeline": PIPELINE_VERSION,
-        "files": [file_sha256(p) for p in content_files(path)],
+        "files": [file_sha256(p) for p in files],
         "config": config.model_dump(mode="json"),
         "montage": _montage_identity(montage),
         "renames": sorted((renames or {}).items()),
@@ -323,12 +327,14 @@ def _config_for(spec: DatasetSpec, config: PreprocessConfig | None) -> Preproces
 def load_dataset(
     path: str | Path, montage: Montage | str, config: PreprocessConfig | None = None, *,
     cache: bool = True, label_column: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> WindowSet:
     """Return every window of a dataset (``dataset.yaml``, BIDS, or a plain folder), labeled.
 
     ``config`` defaults to the CBraMod contract with the dataset's ``window_seconds``;
     ``label_column`` overrides the column read from ``*_events.tsv`` / label tables. With
     ``cache`` a second call over unchanged files reads only the cache (memory-mapped).
+    ``progress(done, total, file)`` is called after each recording.
     """
     montage = _resolve(montage)
     spec = load_dataset_spec(path)
@@ -343,6 +349,8 @@ def load_dataset(
         windows = _recording_windows(spec.path_of(rec.file), montage, config, renames=rec.channels or None,
                                      sfreq=rec.sfreq, bids=spec.origin == "bids", cache=cache)
         parts.append((rec, windows, _read_raw_labels(rec, spec, windows, window_seconds, label_map)))
+        if progress is not None:
+            progress(len(parts), len(spec.recordings), rec.file)
 
     classes = spec.default_classes()
     if classes is None:  # classification without classes or map: the values found are the classes

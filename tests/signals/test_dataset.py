@@ -207,3 +207,15 @@ def test_montage_by_name(tmp_path: Path) -> None:
     _edf(tmp_path, "s.edf", ch=["EEG F3-REF", "EEG F4-REF", "EEG C3-REF", "EEG C4-REF", "EEG O1-REF", "EEG O2-REF"])
     ws = load_recording(tmp_path / "s.edf", "tuh-standard")
     assert ws.montage.name == "tuh-standard" and ws.x.shape == (3, 6, 30, 200)
+
+
+def test_classification_labels_per_window_and_progress(tmp_path: Path, montage, write_dataset) -> None:
+    _edf(tmp_path, "a.edf", seconds=30)
+    _hyp(tmp_path, "a.csv", ["label", "eyes-open", "eyes-closed", "eyes-open"])
+    write_dataset({"task": "classification", "window_seconds": 10,
+                   "recordings": [{"subject": "p1", "file": "a.edf", "labels": "a.csv"}]})
+    calls = []
+    ws = load_dataset(tmp_path, montage, progress=lambda done, total, name: calls.append((done, total, name)))
+    assert ws.classes == ["eyes-closed", "eyes-open"]
+    assert ws.y.tolist() == [1, 0, 1]
+    assert calls == [(1, 1, "a.edf")]
