@@ -55,7 +55,7 @@ LabelSource = Literal["file", "label", "annotations", "events", "none"]
 class RecordingSpec(BaseModel):
     """One recording of a dataset: its file, subject, labels and channel renames."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
     subject: str = Field(min_length=1)
     file: str = Field(min_length=1)
@@ -76,7 +76,7 @@ class RecordingSpec(BaseModel):
 class DatasetSpec(BaseModel):
     """A dataset description: task, windows, classes, label map and recordings (paths resolved)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
     task: Task = "sleep-staging"
     window_seconds: float | None = Field(None, gt=0)

@@ -219,3 +219,27 @@ def test_classification_labels_per_window_and_progress(tmp_path: Path, montage, 
     assert ws.classes == ["eyes-closed", "eyes-open"]
     assert ws.y.tolist() == [1, 0, 1]
     assert calls == [(1, 1, "a.edf")]
+
+
+def test_unquoted_numbers_in_dataset_yaml_are_read_as_text(tmp_path: Path, montage) -> None:
+    _edf(tmp_path, "s.edf")
+    _hyp(tmp_path, "h.csv", ["1", "2", "9"])
+    (tmp_path / "dataset.yaml").write_text(
+        "label_map: {1: W, 2: REM}\nrecordings:\n  - {subject: 7, file: s.edf, labels: h.csv}\n", encoding="utf-8")
+    ws = load_dataset(tmp_path, montage)
+    assert ws.subject.tolist() == ["7"] * 3
+    assert ws.y.tolist() == [0, 4, -1]
+
+
+def test_annotation_labels_in_dataset_yaml_come_from_the_cache(tmp_path: Path, montage, write_dataset,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import passport_kit.signals.dataset as dataset_module
+
+    ann = mne.Annotations([0, 30], [30, 60], ["Sleep stage 2", "Sleep stage R"])
+    _edf(tmp_path, "s.edf", annotations=ann)
+    write_dataset({"label_map": "aasm", "recordings": [{"subject": "s", "file": "s.edf", "annotation_labels": True}]})
+    first = load_dataset(tmp_path, montage)
+    monkeypatch.setattr(dataset_module, "read_recording", lambda *a, **k: pytest.fail("re-read"))
+    second = load_dataset(tmp_path, montage)
+    assert [first.classes[i] for i in first.y] == ["N2", "REM", "REM"]
+    np.testing.assert_array_equal(second.y, first.y)
