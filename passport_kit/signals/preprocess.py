@@ -10,10 +10,9 @@ The contract (``reference/cbramod.md`` §3.1, DESIGN.md §6) in order:
 
 Speed: the band-pass and the notch are both linear-phase FIR filters, so they are convolved
 into one kernel (designed once by MNE and memoised) and applied in a single overlap-add pass
-(:func:`scipy.signal.oaconvolve`) in float32. Away from the edges the result equals MNE's
-``filter_data`` followed by ``notch_filter`` to float32 precision; within one kernel half-length
-(about 9 s at 200 Hz) of either end it differs slightly, because the two filters share one
-odd-reflection padding instead of padding twice.
+(:func:`scipy.signal.oaconvolve`) in float32, after MNE's odd-reflection padding. The result
+equals ``raw.filter(l_freq, h_freq)`` followed by ``raw.notch_filter(notch_freq)`` to float32
+precision (about 1e-6 of the signal's scale), edges included (tested).
 
 :class:`PreprocessConfig` is written into every adapter bundle, so ``predict`` preprocesses
 exactly as ``adapt`` did.

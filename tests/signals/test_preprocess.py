@@ -36,16 +36,14 @@ def test_amplitude_is_in_units_of_100_uv() -> None:
     assert np.abs(out[0, 1000:-1000]).max() == pytest.approx(1.5, rel=0.01)
 
 
-def test_matches_mne_filter_then_notch_away_from_edges() -> None:
+def test_matches_mne_filter_then_notch() -> None:
     rng = np.random.default_rng(0)
-    data = rng.standard_normal((2, 200 * 60)) * 20e-6
-    config = PreprocessConfig()
-    ours = preprocess_array(data, 200.0, config)
+    data = rng.standard_normal((2, 200 * 60)) * 20e-6 + 30e-6  # with a DC offset, which the edges must handle
+    ours = preprocess_array(data, 200.0, PreprocessConfig())
     raw = mne.io.RawArray(data, mne.create_info(2, 200.0, "eeg"), verbose="error")
     raw.filter(0.3, 75.0, fir_design="firwin", verbose="error").notch_filter(50.0, verbose="error")
     ref = (raw.get_data() * 1e6 / 100).astype(np.float32)
-    edge = 10 * 200  # the kernel half-length is under 9 s
-    np.testing.assert_allclose(ours[:, edge:-edge], ref[:, edge:-edge], atol=2e-5)
+    np.testing.assert_allclose(ours, ref, atol=2e-5)  # float32 rounding; signal std is about 0.2
 
 
 @pytest.mark.parametrize(("notch", "ratio_max"), [(50.0, 0.01), (None, None)])
