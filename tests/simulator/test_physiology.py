@@ -2,8 +2,9 @@
 
 A logistic regression on per-epoch log band powers (0.5-2, 2-4, 4-8, 8-12, 11-16, 16-30 and
 30-45 Hz, every channel) separates N3 from W almost perfectly and N2 from N1 clearly (the
-issue's "Done when"). Measured (3 subjects x 3 h, seeds 1 and 5, 5-fold balanced accuracy):
-N3/W 0.99-1.00 and N2/N1 0.90-0.97; thresholds leave a margin.
+issue's "Done when"). Measured with this test's data (2 subjects x 2.5 h, seed 1, 5-fold
+balanced accuracy): N3/W 1.00 and N2/N1 0.92 on eesm17-ear (tuh-standard 1.00 / 0.92, muse
+1.00 / 0.98); the thresholds leave a margin.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def test_logistic_regression_on_band_powers_separates_stages(
 ) -> None:
     x, y = ear_features
     keep = (y == STAGES.index(a)) | (y == STAGES.index(b))
-    assert min(np.sum(y == STAGES.index(a)), np.sum(y == STAGES.index(b))) >= 20
+    assert min(np.sum(y == STAGES.index(a)), np.sum(y == STAGES.index(b))) >= 15
     model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
     scores = cross_val_score(model, x[keep], y[keep], scoring="balanced_accuracy",
                              cv=StratifiedKFold(5, shuffle=True, random_state=0))
