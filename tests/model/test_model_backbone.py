@@ -6,8 +6,8 @@ import pytest
 import torch
 from model_helpers import make_meta
 
-from passport_kit.errors import DataError
-from passport_kit.model import ARCHITECTURES, build_backbone, model_config
+from passport_kit.errors import ChannelMappingError, DataError
+from passport_kit.model import ARCHITECTURES, ChannelMeta, build_backbone, model_config
 
 
 def test_base_acpe_has_cbramod_state_dict_size() -> None:
@@ -67,3 +67,21 @@ def test_bf16_autocast_stays_close_to_fp32(kind: str) -> None:
             low = backbone(x, meta)
     rel = (low.float() - ref).norm() / ref.norm()
     assert rel < 0.05
+
+
+@pytest.mark.parametrize("name", ["tuh-standard", "eesm19-ear"])
+def test_channel_meta_from_a_registered_montage(name: str) -> None:
+    from passport_kit.montage import get_montage
+
+    montage = get_montage(name)
+    meta = ChannelMeta.from_montage(montage)
+    assert list(meta.names) == montage.ch_names
+    torch.testing.assert_close(meta.positions, torch.as_tensor(montage.positions, dtype=torch.float32))
+    assert not meta.is_bipolar.any()  # these montages are referential
+    backbone = build_backbone(model_config("cbramod-tiny", "xattn-experts")).eval()
+    assert backbone(torch.randn(1, montage.n_channels, 2, 200), meta).shape == (1, montage.n_channels, 2, 200)
+
+
+def test_channel_meta_refuses_duplicate_names() -> None:
+    with pytest.raises(ChannelMappingError, match="duplicate channel names"):
+        ChannelMeta.create(["Cz", "CZ"])
