@@ -26,6 +26,7 @@ position.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -328,6 +329,12 @@ class _Run:
         if cfg.resume:
             state = load_training_state(self.state_path)
             _check_resume_config(state.config, cfg)
+            saved_world = int(state.data.get("world_size", 1))
+            if saved_world != ctx.world_size:
+                raise ConfigError(
+                    f"the saved run used {saved_world} process(es), this one {ctx.world_size}; the data "
+                    f"position depends on it - resume with {saved_world} process(es)"
+                )
             state.restore(backbone, optimizer, scheduler)
             step = state.step
             epoch, position = int(state.data["epoch"]), int(state.data["position"])
@@ -339,7 +346,7 @@ class _Run:
         val_every = cfg.val_every or cfg.checkpoint_every
         started = time.perf_counter()
         last_loss = float("nan")
-        samples_seen = 0
+        last_val: dict[str, Any] = {}
         schedule = pdata.epoch_schedule(pool_sizes, cfg.batch_size, ctx.world_size, cfg.seed, epoch)
 
         def snapshot() -> TrainingState:
@@ -350,7 +357,11 @@ class _Run:
                 metrics={"loss": last_loss, "elapsed_s": elapsed_before + time.perf_counter() - started},
             )
 
-        with _stop_signals(self), reporter:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_stop_signals(self))
+            stack.enter_context(reporter)
+            if log is not None:
+                stack.callback(log.close)
             backbone.train()
             while step < cfg.steps:
                 if position >= len(schedule):
@@ -382,7 +393,6 @@ class _Run:
                 else:
                     last_loss = loss_value
                 dt = time.perf_counter() - t0
-                samples_seen += len(rows) * ctx.world_size
                 samples_per_s = len(rows) * ctx.world_size / max(dt, 1e-9)
                 if self.on_step is not None:
                     self.on_step(StepEvent(step, ctx.rank, ctx.world_size, pool.montage_name,
@@ -395,7 +405,8 @@ class _Run:
                     "elapsed_s": elapsed_before + time.perf_counter() - started,
                 }
                 if ctx.is_main and (step % val_every == 0 or step == cfg.steps):
-                    row.update(self._validate(backbone))
+                    last_val = self._validate(backbone)
+                    row.update(last_val)
                     backbone.train()
                 if log is not None:
                     log.write(row)
@@ -404,19 +415,18 @@ class _Run:
                     save_training_state(self.state_path, snapshot())
                 if stop:
                     dist_tools.barrier(ctx)
-                    if log is not None:
-                        log.close()
                     raise TrainingInterrupted(step, self.state_path)
-        if log is not None:
-            log.close()
         if self.on_end is not None:
             self.on_end(backbone, ctx.rank)
         if not ctx.is_main:
             dist_tools.barrier(ctx)
             return self.out
         wall = elapsed_before + time.perf_counter() - started
-        final = self._validate(backbone)
-        folder = self._write_checkpoint(backbone, final, last_loss, wall, samples_seen)
+        # The last step validated already, unless a finished run was resumed (no step ran).
+        final = last_val or self._validate(backbone)
+        if cfg.resume and math.isnan(last_loss):  # no step ran in this session
+            last_loss = float(state.metrics.get("loss", float("nan")))
+        folder = self._write_checkpoint(backbone, final, last_loss, wall)
         dist_tools.barrier(ctx)
         return folder
 
@@ -462,9 +472,7 @@ class _Run:
         used = self.preprocess.model_dump(mode="json")
         return {**CBRAMOD_PREPROCESSING, **{k: used[k] for k in ("sfreq", "l_freq", "h_freq", "scale_uv")}}
 
-    def _write_checkpoint(
-        self, backbone: nn.Module, final: dict[str, float], last_loss: float, wall_s: float, samples: int
-    ) -> Path:
+    def _write_checkpoint(self, backbone: nn.Module, final: dict[str, Any], last_loss: float, wall_s: float) -> Path:
         """Write the base checkpoint files into ``out`` beside ``out/train``; return ``out``.
 
         The checkpoint module writes a complete folder atomically; it goes to a hidden folder

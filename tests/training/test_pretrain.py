@@ -199,3 +199,16 @@ def test_resume_refuses_a_changed_setting(tmp_path: Path) -> None:
     changed = tiny_config(tmp_path / "run", steps=3, batch_size=2, resume=True)
     with pytest.raises(ConfigError, match="different batch_size"):
         pretrain(changed, datasets=two_montage_data())
+
+
+def test_metrics_log_drops_rows_after_the_resumed_step(tmp_path: Path) -> None:
+    from passport_kit.training.pretrain_log import MetricsLog
+
+    log = MetricsLog(tmp_path / "metrics.csv")
+    for step in range(1, 6):
+        log.write({"step": step, "loss": 1.0 / step})
+    log.close()
+    resumed = MetricsLog(tmp_path / "metrics.csv", resume_step=3)
+    resumed.write({"step": 4, "loss": 0.5})
+    resumed.close()
+    assert [r["step"] for r in read_metrics(tmp_path / "metrics.csv")] == ["1", "2", "3", "4"]
