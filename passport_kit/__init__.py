@@ -11,3 +11,20 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from passport_kit.errors import PassportError  # noqa: F401  (re-exported)
+
+# Onboarding API, imported lazily so that `import passport_kit` stays light (no torch).
+_LAZY = {
+    "adapt": "passport_kit.training.adapt",
+    "evaluate": "passport_kit.training.evaluate",
+    "predict": "passport_kit.inference.predict",
+    "check": "passport_kit.training.check",
+    "Hypnogram": "passport_kit.inference.hypnogram",
+}
+
+
+def __getattr__(name: str):  # noqa: ANN202 - module-level lazy attribute (PEP 562)
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'passport_kit' has no attribute {name!r}")
