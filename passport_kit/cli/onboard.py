@@ -221,7 +221,7 @@ def check_command(
 def demo_command(
     out: Path = typer.Option(Path("passport-demo"), "--out", help="Folder for the demo's data and results."),
     subjects: int = typer.Option(4, "--subjects", help="Simulated subjects."),
-    steps: int = typer.Option(60, "--steps", help="Adaptation steps per model."),
+    steps: int = typer.Option(40, "--steps", help="Adaptation steps per model."),
     threads: int | None = typer.Option(None, "--threads"),
 ) -> None:
     """Simulate ear-EEG sleep, adapt the shipped checkpoint and the acpe baseline, compare, predict."""

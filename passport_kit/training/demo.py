@@ -52,12 +52,23 @@ def _base_or_stand_in(name: str, kind: str, echo: Callable[[str], None]) -> str:
     return stand_in
 
 
+def _every(n: int, echo: Callable[[str], None]) -> Callable[[int, int, dict], None]:
+    """Return a step callback that prints the loss every ``n`` steps (and at the last)."""
+
+    def report(step: int, total: int, info: dict) -> None:
+        if step % n == 0 or step == total:
+            val = f", validation score {info['val']:.3f}" if "val" in info else ""
+            echo(f"        step {step}/{total}: loss {info['loss']:.3f}{val}")
+
+    return report
+
+
 def run_demo(
     out: Path = Path("passport-demo"),
     *,
     n_subjects: int = 4,
     hours: float = 1.5,
-    steps: int = 60,
+    steps: int = 40,
     batch_size: int = 32,
     threads: int | None = None,
     echo: Callable[[str], None] = print,
@@ -83,8 +94,9 @@ def run_demo(
     report = evaluate(
         montage=MONTAGE, data=data, out=out / "evaluation", checkpoints=tuple(checkpoints.values()),
         protocol="split", test_subjects=(held_out,), max_steps=steps, batch_size=batch_size,
-        eval_every=max(1, steps // 3), instance_norm=True, threads=threads, save_adapters=True,
+        eval_every=max(1, steps // 2), instance_norm=True, threads=threads, save_adapters=True,
         progress=lambda done, total, what: echo(f"      run {min(done + 1, total)}/{total}: {what}") if done < total else None,
+        step_progress=_every(10, echo),
     )
     echo(f"[3/4] {report.metric} on held-out subject {held_out}:")
     for label, name in checkpoints.items():

@@ -1,0 +1,64 @@
+"""The per-recording writer of predict: sleep and classification outputs, epoch-grid gaps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from passport_kit.errors import DataError
+from passport_kit.inference.predict import _stem, find_recordings, write_prediction
+
+SLEEP = ["W", "N1", "N2", "N3", "REM"]
+
+
+def _write(tmp_path: Path, classes: list[str], task: str, onsets: list[float]):
+    rng = np.random.default_rng(0)
+    proba = rng.dirichlet(np.ones(len(classes)), size=len(onsets))
+    flags = np.zeros((len(onsets), 2), dtype=np.uint8)
+    flags[0, 1] = 2
+    return write_prediction(tmp_path / "rec", Path("sub-01_task-sleep_eeg.edf"), proba, np.array(onsets), flags,
+                            classes=classes, window_seconds=30.0, task=task, adapter=Path("a"), base_name="b")
+
+
+def test_sleep_outputs_and_statistics(tmp_path: Path) -> None:
+    result = _write(tmp_path, SLEEP, "sleep-staging", [0, 30, 60, 90])
+    assert set(result.files) == {"predictions", "events", "summary", "hypnogram", "hypnogram_plot"}
+    summary = json.loads(result.files["summary"].read_text())
+    assert summary["sleep_statistics"]["TIB"] == pytest.approx(2.0)
+    assert summary["flagged_windows"] == 1
+    assert result.files["events"].name == "sub-01_task-sleep_events.tsv"
+
+
+def test_missing_epochs_become_unscored(tmp_path: Path) -> None:
+    result = _write(tmp_path, SLEEP, "sleep-staging", [0, 30, 120])
+    hyp = json.loads(result.files["hypnogram"].read_text())
+    assert hyp["stages"][2:4] == ["UNS", "UNS"] and len(hyp["stages"]) == 5
+
+
+def test_classification_gives_recording_class_and_no_hypnogram(tmp_path: Path) -> None:
+    result = _write(tmp_path, ["rest", "task"], "classification", [0, 30, 60])
+    summary = result.summary
+    assert summary["recording_class"] in {"rest", "task"} and "sleep_statistics" not in summary
+    assert "hypnogram" not in result.files
+    lines = result.files["events"].read_text().splitlines()
+    assert lines[1].split("\t")[3] in {"rest", "task"}
+
+
+@pytest.mark.parametrize(("name", "stem"), [("night1.edf", "night1"), ("sub-01_task-sleep_eeg.edf", "sub-01_task-sleep"),
+                                            ("rec.fif.gz", "rec")])
+def test_output_stem(name: str, stem: str) -> None:
+    assert _stem(Path(name)) == stem
+
+
+def test_find_recordings_searches_folders(tmp_path: Path) -> None:
+    (tmp_path / "a.edf").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("x")
+    assert find_recordings([tmp_path]) == [tmp_path / "a.edf"]
+
+
+def test_missing_recording_is_a_data_error(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="does not exist"):
+        find_recordings([tmp_path / "nope.edf"])
