@@ -18,8 +18,8 @@ cd "$(dirname "$0")/.."
 WORK=${1:-pretrain-work}
 SUBJECTS=${SUBJECTS:-16}
 HOURS=${HOURS:-2}
-STEPS=${STEPS:-300}
-BATCH=${BATCH:-8}
+STEPS=${STEPS:-600}
+BATCH=${BATCH:-4}
 CONFIG=${CONFIG:-cbramod-tiny}
 SEED=${SEED:-42}
 THREADS=${THREADS:-1}
