@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from simulator_helpers import POS, make_montage
 
 from passport_kit.montage import Montage
-
-#: colin27 head-frame positions (mm) and in-ear contacts by rule inear-v1 (montages.md §3.3).
-POS = {
-    "Fz": [0.3, 81.9, 77.6], "Cz": [0.4, 9.2, 103.6], "C4": [65.3, 23.6, 103.7],
-    "O2": [27.7, -80.5, 54.7], "M1": [-88.0, -17.4, -25.7], "M2": [83.9, -18.0, -25.8],
-    "ELA": [-85.5, -8.0, 12.0], "ELB": [-85.5, -10.0, -2.0], "ELE": [-76.5, 3.5, 0.0],
-    "ELI": [-76.5, -3.5, 0.0], "ERA": [85.5, -8.0, 12.0], "ERB": [85.5, -10.0, -2.0],
-}
-
-
-def _montage(name: str, channels: list[dict], reference: str = "Cz") -> Montage:
-    return Montage.from_dict({"name": name, "units": "mm", "reference": reference, "channels": channels})
 
 
 @pytest.fixture
 def ear_montage() -> Montage:
     """Return four in-ear contacts against Cz plus two within-ear and one cross-ear derivation."""
-    return _montage("sim-ear", [
+    return make_montage("sim-ear", [
         {"name": "ELA", "position": POS["ELA"]},
         {"name": "ELB", "position": POS["ELB"]},
         {"name": "ELE", "position": POS["ELE"]},
@@ -36,7 +25,7 @@ def ear_montage() -> Montage:
 @pytest.fixture
 def psg_montage() -> Montage:
     """Return a small PSG-like montage: scalp against the contralateral mastoid, EOG, chin EMG."""
-    return _montage("sim-psg", [
+    return make_montage("sim-psg", [
         {"name": "Fz-M2", "position": POS["Fz"], "reference_position": POS["M2"]},
         {"name": "C4-M1", "position": POS["C4"], "reference_position": POS["M1"]},
         {"name": "O2-M1", "position": POS["O2"], "reference_position": POS["M1"]},

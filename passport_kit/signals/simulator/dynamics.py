@@ -66,7 +66,7 @@ EVENT_NAM: dict[str, float] = {
 _ENVELOPE_SMOOTH_S = 15.0
 _EPOCH_JITTER_SD = 0.35    # log-normal SD of the per-epoch amplitude of each rhythm
 #: Largest block of generator time courses held at once (bytes); bounds memory for long nights.
-_BLOCK_BYTES = 150e6
+_BLOCK_BYTES = 60e6
 
 
 def spectral_noise(

@@ -22,7 +22,7 @@ collects the shells (``f_n = 1`` for a homogeneous sphere)::
                                                           [n (s_k-1)(r_k/R)^(2n+1), (n+1) + n s_k]]
 
 with ``s_k = sigma_k / sigma_(k+1)`` and the product taken from the innermost interface out.
-``tests/simulator/test_head_model.py`` checks it against :func:`mne.make_forward_dipole`.
+``tests/simulator/test_simulator_head_model.py`` checks it against :func:`mne.make_forward_dipole`.
 
 Electrodes are projected radially onto the outer sphere before the potential is evaluated
 (the series holds on the surface only). Real heads are not spheres: an in-ear contact is a few

@@ -9,7 +9,7 @@ stage of each 30-s epoch follows a time-inhomogeneous Markov chain whose transit
 depends on the current stage and the programme's stage, so the chain lags behind, takes
 neighbouring routes (N3 -> N2 -> REM), and shows brief arousals to W or N1 from any sleep
 stage. Over full nights this gives about W 8%, N1 5%, N2 50%, N3 15%, REM 21% (measured in
-``tests/simulator/test_hypnogram.py``), more N3 in the first half and more REM in the second.
+``tests/simulator/test_simulator_hypnogram.py``), more N3 in the first half and more REM in the second.
 
 Stages are integer indices into :data:`STAGES` (0=W, 1=N1, 2=N2, 3=N3, 4=REM).
 """

@@ -28,14 +28,15 @@ from passport_kit.signals.simulator.electrodes import ContactPlan, plan_contacts
 from passport_kit.signals.simulator.head_model import DEFAULT_HEAD, lead_field
 from passport_kit.signals.simulator.hypnogram import simulate_hypnogram
 from passport_kit.signals.simulator.profile import SubjectProfile, draw_profile
-from passport_kit.signals.simulator.sources import build_layout
+from passport_kit.signals.simulator.sources import SourceLayout, build_layout
 
 # Independent random streams per (seed, subject): changing one part of the model does not
 # reshuffle the others.
 _STREAM_HYPNOGRAM, _STREAM_PROFILE, _STREAM_LAYOUT, _STREAM_SOURCES = 1, 2, 3, 4
 _STREAM_MUSCLES, _STREAM_HEART, _STREAM_MAINS, _STREAM_CONTACT, _STREAM_BAD = 5, 6, 7, 8, 9
 _NAM_TO_UV = 1e-9 * 1e6     # lead field is V per A·m; sources are nAm; output is µV
-_MIX_BYTES = 100e6          # source time courses gathered before one mixing product
+_MIX_BYTES = 60e6           # source time courses gathered before one mixing pass
+_CHUNK = 1 << 15            # samples per chunk of a mixing pass (a few MB of temporaries)
 
 
 def _rng(seed: int, subject: int, stream: int, *extra: int) -> np.random.Generator:
@@ -84,9 +85,11 @@ def simulate_recording(
     contact_rngs = [_rng(seed, subject, _STREAM_CONTACT, *key) for key in contacts.keys]
     muscles = artifacts.muscle_signals(profile, stages, sfreq, _rng(seed, subject, _STREAM_MUSCLES))
     weights = artifacts.muscle_weights(contacts.positions, contact_rngs).astype(np.float32)
-    potentials += weights @ muscles
     heart = artifacts.ecg_signal(n, sfreq, _rng(seed, subject, _STREAM_HEART))
-    potentials += artifacts.ecg_weights(contacts.positions).astype(np.float32)[:, None] * heart[None]
+    ecg_weights = artifacts.ecg_weights(contacts.positions).astype(np.float32)[:, None]
+    _mix_into(potentials, [(weights, muscles), (ecg_weights, heart[None])])
+    chin = muscles[list(artifacts.MUSCLES).index("chin")].copy() if "emg" in montage.kinds else None
+    del muscles
     hum = artifacts.mains(n, sfreq, float(_rng(seed, subject, _STREAM_MAINS).uniform(0, 2 * np.pi)))
     for k, rng in enumerate(contact_rngs):
         # Per contact, always in this order, so a contact's draws do not depend on the montage.
@@ -97,12 +100,16 @@ def simulate_recording(
             potentials[k] += mains_uv * hum
         potentials[k] *= gain
 
-    data = potentials[contacts.active] - contacts.reference.astype(np.float32) @ potentials
+    # Channel = active contact - reference contact(s): one product with a (C, K) matrix.
+    derivation = -contacts.reference.astype(np.float32)
+    derivation[np.arange(len(contacts.active)), contacts.active] += 1.0
+    data = np.zeros((len(montage.channels), n), dtype=np.float32)
+    _mix_into(data, [(derivation, potentials)])
     del potentials
     for c, ch in enumerate(montage.channels):
         if ch.kind == "emg":
             # An EMG derivation (chin) records the muscle itself, not a distant pick-up.
-            data[c] += muscles[list(artifacts.MUSCLES).index("chin")]
+            data[c] += chin
         elif ch.kind == "ecg":
             data[c] = 800.0 * heart + data[c] * 0.05
     bad = dict(bad_channels or {})
@@ -114,25 +121,34 @@ def simulate_recording(
                               contacts.reference_description, bad)
 
 
-def _brain_potentials(contacts: ContactPlan, layout, profile: SubjectProfile, stages: np.ndarray,
-                      sfreq: float, rng: np.random.Generator, n: int) -> np.ndarray:
+def _mix_into(out: np.ndarray, pairs: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Add ``sum(matrix @ signals)`` into ``out`` (R, n), in time chunks; matrices (R, G_i).
+
+    Chunking keeps the temporaries small (R x chunk instead of R x n, which is hundreds of MB
+    for a night) and the working set in cache, and reads ``out`` once for all the pairs.
+    """
+    n = out.shape[1]
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        acc = pairs[0][0] @ pairs[0][1][:, start:stop]
+        for matrix, signals in pairs[1:]:
+            acc += matrix @ signals[:, start:stop]
+        out[:, start:stop] += acc
+
+
+def _brain_potentials(contacts: ContactPlan, layout: SourceLayout, profile: SubjectProfile,
+                      stages: np.ndarray, sfreq: float, rng: np.random.Generator, n: int) -> np.ndarray:
     """Return the cortical and ocular potential at every contact, shape (K, n) float32, µV."""
     gains = lead_field(contacts.positions, layout.positions, layout.orientations, head=DEFAULT_HEAD)
     out = np.zeros((len(contacts.keys), n), dtype=np.float32)
-    # Gather blocks up to a memory budget and mix them in one product: every `out +=` is a
-    # pass over all contacts' samples, so fewer, larger products are faster.
-    pending: list[tuple[tuple[str, ...], np.ndarray]] = []
-
-    def flush() -> None:
-        names = tuple(name for block_names, _ in pending for name in block_names)
-        mixing = (gains @ layout.pattern_matrix(names) * _NAM_TO_UV).astype(np.float32)
-        out[:] += mixing @ (np.concatenate([b for _, b in pending]) if len(pending) > 1 else pending[0][1])
-        pending.clear()
-
+    # Gather blocks up to a memory budget, then mix them in one chunked pass over `out`.
+    pending: list[tuple[np.ndarray, np.ndarray]] = []
     for names, block in generator_blocks(profile, stages, sfreq, rng):
-        pending.append((names, block))
+        mixing = (gains @ layout.pattern_matrix(names) * _NAM_TO_UV).astype(np.float32)
+        pending.append((mixing, block))
         if sum(b.nbytes for _, b in pending) >= _MIX_BYTES:
-            flush()
+            _mix_into(out, pending)
+            pending.clear()
     if pending:
-        flush()
+        _mix_into(out, pending)
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import POS
+from simulator_helpers import POS, make_montage
 from scipy.signal import butter, sosfiltfilt
 
 from passport_kit.montage import Montage
@@ -52,11 +52,9 @@ def test_bipolar_channel_is_the_difference_of_its_two_contacts(ear_montage: Mont
 
 
 @pytest.fixture(scope="module")
-def psg_night(request: pytest.FixtureRequest) -> tuple[Montage, np.ndarray]:
+def psg_night() -> tuple[Montage, np.ndarray]:
     """Return the PSG montage and 8 minutes of its band-passed data (µV)."""
-    from conftest import _montage
-
-    montage = _montage("sim-psg2", [
+    montage = make_montage("sim-psg2", [
         {"name": "Fz-M2", "position": POS["Fz"], "reference_position": POS["M2"]},
         {"name": "C4-M1", "position": POS["C4"], "reference_position": POS["M1"]},
         {"name": "ELA-ELE", "position": POS["ELA"], "reference_position": POS["ELE"]},
