@@ -361,7 +361,7 @@ def _read_document(path: Path, *, fmt: str, what: str, fix: str, extra: Mapping[
         raise CheckpointError(f"cannot read '{path}' ({exc}); {fix}") from None
     if not isinstance(raw, dict) or raw.get("format") != fmt:
         found = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
-        raise CheckpointError(f"'{path}' is not passport-kit's {what} format (found {found!r}); {fix}")
+        raise CheckpointError(f"'{path}' is not {what} of passport-kit (format {found!r}); {fix}")
     version = raw.get("format_version")
     if isinstance(version, int) and version > FORMAT_VERSION:
         raise CheckpointError(

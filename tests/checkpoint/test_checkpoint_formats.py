@@ -201,3 +201,30 @@ def test_adapter_missing_a_tensor_is_refused(tmp_path: Path) -> None:
 def test_folder_without_adapter_json_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="not an adapter bundle"):
         load_adapter_bundle(tmp_path)
+
+
+def test_list_without_checkpoints_says_how_to_make_one(monkeypatch, tmp_path: Path) -> None:
+    import passport_kit.checkpoint as ck
+
+    monkeypatch.setattr(ck, "checkpoint_roots", lambda: [("user", tmp_path / "none")])
+    result = runner.invoke(app, ["checkpoints", "list"])
+    assert result.exit_code == 0
+    assert "no checkpoints yet" in result.output and "import-cbramod" in result.output
+
+
+def test_show_prints_architecture_embedding_and_hash(tmp_path: Path) -> None:
+    _, path = _save("mlp-experts", user_checkpoint_dir() / "my-base", name="my-base")
+    result = runner.invoke(app, ["checkpoints", "show", "my-base"])
+    assert result.exit_code == 0
+    sha = json.loads((path / CONFIG_FILE).read_text())["weights_sha256"]
+    assert "cbramod-tiny: 2 layers" in result.output
+    assert "mlp-experts (10 experts)" in result.output and sha in result.output
+    listed = runner.invoke(app, ["checkpoints", "list"])
+    assert listed.exit_code == 0 and "my-base" in listed.output and sha[:8] in listed.output
+
+
+def test_adapter_folder_given_as_base_checkpoint_is_refused(tmp_path: Path) -> None:
+    _, folder, _, _ = _adapter(tmp_path)
+    (folder / CONFIG_FILE).write_text((folder / ADAPTER_CONFIG_FILE).read_text())
+    with pytest.raises(CheckpointError, match="is not a base checkpoint of passport-kit .format .passport-kit/adapter-bundle"):
+        load_base_checkpoint(folder)
