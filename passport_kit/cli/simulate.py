@@ -11,17 +11,19 @@ from typing import Annotated, Optional
 
 import typer
 
+_BAD_HELP = ("Poor contacts: SUBJECT:CHANNEL:KIND[,...], KIND = noise|drift|flat, SUBJECT = s01.. "
+             "or '*' (e.g. 's03:ELA:noise,s05:ERB:flat').")
+
 
 def simulate_cmd(
-    montage: Annotated[str, typer.Option("--montage", "-m", help="Registered montage name or montage YAML path.")],
+    montage: Annotated[str, typer.Option("--montage", "-m",
+                                         help="Registered montage name or montage YAML path.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the dataset into.")],
-    subjects: Annotated[int, typer.Option("--subjects", "-n", help="Number of subjects (one night each).")] = 4,
+    subjects: Annotated[int, typer.Option("--subjects", "-n",
+                                          help="Number of subjects (one night each).")] = 4,
     hours: Annotated[float, typer.Option("--hours", help="Hours per night (rounded to 30-s epochs).")] = 8.0,
     seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same brains.")] = 0,
-    bad_channels: Annotated[Optional[str], typer.Option(
-        "--bad-channels",
-        help="Poor contacts: SUBJECT:CHANNEL:KIND[,...], KIND = noise|drift|flat, "
-             "SUBJECT = s01.. or '*' (e.g. 's03:ELA:noise,s05:ERB:flat').")] = None,
+    bad_channels: Annotated[Optional[str], typer.Option("--bad-channels", help=_BAD_HELP)] = None,
     sfreq: Annotated[int, typer.Option("--sfreq", help="Sampling rate in Hz.")] = 200,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a dataset already in --out.")] = False,
 ) -> None:
@@ -35,8 +37,9 @@ def simulate_cmd(
     # Check every option before the progress bar starts, so an error is the only output line.
     simulation_config(n_subjects=subjects, hours=hours, seed=seed, sfreq=sfreq,
                       bad_channels=bad_channels, montage=layout)
-    with Progress(TextColumn("simulating {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), transient=True) as bar:
+    columns = (TextColumn("simulating {task.description}"), BarColumn(),
+               TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as bar:
         task = bar.add_task(layout.name, total=subjects)
         folder = simulate_dataset(layout, out, n_subjects=subjects, hours=hours, seed=seed,
                                   bad_channels=bad_channels, sfreq=sfreq, overwrite=overwrite,

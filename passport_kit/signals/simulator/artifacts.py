@@ -12,9 +12,9 @@ All amplitudes are in µV at the contact (before re-referencing):
 - **Mains**: 50 Hz at a per-contact amplitude (skin impedance), only if the sampling rate
   can represent it.
 - **Contact noise**: each contact's own noise (white plus 1/f), about 1 µV RMS.
-- **Poor contact** (:func:`corrupt_channel`): ``noise`` (40 µV RMS white plus 40 µV RMS of 1/f
-  noise, 100 µV of mains, pops), ``drift`` (slow wandering of hundreds of µV plus electrode pops), ``flat`` (a
-  disconnected channel: a constant).
+- **Poor contact** (:func:`corrupt_channel`): ``noise`` (40 µV RMS white plus 40 µV RMS of
+  1/f noise, 100 µV of mains, pops), ``drift`` (slow wandering of hundreds of µV plus
+  electrode pops), ``flat`` (a disconnected channel: a constant).
 """
 
 from __future__ import annotations

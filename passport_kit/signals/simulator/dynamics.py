@@ -318,7 +318,8 @@ def _eyes(events: _Events, profile: SubjectProfile, eyes_closed: np.ndarray, env
         onsets.extend((burst + np.cumsum(gaps)).astype(np.int64))
     onsets = np.asarray(onsets, dtype=np.int64)
     onsets = onsets[onsets < n]
-    sizes = EVENT_NAM["saccade"] * gain * rng.choice([-1.0, 1.0], len(onsets)) * rng.uniform(0.4, 1.2, len(onsets))
+    sizes = (EVENT_NAM["saccade"] * gain * rng.choice([-1.0, 1.0], len(onsets))
+             * rng.uniform(0.4, 1.2, len(onsets)))
     np.add.at(jumps, onsets, sizes.astype(np.float32))
     leak = np.exp(-1.0 / (1.5 * sfreq))
     horizontal = lfilter([1.0], [1.0, -leak], jumps).astype(np.float32)

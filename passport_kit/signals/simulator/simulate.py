@@ -112,7 +112,8 @@ def simulation_config(
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"simulation option '{where}': {err['msg']} (got {err.get('input')!r})") from None
+        raise ConfigError(f"simulation option '{where}': {err['msg']} "
+                          f"(got {err.get('input')!r})") from None
     if montage is not None:
         _bad_by_subject(config, montage)
     return config
