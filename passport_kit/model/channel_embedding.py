@@ -83,7 +83,8 @@ class ChannelEmbedding(nn.Module):
         if channel.dim() == 2:
             channel = channel.unsqueeze(0)
         temporal = sinusoid(torch.arange(emb.shape[2], device=emb.device), self.d_model)
-        return emb + channel.to(emb.dtype).unsqueeze(2) + temporal.to(emb.dtype)
+        # Sum the small position terms first: one pass over the large embedding, not two.
+        return emb + (channel.unsqueeze(2) + temporal).to(emb.dtype)
 
     def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
         """Return the per-channel vectors ``(C, D)`` or ``(B, C, D)`` of this kind."""
