@@ -1,4 +1,4 @@
-"""CLI for datasets: ``passport-kit data inspect DIR --montage M`` and ``data clear-cache``.
+"""CLI for datasets: ``passport-kit data inspect DIR --montage M``, ``data quality`` and ``data clear-cache``.
 
 Parses, calls :mod:`passport_kit.signals`, prints. User errors are DataErrors (or other
 PassportErrors), which the root app turns into exit code 2 and one line.
@@ -77,6 +77,87 @@ def inspect_cmd(
     for rec in spec.recordings:
         n = int((ws.recording == rec.file).sum())
         echo(f"  {rec.subject:<14} {rec.file}  {n} windows")
+
+
+@data_app.command("quality")
+def quality_cmd(
+    path: Annotated[Path, typer.Argument(help="A recording file, or a dataset folder / dataset.yaml (every recording).")],
+    montage: Annotated[str, typer.Option("--montage", "-m", help="Montage name or YAML path.")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write a BIDS-like channels TSV here (several recordings: one table with a 'recording' column).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    window_seconds: Annotated[float, typer.Option(help="Length of the scored windows in seconds.")] = 30.0,
+    mains: Annotated[float, typer.Option(help="Mains frequency in Hz for the line-noise statistic.")] = 50.0,
+    no_mains: Annotated[bool, typer.Option("--no-mains", help="Skip the line-noise statistic.")] = False,
+    fail_on_bad: Annotated[bool, typer.Option("--fail-on-bad", help="Exit with code 1 when any channel is bad.")] = False,
+) -> None:
+    """Score every channel's quality (flat, variance, line noise, drift, neighbour correlation) from the raw signal."""
+    import json
+
+    from passport_kit.errors import ConfigError
+    from passport_kit.montage import resolve_montage
+    from passport_kit.signals.quality import format_tsv, recording_quality
+
+    if window_seconds <= 0 or (not no_mains and mains <= 0):
+        raise ConfigError("--window-seconds and --mains must be positive; use --no-mains to skip the line-noise statistic")
+    m = resolve_montage(montage)
+    targets = _quality_targets(path)
+    results = [
+        (name, recording_quality(file, m, renames=renames, sfreq=sfreq, window_seconds=window_seconds,
+                                 mains_freq=None if no_mains else mains, bids=bids))
+        for name, file, renames, sfreq, bids in targets
+    ]
+    if out is not None:
+        if len(results) == 1:
+            results[0][1].to_tsv(out)
+        else:
+            from passport_kit.montage.files import atomic_write_text
+
+            rows = [{"recording": name, **row} for name, q in results for row in q.rows()]
+            atomic_write_text(out, format_tsv(rows))
+    if as_json:
+        payload = results[0][1].to_dict() if len(results) == 1 else {"recordings": [q.to_dict() for _, q in results]}
+        typer.echo(json.dumps(payload, indent=2, allow_nan=False))
+    else:
+        _print_quality(results, m.name)
+        if out is not None:
+            typer.echo(f"wrote {out}")
+    if fail_on_bad and any(q.bad.any() for _, q in results):
+        raise typer.Exit(1)
+
+
+def _quality_targets(path: Path) -> list[tuple[str, Path, dict[str, str] | None, float | None, bool]]:
+    """Return ``(name, file, renames, sfreq, bids)`` for a recording file or every recording of a dataset."""
+    from passport_kit.errors import DataError
+    from passport_kit.signals import load_dataset_spec
+
+    if path.is_file() and path.name != "dataset.yaml":
+        return [(path.name, path, None, None, False)]
+    if not path.exists():
+        raise DataError(f"'{path}' does not exist; give a recording file, a dataset folder or a dataset.yaml")
+    spec = load_dataset_spec(path)
+    return [(rec.file, spec.path_of(rec.file), rec.channels or None, rec.sfreq, spec.origin == "bids")
+            for rec in spec.recordings]
+
+
+def _print_quality(results: list, montage_name: str) -> None:
+    """Print one rich table per recording: channel, status, score, bad windows, reasons."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for name, q in results:
+        n_windows = q.window_score.shape[0]
+        table = Table(title=f"{name} — {montage_name}, {n_windows} windows of {q.window_seconds:g} s "
+                            f"({len(q.bad_channels)} bad)", title_justify="left")
+        for column, justify in (("channel", "left"), ("status", "left"), ("score", "right"),
+                                ("bad windows", "right"), ("reasons", "left")):
+            table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        fraction = q.bad_window_fraction
+        for c, channel in enumerate(q.ch_names):
+            status = "[red]bad[/red]" if q.bad[c] else "good"
+            table.add_row(channel, status, f"{q.score[c]:.2f}", f"{fraction[c]:.0%}", "; ".join(q.reasons[c]))
+        console.print(table)
+        console.print(f"bad channels: {', '.join(q.bad_channels) or 'none'}")
 
 
 @data_app.command("clear-cache")

@@ -17,18 +17,22 @@ from passport_kit.signals.dataset import WindowSet, load_dataset, load_recording
 from passport_kit.signals.dataset_spec import DatasetSpec, RecordingSpec, load_dataset_spec
 from passport_kit.signals.labels import BUILTIN_LABEL_MAPS, LabelMap, get_label_map
 from passport_kit.signals.preprocess import PreprocessConfig, preprocess
+from passport_kit.signals.quality import ChannelQuality, QualityThresholds, channel_quality, recording_quality, windows_quality
 from passport_kit.signals.readers import read_recording
 from passport_kit.signals.simulator import simulate_dataset
 from passport_kit.signals.windows import make_windows
 
 __all__ = [
     "BUILTIN_LABEL_MAPS",
+    "ChannelQuality",
     "DatasetSpec",
     "LabelMap",
     "PreprocessConfig",
+    "QualityThresholds",
     "RecordingSpec",
     "WindowSet",
     "channel_key",
+    "channel_quality",
     "get_label_map",
     "load_dataset",
     "load_dataset_spec",
@@ -37,5 +41,7 @@ __all__ = [
     "map_channels",
     "preprocess",
     "read_recording",
+    "recording_quality",
     "simulate_dataset",
+    "windows_quality",
 ]
