@@ -23,7 +23,7 @@ mixed theta, sawtooth waves, rapid eye movements and atonia.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from scipy.fft import irfft, next_fast_len
@@ -302,7 +302,8 @@ def _transients(events: _Events, profile: SubjectProfile, brain: float) -> np.nd
     return out
 
 
-def _eyes(events: _Events, profile: SubjectProfile, eyes_closed: np.ndarray, envelope, n: int) -> np.ndarray:
+def _eyes(events: _Events, profile: SubjectProfile, eyes_closed: np.ndarray,
+          envelope: Callable[[str], np.ndarray], n: int) -> np.ndarray:
     """Return horizontal and vertical eye-rotation traces, shape (2, n) nAm."""
     rng, sfreq, stages = events.rng, events.sfreq, events.stages
     gain = profile.eye_gain

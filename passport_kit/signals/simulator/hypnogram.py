@@ -1,15 +1,16 @@
 """A night of sleep stages: a Markov chain steered by the ultradian NREM-REM cycle.
 
-A night starts awake (sleep latency 5-25 min), then runs through cycles of about 90 min
+A night starts awake (sleep latency 8-30 min), then runs through cycles of about 90 min
 (per-subject length 80-105 min). Each cycle has a *programme*: a short N1 descent, N2, an
-N3 block that shrinks from cycle to cycle (about 35 min in the first, halving after), N2
-again, and a REM block that grows from cycle to cycle (about 8 min in the first, up to about
-35 min), ending with a brief awakening in some cycles. The programme is only a target: the
-stage of each 30-s epoch follows a time-inhomogeneous Markov chain whose transition matrix
-depends on the current stage and the programme's stage, so the chain lags behind, takes
-neighbouring routes (N3 -> N2 -> REM), and shows brief arousals to W or N1 from any sleep
-stage. Over full nights this gives about W 8%, N1 5%, N2 50%, N3 15%, REM 21% (measured in
-``tests/simulator/test_simulator_hypnogram.py``), more N3 in the first half and more REM in the second.
+N3 block that shrinks from cycle to cycle (32-48 min in the first, x 0.55 per cycle), N2
+again, and a REM block that grows from cycle to cycle (5-12 min in the first, +8 min per
+cycle, at most about 38 min), ending with a brief awakening in most cycles. The programme is
+only a target: the stage of each 30-s epoch follows a time-inhomogeneous Markov chain whose
+transition matrix depends on the current stage and the programme's stage, so the chain lags
+behind, takes neighbouring routes (N3 -> N2 -> REM), and shows brief arousals to W or N1
+from any sleep stage. Over 30 simulated 8-h nights: W 7%, N1 6%, N2 51%, N3 17%, REM 19%
+(checked in ``tests/simulator/test_simulator_hypnogram.py``), with more N3 in the first half
+and more REM in the second.
 
 Stages are integer indices into :data:`STAGES` (0=W, 1=N1, 2=N2, 3=N3, 4=REM).
 """
