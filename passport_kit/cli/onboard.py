@@ -16,6 +16,7 @@ import typer
 
 from passport_kit.errors import ConfigError
 
+EXIT_INTERRUPTED = 130
 _TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recipe), head, or full."
 
 
@@ -88,13 +89,18 @@ def adapt_command(
     """Train the mixture adapter and a head on labeled data; write an adapter bundle."""
     from passport_kit.training.adapt import adapt
 
-    with _step_bar(progress, "adapt") as bar:
-        result = adapt(
-            montage=montage, data=data, out=out, checkpoint=checkpoint, train=train, subjects=subjects,
-            max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
-            patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
-            seed=seed, device=device, precision=precision, threads=threads, resume=resume, progress=bar,
-        )
+    try:
+        with _step_bar(progress, "adapt") as bar:
+            result = adapt(
+                montage=montage, data=data, out=out, checkpoint=checkpoint, train=train, subjects=subjects,
+                max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
+                patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
+                seed=seed, device=device, precision=precision, threads=threads, resume=resume, progress=bar,
+            )
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted; the last evaluation's state is in {out}: run the same command to continue",
+                   err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     m = result.metrics
     typer.echo(result.summary)
     typer.echo(f"trained on {len(m['train_subjects'])} subjects ({m['train_windows']} windows), "

@@ -39,14 +39,14 @@ def _base_or_stand_in(name: str, kind: str, echo: Callable[[str], None]) -> str:
     stand_in = f"untrained-{name}"
     folder = user_checkpoint_dir() / stand_in
     echo(f"WARNING: shipped checkpoint '{name}' not found; using '{stand_in}', a RANDOMLY INITIALISED "
-         f"cbramod-small ({kind}). Its scores say nothing about the method.")
+         f"cbramod-tiny ({kind}). Its scores say nothing about the method.")
     try:
         find_checkpoint(stand_in)
     except CheckpointError:
         import torch
 
         torch.manual_seed(0)
-        save_base_checkpoint(build_backbone(model_config("cbramod-small", kind)), folder, name=stand_in,
+        save_base_checkpoint(build_backbone(model_config("cbramod-tiny", kind)), folder, name=stand_in,
                              card="UNTRAINED stand-in created by `passport-kit demo`: random weights, no pretraining.",
                              training_info={"pretrained": False})
     return stand_in
@@ -110,8 +110,9 @@ def run_demo(
     stats = result.summary.get("sleep_statistics", {})
     if stats:
         echo(f"      TST {stats['TST']:.1f} min, SE {stats['SE']:.1f} %, WASO {stats['WASO'] or 0:.1f} min")
-    files = {"data": data, "adapter": bundle, **report.files, **result.files}
+    files = {"data": data, "adapter": bundle, **{f"evaluation {k}": v for k, v in report.files.items()},
+             **{f"prediction {k}": v for k, v in result.files.items()}}
     echo(f"done in {time.perf_counter() - start:.0f} s. Files:")
     for name, path in files.items():
-        echo(f"  {name:22s} {path}")
+        echo(f"  {name:34s} {path}")
     return files
