@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -414,12 +415,9 @@ def _peer_median(values: np.ndarray, peers: np.ndarray) -> np.ndarray:
     """
     peers = peers if peers.ndim == 3 else peers[None, :, :]
     stacked = np.where(peers, values[:, None, :], np.nan)                   # (N, C, C)
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: channels without peers
-            return np.nanmedian(stacked, axis=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: channels without peers
+        return np.nanmedian(stacked, axis=-1)
 
 
 def _peer_z(values: np.ndarray, peers: np.ndarray, floor: float) -> np.ndarray:
@@ -427,8 +425,6 @@ def _peer_z(values: np.ndarray, peers: np.ndarray, floor: float) -> np.ndarray:
     centre = _peer_median(values, peers)
     peers = peers if peers.ndim == 3 else peers[None, :, :]
     stacked = np.where(peers, np.abs(values[:, None, :] - centre[:, :, None]), np.nan)
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         mad = np.nanmedian(stacked, axis=-1)
@@ -528,15 +524,12 @@ def _assemble(
         stats["drift_uv"] = np.sqrt(raw_stats["drift_power"])
         stats["drift_rel"] = (raw_stats["drift_power"] + _TINY) / (_peer_median(raw_stats["drift_power"], peers) + _TINY)
     # Correlation last: neighbours bad by any other statistic are left out of the mean.
-    stats["neighbour_corr"] = np.zeros_like(log_power)
     pre = _subscores(stats | {"neighbour_corr": np.full_like(log_power, np.nan)}, t)
     good = _combine(pre) >= t.bad_below
     weights, near = neighbour_weights(montage, t)
     stats["neighbour_corr"] = _neighbour_corr(raw_stats["cov"], good, weights)
     window_sub = _subscores(stats | {"neighbour_corr": np.where(near, stats["neighbour_corr"], np.nan)}, t)
     window_score = _combine(window_sub)
-
-    import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN statistics (not measurable) stay NaN
