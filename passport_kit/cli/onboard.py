@@ -65,7 +65,7 @@ def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
 def adapt_command(
     montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML."),
     data: Path = typer.Option(..., "--data", help="Labeled dataset folder (dataset.yaml, BIDS or discovered)."),
-    out: Path = typer.Option(..., "--out", help="Output folder of the adapter bundle (new or empty)."),
+    out: Path | None = typer.Option(None, "--out", help="Adapter bundle folder, new or empty (default runs/<montage>)."),
     checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
     train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
     subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw)."),

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -140,8 +141,25 @@ def predict(
         results.append(write_prediction(out_dir / _stem(path), path, proba, windows.onset_s, windows.flags,
                                         classes=list(meta.classes), window_seconds=config.window_seconds,
                                         task=str(meta.window.get("task", "")), adapter=Path(adapter),
-                                        base_name=meta.base_name, edf_annotations=edf_annotations))
+                                        base_name=meta.base_name, edf_annotations=edf_annotations,
+                                        start=recording_start(path)))
     return results
+
+
+def recording_start(path: Path) -> datetime | None:
+    """Return the recording's start (``meas_date`` as MNE reads it), or None when unknown.
+
+    EDF stores local time without a zone; MNE labels it UTC. The value is carried through
+    unchanged, so annotation files line up with the recording in any viewer.
+    """
+    from passport_kit.errors import PassportError
+    from passport_kit.signals import read_recording
+
+    try:
+        meas_date = read_recording(path).info["meas_date"]
+    except (PassportError, OSError, ValueError):
+        return None
+    return meas_date if isinstance(meas_date, datetime) else None
 
 
 def write_prediction(
@@ -157,6 +175,7 @@ def write_prediction(
     adapter: Path,
     base_name: str,
     edf_annotations: bool = False,
+    start: datetime | None = None,
 ) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
@@ -174,6 +193,7 @@ def write_prediction(
     counts = np.bincount(pred, minlength=len(classes))
     summary: dict[str, Any] = {
         "recording": str(recording),
+        "start": start.isoformat() if start else None,
         "adapter": str(adapter),
         "base_checkpoint": base_name,
         "task": task,
@@ -186,7 +206,7 @@ def write_prediction(
     }
     sleep = task == "sleep-staging" or (task != "classification" and is_sleep_staging(classes))
     if sleep and is_sleep_staging(classes):
-        hyp = _hypnogram(pred, proba, onsets_s, classes, window_seconds)
+        hyp = _hypnogram(pred, proba, onsets_s, classes, window_seconds, start)
         events = hyp.as_events()
         summary["sleep_statistics"] = hyp.sleep_statistics()
         summary["caveat"] = ("Automatic staging is a draft for a trained scorer to review; N1 is the least "
@@ -201,18 +221,19 @@ def write_prediction(
         summary["recording_probabilities"] = {c: float(p) for c, p in zip(classes, mean)}
     files["events"] = reports.write_events_tsv(folder / f"{stem}_events.tsv", events)
     if edf_annotations:
-        files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events)
+        files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events,
+                                                                 start=start)
     files["summary"] = reports.write_json(folder / f"{stem}_summary.json", summary)
     return PredictionResult(recording=recording, files=files, classes=classes, n_windows=int(len(pred)),
                             summary=summary)
 
 
 def _hypnogram(pred: np.ndarray, proba: np.ndarray, onsets_s: np.ndarray, classes: list[str],
-               window_seconds: float) -> Hypnogram:
+               window_seconds: float, start: datetime | None = None) -> Hypnogram:
     """Return the hypnogram of the predictions on a full epoch grid (gaps become UNS)."""
     stage_names = [normalize_stage(c) for c in classes]
     if len(onsets_s) == 0:
-        return Hypnogram([], epoch_seconds=window_seconds, classes=stage_names,
+        return Hypnogram([], epoch_seconds=window_seconds, classes=stage_names, start=start,
                          proba=np.zeros((0, len(classes))))
     first = float(onsets_s[0])
     slots = np.round((np.asarray(onsets_s) - first) / window_seconds).astype(int)
@@ -222,4 +243,5 @@ def _hypnogram(pred: np.ndarray, proba: np.ndarray, onsets_s: np.ndarray, classe
     for slot, k, p in zip(slots, pred, proba):
         stages[slot] = stage_names[k]
         grid[slot] = p
-    return Hypnogram(stages, epoch_seconds=window_seconds, offset_s=first, proba=grid, classes=stage_names)
+    return Hypnogram(stages, epoch_seconds=window_seconds, offset_s=first, proba=grid, classes=stage_names,
+                     start=start)

@@ -267,9 +267,29 @@ def plot_sweep(path: Path | str, curves: dict[str, dict[int, list[float]]], *, m
     return _save_figure(fig, path)
 
 
+def plot_history(path: Path | str, history: Sequence[dict[str, Any]]) -> Path:
+    """Draw the learning curve of ``adapt`` (train loss; validation kappa when present); write a PNG."""
+    from matplotlib.figure import Figure
+
+    steps = [h["step"] for h in history]
+    fig = Figure(figsize=(7, 3.5))
+    ax = fig.subplots()
+    ax.plot(steps, [h["train_loss"] for h in history], marker="o", color="tab:blue", label="train loss")
+    ax.set_xlabel("step")
+    ax.set_ylabel("train loss (smoothed)", color="tab:blue")
+    if any("val_kappa" in h for h in history):
+        ax2 = ax.twinx()
+        ax2.plot([h["step"] for h in history if "val_kappa" in h], [h["val_kappa"] for h in history if "val_kappa" in h],
+                 marker="s", color="tab:red", label="validation kappa")
+        ax2.set_ylabel("validation kappa", color="tab:red")
+    ax.grid(alpha=0.3)
+    return _save_figure(fig, path)
+
+
 __all__ = [
     "atomic_output",
     "plot_confusion",
+    "plot_history",
     "plot_hypnogram",
     "plot_sweep",
     "window_rows",

@@ -41,7 +41,7 @@ class AdaptConfig(BaseModel):
 
     montage: str = Field(description="registered montage name or a montage YAML path")
     data: Path = Field(description="dataset folder (dataset.yaml or BIDS)")
-    out: Path = Field(description="output folder of the adapter bundle")
+    out: Path | None = Field(None, description="output folder of the adapter bundle (default runs/<montage>)")
     checkpoint: str = DEFAULT_CHECKPOINT
     train: TrainPolicy = "adapter"
     subjects: int | None = Field(None, gt=0, description="train on this many subjects (seeded draw)")
@@ -140,7 +140,7 @@ def training_split(
 
 
 #: Files an adapt run may find in its output folder: its own bundle, history or resumable state.
-_OWN_FILES = frozenset({STATE_FILE, "adapter.json", "adapter.safetensors", "history.csv"})
+_OWN_FILES = frozenset({STATE_FILE, "adapter.json", "adapter.safetensors", "history.csv", "history.png"})
 
 
 def check_output_folder(out: Path) -> None:
@@ -191,6 +191,9 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     seed_everything(cfg.seed)
 
     montage = resolve_montage(cfg.montage)
+    if cfg.out is None:
+        cfg = cfg.model_copy(update={"out": Path("runs") / montage.name})
+    check_output_folder(cfg.out)
     backbone, info = load_base_checkpoint(cfg.checkpoint)
     preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq)
     windows = load_dataset(cfg.data, montage, preprocess)
@@ -202,7 +205,6 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
 
     model = build_classifier(backbone, len(windows.classes), cfg.train, dropout=cfg.dropout)
     meta = ChannelMeta.from_montage(montage)
-    check_output_folder(cfg.out)
     cfg.out.mkdir(parents=True, exist_ok=True)
     state_path = cfg.out / STATE_FILE
     if not cfg.resume:
@@ -286,10 +288,11 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
         package_version=__version__,
     )
     bundle = save_adapter_bundle(model, cfg.out, meta, overwrite=True)
-    from passport_kit.inference.reports import write_table
+    from passport_kit.inference.reports import plot_history, write_table
 
     if metrics.get("history"):
         write_table(Path(cfg.out) / "history.csv", metrics["history"])
+        plot_history(Path(cfg.out) / "history.png", metrics["history"])
     return Path(bundle)
 
 

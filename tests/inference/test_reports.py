@@ -85,3 +85,8 @@ def test_failed_write_keeps_previous_file_and_leaves_no_temp(tmp_path: Path) -> 
             raise RuntimeError("crash mid-write")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_history_png(tmp_path: Path) -> None:
+    history = [{"step": 2, "train_loss": 1.2, "val_kappa": 0.1}, {"step": 4, "train_loss": 0.9, "val_kappa": 0.3}]
+    assert reports.plot_history(tmp_path / "h.png", history).read_bytes()[:4] == b"\x89PNG"

@@ -143,3 +143,13 @@ def test_adapt_refuses_out_folder_with_foreign_files(tmp_path: Path, montage_yam
     result = _adapt(montage_yaml, dataset, tmp_path / "busy", checkpoint)
     assert result.exit_code == 2 and "notes.txt" in result.output
     assert (tmp_path / "busy" / "notes.txt").read_text() == "keep me"
+
+
+def test_adapt_defaults_out_to_runs_montage(tmp_path: Path, montage_yaml: Path, dataset: Path, checkpoint: str,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
+                              checkpoint, "--max-steps", "1", "--batch-size", "4", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "runs" / "tiny-ear" / "adapter.json").is_file()
+    assert (tmp_path / "runs" / "tiny-ear" / "history.png").is_file()
