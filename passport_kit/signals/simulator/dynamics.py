@@ -102,12 +102,16 @@ def spectral_noise(
     power = power * np.clip((f - lo) / edge, 0, 1) * np.clip((hi - f) / edge, 0, 1)
     # A bin with complex coefficient of variance 2*P adds 4*P/n**2 to the variance of irfft.
     amplitude = np.sqrt(power / (4.0 * power.sum() / n**2)).astype(np.float32)
-    spectrum = np.zeros((k, len(freqs)), dtype=np.complex64)
-    # Pairs of float32 normals are laid out exactly like complex64: view them, do not copy.
-    coeffs = rng.standard_normal((k, len(band), 2), dtype=np.float32).view(np.complex64)[..., 0]
-    coeffs *= amplitude
-    spectrum[:, band[0]:band[-1] + 1] = coeffs
-    out = irfft(spectrum, n=n, axis=-1, overwrite_x=True)[:, :n_out]
+    out = np.empty((k, n_out), dtype=np.float32)
+    spectrum = np.zeros(len(freqs), dtype=np.complex64)
+    # One series at a time: the temporaries stay one series long however many are asked for,
+    # and the draws are the same as for one (k, bins) array.
+    for i in range(k):
+        # Pairs of float32 normals are laid out exactly like complex64: view them, do not copy.
+        coeffs = rng.standard_normal((len(band), 2), dtype=np.float32).view(np.complex64)[:, 0]
+        coeffs *= amplitude
+        spectrum[band[0]:band[-1] + 1] = coeffs
+        out[i] = irfft(spectrum, n=n)[:n_out]
     return out if count is not None else out[0]
 
 
@@ -127,7 +131,9 @@ def slow_noise(
     low = spectral_noise(rng, m, rate, lo, hi, count=1 if count is None else count, **shape)
     t = np.arange(n, dtype=np.float64) * (rate / sfreq)
     grid = np.arange(m, dtype=np.float64)
-    out = np.stack([np.interp(t, grid, row) for row in low]).astype(np.float32)
+    out = np.empty((len(low), n), dtype=np.float32)
+    for i, row in enumerate(low):
+        out[i] = np.interp(t, grid, row)
     return out if count is not None else out[0]
 
 
@@ -221,12 +227,14 @@ def generator_blocks(
     # Delta / slow oscillation: frontal-dominant, strongest in N3.
     env = envelope("delta") * brain * profile.delta_gain
     names = ("delta_global", "delta_left", "delta_right")
-    block = slow_noise(rng, n, sfreq, 0.4, 4.0, rate=40.0, peak=0.9, width=0.45, count=3) * env
+    block = slow_noise(rng, n, sfreq, 0.4, 4.0, rate=40.0, peak=0.9, width=0.45, count=3)
+    block *= env
     yield names, block
 
     env = envelope("theta") * brain
     names = ("theta_mid", "theta_left", "theta_right")
-    block = spectral_noise(rng, n, sfreq, 3.5, 8.0, peak=5.5, width=1.0, count=3) * env
+    block = spectral_noise(rng, n, sfreq, 3.5, 8.0, peak=5.5, width=1.0, count=3)
+    block *= env
     yield names, block
 
     open_factor = np.where(stages == W, np.where(eyes_closed, 1.0, 0.25), 1.0)
@@ -234,12 +242,14 @@ def generator_blocks(
     # REM alpha is 1-2 Hz slower than wake alpha; the small difference is ignored here.
     names = ("alpha_common", "alpha_left", "alpha_right")
     block = spectral_noise(rng, n, sfreq, profile.alpha_freq - 2.5, profile.alpha_freq + 2.5,
-                           peak=profile.alpha_freq, width=0.45, count=3) * env
+                           peak=profile.alpha_freq, width=0.45, count=3)
+    block *= env
     yield names, block
 
     env = envelope("beta") * brain
     names = ("beta_left", "beta_right", "beta_mid")
-    block = spectral_noise(rng, n, sfreq, 14.0, 30.0, exponent=1.0, count=3) * env
+    block = spectral_noise(rng, n, sfreq, 14.0, 30.0, exponent=1.0, count=3)
+    block *= env
     yield names, block
     del block
 
