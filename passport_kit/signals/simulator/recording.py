@@ -103,8 +103,7 @@ def simulate_recording(
     # Channel = active contact - reference contact(s): one product with a (C, K) matrix.
     derivation = -contacts.reference.astype(np.float32)
     derivation[np.arange(len(contacts.active)), contacts.active] += 1.0
-    data = np.zeros((len(montage.channels), n), dtype=np.float32)
-    _mix_into(data, [(derivation, potentials)])
+    data = _derive(potentials, derivation)
     del potentials
     for c, ch in enumerate(montage.channels):
         if ch.kind == "emg":
@@ -134,6 +133,23 @@ def _mix_into(out: np.ndarray, pairs: list[tuple[np.ndarray, np.ndarray]]) -> No
         for matrix, signals in pairs[1:]:
             acc += matrix @ signals[:, start:stop]
         out[:, start:stop] += acc
+
+
+def _derive(potentials: np.ndarray, derivation: np.ndarray) -> np.ndarray:
+    """Return ``derivation @ potentials``, shape (C, n), reusing the (K, n) buffer when C <= K.
+
+    Each time chunk is read in full before its first C rows are overwritten, so the product
+    can be written in place: a night then needs no second array of its size.
+    """
+    n_channels, n = derivation.shape[0], potentials.shape[1]
+    if n_channels > potentials.shape[0]:
+        data = np.zeros((n_channels, n), dtype=np.float32)
+        _mix_into(data, [(derivation, potentials)])
+        return data
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        potentials[:n_channels, start:stop] = derivation @ potentials[:, start:stop]
+    return potentials[:n_channels]
 
 
 def _brain_potentials(contacts: ContactPlan, layout: SourceLayout, profile: SubjectProfile,
