@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -31,21 +31,16 @@ DEFAULT_CHECKPOINT = "passport-small-mlp"
 #: Resumable state inside the output folder; removed once the bundle is written.
 STATE_FILE = "adapt-state.safetensors"
 
+_Options = TypeVar("_Options", bound=BaseModel)
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 
 
-class AdaptConfig(BaseModel):
-    """Everything ``adapt`` needs (the CLI's options; validated, one-line errors)."""
+class RecipeOptions(BaseModel):
+    """Options shared by ``adapt`` and ``evaluate``: what is trained, how, and on what signal."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    montage: str = Field(description="registered montage name or a montage YAML path")
-    data: Path = Field(description="dataset folder (dataset.yaml or BIDS)")
-    out: Path | None = Field(None, description="output folder of the adapter bundle (default runs/<montage>)")
-    checkpoint: str = DEFAULT_CHECKPOINT
     train: TrainPolicy = "adapter"
-    subjects: int | None = Field(None, gt=0, description="train on this many subjects (seeded draw)")
-    train_subjects: tuple[str, ...] | None = Field(None, description="restrict training to these subjects")
     validation_fraction: float = Field(0.2, gt=0, lt=1)
     max_steps: int | None = Field(None, gt=0)
     epochs: int = Field(50, gt=0)
@@ -59,19 +54,40 @@ class AdaptConfig(BaseModel):
     instance_norm: bool | None = Field(None, description="None: keep the checkpoint's contract")
     notch_freq: float | None = Field(50.0, gt=0, description="mains frequency; None: no notch")
     skip_flagged: bool = True
-    seed: int = 0
     device: str = "auto"
     precision: str = "auto"
     threads: int | None = Field(None, gt=0)
-    resume: bool = True
 
-    def settings(self) -> FinetuneSettings:
-        """Return the optimisation settings of this run."""
+    def settings(self, seed: int) -> FinetuneSettings:
+        """Return the optimisation settings of one training run with ``seed``."""
         return FinetuneSettings(
             batch_size=self.batch_size, lr=self.lr, head_lr=self.head_lr, epochs=self.epochs,
             max_steps=self.max_steps, eval_every=self.eval_every, patience=self.patience,
-            balance=self.balance, seed=self.seed,
+            balance=self.balance, seed=seed,
         )
+
+
+class AdaptConfig(RecipeOptions):
+    """Everything ``adapt`` needs (the CLI's options; validated, one-line errors)."""
+
+    montage: str = Field(description="registered montage name or a montage YAML path")
+    data: Path = Field(description="dataset folder (dataset.yaml or BIDS)")
+    out: Path | None = Field(None, description="output folder of the adapter bundle (default runs/<montage>)")
+    checkpoint: str = DEFAULT_CHECKPOINT
+    subjects: int | None = Field(None, gt=0, description="train on this many subjects (seeded draw)")
+    train_subjects: tuple[str, ...] | None = Field(None, description="restrict training to these subjects")
+    seed: int = 0
+    resume: bool = True
+
+
+def parse_options(model: type[_Options], command: str, config: _Options | None, options: dict[str, Any]) -> _Options:
+    """Return ``model`` built from ``config`` updated with ``options``; ConfigError if invalid."""
+    try:
+        return model(**({**config.model_dump(), **options} if config is not None else options))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "options"
+        raise ConfigError(f"invalid {command} option {where}: {err['msg']}; fix it and retry") from None
 
 
 class AdaptResult(BaseModel):
@@ -87,14 +103,7 @@ class AdaptResult(BaseModel):
 
 def make_config(config: AdaptConfig | None = None, **options: Any) -> AdaptConfig:
     """Return an AdaptConfig from an existing one and/or keyword options (ConfigError if invalid)."""
-    try:
-        if config is None:
-            return AdaptConfig(**options)
-        return AdaptConfig(**{**config.model_dump(), **options})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "options"
-        raise ConfigError(f"invalid adapt option {where}: {err['msg']}; fix it and retry") from None
+    return parse_options(AdaptConfig, "adapt", config, options)
 
 
 def usable_windows(windows: Any, *, skip_flagged: bool = True) -> np.ndarray:
@@ -212,11 +221,11 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     run_config = {"adapt": cfg.model_dump(mode="json", exclude={"resume", "device", "threads"}),
                   "base_sha256": info.weights_sha256, "montage_hash": montage.content_hash}
     result = fit(
-        model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(),
+        model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(cfg.seed),
         val=(windows.x[val_idx], windows.y[val_idx]) if len(val_idx) else None,
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
     )
-    metrics = _run_metrics(result, split, windows, train_idx, val_idx)
+    metrics = run_metrics(result, split, windows, train_idx, val_idx)
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
     state_path.unlink(missing_ok=True)
@@ -250,7 +259,7 @@ def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = No
     return PreprocessConfig.from_dict(contract)
 
 
-def _run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx: np.ndarray,
+def run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx: np.ndarray,
                  val_idx: np.ndarray) -> dict[str, Any]:
     """Return the metrics block of adapter.json: data summary, selection and validation scores."""
     counts = np.bincount(windows.y[train_idx], minlength=len(windows.classes))
@@ -283,7 +292,7 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
         classes=classes,
         preprocessing=preprocess,
         window={"seconds": preprocess.window_seconds, "task": task or "classification"},
-        training=cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": cfg.settings().resolved_head_lr},
+        training=cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": cfg.settings(cfg.seed).resolved_head_lr},
         metrics={k: v for k, v in metrics.items() if k != "history"},
         package_version=__version__,
     )

@@ -27,13 +27,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from passport_kit.errors import ConfigError, DataError
-from passport_kit.inference.forward import predict_proba
 from passport_kit.inference import reports
-from passport_kit.training.adapt import DEFAULT_CHECKPOINT, build_classifier, dataset_preprocess, usable_windows
-from passport_kit.training.finetune import Balance, FinetuneSettings, TrainPolicy, fit
+from passport_kit.inference.forward import predict_proba
+from passport_kit.training.adapt import (
+    DEFAULT_CHECKPOINT,
+    RecipeOptions,
+    build_classifier,
+    dataset_preprocess,
+    parse_options,
+    usable_windows,
+)
+from passport_kit.training.finetune import fit
 from passport_kit.training.metrics import METRIC_NAMES, classification_metrics
 from passport_kit.training.splits import (
     SubjectSplit,
@@ -49,10 +56,8 @@ from passport_kit.training.splits import (
 RunProgress = Callable[[int, int, str], None]
 
 
-class EvaluateConfig(BaseModel):
+class EvaluateConfig(RecipeOptions):
     """Everything ``evaluate`` needs (the CLI's options; validated, one-line errors)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     montage: str
     data: Path
@@ -65,32 +70,7 @@ class EvaluateConfig(BaseModel):
     subjects_sweep: tuple[int, ...] | None = None
     seeds: int = Field(1, ge=1)
     metric: str = "kappa"
-    train: TrainPolicy = "adapter"
-    validation_fraction: float = Field(0.2, gt=0, lt=1)
-    max_steps: int | None = Field(None, gt=0)
-    epochs: int = Field(50, gt=0)
-    batch_size: int = Field(64, gt=0)
-    lr: float = Field(1e-4, gt=0)
-    head_lr: float | None = Field(None, gt=0)
-    patience: int = Field(5, ge=1)
-    eval_every: int | None = Field(None, gt=0)
-    balance: Balance = "weights"
-    dropout: float = Field(0.1, ge=0, lt=1)
-    instance_norm: bool | None = None
-    notch_freq: float | None = Field(50.0, gt=0)
-    skip_flagged: bool = True
     save_adapters: bool = Field(False, description="also write each run's adapter bundle under out/adapters/")
-    device: str = "auto"
-    precision: str = "auto"
-    threads: int | None = Field(None, gt=0)
-
-    def settings(self, seed: int) -> FinetuneSettings:
-        """Return the optimisation settings of one training run."""
-        return FinetuneSettings(
-            batch_size=self.batch_size, lr=self.lr, head_lr=self.head_lr, epochs=self.epochs,
-            max_steps=self.max_steps, eval_every=self.eval_every, patience=self.patience,
-            balance=self.balance, seed=seed,
-        )
 
 
 class EvaluationReport(BaseModel):
@@ -107,12 +87,7 @@ class EvaluationReport(BaseModel):
 
 def make_config(config: EvaluateConfig | None = None, **options: Any) -> EvaluateConfig:
     """Return an EvaluateConfig from a config and/or keyword options (ConfigError if invalid)."""
-    try:
-        cfg = EvaluateConfig(**options) if config is None else EvaluateConfig(**{**config.model_dump(), **options})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "options"
-        raise ConfigError(f"invalid evaluate option {where}: {err['msg']}; fix it and retry") from None
+    cfg = parse_options(EvaluateConfig, "evaluate", config, options)
     if cfg.metric not in METRIC_NAMES:
         raise ConfigError(f"unknown metric {cfg.metric!r}; choose one of {', '.join(METRIC_NAMES)}")
     if not cfg.checkpoints:
@@ -203,9 +178,11 @@ def evaluate(
         seed_everything(seed)
         # A fresh copy per run: the adapter policy trains tensors inside the backbone.
         model = build_classifier(copy.deepcopy(backbone), len(windows.classes), cfg.train, dropout=cfg.dropout)
-        fit_result = fit(model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(seed),
+        fit_result = fit(
+            model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(seed),
             val=(windows.x[val_idx], windows.y[val_idx]) if len(val_idx) else None,
-            device=device, precision=precision, progress=step_progress)
+            device=device, precision=precision, progress=step_progress,
+        )
         if cfg.save_adapters:
             _save_run_adapter(cfg, model, fit_result, method=method, checkpoint=ckpt, info=info, montage=montage,
                               preprocess=preprocess,
@@ -245,13 +222,13 @@ def _save_run_adapter(cfg: EvaluateConfig, model: Any, run: Any, *, method: str,
                       preprocess: Any, windows: Any, split: SubjectSplit, n: int | None, seed: int,
                       train_idx: np.ndarray, val_idx: np.ndarray) -> Path:
     """Write the adapter bundle of one evaluation run, described as the equivalent ``adapt`` call."""
-    from passport_kit.training.adapt import AdaptConfig, _run_metrics, write_bundle
+    from passport_kit.training.adapt import AdaptConfig, run_metrics, write_bundle
 
     out = adapter_folder(cfg.out, method, split.name, n, seed)
-    options = cfg.model_dump(include=set(AdaptConfig.model_fields) - {"out", "montage", "data", "checkpoint"})
+    options = cfg.model_dump(include=set(RecipeOptions.model_fields))
     adapt_cfg = AdaptConfig(montage=cfg.montage, data=cfg.data, out=out, checkpoint=checkpoint,
                             train_subjects=split.train, seed=seed, **options)
-    metrics = _run_metrics(run, split, windows, train_idx, val_idx) | {"test_subjects": list(split.test)}
+    metrics = run_metrics(run, split, windows, train_idx, val_idx) | {"test_subjects": list(split.test)}
     return write_bundle(model, adapt_cfg, info=info, montage=montage, preprocess=preprocess,
                         classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
 
