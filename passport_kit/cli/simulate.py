@@ -20,7 +20,7 @@ def simulate_cmd(
                                          help="Registered montage name or montage YAML path.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the dataset into.")],
     subjects: Annotated[int, typer.Option("--subjects", "-n",
-                                          help="Number of subjects (one night each).")] = 4,
+                                          help="Number of subjects (one night each).")],
     hours: Annotated[float, typer.Option("--hours", help="Hours per night (rounded to 30-s epochs).")] = 8.0,
     seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same brains.")] = 0,
     bad_channels: Annotated[Optional[str], typer.Option("--bad-channels", help=_BAD_HELP)] = None,
