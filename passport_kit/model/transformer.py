@@ -26,9 +26,15 @@ class AxisAttention(nn.Module):
         nn.init.zeros_(self.out_proj.bias)
 
     def attend(self, h: Tensor) -> Tensor:
-        """Return attention outputs ``(N, L, E)`` for sequences ``h`` ``(N, L, E)``."""
-        n, length, e = h.shape
-        qkv = F.linear(h, self.in_proj_weight, self.in_proj_bias)  # (N, L, 3E), contiguous
+        """Return attention outputs ``(N, L, E)`` for sequences ``h`` ``(*, L, E)``, N = prod(*).
+
+        ``h`` may be a strided view (a slice of the last dimension): the projection reads it in
+        place, since BLAS only needs unit stride along E.
+        """
+        length, e = h.shape[-2:]
+        # (*, L, 3E) comes out contiguous, so flattening the leading dims is a view.
+        qkv = F.linear(h, self.in_proj_weight, self.in_proj_bias).view(-1, length, 3 * e)
+        n = qkv.shape[0]
         # (N, L, 3, H, e) → three (N, H, L, e) *views*; the fused kernel reads the strides.
         q, k, v = qkv.view(n, length, 3, self.n_heads, e // self.n_heads).unbind(2)
         out = F.scaled_dot_product_attention(
@@ -63,10 +69,11 @@ class CrissCrossLayer(nn.Module):
         half = d // 2
         h = self.norm1(x)
         # Spatial: sequences are the C channels of one patch. One transpose copy of half the
-        # features in, one on the way out (inside cat); temporal needs none.
+        # features in, one on the way out (inside cat). Temporal needs no copy: the slice
+        # (B, C, P, D/2) is projected in place and is already B·C sequences of length P.
         hs = h[..., :half].transpose(1, 2).reshape(b * p, c, half)
         s = self.self_attn_s.attend(hs).view(b, p, c, half).transpose(1, 2)
-        t = self.self_attn_t.attend(h[..., half:].reshape(b * c, p, half)).view(b, c, p, half)
+        t = self.self_attn_t.attend(h[..., half:]).view(b, c, p, half)
         x = x + self.dropout1(torch.cat([s, t.to(s.dtype)], dim=-1))
         ff = self.linear2(self.dropout(F.gelu(self.linear1(self.norm2(x)))))
         return x + self.dropout2(ff)
