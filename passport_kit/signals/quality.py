@@ -12,10 +12,11 @@ statistic          what it measures                                             
 ``var_z_channels`` robust z of the 1–40 Hz log-power against the other channels  no
 ``var_z_time``     robust z of the same against the channel's own median window  no
 ``line_ratio``     power at mains ±1 Hz over the 2–6 Hz-away bands (per Hz)       yes
-``line_rel``       ``line_ratio`` over the median of the other channels'          yes
+``line_uv``        the hum itself: line-band power above that floor (µV RMS)      yes
+``line_rel``       hum power over the median of the other channels'               yes
 ``drift_uv``       RMS below 0.3 Hz (µV)                                          yes
 ``drift_rel``      power below 0.3 Hz over the median of the other channels'      yes
-``neighbour_corr`` distance-weighted mean 1–40 Hz correlation with neighbours     no
+``neighbour_corr`` distance-weighted mean 1–40 Hz |correlation| with neighbours   no
 =================  ============================================================  ==============
 
 The band-pass (0.3 Hz) and notch of :func:`~passport_kit.signals.preprocess.preprocess` remove
@@ -28,9 +29,10 @@ Thresholds, and how they were chosen: ``docs/quality.md``.
 Example::
 
     >>> from passport_kit.signals.quality import recording_quality
-    >>> q = recording_quality("night1.edf", "eesm19-ear")        # doctest: +SKIP
-    >>> q.bad_channels, q.reasons[q.ch_names.index("ELA")]       # doctest: +SKIP
-    (['ELA'], ['line noise 140× other channels', 'high variance (z 9.3 against other channels)'])
+    >>> q = recording_quality("sim/s02.edf", "eesm23-ear")       # doctest: +SKIP
+    >>> q.bad_channels, q.reasons[0]                             # doctest: +SKIP
+    (['LB'], ['high variance (z 6.5 against other channels)', 'line noise 57644× other channels',
+              'low correlation with neighbours (r 0.20)'])
 """
 
 from __future__ import annotations
@@ -70,10 +72,10 @@ _MAD_TO_SD = 1.4826
 #: Hum power (µV², 0.1 µV RMS) added to both sides of ``line_rel``: below it, hum is irrelevant.
 _LINE_FLOOR_UV2 = 0.01
 
+#: The statistics of every result, in table order; scored: std_uv (as flat), var_z_*, line_rel,
+#: drift_rel, neighbour_corr; the others are context.
 STATISTICS = ("std_uv", "var_z_channels", "var_z_time", "line_ratio", "line_uv", "line_rel", "drift_uv", "drift_rel",
               "neighbour_corr")
-#: The statistics that have a sub-score (the others are shown for context).
-SCORED = ("flat", "var_z_channels", "var_z_time", "line_rel", "drift_rel", "neighbour_corr")
 
 
 class QualityThresholds(BaseModel):
@@ -257,9 +259,9 @@ def channel_quality(
     length = int(round(window_seconds * sfreq))
 
     def segments(start: int, stop: int) -> np.ndarray:
-        block = np.asarray(data[:, start * length: stop * length], dtype=np.float64) * 1e6
+        block = np.asarray(data[:, start * length: stop * length], dtype=np.float64)
         block = np.where(np.isfinite(block), block, 0.0)
-        return block.reshape(block.shape[0], stop - start, length).transpose(1, 0, 2)
+        return block.reshape(block.shape[0], stop - start, length).transpose(1, 0, 2) * 1e6
 
     stats = _window_statistics(segments, n, length, float(sfreq), montage, mains_freq=mains_freq, raw=True)
     return _assemble(stats, montage, thresholds or QualityThresholds(), window_seconds, "raw", source)
@@ -283,7 +285,7 @@ def windows_quality(
     n, length = x.shape[0], x.shape[2] * x.shape[3]
 
     def segments(start: int, stop: int) -> np.ndarray:
-        return np.asarray(x[start:stop], dtype=np.float64).reshape(stop - start, x.shape[1], length) * scale_uv
+        return np.asarray(x[start:stop], dtype=np.float32).reshape(stop - start, x.shape[1], length) * np.float32(scale_uv)
 
     stats = _window_statistics(segments, n, length, float(sfreq), montage, mains_freq=None, raw=False)
     if instance_norm:
@@ -346,7 +348,7 @@ def _window_statistics(
 ) -> dict[str, np.ndarray]:
     """Return per-window statistics, each ``(N, C)`` float64 (module docstring for their meaning).
 
-    ``segments(start, stop)`` gives windows ``start..stop`` as ``(n, C, L)`` float64 in µV.
+    ``segments(start, stop)`` gives windows ``start..stop`` as ``(n, C, L)`` in µV (float64 or float32).
     Everything comes from one Hann-tapered periodogram per window: band powers by summing bins,
     and correlations from the cross-spectrum (Parseval: the band-limited covariance).
     """
@@ -381,8 +383,10 @@ def _window_statistics(
     for start in range(0, n, _CHUNK_WINDOWS):
         stop = min(start + _CHUNK_WINDOWS, n)
         seg = segments(start, stop)
-        out["std_uv"][start:stop] = seg.std(axis=-1)
+        # Centre in the input precision (a DC offset of volts must not eat float32 digits),
+        # then float32 for the transform; the SD comes from the centred signal in one pass.
         centred = (seg - seg.mean(axis=-1, keepdims=True)).astype(np.float32)
+        out["std_uv"][start:stop] = np.sqrt(np.einsum("ncl,ncl->nc", centred, centred, dtype=np.float64) / length)
         spec = scipy.fft.rfft(centred * taper, axis=-1)
         out["log_power"][start:stop] = np.log(power(spec, band).sum(-1) * df + _TINY)
         if raw:
