@@ -8,7 +8,7 @@
 #    with the same data, configuration, steps and seed,
 # 3. copies model.safetensors + config.json + MODEL_CARD.md of each run into checkpoints/<name>/.
 #
-# Scale it by environment: STEPS, BATCH, CONFIG (cbramod-base for the paper's depth), SUBJECTS,
+# Scale it by environment: STEPS, BATCH, LR, CONFIG (cbramod-base for the paper's depth), SUBJECTS,
 # HOURS, THREADS, KINDS, LAUNCH (e.g. LAUNCH="torchrun --nproc_per_node=8" on a GPU machine),
 # EXTRA_DATA (more "--data DIR:MONTAGE" pairs, e.g. a TUH dataset folder). Runs that were
 # stopped continue with --resume when their folder holds a training state.
@@ -20,6 +20,7 @@ SUBJECTS=${SUBJECTS:-16}
 HOURS=${HOURS:-2}
 STEPS=${STEPS:-600}
 BATCH=${BATCH:-4}
+LR=${LR:-2e-3}
 CONFIG=${CONFIG:-cbramod-tiny}
 SEED=${SEED:-42}
 THREADS=${THREADS:-1}
@@ -46,7 +47,7 @@ for pair in $KINDS; do
     # window (eye movements, EMG, N3 slow waves), so no amplitude limit: NaN/flat/clipped windows
     # are still dropped.
     $LAUNCH $PK pretrain --data "$SIM:tuh-19" --data "$EEGMAT:tuh-19" $EXTRA_DATA \
-      --embedding "$kind" --config "$CONFIG" --steps "$STEPS" --batch-size "$BATCH" --seed "$SEED" \
+      --embedding "$kind" --config "$CONFIG" --steps "$STEPS" --batch-size "$BATCH" --lr "$LR" --seed "$SEED" \
       --amplitude-limit-uv none --val-fraction 0.15 --val-max-windows 64 --checkpoint-every 25 --val-every 100 --threads "$THREADS" \
       --name "$name" --out "$run" "${resume[@]}"
   fi

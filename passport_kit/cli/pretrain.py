@@ -36,6 +36,7 @@ def pretrain_command(
     steps: int = typer.Option(1000, "--steps", help="Optimisation steps (the cosine schedule spans them)."),
     batch_size: int = typer.Option(16, "--batch-size", help="Windows per step and process."),
     seed: int = typer.Option(42, "--seed"),
+    lr: float = typer.Option(5e-4, "--lr", help="Peak AdamW learning rate (CBraMod: 5e-4 at batch 128)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run saved in --out."),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
@@ -57,7 +58,7 @@ def pretrain_command(
 
     cfg = PretrainConfig.from_options(
         sources=parse_sources(data, montage), embedding=embedding, arch=config, out=out, steps=steps,
-        batch_size=batch_size, seed=seed, resume=resume, device=device, precision=precision,
+        batch_size=batch_size, seed=seed, lr=lr, resume=resume, device=device, precision=precision,
         checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
         val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv), threads=threads, name=name, progress=progress,
     )

@@ -20,7 +20,7 @@ def reproduce_command(cfg: Any) -> str:
     for source in cfg.sources:
         parts += ["--data", f"{source.path}:{source.montage}"]
     parts += ["--embedding", cfg.embedding, "--config", cfg.arch, "--steps", str(cfg.steps),
-              "--batch-size", str(cfg.batch_size), "--seed", str(cfg.seed),
+              "--batch-size", str(cfg.batch_size), "--lr", f"{cfg.lr:g}", "--seed", str(cfg.seed),
               "--val-fraction", f"{cfg.val_fraction:g}", "--val-max-windows", str(cfg.val_max_windows),
               "--amplitude-limit-uv", "none" if cfg.amplitude_limit_uv is None else f"{cfg.amplitude_limit_uv:g}",
               "--out", str(cfg.out)]
