@@ -21,6 +21,7 @@ def predict_proba(
     x: np.ndarray,
     meta: ChannelMeta,
     *,
+    index: np.ndarray | None = None,
     batch_size: int = 64,
     device: torch.device | None = None,
     precision: Precision = "fp32",
@@ -36,6 +37,9 @@ def predict_proba(
         Windows in montage order (a read-only memmap is fine: batches are copied).
     meta : ChannelMeta
         Channel names and positions of ``x``'s channel axis.
+    index : np.ndarray, optional
+        Rows of ``x`` to predict, in this order (default: all). Rows are read batch by batch,
+        so a memmap larger than memory is never copied whole.
     on_batch : callable, optional
         Called with the number of windows after each batch (progress bars).
     """
@@ -46,8 +50,10 @@ def predict_proba(
     out: list[np.ndarray] = []
     try:
         with torch.inference_mode():
-            for start in range(0, len(x), batch_size):
-                xb = torch.from_numpy(np.array(x[start : start + batch_size], dtype=np.float32))  # copy: memmaps are read-only
+            rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
+            for start in range(0, len(rows), batch_size):
+                # A copy: memmaps are read-only, and torch wants writable memory.
+                xb = torch.from_numpy(np.array(x[rows[start : start + batch_size]], dtype=np.float32))
                 with autocast(device, precision):
                     logits = model(xb.to(device), meta)
                 # Softmax in fp32: bf16 probabilities round visibly in the CSV.

@@ -221,8 +221,8 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     run_config = {"adapt": cfg.model_dump(mode="json", exclude={"resume", "device", "threads"}),
                   "base_sha256": info.weights_sha256, "montage_hash": montage.content_hash}
     result = fit(
-        model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(cfg.seed),
-        val=(windows.x[val_idx], windows.y[val_idx]) if len(val_idx) else None,
+        model, windows.x, windows.y, meta, list(windows.classes), cfg.settings(cfg.seed),
+        train_index=train_idx, val_index=val_idx,
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
     )
     metrics = run_metrics(result, split, windows, train_idx, val_idx)

@@ -179,15 +179,15 @@ def evaluate(
         # A fresh copy per run: the adapter policy trains tensors inside the backbone.
         model = build_classifier(copy.deepcopy(backbone), len(windows.classes), cfg.train, dropout=cfg.dropout)
         fit_result = fit(
-            model, windows.x[train_idx], windows.y[train_idx], meta, list(windows.classes), cfg.settings(seed),
-            val=(windows.x[val_idx], windows.y[val_idx]) if len(val_idx) else None,
+            model, windows.x, windows.y, meta, list(windows.classes), cfg.settings(seed),
+            train_index=train_idx, val_index=val_idx,
             device=device, precision=precision, progress=step_progress,
         )
         if cfg.save_adapters:
             _save_run_adapter(cfg, model, fit_result, method=method, checkpoint=ckpt, info=info, montage=montage,
                               preprocess=preprocess,
                               windows=windows, split=split, n=n, seed=seed, train_idx=train_idx, val_idx=val_idx)
-        proba = predict_proba(model, windows.x[test_idx], meta, batch_size=max(cfg.batch_size, 64),
+        proba = predict_proba(model, windows.x, meta, index=test_idx, batch_size=max(cfg.batch_size, 64),
                               device=device, precision=precision)
         pred = proba.argmax(1)
         for subject in split.test:

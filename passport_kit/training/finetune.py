@@ -143,7 +143,8 @@ def fit(
     classes: list[str],
     settings: FinetuneSettings,
     *,
-    val: tuple[np.ndarray, np.ndarray] | None = None,
+    train_index: np.ndarray | None = None,
+    val_index: np.ndarray | None = None,
     device: torch.device | None = None,
     precision: Precision = "fp32",
     state_path: Path | None = None,
@@ -158,12 +159,15 @@ def fit(
         Classifier with its freezing policy applied; ``forward(x (B, C, P, 200), meta)`` returns
         logits ``(B, n_classes)``. On return it holds the best validation state.
     x : np.ndarray, shape (N, C, P, 200)
-        Training windows (only labeled ones: ``y >= 0``).
+        Windows (a read-only memmap is fine: batches are read from it one at a time, so a
+        dataset larger than memory is never copied whole).
     y : np.ndarray, shape (N,)
-        Class indices.
-    val : (x_val, y_val), optional
-        Validation windows for model selection and early stopping; without them the last
-        state is kept.
+        Class indices (-1 = unlabeled; such windows must not be in ``train_index``).
+    train_index : np.ndarray, optional
+        Rows of ``x`` to train on (default: all).
+    val_index : np.ndarray, optional
+        Rows of ``x`` for model selection and early stopping; without them the last state is
+        kept.
     state_path : Path, optional
         Resumable training state, written at every evaluation; an existing file whose
         ``run_config`` equals this run's is resumed.
@@ -172,10 +176,13 @@ def fit(
     """
     device = device or torch.device("cpu")
     y = np.asarray(y, dtype=np.int64)
-    if len(x) == 0 or (y < 0).any():
+    train_index = np.arange(len(y)) if train_index is None else np.asarray(train_index, dtype=np.int64)
+    y_train = y[train_index]
+    if len(train_index) == 0 or (y_train < 0).any():
         raise DataError("no labeled training windows; check the labels and the training subjects")
+    has_val = val_index is not None and len(val_index) > 0
     n_classes = len(classes)
-    steps_per_epoch = max(1, math.ceil(len(x) / settings.batch_size))
+    steps_per_epoch = max(1, math.ceil(len(train_index) / settings.batch_size))
     total = settings.max_steps or settings.epochs * steps_per_epoch
     eval_every = settings.eval_every or steps_per_epoch
     early_stop = settings.max_steps is None
@@ -186,9 +193,9 @@ def fit(
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total, eta_min=settings.min_lr)
     weight = None
     if settings.balance == "weights":
-        weight = torch.as_tensor(class_weights(y, n_classes), dtype=torch.float32, device=device)
+        weight = torch.as_tensor(class_weights(y_train, n_classes), dtype=torch.float32, device=device)
     loss_fn = nn.CrossEntropyLoss(weight=weight, label_smoothing=settings.label_smoothing)
-    balanced_y = y if settings.balance == "sampler" else None
+    balanced_y = y_train if settings.balance == "sampler" else None
 
     step, best_step, best_score, bad_evals = 0, 0, -math.inf, 0
     best: dict[str, torch.Tensor] = trainable_state(model)
@@ -211,8 +218,9 @@ def fit(
     running = 0.0
     while step < total:
         epoch, offset = divmod(step, steps_per_epoch)
-        order = _epoch_order(len(x), settings.seed, epoch, balanced_y)
-        idx = np.sort(order[offset * settings.batch_size : (offset + 1) * settings.batch_size])
+        order = _epoch_order(len(train_index), settings.seed, epoch, balanced_y)
+        # Sorted rows read a memmap front to back.
+        idx = np.sort(train_index[order[offset * settings.batch_size : (offset + 1) * settings.batch_size]])
         xb = torch.from_numpy(np.ascontiguousarray(x[idx], dtype=np.float32)).to(device)
         yb = torch.from_numpy(y[idx]).to(device)
         with autocast(device, precision):
@@ -230,10 +238,10 @@ def fit(
         info: dict[str, Any] = {"loss": running}
         if step % eval_every == 0 or step == total:
             record: dict[str, Any] = {"step": step, "train_loss": running, "lr": scheduler.get_last_lr()[0]}
-            if val is not None and len(val[0]):
-                proba = predict_proba(model, val[0], meta, batch_size=max(settings.batch_size, 64),
+            if has_val:
+                proba = predict_proba(model, x, meta, index=val_index, batch_size=max(settings.batch_size, 64),
                                       device=device, precision=precision)
-                metrics = classification_metrics(val[1], proba.argmax(1), classes, proba)
+                metrics = classification_metrics(y[val_index], proba.argmax(1), classes, proba)
                 score = selection_score(metrics)
                 record.update(val_kappa=metrics.kappa, val_balanced_accuracy=metrics.balanced_accuracy,
                               val_score=score)
@@ -254,7 +262,7 @@ def fit(
                           "best_score": None if best_score == -math.inf else best_score},
                     metrics={"history": history,
                              "best_val": best_val.model_dump() if best_val else None}))
-            if early_stop and val is not None and bad_evals >= settings.patience:
+            if early_stop and has_val and bad_evals >= settings.patience:
                 break
         if progress is not None:
             progress(step, total, info)

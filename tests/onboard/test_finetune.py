@@ -38,7 +38,7 @@ def test_only_policy_tensors_change(policy: str) -> None:
     x, y, meta = _data()
     model = _model(policy=policy)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    fit(model, x, y, meta, ["lo", "hi"], SETTINGS, val=(x[:32], y[:32]))
+    fit(model, x, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32))
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     changed = {k for k, v in model.state_dict().items() if not torch.equal(v, before[k])}
     assert changed and changed <= trainable
@@ -46,7 +46,7 @@ def test_only_policy_tensors_change(policy: str) -> None:
 
 def test_fixed_budget_runs_exactly_max_steps() -> None:
     x, y, meta = _data()
-    result = fit(_model(), x, y, meta, ["lo", "hi"], SETTINGS, val=(x[:32], y[:32]))
+    result = fit(_model(), x, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32))
     assert result.steps == 8 and [h["step"] for h in result.history] == [4, 8]
 
 
@@ -55,14 +55,14 @@ def test_early_stopping_stops_after_patience() -> None:
     # Random labels: validation never improves for long, so patience 1 stops well before 20 epochs.
     y_rand = np.random.default_rng(3).integers(0, 2, N)
     settings = FinetuneSettings(batch_size=32, epochs=20, patience=1, seed=0)
-    result = fit(_model(), x, y_rand, meta, ["lo", "hi"], settings, val=(x[:32], y_rand[:32]))
+    result = fit(_model(), x, y_rand, meta, ["lo", "hi"], settings, val_index=np.arange(32))
     assert result.stopped_early and result.steps < 20 * 3
 
 
 def test_resume_after_interruption_matches_uninterrupted_run(tmp_path: Path) -> None:
     x, y, meta = _data()
     full = _model()
-    fit(full, x, y, meta, ["lo", "hi"], SETTINGS, val=(x[:32], y[:32]))
+    fit(full, x, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32))
 
     def interrupt(step: int, total: int, info: dict) -> None:
         if step == 6:
@@ -70,11 +70,11 @@ def test_resume_after_interruption_matches_uninterrupted_run(tmp_path: Path) -> 
 
     state = tmp_path / "state.safetensors"
     with pytest.raises(KeyboardInterrupt):
-        fit(_model(), x, y, meta, ["lo", "hi"], SETTINGS, val=(x[:32], y[:32]), state_path=state,
+        fit(_model(), x, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32), state_path=state,
             run_config={"run": 1}, progress=interrupt)
     assert state.is_file()
     resumed = _model()
-    result = fit(resumed, x, y, meta, ["lo", "hi"], SETTINGS, val=(x[:32], y[:32]), state_path=state,
+    result = fit(resumed, x, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32), state_path=state,
                  run_config={"run": 1})
     assert result.steps == 8
     for key, value in full.state_dict().items():
