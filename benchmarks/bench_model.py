@@ -44,6 +44,7 @@ sys.path.insert(0, str(_HERE.parent / "tests" / "checkpoint"))
 from braindecode_harness import import_braindecode_cbramod  # noqa: E402  (torchaudio stand-in)
 from machine import machine_line, matmul_gflops  # noqa: E402
 
+import passport_kit.model.fast_linear as fast_linear  # noqa: E402
 from passport_kit.model import (  # noqa: E402
     ChannelMeta,
     Classifier,
@@ -189,6 +190,19 @@ class Contenders:
         self._step_bd(self.bd_full, self.bd_full_opt, x, y)
 
 
+def without_fast_linear(fn: Callable[[torch.Tensor, torch.Tensor], None]) -> Callable[[torch.Tensor, torch.Tensor], None]:
+    """Return ``fn`` run with the oneDNN linear lever off (every linear through ``F.linear``)."""
+
+    def run(x: torch.Tensor, y: torch.Tensor) -> None:
+        saved, fast_linear._ONEDNN_LINEAR = fast_linear._ONEDNN_LINEAR, None
+        try:
+            fn(x, y)
+        finally:
+            fast_linear._ONEDNN_LINEAR = saved
+
+    return run
+
+
 def timed(fn: Callable[[], None], iters: int) -> float:
     """Return the median wall time of ``iters`` calls of ``fn`` (seconds)."""
     times = []
@@ -317,11 +331,15 @@ def main() -> None:
 
     contenders: dict[str, Callable[[torch.Tensor, torch.Tensor], None]] = {
         "ours infer": cont.infer_ours,
+        "ours infer -L": without_fast_linear(cont.infer_ours),
         "bd fp32 infer": cont.infer_bd,
         "ours adapter": cont.step_ours,
+        "ours adapter -L": without_fast_linear(cont.step_ours),
         "bd adapter": cont.step_bd_adapter,
         "bd full": cont.step_bd_full,
     }
+    flops["ours infer -L"], flops["ours adapter -L"] = flops["ours infer"], flops["ours adapter"]
+    print("'-L' = ours with the oneDNN linear lever switched off (plain F.linear), the lever's A/B")
     tokens = c * p
     for b in sorted(set(batch_sizes) | set(train_batch_sizes)):
         x, y = make_batch(b, c, p, seed=b)
@@ -340,15 +358,17 @@ def main() -> None:
             ratio = {}
             if "ours infer" in rates:
                 ratio["infer"] = rates["ours infer"][-1] / rates["bd fp32 infer"][-1]
+                ratio["lever infer"] = rates["ours infer"][-1] / rates["ours infer -L"][-1]
             if "ours adapter" in rates:
                 ratio["adapter"] = rates["ours adapter"][-1] / rates["bd adapter"][-1]
                 ratio["vs full"] = rates["ours adapter"][-1] / rates["bd full"][-1]
+                ratio["lever adapter"] = rates["ours adapter"][-1] / rates["ours adapter -L"][-1]
             print(f"  batch {b} repeat {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f}/s" for k, v in rates.items())
                   + " | ratios " + ", ".join(f"{k} {v:.2f}x" for k, v in ratio.items()) + f" | load {os.getloadavg()[0]:.1f}", flush=True)
         med = {k: statistics.median(v) for k, v in rates.items()}
         print(f"batch {b} medians over {args.repeats} repeats (samples/s, achieved GFLOP/s from the hand count):")
         for name, v in med.items():
-            print(f"  {name:14s} {v:8.2f} samples/s  {v * tokens * flops[name] / 1e9:6.1f} GFLOP/s")
+            print(f"  {name:16s} {v:8.2f} samples/s  {v * tokens * flops[name] / 1e9:6.1f} GFLOP/s")
         if "ours infer" in med:
             best_bd_infer = max(med["bd fp32 infer"], bd_bf16)
             print(f"  bd best inference = {'fp32' if best_bd_infer == med['bd fp32 infer'] else 'bf16 autocast'} ({best_bd_infer:.2f} samples/s)")

@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from passport_kit.model.fast_linear import linear
+
 
 class AxisAttention(nn.Module):
     """Multi-head self-attention along one axis of a ``(B, C, P, E)`` grid."""
@@ -33,7 +35,7 @@ class AxisAttention(nn.Module):
         """
         length, e = h.shape[-2:]
         # (*, L, 3E) comes out contiguous, so flattening the leading dims is a view.
-        qkv = F.linear(h, self.in_proj_weight, self.in_proj_bias).view(-1, length, 3 * e)
+        qkv = linear(h, self.in_proj_weight, self.in_proj_bias).view(-1, length, 3 * e)
         n = qkv.shape[0]
         # (N, L, 3, H, e) → three (N, H, L, e) *views*; the fused kernel reads the strides.
         q, k, v = qkv.view(n, length, 3, self.n_heads, e // self.n_heads).unbind(2)
@@ -43,7 +45,7 @@ class AxisAttention(nn.Module):
             v.transpose(1, 2),
             dropout_p=self.dropout if self.training else 0.0,
         )
-        return self.out_proj(out.transpose(1, 2).reshape(n, length, e))
+        return linear(out.transpose(1, 2).reshape(n, length, e), self.out_proj.weight, self.out_proj.bias)
 
 
 class CrissCrossLayer(nn.Module):
@@ -75,7 +77,9 @@ class CrissCrossLayer(nn.Module):
         s = self.self_attn_s.attend(hs).view(b, p, c, half).transpose(1, 2)
         t = self.self_attn_t.attend(h[..., half:]).view(b, c, p, half)
         x = x + self.dropout1(torch.cat([s, t.to(s.dtype)], dim=-1))
-        ff = self.linear2(self.dropout(F.gelu(self.linear1(self.norm2(x)))))
+        # linear() fuses bias and GELU on the CPU fast path (frozen or inference); see fast_linear.
+        hidden = linear(self.norm2(x), self.linear1.weight, self.linear1.bias, gelu=True)
+        ff = linear(self.dropout(hidden), self.linear2.weight, self.linear2.bias)
         return x + self.dropout2(ff)
 
 
