@@ -12,7 +12,7 @@ subjects, **per subject**:
   randomly drawn training subjects (a different draw per seed), validation fixed.
 
 Outputs (in ``out``): ``results.csv`` (one row per method × fold × size × seed × test
-subject, every metric), ``per_subject.csv`` (test subjects × methods, mean over seeds at the
+subject, every metric; rewritten after every run, so a stopped evaluation keeps its rows), ``per_subject.csv`` (test subjects × methods, mean over seeds at the
 largest training set: the paper's table), ``summary.json`` (configuration, every row, mean ±
 SD per method), ``confusion_<method>.png`` (pooled over folds), and with a sweep
 ``sweep.csv`` + ``sweep.png`` (metric vs training subjects, mean ± SD over seeds and folds).
@@ -205,6 +205,9 @@ def evaluate(
         if n == sizes[-1]:
             pooled[method][0].extend(windows.y[test_idx].tolist())
             pooled[method][1].extend(pred.tolist())
+        if rows:
+            # Rows so far, after every run: a long evaluation stopped midway keeps what it scored.
+            reports.write_table(Path(cfg.out) / "results.csv", rows)
     if progress is not None:
         progress(total, total, "done")
     if not rows:

@@ -1,0 +1,56 @@
+"""evaluate through its Python API: fold selection, sweep files, rows kept when stopped midway."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from passport_kit.errors import DataError
+from passport_kit.training.evaluate import evaluate, folds_for, make_config
+
+SUBJECTS = np.array(["s01", "s02", "s03", "s04"])
+
+
+def _cfg(tmp_path: Path, **options):
+    return make_config(montage="m.yaml", data=tmp_path, out=tmp_path / "out", **options)
+
+
+@pytest.mark.parametrize(("protocol", "tests"), [("loso", [("s02",)]), ("split", [("s02",)])])
+def test_test_subjects_restrict_the_folds(tmp_path: Path, protocol: str, tests: list) -> None:
+    folds = folds_for(_cfg(tmp_path, protocol=protocol, test_subjects=("s02",)), SUBJECTS)
+    assert [f.test for f in folds] == tests
+    assert all("s02" not in f.train for f in folds)
+
+
+def test_split_is_the_same_for_every_seed(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, protocol="split", seeds=3)
+    assert len(folds_for(cfg, SUBJECTS)) == 1
+
+
+def test_unknown_test_subject_is_a_data_error(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"\['s09'\]"):
+        folds_for(_cfg(tmp_path, test_subjects=("s09",)), SUBJECTS)
+
+
+def test_sweep_writes_curve(tmp_path: Path, montage_yaml: Path, dataset: Path, checkpoint: str) -> None:
+    report = evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(checkpoint,),
+                      protocol="split", subjects_sweep=(1, 2), seeds=2, max_steps=1, batch_size=4)
+    rows = list(csv.DictReader((tmp_path / "ev" / "sweep.csv").open()))
+    assert [(r["n_train_subjects"], r["n_runs"]) for r in rows] == [("1", "2"), ("2", "2")]
+    assert report.files["sweep_plot"].is_file()
+
+
+def test_stopped_evaluation_keeps_its_rows(tmp_path: Path, montage_yaml: Path, dataset: Path,
+                                           checkpoint: str) -> None:
+    def stop_after_first(done: int, total: int, what: str) -> None:
+        if done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(checkpoint,),
+                 max_steps=1, batch_size=4, progress=stop_after_first)
+    rows = list(csv.DictReader((tmp_path / "ev" / "results.csv").open()))
+    assert [r["test_subject"] for r in rows] == ["s01"]
