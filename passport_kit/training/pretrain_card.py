@@ -103,7 +103,8 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
         f"- Optimisation: {opt['name']} lr {opt['lr']:g}, weight decay {opt['weight_decay']:g}, {opt['schedule']} "
         f"to {opt['eta_min']:g}, gradient clipping {opt['grad_clip']:g}; {info['steps']} steps of "
         f"{info['batch_size_per_process']} windows × {info['world_size']} process(es); seed {info['seed']}.",
-        f"- Wall time: {info['wall_time_s'] / 60:.1f} min on {info['runtime']}.",
+        f"- Wall time of the training loop: {info['wall_time_s'] / 60:.1f} min (reading the data excluded) on "
+        f"{info['runtime']}.",
         f"- Final training loss (last step): {info['final_train_loss']:.4f}.",
         "",
         "## Validation: held-out subjects",
@@ -112,8 +113,7 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
     if val.get("val_loss") is not None:
         lines += [
             "Masked-patch reconstruction MSE (units of (100 µV)²) on the held-out subjects' windows, with "
-            "the same random masks, against predicting zeros for every masked patch (ratio < 1: the model "
-            "learned something about the signals):",
+            "the same random masks, against predicting zeros for every masked patch:",
             "",
             "| held-out data | windows | model | predicting zeros | ratio |",
             "|---|---|---|---|---|",
@@ -124,6 +124,7 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
         n_all = sum(d["windows"] for d in val.get("per_dataset", {}).values())
         lines.append(f"| all | {n_all} | {val['val_loss']:.4f} | {val['val_zero_loss']:.4f} | "
                      f"{val.get('ratio_to_zero', float('nan')):.3f} |")
+        lines += ["", _verdict(val.get("ratio_to_zero", float("nan")))]
     else:
         lines.append("No subjects were held out (`--val-fraction 0` or one subject per dataset).")
     lines += [
@@ -147,3 +148,17 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _verdict(ratio: float) -> str:
+    """Return one honest sentence on what the held-out ratio to the zero predictor means."""
+    if ratio < 0.9:
+        return (f"The model's error is {100 * (1 - ratio):.0f} % below predicting zeros: pretraining learned "
+                "structure of the signals that carries over to new subjects.")
+    if ratio < 1.0:
+        return (f"The model's error is only {100 * (1 - ratio):.1f} % below predicting zeros: this run has barely "
+                "started to learn to reconstruct masked patches; expect weak features.")
+    return ("The model's error is **not below** predicting zeros: this run did not get past the zero predictor, "
+            "so the reconstruction has not been learned. Its weights (and expert bank) have trained for the "
+            "steps above but carry little signal knowledge; pretrain longer (see docs/pretraining.md) before "
+            "relying on them.")
