@@ -8,9 +8,10 @@ Contracts checked, in data-flow order (a failure stops the checks that depend on
 4. **sampling & shapes**: windows are ``(N, C, P, 200)`` with C = montage channels and
    P = window seconds at 200 Hz.
 5. **amplitude**: the raw scale against the checkpoint's expectation: CBraMod-style
-   backbones were pretrained on µV/100 with windows under 100 µV, so typical EEG has a
-   window standard deviation of a few to a few tens of µV. A median far outside 0.5–200 µV
-   means a unit problem (volts stored as µV, or the reverse).
+   backbones were pretrained on µV/100 (CBraMod: windows under 100 µV; a passport-kit
+   checkpoint records its own limit), so typical EEG has a window standard deviation of a few
+   to a few tens of µV. A median far outside 0.5–200 µV means a unit problem (volts stored as
+   µV, or the reverse).
 6. **quality flags**: NaN / flat / clipped / over-limit windows, and channels flagged in most
    windows (poor contact).
 7. **labels**: labeled windows per class and per subject (empty classes, too few subjects
@@ -36,7 +37,7 @@ _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
 
 #: Window standard deviation (µV) outside which the amplitude scale looks wrong.
 STD_RANGE_UV = (0.5, 200.0)
-#: The amplitude bound of CBraMod pretraining windows (µV).
+#: The amplitude bound of CBraMod pretraining windows (µV), assumed when a checkpoint records none.
 PRETRAIN_LIMIT_UV = 100.0
 
 
@@ -152,16 +153,18 @@ def check(
     std_uv = sample.std(axis=(2, 3)) * preprocess.scale_uv  # (n_sample, C)
     peak_uv = np.abs(sample).max(axis=(2, 3)) * preprocess.scale_uv
     med = float(np.median(std_uv))
-    over = float(np.mean(peak_uv.max(axis=1) > PRETRAIN_LIMIT_UV))
-    detail = (f"median window SD {med:.1f} µV, {100 * over:.0f}% of windows peak above {PRETRAIN_LIMIT_UV:g} µV "
-              f"(pretraining kept windows under {PRETRAIN_LIMIT_UV:g} µV)")
+    limit = pretraining_limit_uv(info)
+    over = float(np.mean(peak_uv.max(axis=1) > (limit or PRETRAIN_LIMIT_UV)))
+    detail = (f"median window SD {med:.1f} µV, {100 * over:.0f}% of windows peak above {limit or PRETRAIN_LIMIT_UV:g} µV "
+              + (f"(pretraining kept windows under {limit:g} µV)" if limit else
+                 "(this checkpoint was pretrained without an amplitude limit)"))
     if not STD_RANGE_UV[0] <= med <= STD_RANGE_UV[1]:
         hint = "volts read as µV?" if med < STD_RANGE_UV[0] else "µV read as volts, or heavy artefacts?"
         report.add("amplitude", "warn", f"{detail}; expected {STD_RANGE_UV[0]:g}-{STD_RANGE_UV[1]:g} µV ({hint}) "
                    "- check the unit in the recording header" + ("" if preprocess.instance_norm else
                                                                  ", or use --instance-norm"))
     else:
-        report.add("amplitude", "warn" if over > 0.5 else "ok", detail)
+        report.add("amplitude", "warn" if limit and over > 0.5 else "ok", detail)
 
     flags = np.asarray(windows.flags)
     counts = {name: int(np.count_nonzero((flags & bit).any(axis=1))) for bit, name in FLAG_NAMES.items()}
@@ -206,6 +209,19 @@ def check(
                    f"{n_train:,} trainable parameters get gradients"
                    + (f" (zero gradient: {zero[:3]})" if zero else ""))
     return report
+
+
+def pretraining_limit_uv(info: Any) -> float | None:
+    """Return the amplitude limit (µV) the checkpoint's pretraining windows obeyed, if any.
+
+    Checkpoints written by ``pretrain`` record their preprocessing under
+    ``training.preprocess``; an imported CBraMod release follows CBraMod's 100 µV rule.
+    """
+    recorded = dict(getattr(info, "training", {}) or {}).get("preprocess")
+    if isinstance(recorded, dict) and "amplitude_limit_uv" in recorded:
+        value = recorded["amplitude_limit_uv"]
+        return float(value) if value is not None else None
+    return PRETRAIN_LIMIT_UV
 
 
 def _check_labels(report: CheckReport, windows: Any) -> bool:
