@@ -1,0 +1,20 @@
+"""The demo end to end (slow: simulates data and trains two adapters)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from passport_kit.cli.app import app
+
+
+@pytest.mark.slow
+def test_demo_runs_and_lists_its_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PASSPORT_KIT_HOME", str(tmp_path / "home"))
+    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "demo"), "--subjects", "3", "--steps", "2"])
+    assert result.exit_code == 0, result.output
+    assert "kappa on held-out subject s03" in result.output
+    assert (tmp_path / "demo" / "evaluation" / "per_subject.csv").is_file()
+    assert (tmp_path / "demo" / "predictions" / "s03" / "s03_hypnogram.png").is_file()
