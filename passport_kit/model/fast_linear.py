@@ -3,7 +3,7 @@
 PyTorch's ``F.linear`` on CPU runs an MKL ``addmm``: it copies the bias into the output, then
 accumulates the product; a following GELU is one more pass over memory. oneDNN's linear
 primitive (``torch.ops.mkldnn._linear_pointwise``, the kernel Inductor uses on CPU) fuses bias
-and GELU into the product and was 1.2-2.3x faster per projection on the AVX2 EPYC of
+and GELU into the product and was 1.2-2.9x faster per projection on the AVX2 EPYC of
 docs/RESULTS.md (the 100 → 300 attention projections gain most). The op has no autograd formula,
 so it is used only where no weight gradient is wanted: under ``torch.no_grad`` /
 ``inference_mode``, or for frozen weights (the ``adapter`` and ``head`` policies), where
