@@ -67,13 +67,15 @@ def run(montages: tuple[str, ...], subjects: int, hours: float, seed: int) -> No
             fp_bad_subj += int(qb.bad[others].sum())
             n_clean_bad_subj += len(others)
         detect = ", ".join(f"{k} {v}/{subjects}" for k, v in found.items())
+        scored_corr = [c for c in clean_stats["corr"] if np.isfinite(c)]
+        noise_corr = [c for c in bad_stats["noise corr"] if np.isfinite(c)]
         print(f"{name:13s} clean subjects: {fp}/{n_clean} channels bad (window level {fp_win / n_clean:.2%}) | "
               f"with poor contacts: detected {detect}; other channels bad {fp_bad_subj}/{n_clean_bad_subj}", flush=True)
         print(f"{'':13s} clean max: var_z {max(clean_stats['var_z_channels']):.2f}, line_rel "
               f"{max(clean_stats['line_rel']):.3g}, drift_rel {max(clean_stats['drift_rel']):.3g}; clean min scored corr "
-              f"{min(clean_stats['corr']) if not np.isnan(clean_stats['corr']).all() else 'none scored'} | bad: noise var_z {min(bad_stats['noise var_z']):.2f}.."
+              f"{f'{min(scored_corr):.2f}' if scored_corr else 'none scored'} | bad: noise var_z {min(bad_stats['noise var_z']):.2f}.."
               f"{max(bad_stats['noise var_z']):.2f}, noise line_rel >= {min(bad_stats['noise line_rel']):.3g}, "
-              f"noise corr <= {np.nanmax(bad_stats['noise corr']):.2f}, drift_rel >= {min(bad_stats['drift_rel']):.3g}",
+              f"noise corr <= {f'{max(noise_corr):.2f}' if noise_corr else 'n/a'}, drift_rel >= {min(bad_stats['drift_rel']):.3g}",
               flush=True)
 
 

@@ -7,9 +7,12 @@ PassportErrors), which the root app turns into exit code 2 and one line.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from passport_kit.signals.quality import ChannelQuality
 
 data_app = typer.Typer(name="data", help="Inspect datasets and manage the window cache.", no_args_is_help=True)
 
@@ -139,7 +142,7 @@ def _quality_targets(path: Path) -> list[tuple[str, Path, dict[str, str] | None,
             for rec in spec.recordings]
 
 
-def _print_quality(results: list, montage_name: str) -> None:
+def _print_quality(results: list[tuple[str, ChannelQuality]], montage_name: str) -> None:
     """Print one rich table per recording: channel, status, score, bad windows, reasons."""
     from rich.console import Console
     from rich.table import Table
