@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from torch import Tensor, nn
 
 from passport_kit.errors import ConfigError
@@ -100,22 +100,15 @@ class PretrainConfig(BaseModel):
     resume: bool = False
     progress: bool = True
 
-    @field_validator("embedding")
+    @field_validator("embedding", "arch")
     @classmethod
-    def _known_embedding(cls, value: str) -> str:
-        from passport_kit.model.config import EMBEDDING_KINDS
+    def _known_name(cls, value: str, info: ValidationInfo) -> str:
+        from passport_kit.model.config import ARCHITECTURES, EMBEDDING_KINDS
 
-        if value not in EMBEDDING_KINDS:
-            raise ValueError(f"unknown embedding {value!r}; choose one of {list(EMBEDDING_KINDS)}")
-        return value
-
-    @field_validator("arch")
-    @classmethod
-    def _known_arch(cls, value: str) -> str:
-        from passport_kit.model.config import ARCHITECTURES
-
-        if value not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture {value!r}; choose one of {sorted(ARCHITECTURES)}")
+        known = {"embedding": list(EMBEDDING_KINDS), "arch": sorted(ARCHITECTURES)}[info.field_name]
+        if value not in known:
+            what = "embedding" if info.field_name == "embedding" else "architecture"
+            raise ValueError(f"unknown {what} {value!r}; choose one of {known}")
         return value
 
     @classmethod
