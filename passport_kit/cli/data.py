@@ -113,7 +113,7 @@ def quality_cmd(
         if len(results) == 1:
             results[0][1].to_tsv(out)
         else:
-            from passport_kit.montage.files import atomic_write_text
+            from passport_kit.atomic_io import atomic_write_text
 
             rows = [{"recording": name, **row} for name, q in results for row in q.rows()]
             atomic_write_text(out, format_tsv(rows))

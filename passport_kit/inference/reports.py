@@ -8,92 +8,15 @@ they work headless and from threads.
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
-import json
-import math
-import os
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from passport_kit.atomic_io import atomic_output, atomic_write_text as write_text, write_json, write_table
 from passport_kit.inference.hypnogram import Hypnogram
-
-
-@contextlib.contextmanager
-def atomic_output(path: Path | str) -> Iterator[Path]:
-    """Yield a temp path next to ``path``; on success move it onto ``path`` (atomic rename).
-
-    For libraries that write files themselves (matplotlib, edfio). On an exception the temp
-    file is removed and ``path`` keeps its previous content.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_text(path: Path | str, text: str) -> Path:
-    """Write ``text`` atomically (UTF-8) and return the path."""
-    with atomic_output(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return Path(path)
-
-
-def _clean(value: Any) -> Any:
-    """Return ``value`` with NaN/inf floats as None and numpy scalars as Python (strict JSON)."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _clean(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-def write_json(path: Path | str, payload: Any) -> Path:
-    """Write ``payload`` as indented strict JSON (NaN → null) atomically; return the path."""
-    return write_text(path, json.dumps(_clean(payload), indent=2, allow_nan=False) + "\n")
-
-
-def write_table(path: Path | str, rows: Sequence[dict[str, Any]], *, delimiter: str = ",") -> Path:
-    """Write dict rows as a CSV (or TSV with ``delimiter='\\t'``); columns in first-seen order."""
-    columns: list[str] = []
-    for row in rows:
-        columns.extend(k for k in row if k not in columns)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, delimiter=delimiter, lineterminator="\n",
-                            restval="n/a" if delimiter == "\t" else "")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: _format_cell(v, delimiter) for k, v in row.items()})
-    return write_text(path, buf.getvalue())
-
-
-def _format_cell(value: Any, delimiter: str) -> Any:
-    """Return a cell as text: floats to 6 significant digits, missing as BIDS 'n/a' in TSV."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a" if delimiter == "\t" else ""
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):.6g}"
-    return value
 
 
 def window_rows(

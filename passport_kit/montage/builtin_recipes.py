@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from passport_kit.montage.files import atomic_write_text
+from passport_kit.atomic_io import atomic_write_text
 from passport_kit.montage.mne_bridge import TEMPLATE, template_head_positions
 from passport_kit.montage.schema import Channel, Montage
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from passport_kit.errors import MontageError
-from passport_kit.montage.files import atomic_write_bytes, user_writable
+from passport_kit.atomic_io import atomic_write_bytes
+from passport_kit.montage.files import user_writable
 from passport_kit.montage.schema import Montage
 
 #: Head radius of the drawing (metres): MNE's default sphere radius for topographic plots.

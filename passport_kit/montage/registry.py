@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Literal
 
 from passport_kit.errors import MontageError
-from passport_kit.montage.files import atomic_write_text, user_writable
+from passport_kit.atomic_io import atomic_write_text
+from passport_kit.montage.files import user_writable
 from passport_kit.montage.schema import NAME_PATTERN, Montage
 
 HOME_ENV = "PASSPORT_KIT_HOME"

@@ -246,7 +246,8 @@ class Montage(BaseModel):
 
     def to_yaml(self, path: str | Path, *, units: str = "m") -> Path:
         """Write the montage as YAML to ``path`` atomically and return the path."""
-        from passport_kit.montage.files import atomic_write_text, user_writable
+        from passport_kit.atomic_io import atomic_write_text
+        from passport_kit.montage.files import user_writable
 
         with user_writable(Path(path), "the montage file", "choose a writable path"):
             return atomic_write_text(Path(path), self.to_yaml_str(units=units))

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from passport_kit.montage.files import atomic_write_text
+from passport_kit.atomic_io import atomic_write_text
 
 #: Bump when the layout or the meaning of cached arrays changes; old entries are then ignored.
 CACHE_FORMAT = 1

@@ -176,13 +176,15 @@ class ChannelQuality:
 
         Missing values are ``n/a`` as BIDS asks; scores and statistics have 4 significant digits.
         """
-        from passport_kit.montage.files import atomic_write_text
+        from passport_kit.atomic_io import atomic_write_text
 
         return atomic_write_text(Path(path), format_tsv(self.rows()))
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict: source, thresholds, per-channel rows (NaN → None)."""
-        return _json_clean({
+        from passport_kit.atomic_io import strict_json_value
+
+        return strict_json_value({
             "source": self.source,
             "inputs": self.inputs,
             "window_seconds": self.window_seconds,
@@ -196,7 +198,7 @@ class ChannelQuality:
         """Return the :meth:`to_dict` content as strict JSON; also write it atomically to ``path`` if given."""
         text = json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
         if path is not None:
-            from passport_kit.montage.files import atomic_write_text
+            from passport_kit.atomic_io import atomic_write_text
 
             atomic_write_text(Path(path), text)
         return text
@@ -221,19 +223,6 @@ def format_tsv(rows: list[dict[str, Any]]) -> str:
                 cells.append(str(v).replace("\t", " "))
         buf.write("\t".join(cells) + "\n")
     return buf.getvalue()
-
-
-def _json_clean(value: Any) -> Any:
-    """Return ``value`` with NaN/inf as None and numpy scalars as Python values (strict JSON)."""
-    if isinstance(value, dict):
-        return {str(k): _json_clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
 
 
 # ------------------------------------------------------------------------- public entry points

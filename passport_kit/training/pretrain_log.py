@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from passport_kit.montage.files import atomic_write_text
+from passport_kit.atomic_io import atomic_write_text
 
 COLUMNS: tuple[str, ...] = (
     "step", "epoch", "montage", "loss", "lr", "grad_norm", "samples_per_s", "elapsed_s",

@@ -27,11 +27,9 @@ is refused with a :class:`~passport_kit.errors.CheckpointError`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +39,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
+from passport_kit.atomic_io import atomic_output
 from passport_kit.errors import CheckpointError
 
 FORMAT = "passport-kit/training-state"
@@ -165,18 +164,9 @@ def save_training_state(path: str | os.PathLike[str], state: TrainingState) -> P
         "state": json.dumps(skeleton),
         "complete": "true",
     }
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        save_file(tensors, tmp_name, metadata=metadata)
-        with open(tmp_name, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        # Also on KeyboardInterrupt: never leave the temporary file behind a failed write.
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
+    # Also on KeyboardInterrupt, atomic_output leaves neither a temp file nor a partial state.
+    with atomic_output(path) as tmp:
+        save_file(tensors, str(tmp), metadata=metadata)
     _fsync_dir(path.parent)
     return path
 

@@ -30,7 +30,7 @@ from scipy.fft import irfft, next_fast_len
 from scipy.ndimage import uniform_filter1d
 from scipy.signal import lfilter
 
-from passport_kit.signals.simulator.hypnogram import EPOCH_SECONDS, N1, N2, N3, REM, W
+from passport_kit.signals.simulator.hypnogram import EPOCH_SECONDS, N2, W
 from passport_kit.signals.simulator.profile import SubjectProfile
 from passport_kit.signals.simulator.sources import BACKGROUND_SITES
 

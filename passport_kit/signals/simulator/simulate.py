@@ -172,7 +172,7 @@ def simulate_dataset(
     subject is written.
     """
     from passport_kit import __version__
-    from passport_kit.inference.reports import write_json
+    from passport_kit.atomic_io import write_json
     from passport_kit.montage import resolve_montage
     from passport_kit.signals.simulator.recording import simulate_recording
     from passport_kit.signals.simulator.writer import (

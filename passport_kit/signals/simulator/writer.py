@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from passport_kit.inference.reports import atomic_output, write_table, write_text
+from passport_kit.atomic_io import atomic_output, write_table
+from passport_kit.atomic_io import atomic_write_text as write_text
 from passport_kit.signals.simulator.hypnogram import EPOCH_SECONDS, STAGES
 
 DATASET_FILE = "dataset.yaml"

@@ -1,0 +1,114 @@
+"""Atomic file writes: readers see the old file or the complete new one, never a partial write.
+
+Every writer in passport-kit goes through :func:`atomic_output`: the content is written to a
+temporary file in the target's folder, flushed to disk, given the mode an ordinary write would
+have, and renamed over the target (``os.replace`` is atomic within one folder on POSIX and
+Windows). A crash or Ctrl-C leaves no temporary file and the target as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _default_mode() -> int:
+    """Return the mode a new file gets from an ordinary ``open(..., 'w')`` (0666 less umask)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path | str) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success, move it onto ``path``.
+
+    Use it for libraries that write files themselves (matplotlib, edfio, safetensors). On an
+    exception the temporary file is removed and ``path`` keeps its previous content.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f"{path.suffix}.tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        # mkstemp makes the file private (0600); keep the target's mode, or an ordinary one.
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _default_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically; return the path."""
+    with atomic_output(path) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
+def atomic_write_text(path: Path | str, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically; return the path."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def strict_json_value(value: Any) -> Any:
+    """Return ``value`` ready for strict JSON: NaN/inf → None, numpy → Python, Path → str."""
+    if isinstance(value, dict):
+        return {str(k): strict_json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json_value(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return strict_json_value(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def write_json(path: Path | str, payload: Any) -> Path:
+    """Write ``payload`` as indented strict JSON (NaN → null) atomically; return the path."""
+    text = json.dumps(strict_json_value(payload), indent=2, allow_nan=False) + "\n"
+    return atomic_write_text(path, text)
+
+
+def write_table(path: Path | str, rows: Sequence[dict[str, Any]], *, delimiter: str = ",") -> Path:
+    """Write dict rows as CSV (or TSV with ``delimiter='\\t'``) atomically; return the path.
+
+    Columns come in first-seen order; floats keep 6 significant digits; a missing value is
+    empty in CSV and BIDS ``n/a`` in TSV.
+    """
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, delimiter=delimiter, lineterminator="\n",
+                            restval="n/a" if delimiter == "\t" else "")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _format_cell(v, delimiter) for k, v in row.items()})
+    return atomic_write_text(path, buf.getvalue())
+
+
+def _format_cell(value: Any, delimiter: str) -> Any:
+    """Return a cell as text: floats to 6 significant digits, missing as BIDS 'n/a' in TSV."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a" if delimiter == "\t" else ""
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.6g}"
+    return value
