@@ -3,8 +3,8 @@
 PyTorch's ``F.linear`` on CPU runs an MKL ``addmm``: it copies the bias into the output, then
 accumulates the product; a following GELU is one more pass over memory. oneDNN's linear
 primitive (``torch.ops.mkldnn._linear_pointwise``, the kernel Inductor uses on CPU) fuses bias
-and GELU into the product and was 1.2-2.9x faster per projection on the AVX2 EPYC of
-docs/RESULTS.md (the 100 → 300 attention projections gain most). The op has no autograd formula,
+and GELU into the product and was 1.2-2.9x faster per projection on the AVX2 EPYC under load, but slower
+end to end on a quiet machine, so it is opt-in (see ``_ONEDNN_LINEAR``). The op has no autograd formula,
 so it is used only where no weight gradient is wanted: under ``torch.no_grad`` /
 ``inference_mode``, or for frozen weights (the ``adapter`` and ``head`` policies), where
 :class:`_FrozenLinear` supplies the input gradient. Everything else (autocast, CUDA, trainable
@@ -13,12 +13,19 @@ weights, ``torch.compile`` tracing) takes ``F.linear`` unchanged.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-# None when this torch build lacks oneDNN or the op (then every call takes F.linear).
-_ONEDNN_LINEAR = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
+# None when this torch build lacks oneDNN or the op.
+_ONEDNN_OP = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
+# Off by default (None: every call takes F.linear). Measured on a quiet machine, the lever made
+# whole-model inference and the adapter step 10-18 % *slower* than plain F.linear (docs/RESULTS.md,
+# "Model speed on CPU"); the earlier gain was seen only under heavy load. Opt in with
+# PASSPORT_KIT_ONEDNN_LINEAR=1 to measure it on other processors.
+_ONEDNN_LINEAR = _ONEDNN_OP if os.environ.get("PASSPORT_KIT_ONEDNN_LINEAR") == "1" else None
 
 
 class _FrozenLinear(torch.autograd.Function):
