@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import typer
 from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
@@ -35,8 +34,8 @@ def test_bug_keeps_its_traceback() -> None:
     assert isinstance(result.exception, RuntimeError)
 
 
-def test_help_lists_no_traceback() -> None:
+def test_help_lists_every_command() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
-    assert "passport-kit" in result.output or "Usage" in result.output
-    assert isinstance(typer.Typer(), typer.Typer)
+    for command in ("register-montage", "simulate", "pretrain", "adapt", "evaluate", "predict", "check", "demo"):
+        assert command in result.output
