@@ -14,20 +14,14 @@ from typing import Any
 
 import typer
 
+from passport_kit.cli.options import EXIT_INTERRUPTED, optional_float
 from passport_kit.errors import ConfigError
-
-EXIT_INTERRUPTED = 130
 _TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recipe), head, or full."
 
 
 def _notch(value: str) -> float | None:
     """Return the notch frequency in Hz, or None for 'none'/'0'."""
-    if value.strip().lower() in {"none", "off", "0"}:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        raise ConfigError(f"--notch must be a frequency in Hz (50, 60) or 'none', got {value!r}") from None
+    return optional_float(value, "--notch", "a frequency in Hz (50, 60)")
 
 
 def _sweep(value: str | None) -> tuple[int, ...] | None:

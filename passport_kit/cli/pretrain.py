@@ -6,19 +6,12 @@ from pathlib import Path
 
 import typer
 
-from passport_kit.errors import ConfigError
-
-EXIT_INTERRUPTED = 130
+from passport_kit.cli.options import EXIT_INTERRUPTED, optional_float
 
 
 def _limit(value: str) -> float | None:
     """Return the amplitude limit in µV, or None for 'none'."""
-    if value.strip().lower() in {"none", "off", "0"}:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        raise ConfigError(f"--amplitude-limit-uv must be a number of µV or 'none', got {value!r}") from None
+    return optional_float(value, "--amplitude-limit-uv", "a number of µV")
 
 
 def pretrain_command(
