@@ -22,11 +22,15 @@ from typing import Any
 import numpy as np
 
 
-def _default_mode() -> int:
-    """Return the mode a new file gets from an ordinary ``open(..., 'w')`` (0666 less umask)."""
+def _read_umask() -> int:
+    """Return the process umask (reading it means setting it, so do it once, at import)."""
     umask = os.umask(0)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
+
+
+# Read once: os.umask can only be read by setting it, which would race with threads creating files.
+_DEFAULT_MODE = 0o666 & ~_read_umask()
 
 
 @contextlib.contextmanager
@@ -38,14 +42,16 @@ def atomic_output(path: Path | str) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f"{path.suffix}.tmp", dir=path.parent)
+    # Keep the target's suffix: some writers (MNE's export, matplotlib without format=) pick the
+    # format from it. The leading dot and random part keep it from reading as the target.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         # mkstemp makes the file private (0600); keep the target's mode, or an ordinary one.
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _default_mode())
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else _DEFAULT_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
