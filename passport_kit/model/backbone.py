@@ -46,6 +46,13 @@ class Backbone(FrozenStaysEval, nn.Module):
             for sub in module.modules():
                 if isinstance(sub, nn.Linear):
                     nn.init.kaiming_normal_(sub.weight, mode="fan_out", nonlinearity="relu")
+        # Except the reconstruction head, which starts at zero: the model then starts at the
+        # zero predictor's loss. With CBraMod's init its first outputs are ~20x the signal
+        # (loss ~400x that of predicting zeros), and on CPU budgets the run spent its steps
+        # unlearning that and stayed at the zero predictor (docs/pretraining.md, probe 3).
+        # Downstream the head is unused and imported checkpoints overwrite it.
+        nn.init.zeros_(self.proj_out[0].weight)
+        nn.init.zeros_(self.proj_out[0].bias)
 
     @property
     def config(self) -> ModelConfig:

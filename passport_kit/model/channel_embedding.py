@@ -207,11 +207,36 @@ class _ExpertEmbedding(ChannelEmbedding):
     """
 
     n_meta = 7
+    #: Initial scale of the experts: per-dimension on the order of a sinusoid code (0.7) and of
+    #: patch embeddings, so channel vectors matter from the first step (std 0.02 made them noise).
+    expert_init_std = 1.0
+    #: Initial std of the mixture's first-layer weights on the 7 position numbers (decimetres)...
+    position_init_std = 1.0
+    #: ... and the factor applied to PyTorch's default init of its weights on the 200-dim z_c.
+    activity_init_scale = 0.1
+    #: Initial std of the mixture's output layer.
+    output_init_std = 0.3
 
     def __init__(self, d_model: int, n_experts: int) -> None:
         super().__init__(d_model)
         self.experts = nn.Parameter(torch.empty(n_experts, d_model))
-        nn.init.trunc_normal_(self.experts, std=0.02)
+        std = self.expert_init_std
+        nn.init.trunc_normal_(self.experts, std=std, a=-3 * std, b=3 * std)
+
+    def _init_mixture(self, first: nn.Linear, last: nn.Linear) -> None:
+        """Start the mixture as a smooth function of electrode position.
+
+        With PyTorch's default init the 200 activity inputs swamp the 7 position numbers, so
+        every channel starts with nearly the same (activity-driven, window-to-window random)
+        mixture and the codes carry no geometry; probes showed pretraining then learns slowly or
+        not at all (docs/pretraining.md). Here neighbouring electrodes start with similar
+        mixtures (as the fixed `xyz` code gives them), and the activity terms start small and
+        are learned.
+        """
+        with torch.no_grad():
+            first.weight[:, : self.d_model] *= self.activity_init_scale
+            nn.init.normal_(first.weight[:, self.d_model :], std=self.position_init_std)
+            nn.init.normal_(last.weight, std=self.output_init_std)
 
     def query_input(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
         """Return ``(B, C, D + 7)``: [normalised z_c, m_c] for every sample and channel."""
@@ -242,6 +267,7 @@ class MLPExpertEmbedding(_ExpertEmbedding):
         self.mixture = nn.Sequential(
             nn.Linear(d_model + self.n_meta, hidden), nn.GELU(), nn.Linear(hidden, n_experts)
         )
+        self._init_mixture(self.mixture[0], self.mixture[2])
 
     def mixture_weights(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
         """Return the mixture weights ``(B, C, K)`` (rows sum to 1)."""
@@ -264,6 +290,7 @@ class XAttnExpertEmbedding(_ExpertEmbedding):
         self.mixture = nn.Sequential(
             nn.Linear(d_model + self.n_meta, hidden), nn.GELU(), nn.Linear(hidden, key_dim)
         )
+        self._init_mixture(self.mixture[0], self.mixture[2])
 
     def mixture_weights(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
         """Return the attention weights ``(B, C, K)`` of each channel's query over the experts."""

@@ -25,7 +25,8 @@ def test_every_kind_runs_forward_and_backward(kind: str, n_channels: int) -> Non
     backbone = _backbone(kind, meta)
     x = torch.randn(1, n_channels, 3, 200)
     mask = torch.rand(1, n_channels, 3) < 0.5
-    backbone.reconstruct(x, meta, mask).square().mean().backward()
+    # Through the encoder features: the reconstruction head starts at zero (no gradient beyond it).
+    backbone(x, meta, mask).square().mean().backward()
     grads = [p.grad for p in backbone.channel_embedding.parameters()]
     assert all(g is not None and torch.isfinite(g).all() for g in grads)
     assert backbone.encoder.layers[0].linear1.weight.grad.abs().sum() > 0
@@ -117,3 +118,33 @@ def test_activity_summary_pools_unmasked_patches_only(kind: str) -> None:
 def test_unknown_kind_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="choose one of"):
         model_config("cbramod-tiny", "rope")
+
+
+def test_a_fresh_backbone_reconstructs_zeros() -> None:
+    # The pretraining head starts at the zero predictor (docs/pretraining.md, probe 3).
+    meta = make_meta(4)
+    backbone = _backbone("acpe", meta).eval()
+    with torch.no_grad():
+        out = backbone.reconstruct(torch.randn(2, 4, 3, 200), meta)
+    assert torch.equal(out, torch.zeros_like(out))
+
+
+@pytest.mark.parametrize("kind", ["mlp-experts", "xattn-experts"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_expert_codes_start_similar_for_neighbouring_electrodes(kind: str, seed: int) -> None:
+    # Without geometry in the initial codes pretraining stayed at the zero predictor.
+    from passport_kit.montage import resolve_montage
+
+    meta = ChannelMeta.from_montage(resolve_montage("tuh-19"))
+    torch.manual_seed(seed)
+    backbone = _backbone(kind, meta).eval()
+    with torch.no_grad():
+        emb = torch.randn(3, meta.n_channels, 5, 200)
+        codes = backbone.channel_embedding.channel_vectors(emb, meta, None).mean(0)
+    codes = torch.nn.functional.normalize(codes - codes.mean(0), dim=-1)
+    cos = codes @ codes.t()
+    dist = torch.cdist(meta.positions, meta.positions)
+    off = ~torch.eye(meta.n_channels, dtype=torch.bool)
+    near, far = cos[off & (dist < 0.06)], cos[off & (dist > 0.12)]
+    assert near.numel() > 10 and far.numel() > 10
+    assert near.mean() > far.mean() + 0.3
