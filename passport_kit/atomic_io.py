@@ -93,28 +93,40 @@ def write_json(path: Path | str, payload: Any) -> Path:
     return atomic_write_text(path, text)
 
 
-def write_table(path: Path | str, rows: Sequence[dict[str, Any]], *, delimiter: str = ",") -> Path:
+def write_table(path: Path | str, rows: Sequence[dict[str, Any]], *, delimiter: str = ",", digits: int = 6) -> Path:
     """Write dict rows as CSV (or TSV with ``delimiter='\\t'``) atomically; return the path.
 
-    Columns come in first-seen order; floats keep 6 significant digits; a missing value is
-    empty in CSV and BIDS ``n/a`` in TSV.
+    The text is :func:`format_table`'s: columns in first-seen order, floats to ``digits``
+    significant digits, a missing value empty in CSV and BIDS ``n/a`` in TSV.
     """
+    return atomic_write_text(path, format_table(rows, delimiter=delimiter, digits=digits))
+
+
+def format_table(rows: Sequence[dict[str, Any]], *, delimiter: str = ",", digits: int = 6) -> str:
+    """Return dict rows as CSV/TSV text with a header (the one table format of every writer).
+
+    Columns come in first-seen order; floats keep ``digits`` significant digits; a missing
+    value (None, NaN, ±inf, or a column the row lacks) is empty in CSV and BIDS ``n/a`` in TSV.
+    """
+    if digits < 1:
+        raise ValueError(f"digits must be at least 1, got {digits}")
+    missing = "n/a" if delimiter == "\t" else ""
     columns: list[str] = []
     for row in rows:
         columns.extend(k for k in row if k not in columns)
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, delimiter=delimiter, lineterminator="\n",
-                            restval="n/a" if delimiter == "\t" else "")
+    writer = csv.DictWriter(buf, fieldnames=columns, delimiter=delimiter, lineterminator="\n", restval=missing)
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: _format_cell(v, delimiter) for k, v in row.items()})
-    return atomic_write_text(path, buf.getvalue())
+        writer.writerow({k: _format_cell(v, missing, digits) for k, v in row.items()})
+    return buf.getvalue()
 
 
-def _format_cell(value: Any, delimiter: str) -> Any:
-    """Return a cell as text: floats to 6 significant digits, missing as BIDS 'n/a' in TSV."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a" if delimiter == "\t" else ""
+def _format_cell(value: Any, missing: str, digits: int) -> Any:
+    """Return a cell as text: floats to ``digits`` significant digits, a missing value as ``missing``."""
+    if value is None:
+        return missing
     if isinstance(value, (float, np.floating)):
-        return f"{float(value):.6g}"
+        # inf is missing too, as in strict JSON: no reader of these tables parses it the same way.
+        return f"{float(value):.{digits}g}" if math.isfinite(value) else missing
     return value

@@ -81,6 +81,7 @@ def adapt_command(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train the mixture adapter and a head on labeled data; write an adapter bundle."""
+    from passport_kit.signals.quality import quality_line
     from passport_kit.training.adapt import adapt
 
     try:
@@ -90,6 +91,7 @@ def adapt_command(
                 max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
                 seed=seed, device=device, precision=precision, threads=threads, resume=resume, progress=bar,
+                progress_quality=lambda summary: typer.echo(quality_line(summary), err=True),
             )
     except KeyboardInterrupt:
         typer.echo(f"interrupted; the last evaluation's state is in {out}: run the same command to continue",
@@ -179,12 +181,16 @@ def predict_command(
     batch_size: int = typer.Option(64, "--batch-size"),
     device: str = typer.Option("auto", "--device"),
     precision: str = typer.Option("auto", "--precision"),
+    mask_bad_channels: str = typer.Option(
+        "none", "--mask-bad-channels", help="Quality score (0-1) under which a channel is replaced by the mask "
+        "token in that window, or 'none' (default: never mask; 0.5 = the 'bad' threshold)."),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
     from passport_kit.inference.predict import predict
 
+    threshold = optional_float(mask_bad_channels, "--mask-bad-channels", "a quality score between 0 and 1")
     results = predict(adapter, recordings, out, edf_annotations=edf_annotations, base=base, batch_size=batch_size,
-                      device=device, precision=precision)
+                      device=device, precision=precision, mask_bad_channels=threshold)
     for r in results:
         stats = r.summary.get("sleep_statistics")
         if stats:
@@ -194,6 +200,13 @@ def predict_command(
         else:
             line = f"class {r.summary.get('recording_class')}"
         typer.echo(f"{r.recording}: {r.n_windows} windows; {line}")
+        quality = r.summary.get("channel_quality")
+        if quality is not None:
+            bad = ", ".join(quality["bad_channels"]) or "none"
+            masking = quality.get("masking")
+            masked = "" if not masking else (f"; masked below {masking['threshold']:g} in "
+                                             f"{masking['windows_with_masked_channels']} windows")
+            typer.echo(f"  bad channels: {bad}{masked}")
         typer.echo(f"  files in {r.files['summary'].parent}")
 
 

@@ -26,6 +26,7 @@ def predict_proba(
     device: torch.device | None = None,
     precision: Precision = "fp32",
     on_batch: Callable[[int], None] | None = None,
+    channel_mask: np.ndarray | None = None,
 ) -> np.ndarray:
     """Return softmax class probabilities, shape (N, n_classes) float32.
 
@@ -42,6 +43,9 @@ def predict_proba(
         so a memmap larger than memory is never copied whole.
     on_batch : callable, optional
         Called with the number of windows after each batch (progress bars).
+    channel_mask : np.ndarray, shape (N, C) bool, optional
+        Channels to replace by the model's mask token in each window (every patch of them),
+        as in pretraining: ``predict --mask-bad-channels``.
     """
     device = device or torch.device("cpu")
     was_training = model.training
@@ -53,9 +57,14 @@ def predict_proba(
             rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
             for start in range(0, len(rows), batch_size):
                 # A copy: memmaps are read-only, and torch wants writable memory.
-                xb = torch.from_numpy(np.array(x[rows[start : start + batch_size]], dtype=np.float32))
+                batch = rows[start : start + batch_size]
+                xb = torch.from_numpy(np.array(x[batch], dtype=np.float32))
+                mask = None
+                if channel_mask is not None:
+                    mask = torch.from_numpy(np.asarray(channel_mask[batch], dtype=bool))[:, :, None]
+                    mask = mask.expand(-1, -1, xb.shape[2]).to(device)
                 with autocast(device, precision):
-                    logits = model(xb.to(device), meta)
+                    logits = model(xb.to(device), meta) if mask is None else model(xb.to(device), meta, mask)
                 # Softmax in fp32: bf16 probabilities round visibly in the CSV.
                 out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
                 if on_batch is not None:

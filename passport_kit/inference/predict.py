@@ -16,6 +16,11 @@ the list of what is missing), and classified window by window. Written per recor
   ``<stem>_hypnogram.json``.
 - with ``edf_annotations``: ``<stem>_annotations.edf`` (annotation-only EDF+, opens next to
   the recording in EDFbrowser).
+- ``<stem>_channel_quality.tsv``: each channel's quality score, status and statistics from the
+  raw recording (:mod:`passport_kit.signals.quality`), summarised in the JSON under
+  ``channel_quality``. With ``mask_bad_channels=THRESHOLD``, channels scoring below it in a
+  window are replaced by the model's mask token there (its pretraining mask), and the TSV
+  and JSON say how many windows each channel was masked in.
 
 Example::
 
@@ -35,7 +40,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from passport_kit.errors import DataError
+from passport_kit.errors import ConfigError, DataError
 from passport_kit.inference import reports
 from passport_kit.inference.forward import predict_proba
 from passport_kit.inference.hypnogram import Hypnogram, is_sleep_staging, normalize_stage
@@ -97,6 +102,7 @@ def predict(
     base: str | Path | None = None,
     renames: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
+    mask_bad_channels: float | None = None,
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -113,13 +119,21 @@ def predict(
         still match).
     renames : dict, optional
         Montage channel name → name in the recordings, where aliases do not cover it.
+    mask_bad_channels : float in (0, 1), optional
+        Replace a channel by the mask token in the windows where its quality score is below
+        this (default None: never). A window in which every channel is below it is left as it is
+        (nothing would be left to predict from).
     """
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
     from passport_kit.montage import Montage
     from passport_kit.signals import PreprocessConfig, load_recording
+    from passport_kit.signals.quality import recording_quality
     from passport_kit.training.runtime import resolve_device, resolve_precision
 
+    if mask_bad_channels is not None and not 0.0 < mask_bad_channels < 1.0:
+        raise ConfigError(f"--mask-bad-channels takes a quality score between 0 and 1 (exclusive), got "
+                          f"{mask_bad_channels:g}; 0.5 is the score at which a channel counts as bad")
     if isinstance(recordings, (str, Path)):
         recordings = [recordings]
     files = find_recordings(recordings)
@@ -136,14 +150,37 @@ def predict(
         if progress is not None:
             progress(str(path))
         windows = load_recording(path, montage, config, renames=renames)
+        quality = recording_quality(path, montage, renames=renames, window_seconds=config.window_seconds,
+                                    mains_freq=config.notch_freq)
+        masked = None
+        if mask_bad_channels is not None:
+            masked = quality_mask(quality.window_score, windows.onset_s, config.window_seconds, mask_bad_channels)
         proba = predict_proba(model, windows.x, channel_meta, batch_size=batch_size, device=torch_device,
-                              precision=prec)
+                              precision=prec, channel_mask=masked)
         results.append(write_prediction(out_dir / _stem(path), path, proba, windows.onset_s, windows.flags,
                                         classes=list(meta.classes), window_seconds=config.window_seconds,
                                         task=str(meta.window.get("task", "")), adapter=Path(adapter),
                                         base_name=meta.base_name, edf_annotations=edf_annotations,
-                                        start=recording_start(path)))
+                                        start=recording_start(path), quality=quality, masked=masked,
+                                        mask_threshold=mask_bad_channels))
     return results
+
+
+def quality_mask(window_score: np.ndarray, onsets_s: np.ndarray, window_seconds: float,
+                 threshold: float) -> np.ndarray:
+    """Return ``(N, C)`` bool: the channels to mask in each predicted window (score below ``threshold``).
+
+    ``window_score`` ``(Nq, C)`` are the quality windows of the raw recording, which start at
+    its first sample as the predicted windows do; ``onsets_s`` ``(N,)`` places each predicted
+    window on that grid. A window whose channels are all below the threshold is not masked:
+    with every channel masked the model would see no signal at all.
+    """
+    slots = np.round(np.asarray(onsets_s, dtype=np.float64) / window_seconds).astype(np.int64)
+    mask = np.zeros((len(slots), window_score.shape[1]), dtype=bool)
+    inside = (slots >= 0) & (slots < window_score.shape[0])
+    mask[inside] = window_score[slots[inside]] < threshold
+    mask[mask.all(axis=1)] = False
+    return mask
 
 
 def recording_start(path: Path) -> datetime | None:
@@ -176,11 +213,16 @@ def write_prediction(
     base_name: str,
     edf_annotations: bool = False,
     start: datetime | None = None,
+    quality: Any = None,
+    masked: np.ndarray | None = None,
+    mask_threshold: float | None = None,
 ) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
     ``proba`` (N, n_classes) are class probabilities; ``onsets_s`` (N,) window onsets in
-    seconds; ``flags`` (N, C) the quality flags of the windows.
+    seconds; ``flags`` (N, C) the quality flags of the windows; ``quality`` the recording's
+    ``ChannelQuality`` (written as ``<stem>_channel_quality.tsv``); ``masked`` (N, C) the
+    channels masked per window under ``mask_threshold``.
     """
     stem = _stem(recording)
     flagged = np.asarray(flags).any(axis=1)
@@ -204,6 +246,11 @@ def write_prediction(
         "class_counts": {c: int(n) for c, n in zip(classes, counts)},
         "mean_confidence": float(proba.max(1).mean()) if len(proba) else None,
     }
+    if quality is not None:
+        masked_counts = None if masked is None else np.asarray(masked).sum(axis=0)
+        files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv", quality,
+                                                                 masked_windows=masked_counts)
+        summary["channel_quality"] = channel_quality_summary(quality, masked, mask_threshold)
     sleep = task == "sleep-staging" or (task != "classification" and is_sleep_staging(classes))
     if sleep and is_sleep_staging(classes):
         hyp = _hypnogram(pred, proba, onsets_s, classes, window_seconds, start)
@@ -226,6 +273,22 @@ def write_prediction(
     files["summary"] = reports.write_json(folder / f"{stem}_summary.json", summary)
     return PredictionResult(recording=recording, files=files, classes=classes, n_windows=int(len(pred)),
                             summary=summary)
+
+
+def channel_quality_summary(quality: Any, masked: np.ndarray | None, threshold: float | None) -> dict[str, Any]:
+    """Return the ``channel_quality`` block of a prediction summary: bad channels, scores, masking."""
+    from passport_kit.signals.quality import quality_summary
+
+    block = quality_summary({"recording": quality})["recording"]
+    block["masking"] = None
+    if masked is not None:
+        masked = np.asarray(masked, dtype=bool)
+        block["masking"] = {
+            "threshold": threshold,
+            "masked_windows": {n: int(k) for n, k in zip(quality.ch_names, masked.sum(axis=0))},
+            "windows_with_masked_channels": int(masked.any(axis=1).sum()),
+        }
+    return block
 
 
 def _hypnogram(pred: np.ndarray, proba: np.ndarray, onsets_s: np.ndarray, classes: list[str],

@@ -55,6 +55,22 @@ def write_events_tsv(path: Path | str, events: Sequence[dict[str, Any]]) -> Path
     return write_table(path, events, delimiter="\t")
 
 
+def write_channel_quality(path: Path | str, quality: Any, *, masked_windows: np.ndarray | None = None) -> Path:
+    """Write a recording's per-channel quality (a ``ChannelQuality``) as a BIDS-like channels TSV; return the path.
+
+    Columns as ``passport-kit data quality --out`` (name, status, status_description, score,
+    bad_window_fraction, statistics); with ``masked_windows`` ``(C,)`` counts, a
+    ``masked_windows`` column says in how many windows ``predict`` masked each channel.
+    """
+    from passport_kit.signals.quality import TABLE_DIGITS
+
+    rows = quality.rows()
+    if masked_windows is not None:
+        for row, n in zip(rows, masked_windows):
+            row["masked_windows"] = int(n)
+    return write_table(path, rows, delimiter="\t", digits=TABLE_DIGITS)
+
+
 def write_edf_annotations(
     path: Path | str, events: Sequence[dict[str, Any]], *, start: datetime | None = None
 ) -> Path:
@@ -216,6 +232,7 @@ __all__ = [
     "plot_hypnogram",
     "plot_sweep",
     "window_rows",
+    "write_channel_quality",
     "write_edf_annotations",
     "write_events_tsv",
     "write_json",

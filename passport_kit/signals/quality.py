@@ -37,10 +37,9 @@ Example::
 
 from __future__ import annotations
 
-import io
 import json
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -176,9 +175,9 @@ class ChannelQuality:
 
         Missing values are ``n/a`` as BIDS asks; scores and statistics have 4 significant digits.
         """
-        from passport_kit.atomic_io import atomic_write_text
+        from passport_kit.atomic_io import write_table
 
-        return atomic_write_text(Path(path), format_tsv(self.rows()))
+        return write_table(Path(path), self.rows(), delimiter="\t", digits=TABLE_DIGITS)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict: source, thresholds, per-channel rows (NaN → None)."""
@@ -204,25 +203,15 @@ class ChannelQuality:
         return text
 
 
+#: Significant digits of quality tables: the statistics are estimates, more digits would be noise.
+TABLE_DIGITS = 4
+
+
 def format_tsv(rows: list[dict[str, Any]]) -> str:
-    """Return ``rows`` as TSV text with a header (floats to 4 significant digits, NaN/None as ``n/a``)."""
-    columns: list[str] = []
-    for row in rows:
-        columns.extend(k for k in row if k not in columns)
-    buf = io.StringIO()
-    buf.write("\t".join(columns) + "\n")
-    for row in rows:
-        cells = []
-        for k in columns:
-            v = row.get(k)
-            if v is None or (isinstance(v, float) and not np.isfinite(v)):
-                cells.append("n/a")
-            elif isinstance(v, float):
-                cells.append(f"{v:.4g}")
-            else:
-                cells.append(str(v).replace("\t", " "))
-        buf.write("\t".join(cells) + "\n")
-    return buf.getvalue()
+    """Return ``rows`` as TSV text with a header (floats to :data:`TABLE_DIGITS` significant digits, missing as ``n/a``)."""
+    from passport_kit.atomic_io import format_table
+
+    return format_table(rows, delimiter="\t", digits=TABLE_DIGITS)
 
 
 # ------------------------------------------------------------------------- public entry points
@@ -320,6 +309,39 @@ def recording_quality(
     mapped = map_channels(raw, montage, renames, source=source)
     return channel_quality(mapped.get_data(), mapped.info["sfreq"], montage, window_seconds=window_seconds,
                            mains_freq=mains_freq, thresholds=thresholds, source=str(path))
+
+
+def quality_summary(qualities: Mapping[str, ChannelQuality], subjects: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Return a compact JSON-ready summary of several recordings' quality (what bundles and reports store).
+
+    Per recording: its subject (when ``subjects`` maps recordings to them), the bad channels
+    with their reasons, and each channel's score and fraction of bad windows (4 digits).
+    """
+    out: dict[str, Any] = {}
+    for rec, q in qualities.items():
+        fraction = q.bad_window_fraction
+        entry: dict[str, Any] = {}
+        if subjects is not None and rec in subjects:
+            entry["subject"] = str(subjects[rec])
+        entry |= {
+            "inputs": q.inputs,
+            "bad_channels": q.bad_channels,
+            "reasons": {n: r for n, r in zip(q.ch_names, q.reasons) if r},
+            "score": {n: round(float(v), 4) for n, v in zip(q.ch_names, q.score)},
+            "bad_window_fraction": {n: round(float(v), 4) for n, v in zip(q.ch_names, fraction)},
+        }
+        out[rec] = entry
+    return out
+
+
+def quality_line(summary: Mapping[str, Any]) -> str:
+    """Return one line for a :func:`quality_summary`: which recordings have bad channels, and which channels."""
+    bad = {rec: entry["bad_channels"] for rec, entry in summary.items() if entry["bad_channels"]}
+    if not bad:
+        return f"channel quality: no bad channels in {len(summary)} recording(s)"
+    listed = "; ".join(f"{rec}: {', '.join(chs)}" for rec, chs in list(bad.items())[:8])
+    more = f"; ... {len(bad) - 8} more" if len(bad) > 8 else ""
+    return f"channel quality: {len(bad)} of {len(summary)} recording(s) have bad channels ({listed}{more})"
 
 
 # ------------------------------------------------------------------------------ statistics

@@ -180,12 +180,15 @@ def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: flo
     return model
 
 
-def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = None, **options: Any) -> AdaptResult:
+def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = None,
+          progress_quality: Callable[[dict[str, Any]], None] | None = None, **options: Any) -> AdaptResult:
     """Return the adapter bundle trained on a labeled dataset for one montage.
 
     Parameters are the fields of :class:`AdaptConfig`, given as a config or as keywords
     (``adapt(montage="eesm17-ear", data="ds", out="runs/ear")``). ``progress(step, total,
-    info)`` is called after every optimisation step.
+    info)`` is called after every optimisation step; ``progress_quality(summary)`` once, with
+    the channel quality of every recording (:func:`dataset_quality`) before training starts.
+    The same summary is stored in the bundle's metrics under ``channel_quality``.
     """
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.model import ChannelMeta, trainable_summary
@@ -206,6 +209,9 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     backbone, info = load_base_checkpoint(cfg.checkpoint)
     preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq)
     windows = load_dataset(cfg.data, montage, preprocess)
+    quality = dataset_quality(windows)
+    if progress_quality is not None:
+        progress_quality(quality)
     keep = usable_windows(windows, skip_flagged=cfg.skip_flagged)
     split = training_split(windows.subject[keep], train_subjects=cfg.train_subjects, n_subjects=cfg.subjects,
                            validation_fraction=cfg.validation_fraction, seed=cfg.seed)
@@ -225,12 +231,26 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
         train_index=train_idx, val_index=val_idx,
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
     )
-    metrics = run_metrics(result, split, windows, train_idx, val_idx)
+    metrics = run_metrics(result, split, windows, train_idx, val_idx) | {"channel_quality": quality}
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
     state_path.unlink(missing_ok=True)
     return AdaptResult(bundle=bundle, metrics=metrics, trainable=sorted(
         n for n, p in model.named_parameters() if p.requires_grad), summary=trainable_summary(model))
+
+
+def dataset_quality(windows: Any) -> dict[str, Any]:
+    """Return the channel quality of every recording of a WindowSet, per recording with its subject.
+
+    Scored from the preprocessed windows (flat, variance against the other channels, variance
+    against the channel's own typical window, neighbour correlation; line noise and drift were
+    filtered away, and instance normalisation leaves only flatness and correlation):
+    :func:`passport_kit.signals.quality.windowset_quality`.
+    """
+    from passport_kit.signals.quality import quality_summary, windowset_quality
+
+    subjects = dict(zip(windows.recording.tolist(), windows.subject.tolist()))
+    return quality_summary(windowset_quality(windows), subjects)
 
 
 def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = None,
@@ -305,5 +325,5 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
     return Path(bundle)
 
 
-__all__ = ["AdaptConfig", "AdaptResult", "DEFAULT_CHECKPOINT", "adapt", "build_classifier", "make_config",
+__all__ = ["AdaptConfig", "AdaptResult", "DEFAULT_CHECKPOINT", "adapt", "build_classifier", "dataset_quality", "make_config",
            "training_split", "usable_windows"]

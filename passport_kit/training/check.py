@@ -14,9 +14,13 @@ Contracts checked, in data-flow order (a failure stops the checks that depend on
    µV, or the reverse).
 6. **quality flags**: NaN / flat / clipped / over-limit windows, and channels flagged in most
    windows (poor contact).
-7. **labels**: labeled windows per class and per subject (empty classes, too few subjects
+7. **channel quality**: every channel of every recording scored from its windows
+   (:mod:`passport_kit.signals.quality`: flat, variance against the other channels,
+   correlation with neighbours); bad channels are listed per recording (a warning: adapt can
+   still run, see ``adapt --quality-gate`` and ``predict --mask-bad-channels``).
+8. **labels**: labeled windows per class and per subject (empty classes, too few subjects
    for a subject-disjoint validation split).
-8. **forward/backward**: one batch through the classifier under the ``adapter`` policy:
+9. **forward/backward**: one batch through the classifier under the ``adapter`` policy:
    logits ``(B, n_classes)`` finite, and every trainable tensor receives a finite gradient
    (the mixture adapter sits *before* the frozen backbone, so its gradient must cross it).
 """
@@ -175,6 +179,7 @@ def check(
     report.add("quality flags", status, f"{100 * flagged:.1f}% of windows flagged ({text})"
                + (f"; channels flagged in most windows (poor contact?): {bad_channels}" if bad_channels else ""))
 
+    _check_quality(report, windows)
     labels_ok = _check_labels(report, windows)
     if not labels_ok:
         return report
@@ -222,6 +227,17 @@ def pretraining_limit_uv(info: Any) -> float | None:
         value = recorded["amplitude_limit_uv"]
         return float(value) if value is not None else None
     return PRETRAIN_LIMIT_UV
+
+
+def _check_quality(report: CheckReport, windows: Any) -> None:
+    """Record the channel-quality verdict: bad channels per recording (from the windows, before normalisation)."""
+    from passport_kit.signals.quality import quality_line, quality_summary, windowset_quality
+
+    summary = quality_summary(windowset_quality(windows))
+    bad = any(entry["bad_channels"] for entry in summary.values())
+    line = quality_line(summary).removeprefix("channel quality: ")
+    report.add("channel quality", "warn" if bad else "ok", line + (
+        " - inspect them with `passport-kit data quality`" if bad else ""))
 
 
 def _check_labels(report: CheckReport, windows: Any) -> bool:

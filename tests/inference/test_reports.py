@@ -90,3 +90,22 @@ def test_failed_write_keeps_previous_file_and_leaves_no_temp(tmp_path: Path) -> 
 def test_history_png(tmp_path: Path) -> None:
     history = [{"step": 2, "train_loss": 1.2, "val_kappa": 0.1}, {"step": 4, "train_loss": 0.9, "val_kappa": 0.3}]
     assert reports.plot_history(tmp_path / "h.png", history).read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(("delimiter", "digits", "expected"), [
+    (",", 6, ["x,y", "3.14159,", "1,"]),
+    ("\t", 4, ["x\ty", "3.142\tn/a", "1\tn/a"]),
+    ("\t", 2, ["x\ty", "3.1\tn/a", "1\tn/a"]),
+])
+def test_table_digits_and_missing_values(tmp_path: Path, delimiter: str, digits: int, expected: list[str]) -> None:
+    rows = [{"x": 3.14159265, "y": float("inf")}, {"x": 1, "y": None}]
+    path = reports.write_table(tmp_path / "t.txt", rows, delimiter=delimiter, digits=digits)
+    assert path.read_text().splitlines() == expected
+
+
+def test_quality_tsv_uses_the_table_writer() -> None:
+    from passport_kit.atomic_io import format_table
+    from passport_kit.signals.quality import TABLE_DIGITS, format_tsv
+
+    rows = [{"name": "ELA", "score": 0.123456, "std_uv": float("nan")}]
+    assert format_tsv(rows) == format_table(rows, delimiter="\t", digits=TABLE_DIGITS) == "name\tscore\tstd_uv\nELA\t0.1235\tn/a\n"

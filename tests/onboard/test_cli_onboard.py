@@ -68,7 +68,7 @@ def test_predict_writes_every_report(bundle: Path, dataset: Path, tmp_path: Path
     folder = out / "s02"
     names = {p.name for p in folder.iterdir()}
     assert names == {"s02_predictions.csv", "s02_events.tsv", "s02_summary.json", "s02_hypnogram.json",
-                     "s02_hypnogram.png", "s02_annotations.edf"}
+                     "s02_hypnogram.png", "s02_annotations.edf", "s02_channel_quality.tsv"}
     rows = list(csv.DictReader((folder / "s02_predictions.csv").open()))
     assert len(rows) == 10 and {"onset_s", "class", "p_W", "p_REM", "confidence"} <= set(rows[0])
     summary = json.loads((folder / "s02_summary.json").read_text())
