@@ -17,6 +17,9 @@ import typer
 from passport_kit.cli.options import EXIT_INTERRUPTED, optional_float
 from passport_kit.errors import ConfigError
 _TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recipe), head, or full."
+_CORRUPT_HELP = ("Share of training windows (0-1) in which random channels are replaced by synthetic faults "
+                 "(noise, drift, flat, line); 0 = the paper's recipe.")
+_GATE_HELP = "Expert kinds: gate each channel's code toward a learned noise expert by its quality score."
 
 
 def _notch(value: str) -> float | None:
@@ -73,6 +76,8 @@ def adapt_command(
     instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm",
                                               help="Per-window normalisation (default: the checkpoint's)."),
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
+    corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
+    quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
     seed: int = typer.Option(0, "--seed"),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
@@ -90,7 +95,7 @@ def adapt_command(
                 montage=montage, data=data, out=out, checkpoint=checkpoint, train=train, subjects=subjects,
                 max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
-                seed=seed, device=device, precision=precision, threads=threads, resume=resume, progress=bar,
+                corrupt_prob=corrupt_prob, quality_gate=quality_gate, seed=seed, device=device, precision=precision, threads=threads, resume=resume, progress=bar,
                 progress_quality=lambda summary: typer.echo(quality_line(summary), err=True),
             )
     except KeyboardInterrupt:
@@ -126,6 +131,8 @@ def evaluate_command(
     batch_size: int = typer.Option(64, "--batch-size"),
     instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
+    corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
+    quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
     device: str = typer.Option("auto", "--device"),
     precision: str = typer.Option("auto", "--precision"),
     threads: int | None = typer.Option(None, "--threads"),
@@ -143,7 +150,8 @@ def evaluate_command(
             montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,
             test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
             metric=metric, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
-            instance_norm=instance_norm, notch_freq=_notch(notch), device=device, precision=precision,
+            instance_norm=instance_norm, notch_freq=_notch(notch), corrupt_prob=corrupt_prob,
+            quality_gate=quality_gate, device=device, precision=precision,
             threads=threads, progress=runs, step_progress=bar,
         )
     print_table(report)

@@ -27,6 +27,8 @@ DECIMETRES_PER_METRE = 10.0
 #: The `xyz` rule of the paper: millimetres, shifted by 150 mm so head positions are >= 0.
 XYZ_OFFSET_MM = 150.0
 XYZ_DIMS_PER_AXIS = 66
+#: Name of the quality gate's learned vector in the expert kinds (adapter bundles only).
+NOISE_EXPERT = "noise_expert"
 
 
 def sinusoid(index: Tensor, dim: int) -> Tensor:
@@ -79,7 +81,7 @@ class ChannelEmbedding(nn.Module):
 
     def forward(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None = None) -> Tensor:
         """Return ``emb`` ``(B, C, P, D)`` plus channel and temporal position."""
-        channel = self.channel_vectors(emb, meta, mask)  # (C, D) or (B, C, D)
+        channel = self.gate(self.channel_vectors(emb, meta, mask))  # (C, D) or (B, C, D)
         if channel.dim() == 2:
             channel = channel.unsqueeze(0)
         temporal = sinusoid(torch.arange(emb.shape[2], device=emb.device), self.d_model)
@@ -93,6 +95,10 @@ class ChannelEmbedding(nn.Module):
     def adapter_parameter_names(self) -> list[str]:
         """Return the names (relative to this module) trained under the `adapter` policy."""
         return [name for name, _ in self.named_parameters()]
+
+    def gate(self, vectors: Tensor) -> Tensor:
+        """Return the channel vectors as they enter the model (no gate here; see :class:`_ExpertEmbedding`)."""
+        return vectors
 
 
 class AbsoluteEmbedding(ChannelEmbedding):
@@ -253,8 +259,33 @@ class _ExpertEmbedding(ChannelEmbedding):
         return torch.cat([summary, meta_feats], dim=-1)
 
     def adapter_parameter_names(self) -> list[str]:
-        """Return the mixture's parameter names: experts (and keys) stay frozen."""
-        return [name for name, _ in self.named_parameters() if name.startswith("mixture.")]
+        """Return the mixture's parameter names (and the noise expert's): experts (and keys) stay frozen."""
+        return [name for name, _ in self.named_parameters()
+                if name.startswith("mixture.") or name == NOISE_EXPERT]
+
+    def add_noise_expert(self) -> bool:
+        """Return True after adding the learned noise expert n (zeros, ``(D,)``); False if it exists.
+
+        Quality-gated mixture (``adapt --quality-gate``): e_c' = q_c e_c + (1 - q_c) n, with
+        q_c the channel's quality score in the window (set per batch in
+        :attr:`channel_quality` by :mod:`passport_kit.model.quality_gate`). Added at
+        adaptation time, never in ``__init__``, so base checkpoints keep their tensor names;
+        it starts at zero, so a bad channel first loses its (misleading) code and the adapter
+        learns what to say instead. Call it before building an optimizer.
+        """
+        if hasattr(self, NOISE_EXPERT):
+            return False
+        self.register_parameter(NOISE_EXPERT, nn.Parameter(torch.zeros(self.d_model, device=self.experts.device)))
+        return True
+
+    def gate(self, vectors: Tensor) -> Tensor:
+        """Return ``(B, C, D)`` mixtures gated toward the noise expert by channel quality (unchanged without one)."""
+        noise = getattr(self, NOISE_EXPERT, None)
+        quality = getattr(self, "channel_quality", None)
+        if noise is None or quality is None:
+            return vectors
+        q = quality.to(device=vectors.device, dtype=vectors.dtype).unsqueeze(-1)  # (B, C, 1)
+        return q * vectors + (1.0 - q) * noise.to(vectors.dtype)
 
 
 class MLPExpertEmbedding(_ExpertEmbedding):

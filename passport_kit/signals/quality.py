@@ -311,6 +311,46 @@ def recording_quality(
                            mains_freq=mains_freq, thresholds=thresholds, source=str(path))
 
 
+@dataclass(frozen=True)
+class ChannelLayout:
+    """The part of a Montage the quality statistics read: names, kinds and positions (metres).
+
+    Lets a model score a batch from its channel metadata alone (:func:`window_scores`).
+    """
+
+    name: str
+    ch_names: list[str]
+    kinds: list[str]
+    positions: np.ndarray
+
+    @property
+    def n_channels(self) -> int:
+        """Return the number of channels C."""
+        return len(self.ch_names)
+
+
+#: The per-window sub-scores that do not depend on which other windows are scored with it.
+WINDOW_SUBSCORES = ("flat", "var_z_channels", "line_rel", "drift_rel", "neighbour_corr")
+
+
+def window_scores(
+    x: np.ndarray, names: list[str], positions: np.ndarray, *, sfreq: float = 200.0, scale_uv: float = 100.0,
+    thresholds: QualityThresholds | None = None,
+) -> np.ndarray:
+    """Return ``(N, C)`` quality scores in [0, 1] of each window on its own (1 = good).
+
+    ``x`` ``(N, C, P, S)`` are preprocessed windows in ``scale_uv`` µV of channels ``names`` at
+    ``positions`` ``(C, 3)`` metres (all treated as EEG), e.g. a training batch from any mix
+    of recordings. The score is the lowest of the sub-scores that need no other window
+    (flat, variance against the other channels, neighbour correlation): the comparison with the
+    channel's own typical window (``var_z_time``) is left out, since a batch is no recording.
+    """
+    layout = ChannelLayout("batch", list(names), ["eeg"] * len(names), np.asarray(positions, dtype=np.float64))
+    q = windows_quality(x, layout, sfreq=sfreq, scale_uv=scale_uv, thresholds=thresholds,  # type: ignore[arg-type]
+                        source="batch")
+    return _combine({k: q.window_subscores[k] for k in WINDOW_SUBSCORES})
+
+
 def quality_summary(qualities: Mapping[str, ChannelQuality], subjects: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Return a compact JSON-ready summary of several recordings' quality (what bundles and reports store).
 

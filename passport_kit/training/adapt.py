@@ -54,6 +54,10 @@ class RecipeOptions(BaseModel):
     instance_norm: bool | None = Field(None, description="None: keep the checkpoint's contract")
     notch_freq: float | None = Field(50.0, gt=0, description="mains frequency; None: no notch")
     skip_flagged: bool = True
+    corrupt_prob: float = Field(0.0, ge=0, le=1, description="share of training windows given synthetic channel "
+                                "faults (noise, drift, flat, line); 0 = the paper's recipe")
+    quality_gate: bool = Field(False, description="expert kinds: gate each channel's code toward a learned noise "
+                               "expert by its quality score")
     device: str = "auto"
     precision: str = "auto"
     threads: int | None = Field(None, gt=0)
@@ -63,7 +67,7 @@ class RecipeOptions(BaseModel):
         return FinetuneSettings(
             batch_size=self.batch_size, lr=self.lr, head_lr=self.head_lr, epochs=self.epochs,
             max_steps=self.max_steps, eval_every=self.eval_every, patience=self.patience,
-            balance=self.balance, seed=seed,
+            balance=self.balance, corrupt_prob=self.corrupt_prob, quality_gate=self.quality_gate, seed=seed,
         )
 
 

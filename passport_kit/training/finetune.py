@@ -16,6 +16,11 @@ is this module: the CBraMod fine-tuning recipe as the Device Passport paper uses
   dropout 0.1 (set when the classifier is built).
 - Skewed classes (N1 is rare in sleep) get inverse-frequency class weights in the loss
   (``balance='weights'``, default) or class-balanced sampling (``'sampler'``).
+- Beyond the paper (issue 8, poor-contact channels; both off by default, which is the paper's
+  recipe): ``corrupt_prob`` replaces random channels of that share of training windows by
+  synthetic faults (:mod:`passport_kit.training.corruption`); ``quality_gate`` adds the
+  quality-gated noise expert to an expert-kind model before training
+  (:mod:`passport_kit.model.quality_gate`).
 - Model selection by validation Cohen's kappa (CBraMod's rule for multi-class tasks; AUROC for
   two classes), evaluated every ``eval_every`` steps; the best state is restored at the end.
   Without ``max_steps`` the run lasts ``epochs`` epochs and stops early after ``patience``
@@ -43,6 +48,7 @@ from torch import nn
 from passport_kit.errors import DataError
 from passport_kit.inference.forward import predict_proba
 from passport_kit.model.meta import ChannelMeta
+from passport_kit.training.corruption import corrupt_windows
 from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
 from passport_kit.training.runtime import Precision, autocast
 from passport_kit.training.state import TrainingState, load_training_state, save_training_state
@@ -68,6 +74,8 @@ class FinetuneSettings(BaseModel):
     eval_every: int | None = Field(None, gt=0, description="None: once per epoch")
     patience: int = Field(5, ge=1)
     balance: Balance = "weights"
+    corrupt_prob: float = Field(0.0, ge=0, le=1, description="share of training windows given synthetic channel faults")
+    quality_gate: bool = False
     seed: int = 0
 
     @property
@@ -126,6 +134,22 @@ def _param_groups(model: nn.Module, settings: FinetuneSettings) -> list[dict[str
     if head:
         groups.append({"params": head, "lr": settings.resolved_head_lr, "name": "head"})
     return groups
+
+
+def _step_seed(seed: int, step: int) -> int:
+    """Return the seed of one step's corruption draws: a resumed run draws what the first would have."""
+    return int(np.random.SeedSequence([seed % 2**32, step, 8]).generate_state(1)[0])
+
+
+def _enable_gate(model: nn.Module) -> None:
+    """Add the quality gate to ``model`` (a Classifier with a policy applied) and re-apply its policy."""
+    from passport_kit.model import apply_policy, check_policy
+    from passport_kit.model.quality_gate import enable_quality_gate
+
+    policy = getattr(model, "policy", "adapter")
+    if enable_quality_gate(model.backbone):  # type: ignore[arg-type]
+        apply_policy(model, policy)
+        check_policy(model, policy)
 
 
 def selection_score(metrics: ClassificationMetrics) -> float:
@@ -187,6 +211,8 @@ def fit(
     eval_every = settings.eval_every or steps_per_epoch
     early_stop = settings.max_steps is None
 
+    if settings.quality_gate:
+        _enable_gate(model)
     model.to(device)
     meta_dev = meta.to(device)
     optimizer = torch.optim.AdamW(_param_groups(model, settings), weight_decay=settings.weight_decay)
@@ -221,7 +247,11 @@ def fit(
         order = _epoch_order(len(train_index), settings.seed, epoch, balanced_y)
         # Sorted rows read a memmap front to back.
         idx = np.sort(train_index[order[offset * settings.batch_size : (offset + 1) * settings.batch_size]])
-        xb = torch.from_numpy(np.ascontiguousarray(x[idx], dtype=np.float32)).to(device)
+        xb = torch.from_numpy(np.ascontiguousarray(x[idx], dtype=np.float32))
+        if settings.corrupt_prob > 0:
+            xb, _ = corrupt_windows(xb, settings.corrupt_prob, torch.Generator().manual_seed(
+                _step_seed(settings.seed, step)))
+        xb = xb.to(device)
         yb = torch.from_numpy(y[idx]).to(device)
         with autocast(device, precision):
             logits = model(xb, meta_dev)

@@ -1,0 +1,124 @@
+"""Robust adaptation options (issue 8, item 2): synthetic corruption and the quality-gated mixture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from typer.testing import CliRunner
+
+from passport_kit.cli.app import app
+from passport_kit.errors import ConfigError
+from passport_kit.model import ChannelMeta, Classifier, apply_policy, build_backbone, model_config
+from passport_kit.model.quality_gate import enable_quality_gate, has_quality_gate
+from passport_kit.training.corruption import corrupt_windows
+
+RUN = CliRunner()
+POSITIONS = [[-0.08, -0.005, 0.01], [-0.078, 0.002, -0.003], [-0.075, 0.01, 0.0], [-0.082, -0.01, 0.005],
+             [0.08, -0.005, 0.01], [0.078, 0.002, -0.003], [0.075, 0.01, 0.0], [0.082, -0.01, 0.005]]
+
+
+def _windows(b: int = 6, c: int = 8, seed: int = 0) -> torch.Tensor:
+    """Return correlated EEG-like windows ``(b, c, 2, 200)`` in 100 µV units."""
+    g = torch.Generator().manual_seed(seed)
+    common = 0.2 * torch.randn(b, 1, 2, 200, generator=g)
+    return common + 0.05 * torch.randn(b, c, 2, 200, generator=g)
+
+
+@pytest.mark.parametrize("prob", [0.0, 0.5, 1.0])
+def test_corruption_hits_the_requested_share_and_never_all_channels(prob: float) -> None:
+    x = _windows(b=400)
+    before = x.clone()
+    out, which = corrupt_windows(x, prob, torch.Generator().manual_seed(1))
+    assert torch.equal(x, before)  # the input is not modified
+    per_window = which.sum(1)
+    assert ((per_window >= 1) & (per_window <= 2)).float().mean().item() == pytest.approx(prob, abs=0.07)
+    changed = (out != x).flatten(2).any(-1)
+    assert torch.equal(changed & ~which, torch.zeros_like(changed))  # only the reported channels change
+
+
+def test_corruption_is_reproducible_per_seed() -> None:
+    x = _windows()
+    a, _ = corrupt_windows(x, 1.0, torch.Generator().manual_seed(3))
+    b, _ = corrupt_windows(x, 1.0, torch.Generator().manual_seed(3))
+    c, _ = corrupt_windows(x, 1.0, torch.Generator().manual_seed(4))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_corruption_amplitudes_are_relative_to_the_window() -> None:
+    x = _windows(b=300)
+    for scale in (1.0, 50.0):  # raw 100-µV units and an instance-normalised-like scale
+        out, which = corrupt_windows(x * scale, 1.0, torch.Generator().manual_seed(5))
+        rms = (out * 1.0).flatten(2).pow(2).mean(-1).sqrt()
+        clean = (x * scale).flatten(2).pow(2).mean(-1).sqrt().median()
+        bad = rms[which]
+        assert (bad == 0).any()                                # flat faults
+        assert bad.max() <= 10.5 * clean and bad[bad > 0].min() >= 0.9 * clean
+
+
+def _classifier(kind: str = "mlp-experts") -> Classifier:
+    torch.manual_seed(0)
+    model = Classifier(build_backbone(model_config("cbramod-tiny", kind)), 3)
+    apply_policy(model, "adapter")
+    return model
+
+
+def test_gate_adds_one_adapter_tensor_and_base_names_stay() -> None:
+    model = _classifier()
+    base_names = set(build_backbone(model_config("cbramod-tiny", "mlp-experts")).state_dict())
+    assert not any("noise_expert" in n for n in base_names)
+    assert enable_quality_gate(model.backbone) and not enable_quality_gate(model.backbone)
+    apply_policy(model, "adapter")
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert "backbone.patch_embedding.positional_encoding.noise_expert" in trainable
+    assert has_quality_gate(model.backbone)
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_gate_changes_only_bad_channels(bad: bool) -> None:
+    meta = ChannelMeta.create([f"E{i}" for i in range(8)], POSITIONS)
+    x = _windows(b=2, seed=2)
+    if bad:
+        x[:, 3] = 5.0 * torch.randn(2, 2, 200)   # a loose contact: loud and uncorrelated
+    plain = _classifier().eval()
+    gated = _classifier().eval()
+    enable_quality_gate(gated.backbone)
+    with torch.no_grad():
+        gated.backbone.channel_embedding.noise_expert.fill_(3.0)
+        same = torch.allclose(plain(x, meta), gated(x, meta), atol=1e-5)
+    quality = gated.backbone.channel_embedding.channel_quality
+    assert same is (not bad)
+    assert (quality[:, 3] < 0.5).all().item() is bad and (quality[:, [0, 1, 2, 4]] == 1).all()
+
+
+def test_gate_refuses_non_expert_kinds() -> None:
+    with pytest.raises(ConfigError, match="expert-kind checkpoint"):
+        enable_quality_gate(_classifier("acpe").backbone)
+
+
+def test_adapt_with_gate_and_corruption_writes_loadable_bundle(montage_yaml: Path, dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gated"
+    result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", "tiny-mlp",
+                              "--max-steps", "2", "--batch-size", "8", "--out", str(out), "--no-progress",
+                              "--quality-gate", "--corrupt-prob", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert "backbone.patch_embedding.positional_encoding.noise_expert" in load_file(out / "adapter.safetensors")
+    training = json.loads((out / "adapter.json").read_text())["training"]
+    assert training["quality_gate"] is True and training["corrupt_prob"] == 0.5
+    pred = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
+    assert pred.exit_code == 0, pred.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--corrupt-prob", "1.5"], "corrupt_prob"),
+    (["--quality-gate", "--checkpoint", "tiny-acpe"], "expert-kind checkpoint"),
+])
+def test_robust_options_errors_are_one_line(montage_yaml: Path, dataset: Path, tmp_path: Path, args: list[str],
+                                            message: str) -> None:
+    base = ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--max-steps", "1", "--batch-size", "4",
+            "--out", str(tmp_path / "o"), "--no-progress"]
+    result = RUN.invoke(app, base + (args if "--checkpoint" in args else ["--checkpoint", "tiny-mlp", *args]))
+    assert result.exit_code == 2 and message in result.output
