@@ -38,6 +38,9 @@ def pretrain_command(
     val_fraction: float = typer.Option(0.1, "--val-fraction", help="Fraction of subjects per dataset held out."),
     val_max_windows: int = typer.Option(256, "--val-max-windows", help="Held-out windows scored per dataset (evenly spaced)."),
     amplitude_limit_uv: str = typer.Option("100", "--amplitude-limit-uv", help="Drop windows over this many µV ('none' keeps all)."),
+    corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help="Share of windows (0-1) in which random channels are "
+                                       "replaced by synthetic faults (noise, drift, flat, line); the loss asks for the "
+                                       "clean signal. 0 = CBraMod's recipe."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads per process."),
     name: str | None = typer.Option(None, "--name", help="Checkpoint name (default: the --out folder name)."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -53,7 +56,7 @@ def pretrain_command(
         sources=parse_sources(data, montage), embedding=embedding, arch=config, out=out, steps=steps,
         batch_size=batch_size, seed=seed, lr=lr, resume=resume, device=device, precision=precision,
         checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
-        val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv), threads=threads, name=name, progress=progress,
+        val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv), corrupt_prob=corrupt_prob, threads=threads, name=name, progress=progress,
     )
     try:
         folder = pretrain(cfg)

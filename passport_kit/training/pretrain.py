@@ -46,6 +46,7 @@ from passport_kit.errors import ConfigError
 from passport_kit.training import distributed as dist_tools
 from passport_kit.training import pretrain_data as pdata
 from passport_kit.training import runtime
+from passport_kit.training.corruption import corrupt_windows
 from passport_kit.training.pretrain_log import MetricsLog, ProgressReporter
 from passport_kit.training.state import TrainingState, load_training_state, save_training_state
 
@@ -85,6 +86,8 @@ class PretrainConfig(BaseModel):
     eta_min: float = Field(1e-5, ge=0)
     grad_clip: float = Field(1.0, gt=0)
     mask_prob: float = Field(0.5, gt=0, lt=1)
+    # Share of windows with synthetic channel faults (training.corruption); 0 = CBraMod's recipe.
+    corrupt_prob: float = Field(0.0, ge=0, le=1)
     seed: int = 42
     checkpoint_every: int = Field(100, gt=0)
     val_every: int | None = Field(None, gt=0)  # default: with every checkpoint
@@ -156,10 +159,14 @@ class MaskedReconstruction(nn.Module):
         super().__init__()
         self.backbone = backbone
 
-    def forward(self, x: Tensor, meta: Any, mask: Tensor) -> Tensor:
-        """Return the MSE over masked patches; ``x`` ``(B, C, P, 200)``, ``mask`` ``(B, C, P)`` bool."""
+    def forward(self, x: Tensor, meta: Any, mask: Tensor, target: Tensor | None = None) -> Tensor:
+        """Return the MSE over masked patches; ``x`` ``(B, C, P, 200)``, ``mask`` ``(B, C, P)`` bool.
+
+        ``target`` (default ``x``) is what the masked patches should be: the clean windows when
+        ``x`` carries synthetic faults (``--corrupt-prob``).
+        """
         recon = self.backbone.reconstruct(x, meta, mask)
-        return masked_mse(recon, x, mask)
+        return masked_mse(recon, x if target is None else target, mask)
 
 
 def masked_mse(prediction: Tensor, target: Tensor, mask: Tensor) -> Tensor:
@@ -365,13 +372,19 @@ class _Run:
                 rows = pdata.batch_rows(len(pool), cfg.batch_size, ctx.world_size, ctx.rank, cfg.seed,
                                         epoch, pool_idx, batch_no)
                 t0 = time.perf_counter()
-                x = torch.from_numpy(pool.gather(rows)).to(self.device, non_blocking=True)
+                x = torch.from_numpy(pool.gather(rows))
                 step_seed = _step_seed(cfg.seed, step, ctx.rank)
                 gen = torch.Generator().manual_seed(step_seed)
+                target = None
+                if cfg.corrupt_prob > 0:
+                    # The model sees faulty channels; the loss asks for the clean signal (denoising).
+                    target = x.to(self.device, non_blocking=True)
+                    x, _ = corrupt_windows(x, cfg.corrupt_prob, gen)
+                x = x.to(self.device, non_blocking=True)
                 mask = random_mask(tuple(x.shape[:3]), cfg.mask_prob, gen).to(self.device)
                 torch.manual_seed(step_seed)  # dropout draws, reproducible per step and rank
                 with runtime.autocast(self.device, self.precision):
-                    loss = model(x, self.metas[pool_idx], mask)
+                    loss = model(x, self.metas[pool_idx], mask, target)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
@@ -479,6 +492,8 @@ class _Run:
         info = training_info(self.cfg, self.corpus, self.preprocess, final, last_loss, wall_s,
                              world_size=self.ctx.world_size,
                              runtime_line=runtime.describe(self.device, self.precision))
+        if self.cfg.corrupt_prob > 0:
+            info["corrupt_prob"] = self.cfg.corrupt_prob
         card = model_card(self.cfg, self.model_cfg, info)
         staging = self.out / ".checkpoint.tmp"
         if staging.exists():
@@ -497,6 +512,8 @@ def _check_resume_config(saved: dict[str, Any], current: PretrainConfig) -> None
     for key, value in now.items():
         if key in _RESUMABLE_CHANGES:
             continue
+        if key not in saved and value == PretrainConfig.model_fields[key].default:
+            continue  # a setting added since the run was saved, left at its default
         if saved.get(key) != value:
             raise ConfigError(
                 f"--resume with a different {key} ({saved.get(key)!r} in the saved run, {value!r} now); "
