@@ -71,6 +71,7 @@ class EvaluateConfig(RecipeOptions):
     seeds: int = Field(1, ge=1)
     metric: str = "kappa"
     save_adapters: bool = Field(False, description="also write each run's adapter bundle under out/adapters/")
+    h_freq: float | None = Field(None, gt=0, description="low-pass edge in Hz; None: the checkpoint's contract")
 
 
 class EvaluationReport(BaseModel):
@@ -155,6 +156,9 @@ def evaluate(
     datasets: dict[str, Any] = {}
     for method, ckpt, (backbone, info) in zip(methods, cfg.checkpoints, bases):
         preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq)
+        if cfg.h_freq is not None:
+            # e.g. eegmat: its recordings carry different prefilters above 45 Hz (../shared/data/README.md).
+            preprocess = type(preprocess).from_dict(preprocess.model_dump() | {"h_freq": cfg.h_freq})
         key = preprocess.model_dump_json()
         if key not in datasets:
             datasets[key] = load_dataset(cfg.data, montage, preprocess)

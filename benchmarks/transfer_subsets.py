@@ -1,0 +1,117 @@
+"""The paper's controlled layout-transfer experiment (Fig. 4) at laptop scale, on simulated sleep EEG.
+
+Small models are pretrained on three 6-electrode subsets (``tuh-standard``, ``tuh-frontal``,
+``tuh-temporal``) of the *same* simulated scalp nights, once per channel-embedding kind and
+pretraining seed; each is then fine-tuned on ``tuh-standard`` (the downstream layout; other
+simulated subjects) with a sweep over the number of fine-tuning subjects and a fixed step
+budget, and scored on held-out subjects (a fixed subject-disjoint split). Standard→standard is
+the matched setting; frontal→standard and temporal→standard are the layout-transfer settings in
+which the paper reports Device Passport ahead of ACPE::
+
+    .venv/bin/python benchmarks/transfer_subsets.py --quick --out runs/transfer-subsets-quick
+    .venv/bin/python benchmarks/transfer_subsets.py --out runs/transfer-subsets          # ~1 h on 2 cores
+    .venv/bin/python benchmarks/transfer_subsets.py --seeds 5x5 --steps 20000 --arch cbramod-base --device cuda ...
+
+Differences to the paper (see docs/transfer.md): the downstream task is 5-class sleep staging
+of simulated nights (kappa), not TUAB abnormality detection (AUROC); the models are tiny and
+barely pretrained; the seeds are few.
+
+Output (``--out``): ``curves.csv/json`` (metric vs subjects per layout and kind, mean ± SD over
+seeds), ``overall.csv/json`` (per layout and kind, averaged over the sweep), ``rows.csv``
+(every per-subject score), ``transfer_subsets.png`` (one panel per pretraining layout),
+``transfer_subsets_acpe.png`` (ACPE across pretraining layouts, the paper's panel a),
+``run.json`` (command, machine, wall time). Rerunning with the same ``--out`` skips finished
+pretraining and fine-tuning runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import transfer_common as tc  # noqa: E402
+
+LAYOUTS = ("tuh-standard", "tuh-temporal", "tuh-frontal")
+KINDS = ("ape", "channel-id", "xyz", "acpe", "mlp-experts", "xattn-experts")
+DOWNSTREAM = "tuh-standard"
+
+#: name: (pretraining subjects, hours, fine-tuning subjects, hours, sweep, pretrain steps, fine-tune steps, seeds)
+SCALES = {
+    "quick": dict(pre_subjects=4, pre_hours=1.0, ft_subjects=8, ft_hours=1.0, sweep=(1, 2, 4),
+                  pre_steps=40, ft_steps=30, ft_batch=16, seeds=(1, 1)),
+    "default": dict(pre_subjects=8, pre_hours=2.0, ft_subjects=12, ft_hours=1.0, sweep=(1, 2, 4, 8),
+                    pre_steps=200, ft_steps=60, ft_batch=32, seeds=(2, 2)),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = tc.common_parser(__doc__.splitlines()[0], default_out="runs/transfer-subsets")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated embedding kinds")
+    parser.add_argument("--steps", type=int, default=None, help="pretraining steps per run (overrides the scale)")
+    parser.add_argument("--ft-steps", type=int, default=None, help="fine-tuning step budget (overrides the scale)")
+    parser.add_argument("--hours", type=float, default=None, help="length of every simulated night (overrides the scale)")
+    parser.add_argument("--arch", default="cbramod-tiny")
+    parser.add_argument("--train", default="adapter", choices=("adapter", "head", "full"))
+    parser.add_argument("--balance", default="none", choices=("none", "weights", "sampler"))
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    scale = dict(SCALES["quick" if args.quick else "default"])
+    if args.hours is not None:
+        scale.update(pre_hours=args.hours, ft_hours=args.hours)
+    n_pre, n_ft = args.seeds or scale["seeds"]
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    budget = tc.PretrainBudget(arch=args.arch, steps=args.steps or scale["pre_steps"])
+    ft_steps = args.ft_steps or scale["ft_steps"]
+    out = Path(args.out)
+    record = tc.RunRecord(out, args.threads, {
+        "scale": "quick" if args.quick else "default", **{k: v for k, v in scale.items() if k != "seeds"},
+        "pretrain_seeds": n_pre, "finetune_seeds": n_ft, "kinds": kinds, "pretrain": budget.__dict__,
+        "ft_steps": ft_steps, "train": args.train, "balance": args.balance,
+    })
+
+    from passport_kit.signals import PreprocessConfig, load_dataset
+
+    # One simulated scalp data set for pretraining, another (other brains) for fine-tuning; both
+    # on the full 19 sites and read through the 6-electrode subsets, so every subset sees the
+    # same nights through its own electrodes.
+    pre = tc.ensure_simulated("tuh-19", out / "data" / "pretrain", n_subjects=scale["pre_subjects"],
+                              hours=scale["pre_hours"], seed=10)
+    ft = tc.ensure_simulated("tuh-19", out / "data" / "finetune", n_subjects=scale["ft_subjects"],
+                             hours=scale["ft_hours"], seed=20)
+    record.stage("simulate")
+    config = PreprocessConfig.from_dict({"window_seconds": 30, "notch_freq": 50.0, "amplitude_limit_uv": None})
+    windows = {layout: load_dataset(pre, layout, config) for layout in LAYOUTS}
+    runs = [tc.PretrainRun(layout, kind, seed) for seed in range(n_pre) for layout in LAYOUTS for kind in kinds]
+    checkpoints = tc.pretrain_grid(runs, windows, out, budget=budget, threads=args.threads)
+    record.stage("pretrain")
+    rows = tc.evaluate_grid(
+        checkpoints, {run.name: run for run in runs}, out, montage=DOWNSTREAM, data=ft, protocol="split", subjects_sweep=scale["sweep"],
+        seeds=n_ft, max_steps=ft_steps, batch_size=scale["ft_batch"], train=args.train, balance=args.balance,
+        metric="kappa", device=args.device, threads=args.threads, notch_freq=50.0,
+    )
+    record.stage("fine-tune + score")
+
+    metric = "kappa"
+    unit = ("pretrain_seed", "seed")
+    curves = tc.summarise(rows, by=("layout", "kind", "n_train_subjects"), unit=unit, metric=metric)
+    overall = tc.summarise(rows, by=("layout", "kind"), unit=unit, metric=metric)
+    tc.write_outputs(out, "curves", curves)
+    tc.write_outputs(out, "overall", overall)
+    tc.write_outputs(out, "rows", rows)
+    tag = f"{'quick' if args.quick else 'default'} scale, {n_pre}x{n_ft} seeds, {budget.arch}"
+    tc.plot_sweep_panels(curves, out / "transfer_subsets.png", metric=metric, panels=LAYOUTS, lines=kinds,
+                         title=f"Fine-tuned on {DOWNSTREAM} (simulated sleep), {tag}")
+    if "acpe" in kinds:
+        tc.plot_sweep_panels(curves, out / "transfer_subsets_acpe.png", metric=metric, panels=("acpe",),
+                             lines=LAYOUTS, panel_key="kind", line_key="layout",
+                             panel_title="{}: pretraining layout", title=f"ACPE, {tag}")
+    record.stage("tables + figures")
+    record.finish()
+    print(tc.markdown_table(overall))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
