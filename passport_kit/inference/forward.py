@@ -44,7 +44,7 @@ def predict_proba(
     on_batch : callable, optional
         Called with the number of windows after each batch (progress bars).
     channel_mask : np.ndarray, shape (N, C) bool, optional
-        Channels to replace by the model's mask token in each window (every patch of them),
+        Channels to replace by the model's mask token in each row of ``x`` (every patch of them),
         as in pretraining: ``predict --mask-bad-channels``.
     """
     device = device or torch.device("cpu")

@@ -1,0 +1,208 @@
+"""Robustness to poor-contact channels (issue 8): LOSO kappa on subjects with and without bad channels.
+
+The paper's Device Passport lost to ACPE on the two EESM17 subjects with poor electrode
+contact. This benchmark asks whether the options of ``adapt``/``predict`` close that gap without
+costing anything on clean subjects:
+
+- data: simulated ear-EEG sleep (``eesm17-ear``, :mod:`passport_kit.signals.simulator`) where
+  some subjects have poor-contact channels (``--bad-channels``: ``noise`` or ``drift``; ``flat``
+  channels are dropped by the data layer anyway, so they test nothing here);
+- protocol: leave-one-subject-out, the paper's fine-tuning recipe
+  (:func:`passport_kit.training.finetune.fit`, ``adapter`` policy, a fixed step budget), one
+  run per fold and training variant;
+- training variants: ``acpe`` (the shipped ACPE checkpoint), ``mlp`` (the shipped Device Passport
+  checkpoint, paper recipe), ``mlp+corrupt`` (``--corrupt-prob``), ``mlp+gate``
+  (``--quality-gate``), ``mlp+gate+corrupt``;
+- test-time variant: every trained model is scored twice, as is and with
+  ``predict --mask-bad-channels`` (``+mask``: channels whose raw-recording quality score is below
+  the threshold in a window are replaced by the mask token there);
+- reported: Cohen's kappa per held-out subject, and its mean over the subjects with bad
+  channels and over the clean subjects, per variant (``robustness.csv/.json``, ``summary.md``).
+
+``--quick`` runs in minutes on two CPU cores with tiny budgets: weak evidence, a smoke test of
+the protocol. Run it again with the same ``--out`` to reuse the simulated data.
+
+Usage::
+
+    python benchmarks/robustness.py --quick --out bench-out/robustness
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from transfer_common import RunRecord, ensure_simulated, markdown_table, write_outputs  # noqa: E402
+
+from passport_kit.atomic_io import atomic_write_text  # noqa: E402
+
+MONTAGE = "eesm17-ear"
+CHECKPOINTS = {"acpe": "passport-small-acpe", "mlp": "passport-small-mlp"}
+#: Training variants: name → (checkpoint key, corrupt_prob (None: --corrupt-prob), quality gate).
+VARIANTS = {
+    "acpe": ("acpe", 0.0, False),
+    "mlp": ("mlp", 0.0, False),
+    "mlp+corrupt": ("mlp", None, False),
+    "mlp+gate": ("mlp", 0.0, True),
+    "mlp+gate+corrupt": ("mlp", None, True),
+}
+QUICK = {"subjects": 5, "hours": 0.75, "steps": 30, "batch_size": 16,
+         "bad_channels": "s02:ELA:noise,s02:ERB:drift,s04:ELE:noise"}
+FULL = {"subjects": 9, "hours": 2.0, "steps": 200, "batch_size": 32,
+        "bad_channels": "s02:ELA:noise,s02:ERB:drift,s05:ELE:noise,s05:ERI:noise"}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Return the command line (defaults depend on ``--quick``)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="minutes-scale run (tiny budgets; weak evidence)")
+    p.add_argument("--out", type=Path, default=Path("bench-out/robustness"), help="output folder")
+    p.add_argument("--subjects", type=int, help="simulated subjects (quick 5, full 9)")
+    p.add_argument("--hours", type=float, help="hours per night (quick 0.75, full 2)")
+    p.add_argument("--bad-channels", help="simulator poor contacts SUBJECT:CHANNEL:KIND,... (see docs/simulator.md)")
+    p.add_argument("--steps", type=int, help="fine-tuning steps per fold (quick 30, full 200)")
+    p.add_argument("--batch-size", type=int, help="fine-tuning batch (quick 16, full 32)")
+    p.add_argument("--corrupt-prob", type=float, default=0.5, help="corruption share of the +corrupt variants")
+    p.add_argument("--mask-threshold", type=float, default=0.5, help="quality score under which +mask masks")
+    p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {list(VARIANTS)}")
+    p.add_argument("--seed", type=int, default=0, help="simulation and fine-tuning seed")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    args = p.parse_args(argv)
+    defaults = QUICK if args.quick else FULL
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    unknown = sorted(set(args.variants.split(",")) - set(VARIANTS))
+    if unknown:
+        p.error(f"unknown variants {unknown}; choose from {list(VARIANTS)}")
+    return args
+
+
+def bad_subjects(spec: str) -> list[str]:
+    """Return the subjects named in a ``--bad-channels`` spec (``*`` not supported here)."""
+    return sorted({item.split(":")[0] for item in spec.split(",") if item.strip()})
+
+
+def quality_masks(windows: Any, folder: Path, threshold: float) -> np.ndarray:
+    """Return ``(N, C)`` bool: the channels ``predict --mask-bad-channels`` would mask in each window."""
+    from passport_kit.inference.predict import quality_mask
+    from passport_kit.signals import load_dataset_spec
+    from passport_kit.signals.quality import recording_quality
+
+    spec = load_dataset_spec(folder)
+    files = {rec.file: spec.path_of(rec.file) for rec in spec.recordings}
+    mask = np.zeros(windows.flags.shape, dtype=bool)
+    for rec in dict.fromkeys(windows.recording.tolist()):
+        idx = np.flatnonzero(windows.recording == rec)
+        q = recording_quality(files.get(rec, folder / rec), windows.montage, window_seconds=windows.config.window_seconds,
+                              mains_freq=windows.config.notch_freq)
+        mask[idx] = quality_mask(q.window_score, windows.onset_s[idx], windows.config.window_seconds, threshold)
+    return mask
+
+
+def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Return two rows (as is, +mask) for one training variant and held-out subject."""
+    import copy
+
+    from passport_kit.inference.forward import predict_proba
+    from passport_kit.model import ChannelMeta
+    from passport_kit.training.adapt import build_classifier, usable_windows
+    from passport_kit.training.finetune import FinetuneSettings, fit
+    from passport_kit.training.metrics import classification_metrics
+    from passport_kit.training.splits import SubjectSplit, with_validation
+
+    key, corrupt, gate = VARIANTS[variant]
+    backbone, windows, masks = loaded[key]
+    keep = usable_windows(windows)
+    subjects = sorted(set(windows.subject[keep].tolist()))
+    split = with_validation(SubjectSplit(name=test_subject, train=tuple(s for s in subjects if s != test_subject),
+                                         test=(test_subject,)), fraction=0.2, seed=args.seed)
+    train_mask, val_mask, test_mask = split.masks(windows.subject)
+    settings = FinetuneSettings(batch_size=args.batch_size, max_steps=args.steps, eval_every=max(1, args.steps // 3),
+                                corrupt_prob=args.corrupt_prob if corrupt is None else corrupt, quality_gate=gate,
+                                seed=args.seed)
+    model = build_classifier(copy.deepcopy(backbone), len(windows.classes), "adapter")
+    meta = ChannelMeta.from_montage(windows.montage)
+    fit(model, windows.x, windows.y, meta, list(windows.classes), settings,
+        train_index=np.flatnonzero(train_mask & keep), val_index=np.flatnonzero(val_mask & keep))
+    test_idx = np.flatnonzero(test_mask & keep)
+    rows = []
+    for suffix, channel_mask in (("", None), ("+mask", masks)):
+        proba = predict_proba(model, windows.x, meta, index=test_idx, batch_size=64, channel_mask=channel_mask)
+        m = classification_metrics(windows.y[test_idx], proba.argmax(1), list(windows.classes), proba)
+        rows.append({"variant": variant + suffix, "subject": test_subject,
+                     "group": "bad" if test_subject in args.bad_list else "clean", "kappa": m.kappa,
+                     "balanced_accuracy": m.balanced_accuracy, "windows": int(len(test_idx)),
+                     "masked_channel_windows": 0 if channel_mask is None else int(channel_mask[test_idx].sum())})
+    return rows
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return one row per variant: mean kappa over bad-channel subjects, clean subjects and all."""
+    out = []
+    for variant in dict.fromkeys(r["variant"] for r in rows):
+        mine = [r for r in rows if r["variant"] == variant]
+        row: dict[str, Any] = {"variant": variant}
+        for group in ("bad", "clean"):
+            values = [r["kappa"] for r in mine if r["group"] == group]
+            row[f"kappa_{group}_subjects"] = float(np.mean(values)) if values else None
+        row["kappa_all"] = float(np.mean([r["kappa"] for r in mine]))
+        row["folds"] = len(mine)
+        out.append(row)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; print and write the tables."""
+    import torch
+
+    from passport_kit.checkpoint import load_base_checkpoint
+    from passport_kit.montage import get_montage
+    from passport_kit.signals import load_dataset
+    from passport_kit.training.adapt import dataset_preprocess
+
+    args = parse_args(argv)
+    args.bad_list = bad_subjects(args.bad_channels)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    record = RunRecord(out, args.threads, {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()})
+    data = ensure_simulated(MONTAGE, out / "data", n_subjects=args.subjects, hours=args.hours, seed=args.seed,
+                            bad_channels=args.bad_channels)
+    record.stage("simulate")
+    variants = args.variants.split(",")
+    montage = get_montage(MONTAGE)
+    loaded: dict[str, Any] = {}
+    checkpoints: dict[str, Any] = {}
+    for key in sorted({VARIANTS[v][0] for v in variants}):
+        backbone, info = load_base_checkpoint(CHECKPOINTS[key])
+        windows = load_dataset(data, montage, dataset_preprocess(info, data))
+        loaded[key] = (backbone, windows, quality_masks(windows, data, args.mask_threshold))
+        checkpoints[key] = {"name": info.name, "sha256": info.weights_sha256}
+    record.stage("load data and quality")
+    subjects = sorted(set(next(iter(loaded.values()))[1].subject.tolist()))
+    rows: list[dict[str, Any]] = []
+    for variant in variants:
+        t0 = time.perf_counter()
+        for subject in subjects:
+            rows.extend(run_fold(variant, subject, loaded, args))
+        print(f"{variant}: {len(subjects)} folds in {time.perf_counter() - t0:.0f} s", flush=True)
+        write_outputs(out, "robustness", rows)
+    record.stage("LOSO")
+    summary = summarise(rows)
+    write_outputs(out, "summary", summary)
+    text = markdown_table(summary)
+    atomic_write_text(out / "summary.md", text + "\n")
+    print(text)
+    record.finish({"checkpoints": checkpoints, "bad_subjects": args.bad_list})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
