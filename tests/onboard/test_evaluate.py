@@ -54,3 +54,15 @@ def test_stopped_evaluation_keeps_its_rows(tmp_path: Path, montage_yaml: Path, d
                  max_steps=1, batch_size=4, progress=stop_after_first)
     rows = list(csv.DictReader((tmp_path / "ev" / "results.csv").open()))
     assert [r["test_subject"] for r in rows] == ["s01"]
+
+
+@pytest.mark.parametrize("h_freq", [None, 30.0])
+def test_h_freq_overrides_the_checkpoint_low_pass(tmp_path: Path, montage_yaml: Path, dataset: Path,
+                                                  checkpoint: str, h_freq: float | None) -> None:
+    import json
+
+    evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(checkpoint,),
+             test_subjects=("s01",), max_steps=1, batch_size=4, save_adapters=True, h_freq=h_freq)
+    (bundle,) = (tmp_path / "ev" / "adapters").iterdir()
+    recorded = json.loads((bundle / "adapter.json").read_text())["preprocessing"]["h_freq"]
+    assert recorded == (h_freq if h_freq is not None else 75.0)
