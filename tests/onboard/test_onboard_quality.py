@@ -45,12 +45,6 @@ def test_check_lists_bad_channel_per_recording(montage_yaml: Path, noisy_dataset
     assert line.startswith("[WARN]") and f"{BAD_SUBJECT}.edf: {BAD_CHANNEL}" in line
 
 
-def test_check_quality_ok_on_clean_data(montage_yaml: Path, dataset: Path, checkpoint: str) -> None:
-    result = RUN.invoke(app, ["check", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
-                              checkpoint])
-    assert "[ok  ] channel quality: no bad channels in 4 recording(s)" in result.output
-
-
 @pytest.fixture(scope="module")
 def noisy_adapt(session_home: Path, montage_yaml: Path, noisy_dataset: Path,
                 tmp_path_factory: pytest.TempPathFactory):
