@@ -95,7 +95,8 @@ def adapt_command(
                 montage=montage, data=data, out=out, checkpoint=checkpoint, train=train, subjects=subjects,
                 max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
-                corrupt_prob=corrupt_prob, quality_gate=quality_gate, seed=seed, device=device, precision=precision, threads=threads, resume=resume, progress=bar,
+                corrupt_prob=corrupt_prob, quality_gate=quality_gate, seed=seed, device=device, precision=precision,
+                threads=threads, resume=resume, progress=bar,
                 progress_quality=lambda summary: typer.echo(quality_line(summary), err=True),
             )
     except KeyboardInterrupt:

@@ -56,7 +56,8 @@ def pretrain_command(
         sources=parse_sources(data, montage), embedding=embedding, arch=config, out=out, steps=steps,
         batch_size=batch_size, seed=seed, lr=lr, resume=resume, device=device, precision=precision,
         checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
-        val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv), corrupt_prob=corrupt_prob, threads=threads, name=name, progress=progress,
+        val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv), corrupt_prob=corrupt_prob,
+        threads=threads, name=name, progress=progress,
     )
     try:
         folder = pretrain(cfg)
