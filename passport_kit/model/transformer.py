@@ -1,8 +1,19 @@
 """The criss-cross transformer: pre-norm layers with spatial and temporal attention halves.
 
-Attention runs through ``scaled_dot_product_attention`` on views of one packed q/k/v
-projection, with parameter names equal to ``nn.MultiheadAttention``'s (``in_proj_weight``
+Attention runs through ``scaled_dot_product_attention`` on strided *views* of the q/k/v
+projections, with parameter names equal to ``nn.MultiheadAttention``'s (``in_proj_weight``
 rows [q; k; v], ``in_proj_bias``, ``out_proj``) so CBraMod's weights load unchanged.
+
+Two execution paths give the same numbers (to float rounding):
+
+- **graph path** (autograd needs this layer: training, or any input that requires grad): plain
+  out-of-place ops, so autograd saves what backward needs.
+- **no-graph path** (inference, or a frozen encoder whose input needs no grad): the encoder runs
+  all layers on micro-batches of about ``chunk_tokens`` tokens, so a micro-batch's activations
+  (including the 4x wide feed-forward hidden layer) stay in the CPU caches and the allocator
+  reuses warm memory instead of page-faulting fresh buffers; GELU runs in place and the
+  feed-forward output and the attention output projections accumulate into the residual
+  stream with ``addmm_`` (no bias-broadcast copy, no ``cat``).
 """
 
 from __future__ import annotations
@@ -13,9 +24,14 @@ from torch import Tensor, nn
 
 from passport_kit.model.fast_linear import linear
 
+#: Tokens (channels x patches x samples) per micro-batch of the no-graph encoder path. Whole
+#: samples only (attention mixes a sample's tokens). 1024 tokens keep the feed-forward hidden
+#: layer (1024 x 800 floats, 3.3 MB) in L2/L3 on the team's 2-core EPYC (docs/model.md).
+CHUNK_TOKENS = 8192
+
 
 class AxisAttention(nn.Module):
-    """Multi-head self-attention along one axis of a ``(B, C, P, E)`` grid."""
+    """Multi-head self-attention along one axis (channels or patches) of a ``(B, C, P, E)`` grid."""
 
     def __init__(self, embed_dim: int, n_heads: int, dropout: float) -> None:
         super().__init__()
@@ -27,25 +43,33 @@ class AxisAttention(nn.Module):
         nn.init.xavier_uniform_(self.in_proj_weight)
         nn.init.zeros_(self.out_proj.bias)
 
-    def attend(self, h: Tensor) -> Tensor:
-        """Return attention outputs ``(N, L, E)`` for sequences ``h`` ``(*, L, E)``, N = prod(*).
+    def attend(self, h: Tensor, axis: int) -> Tensor:
+        """Return attention outputs ``(B, C, P, E)`` (before ``out_proj``) of ``h`` ``(B, C, P, E)``.
 
-        ``h`` may be a strided view (a slice of the last dimension): the projection reads it in
-        place, since BLAS only needs unit stride along E.
+        ``axis`` 1: each patch's C channels form a sequence (spatial); ``axis`` 2: each channel's
+        P patches do (temporal). ``h`` may be a strided slice of the last dimension: the
+        projections read it in place, since BLAS needs unit stride only along E.
         """
-        length, e = h.shape[-2:]
-        # (*, L, 3E) comes out contiguous, so flattening the leading dims is a view.
-        qkv = linear(h, self.in_proj_weight, self.in_proj_bias).view(-1, length, 3 * e)
-        n = qkv.shape[0]
-        # (N, L, 3, H, e) → three (N, H, L, e) *views*; the fused kernel reads the strides.
-        q, k, v = qkv.view(n, length, 3, self.n_heads, e // self.n_heads).unbind(2)
-        out = F.scaled_dot_product_attention(
-            q.transpose(1, 2),
-            k.transpose(1, 2),
-            v.transpose(1, 2),
-            dropout_p=self.dropout if self.training else 0.0,
-        )
-        return linear(out.transpose(1, 2).reshape(n, length, e), self.out_proj.weight, self.out_proj.bias)
+        b, c, p, e = h.shape
+        n_heads, head_dim = self.n_heads, e // self.n_heads
+        w, bias = self.in_proj_weight, self.in_proj_bias
+        if axis == 2:
+            # One packed projection (B, C, P, 3E): B·C sequences of length P, and the heads of
+            # q, k, v are strided views of it.
+            qkv = linear(h, w, bias).view(b * c, p, 3, n_heads, head_dim)
+            q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # (B·C, H, P, hd) views
+        else:
+            # Three projections, each (B, C, P, E) contiguous, so (B, C, P·H, hd) is a view and
+            # (B, P·H, C, hd) reads the channel axis as the sequence with no transpose copy:
+            # every (patch, head) pair is one "head" of SDPA. (A packed (…, 3E) output would
+            # interleave q/k/v and break the P·H merge.)
+            q, k, v = (
+                linear(h, w[i * e : (i + 1) * e], bias[i * e : (i + 1) * e]).view(b, c, p * n_heads, head_dim).transpose(1, 2)
+                for i in range(3)
+            )
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0)
+        # SDPA's CPU kernel writes (batch, L, heads, hd) memory, so this reshape is a view.
+        return out.transpose(1, 2).reshape(b, c, p, e)
 
 
 class CrissCrossLayer(nn.Module):
@@ -66,21 +90,40 @@ class CrissCrossLayer(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        """Return the layer output ``(B, C, P, D)`` for ``x`` ``(B, C, P, D)``."""
-        b, c, p, d = x.shape
-        half = d // 2
+        """Return the layer output ``(B, C, P, D)`` for ``x`` ``(B, C, P, D)`` (graph path)."""
+        half = x.shape[-1] // 2
         h = self.norm1(x)
-        # Spatial: sequences are the C channels of one patch. One transpose copy of half the
-        # features in, one on the way out (inside cat). Temporal needs no copy: the slice
-        # (B, C, P, D/2) is projected in place and is already B·C sequences of length P.
-        hs = h[..., :half].transpose(1, 2).reshape(b * p, c, half)
-        s = self.self_attn_s.attend(hs).view(b, p, c, half).transpose(1, 2)
-        t = self.self_attn_t.attend(h[..., half:]).view(b, c, p, half)
+        s = self.self_attn_s.attend(h[..., :half], axis=1)
+        t = self.self_attn_t.attend(h[..., half:], axis=2)
+        s = linear(s, self.self_attn_s.out_proj.weight, self.self_attn_s.out_proj.bias)
+        t = linear(t, self.self_attn_t.out_proj.weight, self.self_attn_t.out_proj.bias)
         x = x + self.dropout1(torch.cat([s, t.to(s.dtype)], dim=-1))
-        # linear() fuses bias and GELU on the CPU fast path (frozen or inference); see fast_linear.
+        # linear() fuses bias and GELU on the opt-in oneDNN path; see fast_linear.
         hidden = linear(self.norm2(x), self.linear1.weight, self.linear1.bias, gelu=True)
         ff = linear(self.dropout(hidden), self.linear2.weight, self.linear2.bias)
         return x + self.dropout2(ff)
+
+    def forward_no_graph(self, x: Tensor) -> Tensor:
+        """Return the layer output ``(B, C, P, D)`` for ``x`` ``(B, C, P, D)``, without autograd.
+
+        Same numbers as :meth:`forward` in eval mode, up to float rounding (bias and residual are
+        summed in another order). Requires grad mode off and inactive dropout.
+        """
+        b, c, p, d = x.shape
+        half = d // 2
+        h = self.norm1(x)
+        s = self.self_attn_s.attend(h[..., :half], axis=1)
+        t = self.self_attn_t.attend(h[..., half:], axis=2)
+        # x1 = x + [s Ws^T + bs | t Wt^T + bt]: one pass for the residual + biases, then each
+        # output projection accumulates into its half of x1 (BLAS writes the strided half).
+        bias = torch.cat([self.self_attn_s.out_proj.bias, self.self_attn_t.out_proj.bias])
+        x1 = torch.add(x, bias.to(x.dtype)).view(-1, d)
+        x1[:, :half].addmm_(s.reshape(-1, half), self.self_attn_s.out_proj.weight.t())
+        x1[:, half:].addmm_(t.reshape(-1, half), self.self_attn_t.out_proj.weight.t())
+        hidden = torch.addmm(self.linear1.bias, self.norm2(x1), self.linear1.weight.t())
+        torch.ops.aten.gelu_(hidden)  # in place: no second (tokens, 800) buffer
+        out = torch.add(x1, self.linear2.bias).addmm_(hidden, self.linear2.weight.t())
+        return out.view(b, c, p, d)
 
 
 class CrissCrossEncoder(nn.Module):
@@ -91,9 +134,30 @@ class CrissCrossEncoder(nn.Module):
         self.layers = nn.ModuleList(
             CrissCrossLayer(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)
         )
+        self.chunk_tokens = CHUNK_TOKENS
+
+    def _needs_graph(self, x: Tensor) -> bool:
+        # Autograd must see the ops when grad mode is on and either the input or a weight needs
+        # a gradient; active dropout (training mode) also takes the ordinary path.
+        if self.training and any(layer.dropout.p > 0 for layer in self.layers):
+            return True
+        if not torch.is_grad_enabled():
+            return False
+        return x.requires_grad or any(q.requires_grad for q in self.parameters())
 
     def forward(self, x: Tensor) -> Tensor:
-        """Return encoder features ``(B, C, P, D)``."""
-        for layer in self.layers:
-            x = layer(x)
-        return x
+        """Return encoder features ``(B, C, P, D)`` for ``x`` ``(B, C, P, D)``."""
+        if self._needs_graph(x) or x.device.type != "cpu" or torch.is_autocast_enabled(x.device.type):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+        b, c, p, _ = x.shape
+        step = max(1, self.chunk_tokens // (c * p))
+        chunks = []
+        with torch.no_grad():
+            for start in range(0, b, step):
+                h = x[start : start + step]
+                for layer in self.layers:
+                    h = layer.forward_no_graph(h)
+                chunks.append(h)
+        return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
