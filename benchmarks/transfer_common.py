@@ -151,12 +151,13 @@ class PretrainBudget:
     val_max_windows: int = 64
 
 
-def pretrain_grid(runs: Sequence[PretrainRun], windows_by_layout: dict[str, Any], out: Path, *,
+def pretrain_grid(runs: Sequence[PretrainRun], windows_by_layout: dict[str, tuple[Path, Any]], out: Path, *,
                   budget: PretrainBudget, threads: int) -> dict[str, Path]:
     """Return {run name: checkpoint folder}, pretraining each run that has no checkpoint yet.
 
-    ``windows_by_layout`` maps a layout name to the WindowSet (labels ignored) it pretrains on,
-    read once and shared by every kind and seed of that layout.
+    ``windows_by_layout`` maps a layout name to (dataset folder, WindowSet): the windows (labels
+    ignored) are read once and shared by every kind and seed of that layout; the folder is what
+    the model card names as the data.
     """
     from passport_kit.training.pretrain import PretrainConfig, pretrain
 
@@ -170,14 +171,15 @@ def pretrain_grid(runs: Sequence[PretrainRun], windows_by_layout: dict[str, Any]
 
                 shutil.rmtree(folder)
             t0 = time.perf_counter()
+            folder_of_data, windows = windows_by_layout[run.layout]
             config = PretrainConfig(
-                sources=[{"path": f"simulated:{run.layout}", "montage": run.layout}], embedding=run.kind,
+                sources=[{"path": folder_of_data, "montage": run.layout}], embedding=run.kind,
                 arch=budget.arch, out=folder, name=run.name, steps=budget.steps, batch_size=budget.batch_size,
                 lr=budget.lr, seed=run.seed, checkpoint_every=budget.steps, val_fraction=0.15,
                 val_max_windows=budget.val_max_windows, amplitude_limit_uv=None, device="cpu",
                 threads=threads, progress=False,
             )
-            pretrain(config, datasets=[(run.layout, windows_by_layout[run.layout])])
+            pretrain(config, datasets=[(str(folder_of_data), windows)])
             print(f"  pretrained {run.name} ({i}/{len(runs)}) in {time.perf_counter() - t0:.0f} s", flush=True)
         folders[run.name] = folder
     return folders

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                               bad_channels=POOR_CONTACT)
     record.stage("simulate")
     config = PreprocessConfig.from_dict({"window_seconds": 30, "notch_freq": 50.0, "amplitude_limit_uv": None})
-    windows = {PRETRAIN_LAYOUT: load_dataset(pre, PRETRAIN_LAYOUT, config)}
+    windows = {PRETRAIN_LAYOUT: (pre, load_dataset(pre, PRETRAIN_LAYOUT, config))}
     runs = [tc.PretrainRun(PRETRAIN_LAYOUT, kind, seed) for seed in range(n_pre) for kind in kinds]
     checkpoints = tc.pretrain_grid(runs, windows, out, budget=budget, threads=args.threads)
     record.stage("pretrain")

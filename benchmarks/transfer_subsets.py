@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                              hours=scale["ft_hours"], seed=20)
     record.stage("simulate")
     config = PreprocessConfig.from_dict({"window_seconds": 30, "notch_freq": 50.0, "amplitude_limit_uv": None})
-    windows = {layout: load_dataset(pre, layout, config) for layout in LAYOUTS}
+    windows = {layout: (pre, load_dataset(pre, layout, config)) for layout in LAYOUTS}
     runs = [tc.PretrainRun(layout, kind, seed) for seed in range(n_pre) for layout in LAYOUTS for kind in kinds]
     checkpoints = tc.pretrain_grid(runs, windows, out, budget=budget, threads=args.threads)
     record.stage("pretrain")
