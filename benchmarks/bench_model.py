@@ -203,6 +203,20 @@ def with_fast_linear(fn: Callable[[torch.Tensor, torch.Tensor], None]) -> Callab
     return run
 
 
+def with_one_micro_batch(cont: Contenders, fn: Callable[[torch.Tensor, torch.Tensor], None]) -> Callable[[torch.Tensor, torch.Tensor], None]:
+    """Return ``fn`` run with our encoder's no-graph path on the whole batch at once (no micro-batches)."""
+    encoder = cont.ours_eval.backbone.encoder
+
+    def run(x: torch.Tensor, y: torch.Tensor) -> None:
+        saved, encoder.chunk_tokens = encoder.chunk_tokens, 1 << 62
+        try:
+            fn(x, y)
+        finally:
+            encoder.chunk_tokens = saved
+
+    return run
+
+
 def timed(fn: Callable[[], None], iters: int) -> float:
     """Return the median wall time of ``iters`` calls of ``fn`` (seconds)."""
     times = []
@@ -220,16 +234,25 @@ def check_frozen_work(cont: Contenders, c: int, p: int) -> str:
     F.cross_entropy(cont.ours_adapt(x, cont.meta), y).backward()
     frozen_with_grad = [n for n, q in cont.ours_adapt.named_parameters() if not q.requires_grad and q.grad is not None]
     cont.ours_opt.zero_grad(set_to_none=True)
-    with torch.profiler.profile() as prof:
+    with torch.profiler.profile(record_shapes=True) as prof:
         F.cross_entropy(cont.ours_adapt(x, cont.meta), y).backward()
     names = [e.name for e in prof.events()]
+    # A weight gradient of an encoder projection is a product that contracts over the tokens:
+    # (out, tokens) @ (tokens, in). Input gradients and forward products contract over features.
+    tokens = x.shape[0] * c * p
+    weight_grad_mm = sum(
+        e.name in ("aten::mm", "aten::addmm", "aten::bmm")
+        and any(len(shape) == 2 and shape[1] == tokens for shape in e.input_shapes[:2] if isinstance(shape, list))
+        for e in prof.events()
+    )
     # Backward kernels that exist only to produce weight gradients of frozen layers would show as
     # GroupNorm/conv backward (the patch embedding needs no backward at all under `adapter`).
     patch_backward = sum(n in ("aten::native_group_norm_backward", "aten::convolution_backward") for n in names)
     cont.ours_opt.zero_grad(set_to_none=True)
     return (
         f"frozen params with .grad after backward: {len(frozen_with_grad)}; "
-        f"GroupNorm/conv backward kernels run (patch embedding): {patch_backward}"
+        f"GroupNorm/conv backward kernels run (patch embedding): {patch_backward}; "
+        f"products contracting over the {tokens} tokens (weight gradients of frozen projections): {weight_grad_mm}"
     )
 
 
@@ -277,6 +300,7 @@ def main() -> None:
     parser.add_argument("--agree-arch", default="cbramod-small")
     parser.add_argument("--agree-windows", type=int, default=256)
     parser.add_argument("--agree-patches", type=int, default=4)
+    parser.add_argument("--onednn-ab", action="store_true", help="also time the opt-in oneDNN linear lever ('+L' rows)")
     parser.add_argument("--quick", action="store_true", help="smoke run: cbramod-tiny, batch 4, 1 repeat")
     args = parser.parse_args()
     if args.quick:
@@ -345,15 +369,19 @@ def main() -> None:
 
     contenders: dict[str, Callable[[torch.Tensor, torch.Tensor], None]] = {
         "ours infer": cont.infer_ours,
-        "ours infer +L": with_fast_linear(cont.infer_ours),
+        "ours infer 1mb": with_one_micro_batch(cont, cont.infer_ours),
         "bd fp32 infer": cont.infer_bd,
         "ours adapter": cont.step_ours,
-        "ours adapter +L": with_fast_linear(cont.step_ours),
         "bd adapter": cont.step_bd_adapter,
         "bd full": cont.step_bd_full,
     }
-    flops["ours infer +L"], flops["ours adapter +L"] = flops["ours infer"], flops["ours adapter"]
-    print("'+L' = ours with the opt-in oneDNN linear lever switched on (default: plain F.linear), the lever's A/B")
+    flops["ours infer 1mb"] = flops["ours infer"]
+    print(f"'1mb' = ours inference as one micro-batch (default: micro-batches of {cont.ours_eval.backbone.encoder.chunk_tokens} tokens), the lever's A/B")
+    if args.onednn_ab:
+        contenders["ours infer +L"] = with_fast_linear(cont.infer_ours)
+        contenders["ours adapter +L"] = with_fast_linear(cont.step_ours)
+        flops["ours infer +L"], flops["ours adapter +L"] = flops["ours infer"], flops["ours adapter"]
+        print("'+L' = ours with the opt-in oneDNN linear lever switched on (default: plain F.linear), the lever's A/B")
     tokens = c * p
     for b in sorted(set(batch_sizes) | set(train_batch_sizes)):
         x, y = make_batch(b, c, p, seed=b)
@@ -373,11 +401,14 @@ def main() -> None:
             ratio = {}
             if "ours infer" in rates:
                 ratio["infer"] = rates["ours infer"][-1] / rates["bd fp32 infer"][-1]
-                ratio["lever infer"] = rates["ours infer +L"][-1] / rates["ours infer"][-1]
+                ratio["1mb/default infer"] = rates["ours infer 1mb"][-1] / rates["ours infer"][-1]
+                if "ours infer +L" in rates:
+                    ratio["lever infer"] = rates["ours infer +L"][-1] / rates["ours infer"][-1]
             if "ours adapter" in rates:
                 ratio["adapter"] = rates["ours adapter"][-1] / rates["bd adapter"][-1]
                 ratio["vs full"] = rates["ours adapter"][-1] / rates["bd full"][-1]
-                ratio["lever adapter"] = rates["ours adapter +L"][-1] / rates["ours adapter"][-1]
+                if "ours adapter +L" in rates:
+                    ratio["lever adapter"] = rates["ours adapter +L"][-1] / rates["ours adapter"][-1]
             for k, v in ratio.items():
                 ratios.setdefault(k, []).append(v)
             print(f"  batch {b} repeat {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f}/s" for k, v in rates.items())
