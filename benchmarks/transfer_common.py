@@ -40,10 +40,11 @@ from machine import machine_line  # noqa: E402
 from passport_kit.atomic_io import write_json, write_table  # noqa: E402
 from passport_kit.inference.reports import _save_figure as save_figure  # noqa: E402  (one PNG writer)
 
-#: Colours of the embedding kinds, the same in every figure.
+#: Colours of the embedding kinds (and of the non-neural baseline), the same in every figure.
 KIND_COLOURS = {
     "ape": "tab:gray", "channel-id": "tab:brown", "xyz": "tab:olive",
     "acpe": "tab:blue", "mlp-experts": "tab:orange", "xattn-experts": "tab:green",
+    "bandpower-logreg": "tab:purple",
 }
 
 
@@ -394,9 +395,9 @@ def plot_subject_scores(table: Sequence[dict[str, Any]], path: Path, *, metric: 
         mean = [r[method] if r.get(method) is not None else np.nan for r in table]
         sd = [r.get(f"{method}_sd") or 0.0 for r in table]
         ax.bar(x, mean, width, yerr=sd, capsize=2, color=KIND_COLOURS.get(method), label=method)
-    ax.set_xticks(np.arange(len(subjects)), subjects, fontsize=7, rotation=45)
+    ax.set_xticks(np.arange(len(subjects)), subjects, fontsize=7, rotation=45, ha="right")
     ax.set_ylabel(metric)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, ncol=len(methods), loc="lower left")
     ax.grid(axis="y", alpha=0.3)
     if title:
         ax.set_title(title, fontsize=10)

@@ -51,7 +51,7 @@ LOW_PASS_HZ = 30.0
 MIXED_PREFILTER = ("Subject08", "Subject10", "Subject11")
 
 SCALES = {
-    "quick": dict(ft_steps=30, ft_batch=16, seeds=1),
+    "quick": dict(ft_steps=30, ft_batch=16, seeds=3),
     "default": dict(ft_steps=150, ft_batch=32, seeds=5),
 }
 
