@@ -18,8 +18,8 @@ cd "$(dirname "$0")/.."
 WORK=${1:-pretrain-work}
 SUBJECTS=${SUBJECTS:-16}
 HOURS=${HOURS:-2}
-STEPS=${STEPS:-600}
-BATCH=${BATCH:-4}
+STEPS=${STEPS:-1500}
+BATCH=${BATCH:-8}
 LR=${LR:-2e-3}
 CONFIG=${CONFIG:-cbramod-tiny}
 SEED=${SEED:-42}

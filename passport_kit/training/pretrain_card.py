@@ -125,6 +125,9 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
         lines.append(f"| all | {n_all} | {val['val_loss']:.4f} | {val['val_zero_loss']:.4f} | "
                      f"{val.get('ratio_to_zero', float('nan')):.3f} |")
         lines += ["", _verdict(val.get("ratio_to_zero", float("nan")))]
+        warning = _per_dataset_warning(val.get("per_dataset", {}))
+        if warning:
+            lines += ["", warning]
     else:
         lines.append("No subjects were held out (`--val-fraction 0` or one subject per dataset).")
     lines += [
@@ -162,3 +165,18 @@ def _verdict(ratio: float) -> str:
             "so the reconstruction has not been learned. Its weights (and expert bank) have trained for the "
             "steps above but carry little signal knowledge; pretrain longer (see docs/pretraining.md) before "
             "relying on them.")
+
+
+def _per_dataset_warning(per_dataset: dict[str, dict[str, Any]]) -> str | None:
+    """Return a sentence naming the datasets where the model is not below predicting zeros, if any.
+
+    The overall ratio is dominated by the dataset with the most held-out windows, so a dataset
+    the model failed on must be named on its own.
+    """
+    worse = [label for label, d in per_dataset.items() if d["val_zero_loss"] and d["val_loss"] >= d["val_zero_loss"]]
+    if not worse or len(per_dataset) < 2:
+        return None
+    names = ", ".join(f"`{w}`" for w in worse)
+    return (f"But on the held-out subjects of {names} it is **worse than predicting zeros**: what it learned "
+            "does not carry over to that data (typically too little of it in training); the overall ratio "
+            "does not cover it.")

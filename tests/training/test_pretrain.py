@@ -212,3 +212,16 @@ def test_metrics_log_drops_rows_after_the_resumed_step(tmp_path: Path) -> None:
     resumed.write({"step": 4, "loss": 0.5})
     resumed.close()
     assert [r["step"] for r in read_metrics(tmp_path / "metrics.csv")] == ["1", "2", "3", "4"]
+
+
+@pytest.mark.parametrize(
+    ("per_dataset", "named"),
+    [({"sim": {"val_loss": 0.01, "val_zero_loss": 0.04}, "real": {"val_loss": 0.012, "val_zero_loss": 0.01}}, "`real`"),
+     ({"sim": {"val_loss": 0.01, "val_zero_loss": 0.04}, "real": {"val_loss": 0.008, "val_zero_loss": 0.01}}, None),
+     ({"sim": {"val_loss": 0.05, "val_zero_loss": 0.04}}, None)],
+)
+def test_card_names_a_dataset_where_the_model_loses_to_zeros(per_dataset: dict, named: str | None) -> None:
+    from passport_kit.training.pretrain_card import _per_dataset_warning
+
+    warning = _per_dataset_warning(per_dataset)
+    assert (warning is None) if named is None else (named in warning and "`sim`" not in warning)
