@@ -8,8 +8,9 @@ costing anything on clean subjects:
   some subjects have poor-contact channels (``--bad-channels``: ``noise`` or ``drift``; ``flat``
   channels are dropped by the data layer anyway, so they test nothing here);
 - protocol: leave-one-subject-out, the paper's fine-tuning recipe
-  (:func:`passport_kit.training.finetune.fit`, ``adapter`` policy, a fixed step budget), one
-  run per fold and training variant;
+  (:func:`passport_kit.training.finetune.fit`, ``adapter`` policy, a fixed step budget, the
+  best of 4 validation points kept, per-window instance normalisation as the paper does for
+  EESM17), one run per fold and training variant;
 - training variants: ``acpe`` (the shipped ACPE checkpoint), ``mlp`` (the shipped Device Passport
   checkpoint, paper recipe), ``mlp+corrupt`` (``--corrupt-prob``), ``mlp+gate``
   (``--quality-gate``), ``mlp+gate+corrupt``;
@@ -53,7 +54,7 @@ VARIANTS = {
     "mlp+gate": ("mlp", 0.0, True),
     "mlp+gate+corrupt": ("mlp", None, True),
 }
-QUICK = {"subjects": 5, "hours": 0.75, "steps": 30, "batch_size": 16,
+QUICK = {"subjects": 5, "hours": 0.75, "steps": 40, "batch_size": 24,
          "bad_channels": "s02:ELA:noise,s02:ERB:drift,s04:ELE:noise"}
 FULL = {"subjects": 9, "hours": 2.0, "steps": 200, "batch_size": 32,
         "bad_channels": "s02:ELA:noise,s02:ERB:drift,s05:ELE:noise,s05:ERI:noise"}
@@ -67,8 +68,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--subjects", type=int, help="simulated subjects (quick 5, full 9)")
     p.add_argument("--hours", type=float, help="hours per night (quick 0.75, full 2)")
     p.add_argument("--bad-channels", help="simulator poor contacts SUBJECT:CHANNEL:KIND,... (see docs/simulator.md)")
-    p.add_argument("--steps", type=int, help="fine-tuning steps per fold (quick 30, full 200)")
-    p.add_argument("--batch-size", type=int, help="fine-tuning batch (quick 16, full 32)")
+    p.add_argument("--steps", type=int, help="fine-tuning steps per fold (quick 40, full 200)")
+    p.add_argument("--batch-size", type=int, help="fine-tuning batch (quick 24, full 32)")
+    p.add_argument("--instance-norm", action=argparse.BooleanOptionalAction, default=True,
+                   help="per-window normalisation, as the paper does for EESM17 ear-EEG (default on)")
+    p.add_argument("--balance", default="weights", choices=["weights", "sampler", "none"],
+                   help="skewed classes, as adapt --balance (default weights)")
     p.add_argument("--corrupt-prob", type=float, default=0.5, help="corruption share of the +corrupt variants")
     p.add_argument("--mask-threshold", type=float, default=0.5, help="quality score under which +mask masks")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {list(VARIANTS)}")
@@ -125,7 +130,8 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     split = with_validation(SubjectSplit(name=test_subject, train=tuple(s for s in subjects if s != test_subject),
                                          test=(test_subject,)), fraction=0.2, seed=args.seed)
     train_mask, val_mask, test_mask = split.masks(windows.subject)
-    settings = FinetuneSettings(batch_size=args.batch_size, max_steps=args.steps, eval_every=max(1, args.steps // 3),
+    settings = FinetuneSettings(batch_size=args.batch_size, max_steps=args.steps, eval_every=max(1, args.steps // 4),
+                                balance=args.balance,
                                 corrupt_prob=args.corrupt_prob if corrupt is None else corrupt, quality_gate=gate,
                                 seed=args.seed)
     model = build_classifier(copy.deepcopy(backbone), len(windows.classes), "adapter")
@@ -182,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     checkpoints: dict[str, Any] = {}
     for key in sorted({VARIANTS[v][0] for v in variants}):
         backbone, info = load_base_checkpoint(CHECKPOINTS[key])
-        windows = load_dataset(data, montage, dataset_preprocess(info, data))
+        windows = load_dataset(data, montage, dataset_preprocess(info, data, instance_norm=args.instance_norm))
         loaded[key] = (backbone, windows, quality_masks(windows, data, args.mask_threshold))
         checkpoints[key] = {"name": info.name, "sha256": info.weights_sha256}
     record.stage("load data and quality")
