@@ -130,6 +130,8 @@ def evaluate_command(
     max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget per run."),
     epochs: int = typer.Option(50, "--epochs"),
     batch_size: int = typer.Option(64, "--batch-size"),
+    lr: float = typer.Option(1e-4, "--lr", help="Learning rate of the adapter (backbone-side tensors)."),
+    balance: str = typer.Option("weights", "--balance", help="Skewed classes: weights, sampler or none."),
     instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
     corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
@@ -151,7 +153,7 @@ def evaluate_command(
             montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,
             test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
             metric=metric, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
-            instance_norm=instance_norm, notch_freq=_notch(notch), corrupt_prob=corrupt_prob,
+            lr=lr, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch), corrupt_prob=corrupt_prob,
             quality_gate=quality_gate, device=device, precision=precision,
             threads=threads, progress=runs, step_progress=bar,
         )

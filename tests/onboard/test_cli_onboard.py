@@ -128,6 +128,8 @@ def test_evaluate_loso_writes_per_subject_table(tmp_path: Path, montage_yaml: Pa
     (["--protocol", "kfold"], "protocol"),
     (["--subjects-sweep", "1,x"], "--subjects-sweep"),
     (["--metric", "auc"], "unknown metric"),
+    (["--balance", "oversample"], "balance"),
+    (["--lr", "-1"], "lr"),
 ])
 def test_evaluate_bad_options_are_one_line_errors(args: list[str], message: str, montage_yaml: Path,
                                                   dataset: Path, tmp_path: Path) -> None:
