@@ -181,7 +181,10 @@ def evaluate(
         test_idx = np.flatnonzero(test_mask & keep)
         seed_everything(seed)
         # A fresh copy per run: the adapter policy trains tensors inside the backbone.
-        model = build_classifier(copy.deepcopy(backbone), len(windows.classes), cfg.train, dropout=cfg.dropout)
+        run_backbone = copy.deepcopy(backbone)
+        # channel-id: freshly initialised rows for channels the base never saw (no-op for other kinds).
+        run_backbone.add_channels(meta.names)
+        model = build_classifier(run_backbone, len(windows.classes), cfg.train, dropout=cfg.dropout)
         fit_result = fit(
             model, windows.x, windows.y, meta, list(windows.classes), cfg.settings(seed),
             train_index=train_idx, val_index=val_idx,

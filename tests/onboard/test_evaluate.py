@@ -66,3 +66,13 @@ def test_h_freq_overrides_the_checkpoint_low_pass(tmp_path: Path, montage_yaml: 
     (bundle,) = (tmp_path / "ev" / "adapters").iterdir()
     recorded = json.loads((bundle / "adapter.json").read_text())["preprocessing"]["h_freq"]
     assert recorded == (h_freq if h_freq is not None else 75.0)
+
+
+def test_channel_id_base_gets_fresh_rows_for_unseen_channels(tmp_path: Path, montage_yaml: Path,
+                                                              dataset: Path) -> None:
+    from conftest import save_tiny_checkpoint
+
+    name = save_tiny_checkpoint("tiny-channel-id-empty-vocab", "channel-id")  # its vocabulary has no channel
+    report = evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(name,),
+                      test_subjects=("s01",), max_steps=1, batch_size=4)
+    assert [r["test_subject"] for r in report.rows] == ["s01"]
