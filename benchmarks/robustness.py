@@ -31,12 +31,17 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# Threaded OpenBLAS workers spin-wait: on a busy shared machine the simulator's matrix products
+# stalled for minutes (measured: 4 s of CPU in 5 min). torch keeps its own --threads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
