@@ -35,10 +35,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/machine.py, run as a script or imported
 
-from machine import machine_line  # noqa: E402
+from machine import machine_line
 
-from passport_kit.atomic_io import write_json, write_table  # noqa: E402
-from passport_kit.inference.reports import _save_figure as save_figure  # noqa: E402  (one PNG writer)
+from passport_kit.atomic_io import write_json, write_table
+from passport_kit.inference.reports import _save_figure as save_figure
 
 #: Colours of the embedding kinds (and of the non-neural baseline), the same in every figure.
 KIND_COLOURS = {
@@ -78,6 +78,59 @@ def common_parser(description: str, *, default_out: str) -> argparse.ArgumentPar
                         help="seeds: N, or PxF (pretraining x fine-tuning); default depends on --quick")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     return parser
+
+
+def simulated_parser(description: str, *, default_out: str, kinds: Sequence[str]) -> argparse.ArgumentParser:
+    """Return the parser of the simulated experiments: the common options plus budgets and kinds."""
+    parser = common_parser(description, default_out=default_out)
+    parser.add_argument("--kinds", default=",".join(kinds), help="comma-separated embedding kinds")
+    parser.add_argument("--steps", type=int, default=None, help="pretraining steps per run (overrides the scale)")
+    parser.add_argument("--ft-steps", type=int, default=None, help="fine-tuning step budget (overrides the scale)")
+    parser.add_argument("--hours", type=float, default=None, help="length of every simulated night (overrides the scale)")
+    parser.add_argument("--arch", default="cbramod-tiny")
+    parser.add_argument("--balance", default="none", choices=("none", "weights", "sampler"))
+    parser.add_argument("--device", default="cpu")
+    return parser
+
+
+@dataclass(frozen=True)
+class SimulatedPlan:
+    """The sizes of one simulated experiment run: its scale with the command line's overrides."""
+
+    scale: dict[str, Any]
+    quick: bool
+    pretrain_seeds: int
+    finetune_seeds: int
+    kinds: tuple[str, ...]
+    budget: PretrainBudget
+    ft_steps: int
+
+    def settings(self, **extra: Any) -> dict[str, Any]:
+        """Return the settings recorded in ``run.json``."""
+        return {"scale": "quick" if self.quick else "default",
+                **{k: v for k, v in self.scale.items() if k != "seeds"},
+                "pretrain_seeds": self.pretrain_seeds, "finetune_seeds": self.finetune_seeds, "kinds": self.kinds,
+                "pretrain": self.budget.__dict__, "ft_steps": self.ft_steps, **extra}
+
+    @property
+    def tag(self) -> str:
+        """Return the figure subtitle naming scale, seeds and architecture."""
+        return (f"{'quick' if self.quick else 'default'} scale, {self.pretrain_seeds}x{self.finetune_seeds} seeds, "
+                f"{self.budget.arch}")
+
+
+def simulated_plan(args: argparse.Namespace, scales: dict[str, dict[str, Any]]) -> SimulatedPlan:
+    """Return the plan of a simulated experiment from its parsed options and its two scales."""
+    scale = dict(scales["quick" if args.quick else "default"])
+    if args.hours is not None:
+        scale.update(pre_hours=args.hours, ft_hours=args.hours)
+    n_pre, n_ft = args.seeds or scale["seeds"]
+    return SimulatedPlan(
+        scale=scale, quick=args.quick, pretrain_seeds=n_pre, finetune_seeds=n_ft,
+        kinds=tuple(k.strip() for k in args.kinds.split(",") if k.strip()),
+        budget=PretrainBudget(arch=args.arch, steps=args.steps or scale["pre_steps"]),
+        ft_steps=args.ft_steps or scale["ft_steps"],
+    )
 
 
 class RunRecord:

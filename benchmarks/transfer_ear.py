@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import transfer_common as tc  # noqa: E402
+import transfer_common as tc
 
 KINDS = ("acpe", "mlp-experts", "xattn-experts")
 PRETRAIN_LAYOUT = "tuh-19"
@@ -34,36 +34,20 @@ POOR_CONTACT = "s05:ELA:noise,s05:ELB:noise,s06:ERA:drift,s06:ERE:noise"
 POOR_SUBJECTS = ("s05", "s06")
 
 SCALES = {
-    "quick": dict(pre_subjects=4, pre_hours=1.0, ft_hours=1.0, pre_steps=40, ft_steps=30, ft_batch=16,
-                  seeds=(1, 1)),
-    "default": dict(pre_subjects=8, pre_hours=2.0, ft_hours=2.0, pre_steps=300, ft_steps=60, ft_batch=32,
-                    seeds=(2, 2)),
+    "quick": {"pre_subjects": 4, "pre_hours": 1.0, "ft_hours": 1.0, "pre_steps": 40, "ft_steps": 30, "ft_batch": 16,
+                  "seeds": (1, 1)},
+    "default": {"pre_subjects": 8, "pre_hours": 2.0, "ft_hours": 2.0, "pre_steps": 300, "ft_steps": 60, "ft_batch": 32,
+                    "seeds": (2, 2)},
 }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = tc.common_parser(__doc__.splitlines()[0], default_out="runs/transfer-ear")
-    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated embedding kinds (acpe first)")
-    parser.add_argument("--steps", type=int, default=None, help="pretraining steps per run (overrides the scale)")
-    parser.add_argument("--ft-steps", type=int, default=None, help="fine-tuning step budget (overrides the scale)")
-    parser.add_argument("--hours", type=float, default=None, help="length of every simulated night (overrides the scale)")
-    parser.add_argument("--arch", default="cbramod-tiny")
-    parser.add_argument("--balance", default="none", choices=("none", "weights", "sampler"))
-    parser.add_argument("--device", default="cpu")
+    parser = tc.simulated_parser(__doc__.splitlines()[0], default_out="runs/transfer-ear", kinds=KINDS)
     args = parser.parse_args(argv)
-    scale = dict(SCALES["quick" if args.quick else "default"])
-    if args.hours is not None:
-        scale.update(pre_hours=args.hours, ft_hours=args.hours)
-    n_pre, n_ft = args.seeds or scale["seeds"]
-    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
-    budget = tc.PretrainBudget(arch=args.arch, steps=args.steps or scale["pre_steps"])
-    ft_steps = args.ft_steps or scale["ft_steps"]
+    plan = tc.simulated_plan(args, SCALES)
+    scale, kinds, n_pre, n_ft = plan.scale, plan.kinds, plan.pretrain_seeds, plan.finetune_seeds
     out = Path(args.out)
-    record = tc.RunRecord(out, args.threads, {
-        "scale": "quick" if args.quick else "default", **{k: v for k, v in scale.items() if k != "seeds"},
-        "pretrain_seeds": n_pre, "finetune_seeds": n_ft, "kinds": kinds, "pretrain": budget.__dict__,
-        "ft_steps": ft_steps, "balance": args.balance, "poor_contact": POOR_CONTACT,
-    })
+    record = tc.RunRecord(out, args.threads, plan.settings(balance=args.balance, poor_contact=POOR_CONTACT))
 
     from passport_kit.signals import PreprocessConfig, load_dataset
 
@@ -75,11 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     config = PreprocessConfig.from_dict({"window_seconds": 30, "notch_freq": 50.0, "amplitude_limit_uv": None})
     windows = {PRETRAIN_LAYOUT: (pre, load_dataset(pre, PRETRAIN_LAYOUT, config))}
     runs = [tc.PretrainRun(PRETRAIN_LAYOUT, kind, seed) for seed in range(n_pre) for kind in kinds]
-    checkpoints = tc.pretrain_grid(runs, windows, out, budget=budget, threads=args.threads)
+    checkpoints = tc.pretrain_grid(runs, windows, out, budget=plan.budget, threads=args.threads)
     record.stage("pretrain")
     rows = tc.evaluate_grid(
-        checkpoints, {run.name: run for run in runs}, out, montage=DOWNSTREAM, data=ear, protocol="loso", seeds=n_ft, max_steps=ft_steps,
-        batch_size=scale["ft_batch"], train="adapter", balance=args.balance, instance_norm=True, metric="kappa",
+        checkpoints, {run.name: run for run in runs}, out, montage=DOWNSTREAM, data=ear, protocol="loso",
+        seeds=n_ft, max_steps=plan.ft_steps, batch_size=scale["ft_batch"], train="adapter", balance=args.balance,
+        instance_norm=True, metric="kappa",
         device=args.device, threads=args.threads, notch_freq=50.0,
     )
     record.stage("adapt + score (LOSO)")
@@ -88,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     table = tc.per_subject_table(rows, methods=kinds, metric=metric)
     tc.write_outputs(out, "per_subject", table)
     tc.write_outputs(out, "rows", rows)
-    tag = f"{'quick' if args.quick else 'default'} scale, {n_pre}x{n_ft} seeds"
+    tag = plan.tag
     tc.plot_subject_scores(table, out / "transfer_ear_kappa.png", metric=metric, methods=kinds,
                            title=f"{DOWNSTREAM} LOSO (simulated), {tag}")
     if "acpe" in kinds and len(kinds) > 1:

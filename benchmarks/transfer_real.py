@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import transfer_common as tc  # noqa: E402
+import transfer_common as tc
 
 ROOT = Path(__file__).resolve().parents[1]
 MONTAGE = Path(__file__).resolve().parent / "montages" / "eegmat-temporal.yaml"
@@ -51,8 +51,8 @@ LOW_PASS_HZ = 30.0
 MIXED_PREFILTER = ("Subject08", "Subject10", "Subject11")
 
 SCALES = {
-    "quick": dict(ft_steps=30, ft_batch=16, seeds=3),
-    "default": dict(ft_steps=150, ft_batch=32, seeds=5),
+    "quick": {"ft_steps": 30, "ft_batch": 16, "seeds": 3},
+    "default": {"ft_steps": 150, "ft_batch": 32, "seeds": 5},
 }
 
 
@@ -151,9 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         "low_pass_hz": LOW_PASS_HZ, "montage": str(MONTAGE.relative_to(ROOT)),
         "checkpoints": {n: {"kind": i.model.embedding, "sha256": i.weights_sha256} for n, i in infos.items()},
     })
-    options = dict(protocol="loso", seeds=n_ft, max_steps=ft_steps, batch_size=scale["ft_batch"], train="adapter",
-                   balance=args.balance, metric="auroc", notch_freq=50.0, h_freq=LOW_PASS_HZ,
-                   device=args.device, threads=args.threads)
+    options = {"protocol": "loso", "seeds": n_ft, "max_steps": ft_steps, "batch_size": scale["ft_batch"],
+               "train": "adapter", "balance": args.balance, "metric": "auroc", "notch_freq": 50.0,
+               "h_freq": LOW_PASS_HZ, "device": args.device, "threads": args.threads}
     rows = tc.evaluate_grid({n: n for n in names}, runs, out, montage=str(MONTAGE), data=data, **options)
     record.stage("adapt + score (LOSO)")
 
@@ -181,9 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         diffs = tc.differences_to(rows, reference="acpe", methods=others, metric=metric)
         tc.write_outputs(out, "difference_to_acpe", diffs)
         tc.plot_difference_bars(diffs, out / "transfer_real_diff.png", metric=metric, reference="acpe",
-                                methods=others, outline=MIXED_PREFILTER, outline_label="mixed prefilters", title=f"eegmat, difference to ACPE, {tag}")
+                                methods=others, outline=MIXED_PREFILTER, outline_label="mixed prefilters",
+                                title=f"eegmat, difference to ACPE, {tag}")
     record.stage("tables + figures")
-    record.finish({"windows": int(len(windows.y)), "subjects": sorted(set(windows.subject.tolist()))})
+    record.finish({"windows": len(windows.y), "subjects": sorted(set(windows.subject.tolist()))})
     print(tc.markdown_table(table))
     return 0
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import transfer_common as tc  # noqa: E402
+import transfer_common as tc
 
 LAYOUTS = ("tuh-standard", "tuh-temporal", "tuh-frontal")
 KINDS = ("ape", "channel-id", "xyz", "acpe", "mlp-experts", "xattn-experts")
@@ -39,37 +39,21 @@ DOWNSTREAM = "tuh-standard"
 
 #: name: (pretraining subjects, hours, fine-tuning subjects, hours, sweep, pretrain steps, fine-tune steps, seeds)
 SCALES = {
-    "quick": dict(pre_subjects=4, pre_hours=1.0, ft_subjects=8, ft_hours=1.0, sweep=(1, 2, 4),
-                  pre_steps=40, ft_steps=30, ft_batch=16, seeds=(1, 1)),
-    "default": dict(pre_subjects=8, pre_hours=2.0, ft_subjects=12, ft_hours=1.0, sweep=(1, 2, 4, 8),
-                    pre_steps=200, ft_steps=60, ft_batch=32, seeds=(2, 2)),
+    "quick": {"pre_subjects": 4, "pre_hours": 1.0, "ft_subjects": 8, "ft_hours": 1.0, "sweep": (1, 2, 4),
+                  "pre_steps": 40, "ft_steps": 30, "ft_batch": 16, "seeds": (1, 1)},
+    "default": {"pre_subjects": 8, "pre_hours": 2.0, "ft_subjects": 12, "ft_hours": 1.0, "sweep": (1, 2, 4, 8),
+                    "pre_steps": 200, "ft_steps": 60, "ft_batch": 32, "seeds": (2, 2)},
 }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = tc.common_parser(__doc__.splitlines()[0], default_out="runs/transfer-subsets")
-    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated embedding kinds")
-    parser.add_argument("--steps", type=int, default=None, help="pretraining steps per run (overrides the scale)")
-    parser.add_argument("--ft-steps", type=int, default=None, help="fine-tuning step budget (overrides the scale)")
-    parser.add_argument("--hours", type=float, default=None, help="length of every simulated night (overrides the scale)")
-    parser.add_argument("--arch", default="cbramod-tiny")
+    parser = tc.simulated_parser(__doc__.splitlines()[0], default_out="runs/transfer-subsets", kinds=KINDS)
     parser.add_argument("--train", default="adapter", choices=("adapter", "head", "full"))
-    parser.add_argument("--balance", default="none", choices=("none", "weights", "sampler"))
-    parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-    scale = dict(SCALES["quick" if args.quick else "default"])
-    if args.hours is not None:
-        scale.update(pre_hours=args.hours, ft_hours=args.hours)
-    n_pre, n_ft = args.seeds or scale["seeds"]
-    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
-    budget = tc.PretrainBudget(arch=args.arch, steps=args.steps or scale["pre_steps"])
-    ft_steps = args.ft_steps or scale["ft_steps"]
+    plan = tc.simulated_plan(args, SCALES)
+    scale, kinds, n_pre, n_ft = plan.scale, plan.kinds, plan.pretrain_seeds, plan.finetune_seeds
     out = Path(args.out)
-    record = tc.RunRecord(out, args.threads, {
-        "scale": "quick" if args.quick else "default", **{k: v for k, v in scale.items() if k != "seeds"},
-        "pretrain_seeds": n_pre, "finetune_seeds": n_ft, "kinds": kinds, "pretrain": budget.__dict__,
-        "ft_steps": ft_steps, "train": args.train, "balance": args.balance,
-    })
+    record = tc.RunRecord(out, args.threads, plan.settings(train=args.train, balance=args.balance))
 
     from passport_kit.signals import PreprocessConfig, load_dataset
 
@@ -84,11 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     config = PreprocessConfig.from_dict({"window_seconds": 30, "notch_freq": 50.0, "amplitude_limit_uv": None})
     windows = {layout: (pre, load_dataset(pre, layout, config)) for layout in LAYOUTS}
     runs = [tc.PretrainRun(layout, kind, seed) for seed in range(n_pre) for layout in LAYOUTS for kind in kinds]
-    checkpoints = tc.pretrain_grid(runs, windows, out, budget=budget, threads=args.threads)
+    checkpoints = tc.pretrain_grid(runs, windows, out, budget=plan.budget, threads=args.threads)
     record.stage("pretrain")
     rows = tc.evaluate_grid(
-        checkpoints, {run.name: run for run in runs}, out, montage=DOWNSTREAM, data=ft, protocol="split", subjects_sweep=scale["sweep"],
-        seeds=n_ft, max_steps=ft_steps, batch_size=scale["ft_batch"], train=args.train, balance=args.balance,
+        checkpoints, {run.name: run for run in runs}, out, montage=DOWNSTREAM, data=ft, protocol="split",
+        subjects_sweep=scale["sweep"],
+        seeds=n_ft, max_steps=plan.ft_steps, batch_size=scale["ft_batch"], train=args.train, balance=args.balance,
         metric="kappa", device=args.device, threads=args.threads, notch_freq=50.0,
     )
     record.stage("fine-tune + score")
@@ -100,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     tc.write_outputs(out, "curves", curves)
     tc.write_outputs(out, "overall", overall)
     tc.write_outputs(out, "rows", rows)
-    tag = f"{'quick' if args.quick else 'default'} scale, {n_pre}x{n_ft} seeds, {budget.arch}"
+    tag = plan.tag
     tc.plot_sweep_panels(curves, out / "transfer_subsets.png", metric=metric, panels=LAYOUTS, lines=kinds,
                          title=f"Fine-tuned on {DOWNSTREAM} (simulated sleep), {tag}")
     if "acpe" in kinds:

@@ -12,8 +12,8 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-import transfer_common as tc  # noqa: E402
-import transfer_real  # noqa: E402
+import transfer_common as tc
+import transfer_real
 
 
 def _row(kind: str, subject: str, pseed: int, seed: int, kappa: float | None, **extra: object) -> dict:
@@ -113,7 +113,7 @@ def test_band_power_features_put_a_10_hz_rhythm_in_the_alpha_band() -> None:
     x = np.sin(2 * np.pi * 10 * t).reshape(1, 1, 10, 200).astype(np.float32)
     features = transfer_real.band_power_features(x)
     assert features.shape == (1, len(transfer_real.BANDS))
-    alpha = [i for i, (lo, hi) in enumerate(transfer_real.BANDS) if lo <= 10 < hi][0]
+    alpha = next(i for i, (lo, hi) in enumerate(transfer_real.BANDS) if lo <= 10 < hi)
     assert int(np.argmax(features[0])) == alpha
 
 
