@@ -25,8 +25,10 @@ from torch import Tensor, nn
 from passport_kit.model.fast_linear import linear
 
 #: Tokens (channels x patches x samples) per micro-batch of the no-graph encoder path. Whole
-#: samples only (attention mixes a sample's tokens). 1024 tokens keep the feed-forward hidden
-#: layer (1024 x 800 floats, 3.3 MB) in L2/L3 on the team's 2-core EPYC (docs/model.md).
+#: samples only (attention mixes a sample's tokens). 8192 tokens keep the feed-forward hidden
+#: layer (8192 x 800 floats, 26 MB) within the 32 MB L3 of the team's 2-core EPYC. At 1 thread
+#: 1440-2880 tokens were slightly faster still, but with 2 threads on a loaded machine small
+#: micro-batches were much slower (each parallel region waits for a descheduled thread).
 CHUNK_TOKENS = 8192
 
 
