@@ -117,6 +117,12 @@ def _onboard_home(session_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def make_tiny_checkpoint():
+    """Return :func:`save_tiny_checkpoint` (a fixture: importing ``conftest`` by name is ambiguous)."""
+    return save_tiny_checkpoint
+
+
+@pytest.fixture
 def checkpoint() -> str:
     """Name of a tiny Device Passport (mlp-experts) base checkpoint."""
     return "tiny-mlp"

@@ -69,10 +69,8 @@ def test_h_freq_overrides_the_checkpoint_low_pass(tmp_path: Path, montage_yaml: 
 
 
 def test_channel_id_base_gets_fresh_rows_for_unseen_channels(tmp_path: Path, montage_yaml: Path,
-                                                              dataset: Path) -> None:
-    from conftest import save_tiny_checkpoint
-
-    name = save_tiny_checkpoint("tiny-channel-id-empty-vocab", "channel-id")  # its vocabulary has no channel
+                                                              dataset: Path, make_tiny_checkpoint) -> None:
+    name = make_tiny_checkpoint("tiny-channel-id-empty-vocab", "channel-id")  # its vocabulary has no channel
     report = evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(name,),
                       test_subjects=("s01",), max_steps=1, batch_size=4)
     assert [r["test_subject"] for r in report.rows] == ["s01"]
