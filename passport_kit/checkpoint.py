@@ -551,10 +551,9 @@ def load_adapter_bundle(
     tensors = _parse_safetensors(data, weights)
     # A quality-gated adapter (adapt --quality-gate) carries a noise expert its base lacks.
     if any(name.endswith(".noise_expert") for name in tensors):
-        from passport_kit.model.quality_gate import enable_quality_gate
+        from passport_kit.model.quality_gate import gate_classifier
 
-        enable_quality_gate(backbone)
-        apply_policy(classifier, meta.policy)
+        gate_classifier(classifier, meta.policy)
     expected = adapter_tensors(classifier)
     report = compare_tensors(expected, tensors)
     if not report.ok:

@@ -98,7 +98,7 @@ def quality_cmd(
 
     from passport_kit.errors import ConfigError
     from passport_kit.montage import resolve_montage
-    from passport_kit.signals.quality import format_tsv, recording_quality
+    from passport_kit.signals.quality import TABLE_DIGITS, recording_quality
 
     if window_seconds <= 0 or (not no_mains and mains <= 0):
         raise ConfigError("--window-seconds and --mains must be positive; use --no-mains to skip the line-noise statistic")
@@ -113,10 +113,10 @@ def quality_cmd(
         if len(results) == 1:
             results[0][1].to_tsv(out)
         else:
-            from passport_kit.atomic_io import atomic_write_text
+            from passport_kit.atomic_io import write_table
 
             rows = [{"recording": name, **row} for name, q in results for row in q.rows()]
-            atomic_write_text(out, format_tsv(rows))
+            write_table(out, rows, delimiter="\t", digits=TABLE_DIGITS)
     if as_json:
         payload = results[0][1].to_dict() if len(results) == 1 else {"recordings": [q.to_dict() for _, q in results]}
         typer.echo(json.dumps(payload, indent=2, allow_nan=False))

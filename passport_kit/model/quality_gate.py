@@ -48,6 +48,21 @@ def enable_quality_gate(backbone: nn.Module) -> bool:
     return added
 
 
+def gate_classifier(classifier: nn.Module, policy: str) -> bool:
+    """Return True after enabling the gate on ``classifier``'s backbone and re-applying ``policy``.
+
+    The noise expert is a new tensor, so the freezing policy is applied (and checked) again to
+    make it trainable under ``adapter``; False (nothing changed) if the gate was already on.
+    """
+    from passport_kit.model.policy import apply_policy, check_policy
+
+    if not enable_quality_gate(classifier.backbone):  # type: ignore[arg-type]
+        return False
+    apply_policy(classifier, policy)
+    check_policy(classifier, policy)
+    return True
+
+
 def has_quality_gate(backbone: nn.Module) -> bool:
     """Return whether ``backbone``'s channel embedding carries the noise expert."""
     return hasattr(backbone.channel_embedding, NOISE_EXPERT)
@@ -62,4 +77,4 @@ def _score_channels(module: nn.Module, args: tuple[Any, ...]) -> None:
     module.positional_encoding.channel_quality = torch.from_numpy(np.ascontiguousarray(scores, dtype=np.float32))
 
 
-__all__ = ["enable_quality_gate", "has_quality_gate"]
+__all__ = ["enable_quality_gate", "gate_classifier", "has_quality_gate"]

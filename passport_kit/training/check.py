@@ -231,9 +231,10 @@ def pretraining_limit_uv(info: Any) -> float | None:
 
 def _check_quality(report: CheckReport, windows: Any) -> None:
     """Record the channel-quality verdict: bad channels per recording (from the windows, before normalisation)."""
-    from passport_kit.signals.quality import quality_line, quality_summary, windowset_quality
+    from passport_kit.signals.quality import quality_line
+    from passport_kit.training.adapt import dataset_quality
 
-    summary = quality_summary(windowset_quality(windows))
+    summary = dataset_quality(windows)
     bad = any(entry["bad_channels"] for entry in summary.values())
     line = quality_line(summary).removeprefix("channel quality: ")
     report.add("channel quality", "warn" if bad else "ok", line + (

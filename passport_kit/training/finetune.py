@@ -50,8 +50,11 @@ from passport_kit.inference.forward import predict_proba
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.training.corruption import corrupt_windows
 from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
-from passport_kit.training.runtime import Precision, autocast
+from passport_kit.training.runtime import Precision, autocast, step_seed
 from passport_kit.training.state import TrainingState, load_training_state, save_training_state
+
+#: Key of the corruption draws in :func:`~passport_kit.training.runtime.step_seed` (step, stream).
+_CORRUPTION_STREAM = 8
 
 TrainPolicy = Literal["adapter", "head", "full"]
 Balance = Literal["weights", "sampler", "none"]
@@ -136,22 +139,6 @@ def _param_groups(model: nn.Module, settings: FinetuneSettings) -> list[dict[str
     return groups
 
 
-def _step_seed(seed: int, step: int) -> int:
-    """Return the seed of one step's corruption draws: a resumed run draws what the first would have."""
-    return int(np.random.SeedSequence([seed % 2**32, step, 8]).generate_state(1)[0])
-
-
-def _enable_gate(model: nn.Module) -> None:
-    """Add the quality gate to ``model`` (a Classifier with a policy applied) and re-apply its policy."""
-    from passport_kit.model import apply_policy, check_policy
-    from passport_kit.model.quality_gate import enable_quality_gate
-
-    policy = getattr(model, "policy", "adapter")
-    if enable_quality_gate(model.backbone):  # type: ignore[arg-type]
-        apply_policy(model, policy)
-        check_policy(model, policy)
-
-
 def selection_score(metrics: ClassificationMetrics) -> float:
     """Return the model-selection score: kappa, or AUROC for two-class tasks (CBraMod)."""
     if len(metrics.classes) == 2 and metrics.auroc is not None:
@@ -212,7 +199,9 @@ def fit(
     early_stop = settings.max_steps is None
 
     if settings.quality_gate:
-        _enable_gate(model)
+        from passport_kit.model.quality_gate import gate_classifier
+
+        gate_classifier(model, getattr(model, "policy", "adapter"))
     model.to(device)
     meta_dev = meta.to(device)
     optimizer = torch.optim.AdamW(_param_groups(model, settings), weight_decay=settings.weight_decay)
@@ -250,7 +239,7 @@ def fit(
         xb = torch.from_numpy(np.ascontiguousarray(x[idx], dtype=np.float32))
         if settings.corrupt_prob > 0:
             xb, _ = corrupt_windows(xb, settings.corrupt_prob, torch.Generator().manual_seed(
-                _step_seed(settings.seed, step)))
+                step_seed(settings.seed, step, _CORRUPTION_STREAM)))
         xb = xb.to(device)
         yb = torch.from_numpy(y[idx]).to(device)
         with autocast(device, precision):

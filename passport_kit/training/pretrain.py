@@ -187,15 +187,6 @@ def random_mask(shape: tuple[int, int, int], prob: float, generator: torch.Gener
     return torch.rand(shape, generator=generator) < prob
 
 
-def _step_seed(seed: int, step: int, rank: int) -> int:
-    """Return the seed of one step of one rank (masks and dropout), independent of history.
-
-    Seeding per step makes a resumed run draw the same masks and dropout as an uninterrupted
-    one, on every rank, without storing each rank's generator.
-    """
-    return int(np.random.SeedSequence([seed % 2**32, step, rank]).generate_state(1)[0])
-
-
 def pretrain(
     config: PretrainConfig,
     *,
@@ -373,7 +364,7 @@ class _Run:
                                         epoch, pool_idx, batch_no)
                 t0 = time.perf_counter()
                 x = torch.from_numpy(pool.gather(rows))
-                step_seed = _step_seed(cfg.seed, step, ctx.rank)
+                step_seed = runtime.step_seed(cfg.seed, step, ctx.rank)  # masks and dropout of this step and rank
                 gen = torch.Generator().manual_seed(step_seed)
                 target = None
                 if cfg.corrupt_prob > 0:

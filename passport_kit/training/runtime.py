@@ -124,6 +124,15 @@ def seed_everything(seed: int) -> None:
         torch.cuda.manual_seed_all(seed)
 
 
+def step_seed(seed: int, *keys: int) -> int:
+    """Return a seed that depends only on ``seed`` and ``keys`` (e.g. step, rank, stream).
+
+    Seeding each step from its own numbers, not from a generator carried along, makes a resumed
+    run draw exactly what the interrupted one would have, without storing generator states.
+    """
+    return int(np.random.SeedSequence([seed % 2**32, *keys]).generate_state(1)[0])
+
+
 def set_threads(n_threads: int | None) -> int:
     """Set torch's intra-op CPU threads (``None`` keeps torch's choice); return the count in use.
 
