@@ -45,12 +45,14 @@ class AxisAttention(nn.Module):
         nn.init.xavier_uniform_(self.in_proj_weight)
         nn.init.zeros_(self.out_proj.bias)
 
-    def attend(self, h: Tensor, axis: int) -> Tensor:
+    def attend(self, h: Tensor, axis: int, *, fused: bool = True) -> Tensor:
         """Return attention outputs ``(B, C, P, E)`` (before ``out_proj``) of ``h`` ``(B, C, P, E)``.
 
         ``axis`` 1: each patch's C channels form a sequence (spatial); ``axis`` 2: each channel's
         P patches do (temporal). ``h`` may be a strided slice of the last dimension: the
         projections read it in place, since BLAS needs unit stride only along E.
+        ``fused`` False computes softmax(q k^T / sqrt(hd)) v with two batched matrix products
+        instead of SDPA (no-graph path only; see :func:`_attention_math`).
         """
         b, c, p, e = h.shape
         n_heads, head_dim = self.n_heads, e // self.n_heads
@@ -69,9 +71,26 @@ class AxisAttention(nn.Module):
                 linear(h, w[i * e : (i + 1) * e], bias[i * e : (i + 1) * e]).view(b, c, p * n_heads, head_dim).transpose(1, 2)
                 for i in range(3)
             )
-        out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0)
-        # SDPA's CPU kernel writes (batch, L, heads, hd) memory, so this reshape is a view.
+        if fused:
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0)
+        else:
+            out = _attention_math(q, k, v)
+        # SDPA's CPU kernel writes (batch, L, heads, hd) memory, so this reshape is a view there
+        # (one copy after the math path).
         return out.transpose(1, 2).reshape(b, c, p, e)
+
+
+def _attention_math(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """Return softmax(q k^T / sqrt(hd)) v for ``(N, H, L, hd)`` inputs, without autograd.
+
+    Why not SDPA here: the sequences are short (C channels or P patches, tens of tokens) and
+    SDPA's CPU flash kernel pays per-block overhead that two batched matrix products do not:
+    measured on the 2-core EPYC (cbramod-base shapes, 16 x 12 ch x 30 patches, 2 threads) 5.2 vs
+    1.4 ms for the spatial half and 3.3 vs 2.5 ms for the temporal half. With autograd the
+    flash kernel wins (its backward recomputes instead of saving), so the graph path keeps SDPA.
+    """
+    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
 class CrissCrossLayer(nn.Module):
@@ -114,8 +133,8 @@ class CrissCrossLayer(nn.Module):
         b, c, p, d = x.shape
         half = d // 2
         h = self.norm1(x)
-        s = self.self_attn_s.attend(h[..., :half], axis=1)
-        t = self.self_attn_t.attend(h[..., half:], axis=2)
+        s = self.self_attn_s.attend(h[..., :half], axis=1, fused=False)
+        t = self.self_attn_t.attend(h[..., half:], axis=2, fused=False)
         # x1 = x + [s Ws^T + bs | t Wt^T + bt]: one pass for the residual + biases, then each
         # output projection accumulates into its half of x1 (BLAS writes the strided half).
         bias = torch.cat([self.self_attn_s.out_proj.bias, self.self_attn_t.out_proj.bias])
