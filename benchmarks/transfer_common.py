@@ -128,7 +128,10 @@ def simulated_plan(args: argparse.Namespace, scales: dict[str, dict[str, Any]]) 
     return SimulatedPlan(
         scale=scale, quick=args.quick, pretrain_seeds=n_pre, finetune_seeds=n_ft,
         kinds=tuple(k.strip() for k in args.kinds.split(",") if k.strip()),
-        budget=PretrainBudget(arch=args.arch, steps=args.steps or scale["pre_steps"]),
+        # A scale may set the pretraining batch and peak lr; without them, PretrainBudget's defaults.
+        budget=PretrainBudget(arch=args.arch, steps=args.steps or scale["pre_steps"],
+                              **{field: scale[key] for key, field in (("pre_batch", "batch_size"), ("pre_lr", "lr"))
+                                 if key in scale}),
         ft_steps=args.ft_steps or scale["ft_steps"],
     )
 
@@ -237,6 +240,24 @@ def pretrain_grid(runs: Sequence[PretrainRun], windows_by_layout: dict[str, tupl
             print(f"  pretrained {run.name} ({i}/{len(runs)}) in {time.perf_counter() - t0:.0f} s", flush=True)
         folders[run.name] = folder
     return folders
+
+
+def pretraining_table(checkpoints: dict[str, Path], runs: dict[str, PretrainRun]) -> list[dict[str, Any]]:
+    """Return one row per pretrained model: held-out masked MSE, zero-predictor MSE and their ratio.
+
+    Read from each checkpoint's ``config.json`` (what its model card shows): a ratio near 1 means
+    the model stayed at the zero predictor, i.e. its embeddings are close to their initial weights.
+    """
+    table = []
+    for name, folder in checkpoints.items():
+        training = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))["training"]
+        val = training.get("validation") or {}
+        run = runs[name]
+        table.append({"layout": run.layout, "kind": run.kind, "pretrain_seed": run.seed,
+                      "steps": training.get("steps"), "val_mse": val.get("val_loss"),
+                      "zeros_mse": val.get("val_zero_loss"), "ratio_to_zeros": val.get("ratio_to_zero"),
+                      "wall_s": training.get("wall_time_s")})
+    return table
 
 
 def evaluate_grid(checkpoints: dict[str, Path | str], runs: dict[str, PretrainRun], out: Path,

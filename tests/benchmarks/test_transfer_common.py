@@ -146,3 +146,38 @@ def test_shipped_eegmat_montage_has_the_bipolar_ear_channel() -> None:
     refs = montage.reference_positions
     assert np.isnan(refs[:4]).all()
     assert refs[4][0] < 0 < montage.positions[4][0]  # A2 (right) minus A1 (left), never a midpoint
+
+
+@pytest.mark.parametrize(("scale", "expected"), [
+    ({"pre_steps": 600, "pre_batch": 8, "pre_lr": 3e-3}, (600, 8, 3e-3)),
+    ({"pre_steps": 40}, (40, tc.PretrainBudget().batch_size, tc.PretrainBudget().lr)),
+])
+def test_simulated_plan_takes_pretraining_batch_and_lr_from_the_scale(scale: dict, expected: tuple) -> None:
+    args = tc.simulated_parser("x", default_out="o", kinds=("acpe",)).parse_args(["--quick"])
+    base = {"pre_hours": 1.0, "ft_hours": 1.0, "ft_steps": 3, "seeds": (1, 1)}
+    budget = tc.simulated_plan(args, {"quick": base | scale, "default": base | scale}).budget
+    assert (budget.steps, budget.batch_size, budget.lr) == expected
+
+
+def test_subsets_quick_scale_pretrains_past_the_old_40_step_budget() -> None:
+    # 40 steps left the expert kinds at the zero predictor (docs/transfer.md); the quick scale
+    # must not fall back to a budget of that size, and the default must be at least as large.
+    import transfer_subsets
+
+    quick, default = transfer_subsets.SCALES["quick"], transfer_subsets.SCALES["default"]
+    assert quick["pre_steps"] * quick["pre_batch"] >= 300 * 8
+    assert default["pre_steps"] * default["pre_batch"] >= quick["pre_steps"] * quick["pre_batch"]
+
+
+def test_pretraining_table_reads_each_checkpoints_held_out_ratio(tmp_path: Path) -> None:
+    import json
+
+    folder = tmp_path / "tuh-frontal-acpe-p1"
+    folder.mkdir()
+    validation = {"val_loss": 0.02, "val_zero_loss": 0.05, "ratio_to_zero": 0.4}
+    (folder / "config.json").write_text(json.dumps(
+        {"training": {"steps": 600, "wall_time_s": 90.0, "validation": validation}}))
+    run = tc.PretrainRun("tuh-frontal", "acpe", 1)
+    (row,) = tc.pretraining_table({run.name: folder}, {run.name: run})
+    assert row == {"layout": "tuh-frontal", "kind": "acpe", "pretrain_seed": 1, "steps": 600, "val_mse": 0.02,
+                   "zeros_mse": 0.05, "ratio_to_zeros": 0.4, "wall_s": 90.0}
