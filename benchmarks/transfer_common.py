@@ -266,8 +266,9 @@ def evaluate_grid(checkpoints: dict[str, Path | str], runs: dict[str, PretrainRu
 
     ``checkpoints`` and ``runs`` share their keys (checkpoint names); a checkpoint is a folder or
     a shipped name. One :func:`~passport_kit.training.evaluate.evaluate` call per checkpoint
-    writes into ``out/finetune/<name>/``; a folder with a ``summary.json`` is read back instead
-    of rerun.
+    writes into ``out/finetune/<name>/``; a folder whose ``summary.json`` was written with the
+    same recipe (seeds, steps, sweep, ...) is read back instead of rerun; with another recipe
+    (e.g. ``--seeds 1x2`` after ``1x1``) it is run again.
     """
     from passport_kit.training.evaluate import evaluate
 
@@ -276,8 +277,9 @@ def evaluate_grid(checkpoints: dict[str, Path | str], runs: dict[str, PretrainRu
     for i, (name, folder) in enumerate(checkpoints.items(), 1):
         target = Path(out) / "finetune" / name
         summary = target / "summary.json"
-        if summary.is_file():
-            run_rows = json.loads(summary.read_text())["rows"]
+        finished = json.loads(summary.read_text()) if summary.is_file() else None
+        if finished is not None and _same_recipe(finished["config"], evaluate_options):
+            run_rows = finished["rows"]
         else:
             t0 = time.perf_counter()
             run_rows = evaluate(checkpoints=(str(folder),), out=target, **evaluate_options).rows
@@ -285,6 +287,18 @@ def evaluate_grid(checkpoints: dict[str, Path | str], runs: dict[str, PretrainRu
         run = by_name[name]
         rows += [r | {"layout": run.layout, "kind": run.kind, "pretrain_seed": run.seed} for r in run_rows]
     return rows
+
+
+#: evaluate options that change which runs are made or how; a finished evaluation is reused only if they match.
+RECIPE_KEYS = ("protocol", "subjects_sweep", "seeds", "max_steps", "batch_size", "train", "balance", "metric")
+
+
+def _same_recipe(finished_config: dict[str, Any], options: dict[str, Any]) -> bool:
+    """Return whether a finished evaluation's config has the recipe that ``options`` asks for."""
+    def plain(value: Any) -> Any:  # tuples → lists, as in the JSON the config was read from
+        return json.loads(json.dumps(value, default=str))
+
+    return all(plain(options[key]) == finished_config.get(key) for key in RECIPE_KEYS if key in options)
 
 
 # ----------------------------------------------------------------------------- summaries

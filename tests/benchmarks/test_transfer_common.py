@@ -181,3 +181,14 @@ def test_pretraining_table_reads_each_checkpoints_held_out_ratio(tmp_path: Path)
     (row,) = tc.pretraining_table({run.name: folder}, {run.name: run})
     assert row == {"layout": "tuh-frontal", "kind": "acpe", "pretrain_seed": 1, "steps": 600, "val_mse": 0.02,
                    "zeros_mse": 0.05, "ratio_to_zeros": 0.4, "wall_s": 90.0}
+
+
+@pytest.mark.parametrize(("options", "same"), [
+    ({"seeds": 1, "max_steps": 30, "subjects_sweep": (1, 2, 4), "device": "cuda"}, True),
+    ({"seeds": 2, "max_steps": 30, "subjects_sweep": (1, 2, 4)}, False),
+    ({"seeds": 1, "max_steps": 60, "subjects_sweep": (1, 2, 4)}, False),
+    ({"seeds": 1, "max_steps": 30, "subjects_sweep": (1, 2)}, False),
+])
+def test_a_finished_evaluation_is_reused_only_with_the_same_recipe(options: dict, same: bool) -> None:
+    finished = {"seeds": 1, "max_steps": 30, "subjects_sweep": [1, 2, 4], "device": "cpu"}
+    assert tc._same_recipe(finished, options) is same
