@@ -51,13 +51,18 @@ from passport_kit.atomic_io import atomic_write_text  # noqa: E402
 
 MONTAGE = "eesm17-ear"
 CHECKPOINTS = {"acpe": "passport-small-acpe", "mlp": "passport-small-mlp"}
-#: Training variants: name → (checkpoint key, corrupt_prob (None: --corrupt-prob), quality gate).
+#: Training variants: name → (checkpoint key, corrupt_prob (None: --corrupt-prob), quality gate,
+#: masked training (channel dropout at --drop-prob, and the training windows' low-quality
+#: channels masked as +mask masks them at test time)).
 VARIANTS = {
-    "acpe": ("acpe", 0.0, False),
-    "mlp": ("mlp", 0.0, False),
-    "mlp+corrupt": ("mlp", None, False),
-    "mlp+gate": ("mlp", 0.0, True),
-    "mlp+gate+corrupt": ("mlp", None, True),
+    "acpe": ("acpe", 0.0, False, False),
+    "mlp": ("mlp", 0.0, False, False),
+    "mlp+corrupt": ("mlp", None, False, False),
+    "mlp+gate": ("mlp", 0.0, True, False),
+    "mlp+gate+corrupt": ("mlp", None, True, False),
+    "acpe+drop": ("acpe", 0.0, False, True),
+    "mlp+drop": ("mlp", 0.0, False, True),
+    "mlp+drop+corrupt": ("mlp", None, False, True),
 }
 QUICK = {"subjects": 5, "hours": 0.75, "steps": 40, "batch_size": 24,
          "bad_channels": "s02:ELA:noise,s02:ERB:drift,s04:ELE:noise"}
@@ -80,6 +85,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--balance", default="weights", choices=["weights", "sampler", "none"],
                    help="skewed classes, as adapt --balance (default weights)")
     p.add_argument("--corrupt-prob", type=float, default=0.5, help="corruption share of the +corrupt variants")
+    p.add_argument("--drop-prob", type=float, default=0.5, help="channel-dropout share of the +drop variants")
     p.add_argument("--mask-threshold", type=float, default=0.5, help="quality score under which +mask masks")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {list(VARIANTS)}")
     p.add_argument("--seed", type=int, default=0, help="simulation and fine-tuning seed")
@@ -100,23 +106,6 @@ def bad_subjects(spec: str) -> list[str]:
     return sorted({item.split(":")[0] for item in spec.split(",") if item.strip()})
 
 
-def quality_masks(windows: Any, folder: Path, threshold: float) -> np.ndarray:
-    """Return ``(N, C)`` bool: the channels ``predict --mask-bad-channels`` would mask in each window."""
-    from passport_kit.inference.predict import quality_mask
-    from passport_kit.signals import load_dataset_spec
-    from passport_kit.signals.quality import recording_quality
-
-    spec = load_dataset_spec(folder)
-    files = {rec.file: spec.path_of(rec.file) for rec in spec.recordings}
-    mask = np.zeros(windows.flags.shape, dtype=bool)
-    for rec in dict.fromkeys(windows.recording.tolist()):
-        idx = np.flatnonzero(windows.recording == rec)
-        q = recording_quality(files.get(rec, folder / rec), windows.montage, window_seconds=windows.config.window_seconds,
-                              mains_freq=windows.config.notch_freq)
-        mask[idx] = quality_mask(q.window_score, windows.onset_s[idx], windows.config.window_seconds, threshold)
-    return mask
-
-
 def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Return two rows (as is, +mask) for one training variant and held-out subject."""
     import copy
@@ -128,7 +117,7 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     from passport_kit.training.metrics import classification_metrics
     from passport_kit.training.splits import SubjectSplit, with_validation
 
-    key, corrupt, gate = VARIANTS[variant]
+    key, corrupt, gate, masked_training = VARIANTS[variant]
     backbone, windows, masks = loaded[key]
     keep = usable_windows(windows)
     subjects = sorted(set(windows.subject[keep].tolist()))
@@ -138,11 +127,12 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     settings = FinetuneSettings(batch_size=args.batch_size, max_steps=args.steps, eval_every=max(1, args.steps // 4),
                                 balance=args.balance,
                                 corrupt_prob=args.corrupt_prob if corrupt is None else corrupt, quality_gate=gate,
-                                seed=args.seed)
+                                drop_prob=args.drop_prob if masked_training else 0.0, seed=args.seed)
     model = build_classifier(copy.deepcopy(backbone), len(windows.classes), "adapter")
     meta = ChannelMeta.from_montage(windows.montage)
     fit(model, windows.x, windows.y, meta, list(windows.classes), settings,
-        train_index=np.flatnonzero(train_mask & keep), val_index=np.flatnonzero(val_mask & keep))
+        train_index=np.flatnonzero(train_mask & keep), val_index=np.flatnonzero(val_mask & keep),
+        channel_mask=masks if masked_training else None)
     test_idx = np.flatnonzero(test_mask & keep)
     rows = []
     for suffix, channel_mask in (("", None), ("+mask", masks)):
@@ -177,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.montage import get_montage
     from passport_kit.signals import load_dataset
-    from passport_kit.training.adapt import dataset_preprocess
+    from passport_kit.training.adapt import dataset_channel_mask, dataset_preprocess
 
     args = parse_args(argv)
     args.bad_list = bad_subjects(args.bad_channels)
@@ -194,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     for key in sorted({VARIANTS[v][0] for v in variants}):
         backbone, info = load_base_checkpoint(CHECKPOINTS[key])
         windows = load_dataset(data, montage, dataset_preprocess(info, data, instance_norm=args.instance_norm))
-        loaded[key] = (backbone, windows, quality_masks(windows, data, args.mask_threshold))
+        loaded[key] = (backbone, windows, dataset_channel_mask(windows, data, args.mask_threshold))
         checkpoints[key] = {"name": info.name, "sha256": info.weights_sha256}
     record.stage("load data and quality")
     subjects = sorted(set(next(iter(loaded.values()))[1].subject.tolist()))

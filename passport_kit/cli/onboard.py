@@ -20,6 +20,15 @@ _TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recip
 _CORRUPT_HELP = ("Share of training windows (0-1) in which random channels are replaced by synthetic faults "
                  "(noise, drift, flat, line); 0 = the paper's recipe.")
 _GATE_HELP = "Expert kinds: gate each channel's code toward a learned noise expert by its quality score."
+_DROPOUT_HELP = ("Share of training windows (0-1) in which 1 to a quarter of the channels are replaced by the mask "
+                 "token, so masking a bad channel later is nothing new to the model.")
+_MASK_TRAIN_HELP = ("Quality score (0-1) under which a channel is replaced by the mask token in that window, in "
+                    "training and (through the bundle) at predict time; 'none' = never.")
+
+
+def _mask_threshold(value: str) -> float | None:
+    """Return the --mask-bad-channels threshold, or None for 'none'."""
+    return optional_float(value, "--mask-bad-channels", "a quality score between 0 and 1")
 
 
 def _notch(value: str) -> float | None:
@@ -78,6 +87,8 @@ def adapt_command(
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
     corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
     quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
+    channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
+    mask_bad_channels: str = typer.Option("none", "--mask-bad-channels", help=_MASK_TRAIN_HELP),
     seed: int = typer.Option(0, "--seed"),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
@@ -95,7 +106,8 @@ def adapt_command(
                 montage=montage, data=data, out=out, checkpoint=checkpoint, train=train, subjects=subjects,
                 max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
-                corrupt_prob=corrupt_prob, quality_gate=quality_gate, seed=seed, device=device, precision=precision,
+                corrupt_prob=corrupt_prob, quality_gate=quality_gate, channel_dropout=channel_dropout,
+                mask_bad_channels=_mask_threshold(mask_bad_channels), seed=seed, device=device, precision=precision,
                 threads=threads, resume=resume, progress=bar,
                 progress_quality=lambda summary: typer.echo(quality_line(summary), err=True),
             )
@@ -136,6 +148,8 @@ def evaluate_command(
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
     corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
     quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
+    channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
+    mask_bad_channels: str = typer.Option("none", "--mask-bad-channels", help=_MASK_TRAIN_HELP),
     device: str = typer.Option("auto", "--device"),
     precision: str = typer.Option("auto", "--precision"),
     threads: int | None = typer.Option(None, "--threads"),
@@ -154,7 +168,8 @@ def evaluate_command(
             test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
             metric=metric, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
             lr=lr, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch), corrupt_prob=corrupt_prob,
-            quality_gate=quality_gate, device=device, precision=precision,
+            quality_gate=quality_gate, channel_dropout=channel_dropout,
+            mask_bad_channels=_mask_threshold(mask_bad_channels), device=device, precision=precision,
             threads=threads, progress=runs, step_progress=bar,
         )
     print_table(report)
@@ -193,13 +208,13 @@ def predict_command(
     device: str = typer.Option("auto", "--device"),
     precision: str = typer.Option("auto", "--precision"),
     mask_bad_channels: str = typer.Option(
-        "none", "--mask-bad-channels", help="Quality score (0-1) under which a channel is replaced by the mask "
-        "token in that window, or 'none' (default: never mask; 0.5 = the 'bad' threshold)."),
+        "bundle", "--mask-bad-channels", help="Quality score (0-1) under which a channel is replaced by the mask "
+        "token in that window, 'none' (never), or 'bundle' (default: the threshold adapt trained with)."),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
     from passport_kit.inference.predict import predict
 
-    threshold = optional_float(mask_bad_channels, "--mask-bad-channels", "a quality score between 0 and 1")
+    threshold = "bundle" if mask_bad_channels.strip().lower() == "bundle" else _mask_threshold(mask_bad_channels)
     results = predict(adapter, recordings, out, edf_annotations=edf_annotations, base=base, batch_size=batch_size,
                       device=device, precision=precision, mask_bad_channels=threshold)
     for r in results:

@@ -35,12 +35,12 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from passport_kit.errors import ConfigError, DataError
+from passport_kit.errors import CheckpointError, ConfigError, DataError
 from passport_kit.inference import reports
 from passport_kit.inference.forward import predict_proba
 from passport_kit.inference.hypnogram import Hypnogram, is_sleep_staging, normalize_stage
@@ -102,7 +102,7 @@ def predict(
     base: str | Path | None = None,
     renames: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
-    mask_bad_channels: float | None = None,
+    mask_bad_channels: float | None | Literal["bundle"] = "bundle",
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -119,10 +119,12 @@ def predict(
         still match).
     renames : dict, optional
         Montage channel name → name in the recordings, where aliases do not cover it.
-    mask_bad_channels : float in (0, 1), optional
+    mask_bad_channels : float in (0, 1), None or "bundle"
         Replace a channel by the mask token in the windows where its quality score is below
-        this (default None: never). A window in which every channel is below it is left as it is
-        (nothing would be left to predict from).
+        this; None: never. ``"bundle"`` (default): the threshold the adapter was trained with
+        (``training.mask_bad_channels`` in adapter.json; bundles without it: never), so a model
+        is used the way it was trained. A window in which every channel is below it is left as
+        it is (nothing would be left to predict from).
     """
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
@@ -131,13 +133,20 @@ def predict(
     from passport_kit.signals.quality import recording_quality
     from passport_kit.training.runtime import resolve_device, resolve_precision
 
-    if mask_bad_channels is not None and not 0.0 < mask_bad_channels < 1.0:
+    if mask_bad_channels not in (None, "bundle") and not 0.0 < float(mask_bad_channels) < 1.0:
         raise ConfigError(f"--mask-bad-channels takes a quality score between 0 and 1 (exclusive), got "
                           f"{mask_bad_channels:g}; 0.5 is the score at which a channel counts as bad")
     if isinstance(recordings, (str, Path)):
         recordings = [recordings]
     files = find_recordings(recordings)
     model, meta = load_adapter_bundle(adapter, base=base)
+    if mask_bad_channels == "bundle":
+        mask_bad_channels = meta.training.get("mask_bad_channels")
+        if mask_bad_channels is not None and not (isinstance(mask_bad_channels, (int, float))
+                                                  and 0.0 < mask_bad_channels < 1.0):
+            raise CheckpointError(f"adapter.json in '{adapter}' has training.mask_bad_channels = "
+                                  f"{mask_bad_channels!r}, not a score in (0, 1); re-run adapt, or pass "
+                                  "--mask-bad-channels explicitly")
     montage = Montage.from_dict(meta.montage)
     config = PreprocessConfig.from_dict(meta.preprocessing)
     torch_device = resolve_device(device)

@@ -58,6 +58,10 @@ class RecipeOptions(BaseModel):
                                 "faults (noise, drift, flat, line); 0 = the paper's recipe")
     quality_gate: bool = Field(False, description="expert kinds: gate each channel's code toward a learned noise "
                                "expert by its quality score")
+    channel_dropout: float = Field(0.0, ge=0, le=1, description="share of training windows in which 1 to a quarter "
+                                   "of the channels are replaced by the mask token")
+    mask_bad_channels: float | None = Field(None, gt=0, lt=1, description="mask channels whose raw quality score is "
+                                            "below this in a window, in training and at predict time; None: never")
     device: str = "auto"
     precision: str = "auto"
     threads: int | None = Field(None, gt=0)
@@ -67,8 +71,15 @@ class RecipeOptions(BaseModel):
         return FinetuneSettings(
             batch_size=self.batch_size, lr=self.lr, head_lr=self.head_lr, epochs=self.epochs,
             max_steps=self.max_steps, eval_every=self.eval_every, patience=self.patience,
-            balance=self.balance, corrupt_prob=self.corrupt_prob, quality_gate=self.quality_gate, seed=seed,
+            balance=self.balance, corrupt_prob=self.corrupt_prob, quality_gate=self.quality_gate,
+            drop_prob=self.channel_dropout, seed=seed,
         )
+
+    def channel_mask(self, windows: Any, data: Path) -> np.ndarray | None:
+        """Return the ``(N, C)`` low-quality channel mask of ``windows`` (``mask_bad_channels``), or None."""
+        if self.mask_bad_channels is None:
+            return None
+        return dataset_channel_mask(windows, data, self.mask_bad_channels)
 
 
 class AdaptConfig(RecipeOptions):
@@ -234,6 +245,7 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
         model, windows.x, windows.y, meta, list(windows.classes), cfg.settings(cfg.seed),
         train_index=train_idx, val_index=val_idx,
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
+        channel_mask=cfg.channel_mask(windows, cfg.data),
     )
     metrics = run_metrics(result, split, windows, train_idx, val_idx) | {"channel_quality": quality}
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
@@ -255,6 +267,31 @@ def dataset_quality(windows: Any) -> dict[str, Any]:
 
     subjects = dict(zip(windows.recording.tolist(), windows.subject.tolist()))
     return quality_summary(windowset_quality(windows), subjects)
+
+
+def dataset_channel_mask(windows: Any, data: Path, threshold: float) -> np.ndarray:
+    """Return ``(N, C)`` bool: the channels of each window whose raw-recording quality is below ``threshold``.
+
+    The same rule as ``predict --mask-bad-channels`` (:func:`passport_kit.inference.predict.quality_mask`
+    on :func:`passport_kit.signals.quality.recording_quality` of the unfiltered file), so a model
+    trained with these channels masked is used the way it was trained. Reads every recording of
+    the dataset folder ``data`` once more (unfiltered).
+    """
+    from passport_kit.inference.predict import quality_mask
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+    from passport_kit.signals.quality import recording_quality
+
+    spec = load_dataset_spec(data)
+    recordings = {rec.file: rec for rec in spec.recordings}
+    mask = np.zeros(windows.flags.shape, dtype=bool)
+    for name in dict.fromkeys(windows.recording.tolist()):
+        rec = recordings[name]
+        rows = np.flatnonzero(windows.recording == name)
+        q = recording_quality(spec.path_of(rec.file), windows.montage, renames=rec.channels or None, sfreq=rec.sfreq,
+                              window_seconds=windows.config.window_seconds, mains_freq=windows.config.notch_freq,
+                              bids=spec.origin == "bids")
+        mask[rows] = quality_mask(q.window_score, windows.onset_s[rows], windows.config.window_seconds, threshold)
+    return mask
 
 
 def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = None,
@@ -329,5 +366,6 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
     return Path(bundle)
 
 
-__all__ = ["AdaptConfig", "AdaptResult", "DEFAULT_CHECKPOINT", "adapt", "build_classifier", "dataset_quality", "make_config",
+__all__ = ["AdaptConfig", "AdaptResult", "DEFAULT_CHECKPOINT", "adapt", "build_classifier", "dataset_channel_mask",
+           "dataset_quality", "make_config",
            "training_split", "usable_windows"]

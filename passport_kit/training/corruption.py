@@ -67,6 +67,30 @@ def corrupt_windows(x: Tensor, prob: float, generator: torch.Generator, *, sfreq
     return flat_x.reshape(b, c, p, s), which.to(x.device)
 
 
+def drop_channels(present: Tensor, prob: float, generator: torch.Generator) -> Tensor:
+    """Return ``(B, C)`` bool: random channels to mask (channel dropout), never a row's last one.
+
+    ``present`` ``(B, C)`` bool marks the channels still unmasked in each window. With
+    probability ``prob`` per window, 1 to a quarter of the channels (at least 1) of those present
+    are drawn, leaving at least one present. This is the training-time counterpart of
+    ``predict --mask-bad-channels``: the model learns to read a window with some channels
+    replaced by the mask token, so masking a bad channel at test time is not out of distribution.
+    """
+    b, c = present.shape
+    drop = torch.zeros(b, c, dtype=torch.bool)
+    if prob <= 0:
+        return drop
+    hit = torch.rand(b, generator=generator) < prob
+    max_k = max(1, c // 4)
+    for i in torch.nonzero(hit).flatten().tolist():
+        live = torch.nonzero(present[i]).flatten()
+        if len(live) < 2:
+            continue
+        k = min(int(torch.randint(1, max_k + 1, (1,), generator=generator)), len(live) - 1)
+        drop[i, live[torch.randperm(len(live), generator=generator)[:k]]] = True
+    return drop
+
+
 def _uniform(bounds: tuple[float, float], generator: torch.Generator, n: int = 1) -> Tensor:
     """Return ``n`` uniform draws in ``bounds``."""
     return bounds[0] + (bounds[1] - bounds[0]) * torch.rand(n, generator=generator)
@@ -93,4 +117,4 @@ def _fault(fault: str, t: Tensor, rms: float, generator: torch.Generator) -> Ten
     return wave * (float(target) * rms / float(wave.pow(2).mean().sqrt().clamp_min(1e-12)))
 
 
-__all__ = ["FAULTS", "corrupt_windows"]
+__all__ = ["FAULTS", "corrupt_windows", "drop_channels"]

@@ -43,18 +43,20 @@ from typing import Any, Literal
 import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
-from torch import nn
+from torch import Tensor, nn
 
 from passport_kit.errors import DataError
 from passport_kit.inference.forward import predict_proba
 from passport_kit.model.meta import ChannelMeta
-from passport_kit.training.corruption import corrupt_windows
+from passport_kit.training.corruption import corrupt_windows, drop_channels
 from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
 from passport_kit.training.runtime import Precision, autocast, step_seed
 from passport_kit.training.state import TrainingState, load_training_state, save_training_state
 
 #: Key of the corruption draws in :func:`~passport_kit.training.runtime.step_seed` (step, stream).
 _CORRUPTION_STREAM = 8
+#: Key of the channel-dropout draws (``drop_prob``), and of the head's dropout draws.
+_DROP_STREAM, _DROPOUT_STREAM = 9, 10
 
 TrainPolicy = Literal["adapter", "head", "full"]
 Balance = Literal["weights", "sampler", "none"]
@@ -79,6 +81,7 @@ class FinetuneSettings(BaseModel):
     balance: Balance = "weights"
     corrupt_prob: float = Field(0.0, ge=0, le=1, description="share of training windows given synthetic channel faults")
     quality_gate: bool = False
+    drop_prob: float = Field(0.0, ge=0, le=1, description="share of training windows with random channels masked")
     seed: int = 0
 
     @property
@@ -139,6 +142,22 @@ def _param_groups(model: nn.Module, settings: FinetuneSettings) -> list[dict[str
     return groups
 
 
+def batch_channel_mask(
+    channel_mask: np.ndarray | None, idx: np.ndarray, shape: torch.Size, drop_prob: float, generator: torch.Generator
+) -> Tensor | None:
+    """Return the ``(B, C, P)`` bool patch mask of one training batch, or None when nothing is masked.
+
+    The rows ``idx`` of ``channel_mask`` (known-bad channels), plus channel dropout
+    (:func:`~passport_kit.training.corruption.drop_channels`) among the channels left.
+    """
+    b, c, p = shape[0], shape[1], shape[2]
+    known = torch.zeros(b, c, dtype=torch.bool) if channel_mask is None else torch.from_numpy(np.asarray(channel_mask[idx], dtype=bool))
+    masked = known | drop_channels(~known, drop_prob, generator)
+    if not masked.any():
+        return None
+    return masked[:, :, None].expand(b, c, p)
+
+
 def selection_score(metrics: ClassificationMetrics) -> float:
     """Return the model-selection score: kappa, or AUROC for two-class tasks (CBraMod)."""
     if len(metrics.classes) == 2 and metrics.auroc is not None:
@@ -161,6 +180,7 @@ def fit(
     state_path: Path | None = None,
     run_config: dict[str, Any] | None = None,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    channel_mask: np.ndarray | None = None,
 ) -> FitResult:
     """Train ``model``'s trainable parameters on windows ``x`` with labels ``y``; return the result.
 
@@ -184,6 +204,10 @@ def fit(
         ``run_config`` equals this run's is resumed.
     progress : callable, optional
         ``progress(step, total_steps, info)`` after every step (progress bars, logs).
+    channel_mask : np.ndarray, shape (N, C) bool, optional
+        Channels to replace by the mask token in each row of ``x``, in training and validation
+        alike (the channels ``predict --mask-bad-channels`` would mask), so the model is trained
+        the way it will be used.
     """
     device = device or torch.device("cpu")
     y = np.asarray(y, dtype=np.int64)
@@ -240,10 +264,15 @@ def fit(
         if settings.corrupt_prob > 0:
             xb, _ = corrupt_windows(xb, settings.corrupt_prob, torch.Generator().manual_seed(
                 step_seed(settings.seed, step, _CORRUPTION_STREAM)))
+        mb = batch_channel_mask(channel_mask, idx, xb.shape, settings.drop_prob,
+                                torch.Generator().manual_seed(step_seed(settings.seed, step, _DROP_STREAM)))
         xb = xb.to(device)
         yb = torch.from_numpy(y[idx]).to(device)
+        # Dropout draws seeded per step, as in pretraining: the same settings train the same
+        # model, and a resumed run draws what the interrupted one would have.
+        torch.manual_seed(step_seed(settings.seed, step, _DROPOUT_STREAM))
         with autocast(device, precision):
-            logits = model(xb, meta_dev)
+            logits = model(xb, meta_dev, None if mb is None else mb.to(device))
         loss = loss_fn(logits.float(), yb)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -259,7 +288,7 @@ def fit(
             record: dict[str, Any] = {"step": step, "train_loss": running, "lr": scheduler.get_last_lr()[0]}
             if has_val:
                 proba = predict_proba(model, x, meta, index=val_index, batch_size=max(settings.batch_size, 64),
-                                      device=device, precision=precision)
+                                      device=device, precision=precision, channel_mask=channel_mask)
                 metrics = classification_metrics(y[val_index], proba.argmax(1), classes, proba)
                 score = selection_score(metrics)
                 record.update(val_kappa=metrics.kappa, val_balanced_accuracy=metrics.balanced_accuracy,

@@ -84,3 +84,33 @@ def test_resume_after_interruption_matches_uninterrupted_run(tmp_path: Path) -> 
 def test_class_weights_are_inverse_frequency() -> None:
     # counts (3, 1, 0): n/(k*count) over the 2 present classes = 4/6, 4/2, absent -> 0
     assert class_weights(np.array([0, 0, 0, 1]), 3) == pytest.approx([2 / 3, 2.0, 0.0])
+
+
+def test_masked_channels_do_not_reach_the_trained_weights() -> None:
+    # A channel masked in every window (a known-bad contact) is replaced by the mask token, so
+    # whatever it records must not change what training learns.
+    x, y, meta = _data()
+    mask = np.zeros((N, C), dtype=bool)
+    mask[:, 1] = True
+    garbage = x.copy()
+    garbage[:, 1] = 50.0 * np.random.default_rng(9).standard_normal(garbage[:, 1].shape)
+    trained = []
+    for data in (x, garbage):
+        model = _model()
+        fit(model, data, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32), channel_mask=mask)
+        trained.append(model.state_dict())
+    for key, value in trained[0].items():
+        torch.testing.assert_close(trained[1][key], value)
+    unmasked = _model()
+    fit(unmasked, garbage, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32))
+    assert any(not torch.allclose(unmasked.state_dict()[k], v) for k, v in trained[0].items())
+
+
+@pytest.mark.parametrize("drop_prob", [0.0, 1.0])
+def test_channel_dropout_changes_training_only_when_on(drop_prob: float) -> None:
+    x, y, meta = _data()
+    plain, dropped = _model(), _model()
+    fit(plain, x, y, meta, ["lo", "hi"], SETTINGS)
+    fit(dropped, x, y, meta, ["lo", "hi"], SETTINGS.model_copy(update={"drop_prob": drop_prob}))
+    same = all(torch.allclose(dropped.state_dict()[k], v, atol=1e-6) for k, v in plain.state_dict().items())
+    assert same is (drop_prob == 0.0)

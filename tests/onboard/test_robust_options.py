@@ -14,7 +14,7 @@ from passport_kit.cli.app import app
 from passport_kit.errors import ConfigError
 from passport_kit.model import ChannelMeta, Classifier, apply_policy, build_backbone, model_config
 from passport_kit.model.quality_gate import enable_quality_gate, has_quality_gate
-from passport_kit.training.corruption import corrupt_windows
+from passport_kit.training.corruption import corrupt_windows, drop_channels
 
 RUN = CliRunner()
 POSITIONS = [[-0.08, -0.005, 0.01], [-0.078, 0.002, -0.003], [-0.075, 0.01, 0.0], [-0.082, -0.01, 0.005],
@@ -122,3 +122,48 @@ def test_robust_options_errors_are_one_line(montage_yaml: Path, dataset: Path, t
             "--out", str(tmp_path / "o"), "--no-progress"]
     result = RUN.invoke(app, base + (args if "--checkpoint" in args else ["--checkpoint", "tiny-mlp", *args]))
     assert result.exit_code == 2 and message in result.output
+
+
+@pytest.mark.parametrize("prob", [0.0, 0.5, 1.0])
+def test_channel_dropout_share_and_never_the_last_present_channel(prob: float) -> None:
+    present = torch.ones(600, 8, dtype=torch.bool)
+    present[:200, 2:] = False           # windows with 2 channels left: at most 1 may go
+    present[200:250, 1:] = False        # 1 channel left: never dropped
+    drop = drop_channels(present, prob, torch.Generator().manual_seed(4))
+    assert not (drop & ~present).any()                       # only present channels
+    assert ((present & ~drop).sum(1) >= 1).all()             # a channel always stays
+    assert not drop[200:250].any()
+    hit = drop[250:].any(1).float().mean().item()
+    assert hit == pytest.approx(prob, abs=0.07)
+    assert drop[250:].sum(1).max().item() <= 2               # at most a quarter of 8
+
+
+def _summary(folder: Path) -> dict:
+    return json.loads(next(folder.rglob("*_summary.json")).read_text())
+
+
+def test_masked_training_threshold_travels_with_the_bundle(montage_yaml: Path, dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "masked"
+    result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", "tiny-mlp",
+                              "--max-steps", "2", "--batch-size", "8", "--out", str(out), "--no-progress",
+                              "--mask-bad-channels", "0.5", "--channel-dropout", "0.5"])
+    assert result.exit_code == 0, result.output
+    training = json.loads((out / "adapter.json").read_text())["training"]
+    assert training["mask_bad_channels"] == 0.5 and training["channel_dropout"] == 0.5
+    recording = str(dataset / "s01.edf")
+    assert RUN.invoke(app, ["predict", "--adapter", str(out), recording, "--out", str(tmp_path / "p1")]).exit_code == 0
+    assert _summary(tmp_path / "p1")["channel_quality"]["masking"]["threshold"] == 0.5   # the bundle's
+    never = RUN.invoke(app, ["predict", "--adapter", str(out), recording, "--out", str(tmp_path / "p2"),
+                             "--mask-bad-channels", "none"])
+    assert never.exit_code == 0 and _summary(tmp_path / "p2")["channel_quality"]["masking"] is None
+
+
+def test_a_bundle_with_a_bad_mask_threshold_is_refused(montage_yaml: Path, dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    assert RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", "tiny-mlp",
+                            "--max-steps", "1", "--batch-size", "4", "--out", str(out), "--no-progress"]).exit_code == 0
+    meta = json.loads((out / "adapter.json").read_text())
+    meta["training"]["mask_bad_channels"] = "everything"
+    (out / "adapter.json").write_text(json.dumps(meta))
+    result = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
+    assert result.exit_code == 2 and "mask_bad_channels" in result.output
