@@ -221,7 +221,9 @@ def pretrain_grid(runs: Sequence[PretrainRun], windows_by_layout: dict[str, tupl
     folders: dict[str, Path] = {}
     for i, run in enumerate(runs, 1):
         folder = Path(out) / "pretrain" / run.name
-        if not (folder / "config.json").is_file():
+        if (folder / "config.json").is_file():
+            _check_budget(folder, budget)
+        else:
             if folder.exists():
                 # An interrupted run: start it again (a few minutes at most at these budgets).
                 import shutil
@@ -240,6 +242,19 @@ def pretrain_grid(runs: Sequence[PretrainRun], windows_by_layout: dict[str, tupl
             print(f"  pretrained {run.name} ({i}/{len(runs)}) in {time.perf_counter() - t0:.0f} s", flush=True)
         folders[run.name] = folder
     return folders
+
+
+def _check_budget(folder: Path, budget: PretrainBudget) -> None:
+    """Raise ValueError when a finished checkpoint in ``folder`` was pretrained with another budget.
+
+    Reusing it silently would mix budgets in one table; the caller picks a new ``--out`` instead.
+    """
+    training = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))["training"]
+    done = (training.get("steps"), training.get("batch_size_per_process"), training["optimizer"].get("lr"))
+    wanted = (budget.steps, budget.batch_size, budget.lr)
+    if done != wanted:
+        raise ValueError(f"{folder} was pretrained with (steps, batch, lr) = {done}, not {wanted}; "
+                         "use a new --out folder for another pretraining budget")
 
 
 def pretraining_table(checkpoints: dict[str, Path], runs: dict[str, PretrainRun]) -> list[dict[str, Any]]:

@@ -192,3 +192,19 @@ def test_pretraining_table_reads_each_checkpoints_held_out_ratio(tmp_path: Path)
 def test_a_finished_evaluation_is_reused_only_with_the_same_recipe(options: dict, same: bool) -> None:
     finished = {"seeds": 1, "max_steps": 30, "subjects_sweep": [1, 2, 4], "device": "cpu"}
     assert tc._same_recipe(finished, options) is same
+
+
+@pytest.mark.parametrize(("steps", "batch", "lr", "ok"), [(600, 8, 2e-3, True), (40, 8, 2e-3, False),
+                                                          (600, 4, 2e-3, False), (600, 8, 5e-4, False)])
+def test_a_finished_checkpoint_is_reused_only_with_the_same_budget(tmp_path: Path, steps: int, batch: int,
+                                                                   lr: float, ok: bool) -> None:
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"training": {"steps": 600, "batch_size_per_process": 8, "optimizer": {"lr": 2e-3}}}))
+    budget = tc.PretrainBudget(steps=steps, batch_size=batch, lr=lr)
+    if ok:
+        tc._check_budget(tmp_path, budget)
+    else:
+        with pytest.raises(ValueError, match="new --out"):
+            tc._check_budget(tmp_path, budget)
