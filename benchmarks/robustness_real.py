@@ -35,7 +35,8 @@ Usage::
     .venv/bin/python benchmarks/robustness_real.py --quick --threads 1 --out bench-out/robustness-real
 
 Output (``--out``): ``data/`` (faulted EDFs, ``dataset.yaml``, ``faults.json``),
-``detection.csv/json`` (per recording and channel) and ``detection_summary.csv/json``,
+``detection.csv/json`` (per recording and channel), ``detection_summary.csv/json`` and
+``detection_by_channel.csv/json``,
 ``rows.csv/json`` (evaluate's rows, tagged), ``per_subject.csv/json``, ``summary.csv/json`` and
 ``summary.md`` (every table), ``robustness_real_diff.png`` (per-subject AUROC difference to
 ACPE on the faulted copy, bad subjects boxed), ``robustness_real_clean_diff.png`` (the same on
@@ -213,18 +214,25 @@ def detection_rows(data: Path, montage: Any, faults: tuple[Fault, ...], *, thres
     return rows
 
 
-def detection_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Return per data set and group (injected / not injected) the channel-windows below threshold and their share."""
+def detection_summary(rows: list[dict[str, Any]], *, by_channel: bool = False) -> list[dict[str, Any]]:
+    """Return per data set and group (injected / not injected) the channel-windows below threshold and their share.
+
+    ``by_channel`` splits each group by montage channel (where do the false positives come from?).
+    """
     out = []
+    channels = list(dict.fromkeys(r["channel"] for r in rows)) if by_channel else [None]
     for label in dict.fromkeys(r["data"] for r in rows):
         for group, pick in (("injected", True), ("not injected", False)):
-            mine = [r for r in rows if r["data"] == label and bool(r["fault"]) == pick]
-            if not mine:
-                continue
-            windows = sum(r["windows"] for r in mine)
-            below = sum(r["below_threshold"] for r in mine)
-            out.append({"data": label, "channels": group, "channel_windows": windows, "below_threshold": below,
-                        "share_below": below / windows if windows else None})
+            for channel in channels:
+                mine = [r for r in rows if r["data"] == label and bool(r["fault"]) == pick
+                        and (channel is None or r["channel"] == channel)]
+                if not mine:
+                    continue
+                windows = sum(r["windows"] for r in mine)
+                below = sum(r["below_threshold"] for r in mine)
+                out.append({"data": label, "channels": group, **({"channel": channel} if by_channel else {}),
+                            "channel_windows": windows, "below_threshold": below,
+                            "share_below": below / windows if windows else None})
     return out
 
 
@@ -329,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
                  + detection_rows(args.data, montage, (), threshold=args.mask_threshold, label="clean"))
     detected = detection_summary(detection)
     tc.write_outputs(out, "detection", detection)
+    detected_by_channel = detection_summary(detection, by_channel=True)
     tc.write_outputs(out, "detection_summary", detected)
+    tc.write_outputs(out, "detection_by_channel", detected_by_channel)
     print(tc.markdown_table(detected))
     record.stage("quality scores")
 
@@ -370,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
                                 outline_label="injected poor contacts",
                                 title=f"eegmat {'with injected faults' if which == 'faulted' else 'originals'}, {tag}")
     text = "\n\n".join(["## Detection (quality score < threshold)", tc.markdown_table(detected),
+                        "## Detection per channel", tc.markdown_table(detected_by_channel),
                         "## AUROC by subject group (SD over seeds)", tc.markdown_table(summary),
                         "## AUROC per held-out subject (SD over seeds)", tc.markdown_table(table)])
     atomic_write_text(out / "summary.md", text + "\n")

@@ -129,6 +129,13 @@ def test_detection_summary_gives_shares_per_group() -> None:
         ("faulted", "injected", 0.75), ("faulted", "not injected", 0.1), ("clean", "not injected", 0.0)]
 
 
+def test_detection_summary_by_channel_splits_each_group() -> None:
+    rows = [{"data": "clean", "fault": "", "channel": "T3", "windows": 4, "below_threshold": 0},
+            {"data": "clean", "fault": "", "channel": "A2-A1", "windows": 4, "below_threshold": 3}]
+    summary = rr.detection_summary(rows, by_channel=True)
+    assert [(s["channel"], s["share_below"]) for s in summary] == [("T3", 0.0), ("A2-A1", 0.75)]
+
+
 def test_main_without_eegmat_says_so_and_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert rr.main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]) == 0
     assert "eegmat not found" in capsys.readouterr().out
