@@ -23,7 +23,12 @@ T3 T4 T5 T6 + bipolar A2-A1, low-pass 30 Hz, the shipped ``passport-small-acpe``
    (``channel_dropout`` = ``--drop-prob``, ``mask_bad_channels`` = ``--mask-threshold``: low
    quality channel-windows replaced by the mask token in training and at test time); on the
    original recordings ``clean:mlp``, ``clean:mlp+masked``, ``clean:acpe`` (does masked
-   training cost anything on clean data?).
+   training cost anything on clean data?). Controls: ``mlp+dropout`` and ``clean:mlp+dropout``
+   (channel dropout alone, no quality mask), since the quality mask can carry label
+   information of its own (``mask_cue``, below).
+4. **Mask cue.** Per subject and channel, the AUROC of "this channel is masked in the window"
+   as a detector of arithmetic windows (from the detection counts: (1 + TPR - FPR) / 2). Far
+   from 0.5, the mask itself tells the classes apart, and a masked model can score by it.
 
 Metric: AUROC per held-out subject (mean over fine-tuning seeds), then its mean over the bad
 subjects, over the faulted copy's clean subjects, and over all subjects; the same without the
@@ -36,7 +41,7 @@ Usage::
 
 Output (``--out``): ``data/`` (faulted EDFs, ``dataset.yaml``, ``faults.json``),
 ``detection.csv/json`` (per recording and channel), ``detection_summary.csv/json`` and
-``detection_by_channel.csv/json``,
+``detection_by_channel.csv/json``, ``mask_cue.csv/json``,
 ``rows.csv/json`` (evaluate's rows, tagged), ``per_subject.csv/json``, ``summary.csv/json`` and
 ``summary.md`` (every table), ``robustness_real_diff.png`` (per-subject AUROC difference to
 ACPE on the faulted copy, bad subjects boxed), ``robustness_real_clean_diff.png`` (the same on
@@ -77,15 +82,18 @@ from passport_kit.atomic_io import atomic_write_text, write_json
 CHECKPOINTS = {"acpe": "passport-small-acpe", "mlp": "passport-small-mlp"}
 #: Default poor contacts: four subjects, none with mixed prefilters; channel names of the montage.
 DEFAULT_FAULTS = "Subject01:T3:noise,Subject04:T6:noise,Subject07:T4:noise,Subject07:T5:drift,Subject09:T5:noise"
-#: Variants: name → (data: 'faulted' | 'clean', checkpoint key, masked training + masked test).
-VARIANTS: dict[str, tuple[str, str, bool]] = {
-    "acpe": ("faulted", "acpe", False),
-    "mlp": ("faulted", "mlp", False),
-    "acpe+masked": ("faulted", "acpe", True),
-    "mlp+masked": ("faulted", "mlp", True),
-    "clean:mlp": ("clean", "mlp", False),
-    "clean:mlp+masked": ("clean", "mlp", True),
-    "clean:acpe": ("clean", "acpe", False),
+#: Variants: name → (data: 'faulted' | 'clean', checkpoint key, channel dropout in training,
+#: low-quality channels masked in training and at test time).
+VARIANTS: dict[str, tuple[str, str, bool, bool]] = {
+    "acpe": ("faulted", "acpe", False, False),
+    "mlp": ("faulted", "mlp", False, False),
+    "acpe+masked": ("faulted", "acpe", True, True),
+    "mlp+masked": ("faulted", "mlp", True, True),
+    "clean:mlp": ("clean", "mlp", False, False),
+    "clean:mlp+masked": ("clean", "mlp", True, True),
+    "clean:acpe": ("clean", "acpe", False, False),
+    "mlp+dropout": ("faulted", "mlp", True, False),
+    "clean:mlp+dropout": ("clean", "mlp", True, False),
 }
 SCALES = {
     "quick": {"ft_steps": 30, "ft_batch": 16, "seeds": 3},
@@ -236,6 +244,26 @@ def detection_summary(rows: list[dict[str, Any]], *, by_channel: bool = False) -
     return out
 
 
+def mask_cue(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return per data set, subject and channel the AUROC of the channel's mask as a detector of arithmetic windows.
+
+    From :func:`detection_rows` counts: TPR = share of the arithmetic recording's windows below
+    threshold, FPR = the same share in the rest recording, AUROC of a binary score
+    = (1 + TPR - FPR) / 2. 0.5: the mask says nothing about the class.
+    """
+    counts = {(r["data"], r["subject"], r["channel"], r["recording"].rsplit("_", 1)[1]): r for r in rows}
+    out = []
+    for (data, subject, channel, part), arithmetic in counts.items():
+        rest = counts.get((data, subject, channel, "1"))
+        if part != "2" or rest is None or not arithmetic["windows"] or not rest["windows"]:
+            continue
+        tpr = arithmetic["below_threshold"] / arithmetic["windows"]
+        fpr = rest["below_threshold"] / rest["windows"]
+        out.append({"data": data, "subject": subject, "channel": channel, "masked_arithmetic": tpr,
+                    "masked_rest": fpr, "mask_auroc": (1.0 + tpr - fpr) / 2.0})
+    return out
+
+
 # ----------------------------------------------------------------------------- scores
 
 
@@ -284,7 +312,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "(KIND: noise, drift, flat; CHANNEL: a montage channel)")
     parser.add_argument("--fault-seed", type=int, default=0, help="seed of the injected faults")
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {list(VARIANTS)}")
-    parser.add_argument("--drop-prob", type=float, default=0.5, help="channel_dropout of the +masked variants")
+    parser.add_argument("--drop-prob", type=float, default=0.5, help="channel_dropout of the +masked and +dropout variants")
     parser.add_argument("--mask-threshold", type=float, default=0.5,
                         help="quality score under which a channel-window is masked (+masked) and counts as detected")
     parser.add_argument("--ft-steps", type=int, default=None, help="fine-tuning step budget (overrides the scale)")
@@ -340,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     detected_by_channel = detection_summary(detection, by_channel=True)
     tc.write_outputs(out, "detection_summary", detected)
     tc.write_outputs(out, "detection_by_channel", detected_by_channel)
+    cue = mask_cue(detection)
+    tc.write_outputs(out, "mask_cue", cue)
     print(tc.markdown_table(detected))
     record.stage("quality scores")
 
@@ -348,10 +378,10 @@ def main(argv: list[str] | None = None) -> int:
                "h_freq": LOW_PASS_HZ, "device": args.device, "threads": args.threads}
     rows: list[dict[str, Any]] = []
     for variant in args.variant_list:
-        which, key, masked = VARIANTS[variant]
+        which, key, dropout, masked = VARIANTS[variant]
         name = f"{which}_{variant.split(':')[-1]}"
         run_options = options | {"montage": str(MONTAGE), "data": faulted if which == "faulted" else clean,
-                                 "channel_dropout": args.drop_prob if masked else 0.0,
+                                 "channel_dropout": args.drop_prob if dropout else 0.0,
                                  "mask_bad_channels": args.mask_threshold if masked else None}
         _drop_stale(out / "finetune" / name, run_options)
         run = tc.PretrainRun(which, variant, 0)
@@ -381,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
                                 title=f"eegmat {'with injected faults' if which == 'faulted' else 'originals'}, {tag}")
     text = "\n\n".join(["## Detection (quality score < threshold)", tc.markdown_table(detected),
                         "## Detection per channel", tc.markdown_table(detected_by_channel),
+                        "## Mask cue: AUROC of a channel's quality mask as an arithmetic detector",
+                        tc.markdown_table([c for c in cue if c["mask_auroc"] != 0.5]),
                         "## AUROC by subject group (SD over seeds)", tc.markdown_table(summary),
                         "## AUROC per held-out subject (SD over seeds)", tc.markdown_table(table)])
     atomic_write_text(out / "summary.md", text + "\n")

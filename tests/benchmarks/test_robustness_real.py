@@ -136,6 +136,16 @@ def test_detection_summary_by_channel_splits_each_group() -> None:
     assert [(s["channel"], s["share_below"]) for s in summary] == [("T3", 0.0), ("A2-A1", 0.75)]
 
 
+@pytest.mark.parametrize(("arithmetic", "rest", "auroc"), [((3, 6), (0, 18), 0.75), ((2, 4), (9, 18), 0.5),
+                                                          ((0, 6), (18, 18), 0.0)])
+def test_mask_cue_scores_the_mask_as_an_arithmetic_detector(arithmetic: tuple[int, int], rest: tuple[int, int],
+                                                            auroc: float) -> None:
+    rows = [{"data": "clean", "subject": "Subject00", "channel": "A2-A1", "recording": f"Subject00_{part}",
+             "below_threshold": below, "windows": windows} for part, (below, windows) in (("1", rest), ("2", arithmetic))]
+    (cue,) = rr.mask_cue(rows)
+    assert cue["mask_auroc"] == pytest.approx(auroc)
+
+
 def test_main_without_eegmat_says_so_and_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert rr.main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]) == 0
     assert "eegmat not found" in capsys.readouterr().out
