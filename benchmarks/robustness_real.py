@@ -293,12 +293,13 @@ def group_summary(rows: list[dict[str, Any]], variants: list[str], bad: set[str]
 
 
 def _drop_stale(target: Path, options: dict[str, Any]) -> None:
-    """Remove a finished evaluation's summary when its data or masking differ (evaluate_grid then reruns it)."""
+    """Remove a finished evaluation's summary when its montage, data or masking differ (evaluate_grid then reruns it)."""
     summary = target / "summary.json"
     if not summary.is_file():
         return
     config = json.loads(summary.read_text(encoding="utf-8"))["config"]
-    plain = json.loads(json.dumps({k: options[k] for k in ("data", "channel_dropout", "mask_bad_channels", "h_freq")},
+    plain = json.loads(json.dumps({k: options[k] for k in ("montage", "data", "channel_dropout", "mask_bad_channels",
+                                                   "h_freq")},
                                   default=str))
     if any(config.get(k) != v for k, v in plain.items()):
         summary.unlink()
@@ -315,6 +316,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--drop-prob", type=float, default=0.5, help="channel_dropout of the +masked and +dropout variants")
     parser.add_argument("--mask-threshold", type=float, default=0.5,
                         help="quality score under which a channel-window is masked (+masked) and counts as detected")
+    parser.add_argument("--channels", default=None,
+                        help="comma-separated subset of the montage's channels (default: all of T3 T4 T5 T6 A2-A1)")
     parser.add_argument("--ft-steps", type=int, default=None, help="fine-tuning step budget (overrides the scale)")
     parser.add_argument("--balance", default="weights", choices=("none", "weights", "sampler"))
     parser.add_argument("--device", default="cpu")
@@ -334,26 +337,32 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from passport_kit.checkpoint import load_base_checkpoint
+    from passport_kit.errors import PassportError
     from passport_kit.montage import resolve_montage
 
-    montage = resolve_montage(MONTAGE)
+    out = Path(args.out)
+    montage, montage_file = resolve_montage(MONTAGE), MONTAGE
     try:
+        if args.channels:
+            # A smaller layout, e.g. without the bipolar A2-A1 whose quality score is often low on clean data.
+            montage = montage.subset([c.strip() for c in args.channels.split(",")], name="eegmat-temporal-subset")
+            out.mkdir(parents=True, exist_ok=True)
+            montage_file = montage.to_yaml(out / "montage.yaml")
         faults = parse_faults(args.faults, montage.ch_names)
-    except ValueError as exc:
+    except (ValueError, PassportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     bad = {f.subject for f in faults}
     scale = dict(SCALES["quick" if args.quick else "default"])
     n_ft = args.seeds[1] if args.seeds else scale["seeds"]
     ft_steps = args.ft_steps or scale["ft_steps"]
-    out = Path(args.out)
     infos = {key: load_base_checkpoint(name)[1] for key, name in CHECKPOINTS.items()}
     record = tc.RunRecord(out, args.threads, {
         "scale": "quick" if args.quick else "default", "finetune_seeds": n_ft, "ft_steps": ft_steps,
         "ft_batch": scale["ft_batch"], "balance": args.balance, "faults": args.faults, "fault_seed": args.fault_seed,
         "drop_prob": args.drop_prob, "mask_threshold": args.mask_threshold, "variants": args.variant_list,
         "window_seconds": QUALITY_WINDOW_S, "low_pass_hz": LOW_PASS_HZ, "montage": str(MONTAGE.relative_to(ROOT)),
-        "checkpoints": {CHECKPOINTS[k]: {"kind": i.model.embedding, "sha256": i.weights_sha256}
+        "channels": montage.ch_names, "checkpoints": {CHECKPOINTS[k]: {"kind": i.model.embedding, "sha256": i.weights_sha256}
                         for k, i in infos.items()},
     })
 
@@ -380,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     for variant in args.variant_list:
         which, key, dropout, masked = VARIANTS[variant]
         name = f"{which}_{variant.split(':')[-1]}"
-        run_options = options | {"montage": str(MONTAGE), "data": faulted if which == "faulted" else clean,
+        run_options = options | {"montage": str(montage_file), "data": faulted if which == "faulted" else clean,
                                  "channel_dropout": args.drop_prob if dropout else 0.0,
                                  "mask_bad_channels": args.mask_threshold if masked else None}
         _drop_stale(out / "finetune" / name, run_options)
