@@ -332,7 +332,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; print and write the tables."""
     args = parse_args(argv)
-    if not (Path(args.data) / "Subject00_1.edf").is_file():
+    if not any(Path(args.data).glob("Subject*_[12].edf")):
         print(f"eegmat not found at {args.data} (../shared/data/eegmat); nothing to do")
         return 0
 

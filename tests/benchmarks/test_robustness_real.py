@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -26,18 +27,22 @@ def montage():
     return resolve_montage(rr.MONTAGE)
 
 
-@pytest.fixture
-def source(tmp_path: Path) -> Path:
-    """A tiny eegmat look-alike: two subjects, rest and arithmetic, 20 s each, µV."""
-    folder = tmp_path / "eegmat"
+def _write_source(folder: Path, subjects: tuple[str, ...], seconds: float = 20.0) -> Path:
+    """Write a tiny eegmat look-alike: rest (_1) and arithmetic (_2) EDFs per subject, µV noise."""
     folder.mkdir()
     rng = np.random.default_rng(0)
-    for subject in ("Subject01", "Subject02"):
+    for subject in subjects:
         for part in ("1", "2"):
-            data = rng.normal(0.0, 10.0, (len(LABELS), int(20 * SFREQ)))
+            data = rng.normal(0.0, 10.0, (len(LABELS), int(seconds * SFREQ)))
             write_edf(folder / f"{subject}_{part}.edf", data, LABELS, SFREQ, subject=subject,
                       kinds=["eeg"] * 5 + ["ecg"])
     return folder
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    """Two subjects, 20 s per recording."""
+    return _write_source(tmp_path / "eegmat", ("Subject01", "Subject02"))
 
 
 def _uv(path: Path) -> np.ndarray:
@@ -150,3 +155,16 @@ def test_main_without_eegmat_says_so_and_exits_0(tmp_path: Path, capsys: pytest.
     assert rr.main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]) == 0
     assert "eegmat not found" in capsys.readouterr().out
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
+    data = _write_source(tmp_path / "eegmat", ("Subject01", "Subject02", "Subject03", "Subject04"), seconds=30.0)
+    out = tmp_path / "out"
+    code = rr.main(["--quick", "--data", str(data), "--out", str(out), "--threads", "1", "--seeds", "1",
+                    "--ft-steps", "2", "--faults", "Subject02:T3:noise", "--variants", "acpe,mlp+masked,clean:acpe"])
+    assert code == 0
+    summary = {r["variant"]: r for r in json.loads((out / "summary.json").read_text())}
+    assert set(summary) == {"acpe", "mlp+masked", "clean:acpe"}
+    assert all(p.is_file() for p in (out / "rows.csv", out / "summary.md", out / "run.json",
+                                     out / "robustness_real_diff.png", out / "detection_summary.csv"))
