@@ -38,6 +38,9 @@ group first).
 Usage::
 
     .venv/bin/python benchmarks/robustness_real.py --quick --threads 1 --out bench-out/robustness-real
+    # without the bipolar A2-A1 (its quality score flags about half of its clean windows):
+    .venv/bin/python benchmarks/robustness_real.py --quick --threads 1 --channels T3,T4,T5,T6 \
+        --out bench-out/robustness-real-t3t6
 
 Output (``--out``): ``data/`` (faulted EDFs, ``dataset.yaml``, ``faults.json``),
 ``detection.csv/json`` (per recording and channel), ``detection_summary.csv/json`` and
