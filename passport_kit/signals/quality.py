@@ -491,7 +491,11 @@ def neighbour_weights(montage: Montage, thresholds: QualityThresholds | None = N
     """Return ``(weights (C, C), near (C,) bool)``: neighbour weights and which channels have a near peer.
 
     Weights are ``exp(-d / scale)`` for peers within the radius, else 0; distances use each
-    channel's ``position`` (for a bipolar channel: its active electrode). A channel with no peer
+    channel's ``position`` (for a bipolar channel: its active electrode). A bipolar channel's
+    correlation is reported but not scored (``near`` False): how well a derivation correlates
+    with monopolar neighbours depends on where its reference sits, not on contact (eegmat's
+    ear-to-ear A2-A1 correlates weakly with T3..T6 on clean windows, which flagged about half
+    of them as bad). A channel with no peer
     within the radius (every Muse sensor, a lone channel of one ear) falls back to its nearest
     peer alone with weight 1 and ``near`` False: its correlation is reported, not scored, since
     channels 10 cm or more apart correlate weakly on any head.
@@ -506,7 +510,8 @@ def neighbour_weights(montage: Montage, thresholds: QualityThresholds | None = N
     if lonely.any():
         nearest = np.argmin(np.where(peers, dist, np.inf), axis=1)
         weights[lonely, nearest[lonely]] = 1.0
-    return weights, near
+    bipolar = np.asarray([ch.is_bipolar for ch in montage.channels], dtype=bool)
+    return weights, near & ~bipolar
 
 
 def _neighbour_corr(cov: np.ndarray, good: np.ndarray, weights: np.ndarray) -> np.ndarray:

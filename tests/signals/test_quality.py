@@ -256,3 +256,21 @@ def test_cli_user_errors_exit_2_with_one_line(sim_folder: Path, tmp_path: Path, 
     result = CliRunner().invoke(app, ["data", "quality", *args])
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_bipolar_channel_correlation_is_reported_not_scored() -> None:
+    # eegmat's ear-to-ear derivation: its active electrode (A2) sits 4 cm from T4.
+    m = Montage.from_dict({"name": "bip2", "units": "mm", "channels": [
+        {"name": "T3", "position": [-80.0, -10.0, 0.0]},
+        {"name": "T4", "position": [80.0, -10.0, 0.0]},
+        {"name": "T6", "position": [70.0, -50.0, 0.0]},
+        {"name": "A2-A1", "position": [85.0, -20.0, -40.0], "reference_position": [-85.0, -20.0, -40.0]},
+    ]})
+    w, near = neighbour_weights(m)
+    assert near.tolist() == [False, True, True, False] and w[3, 1] > 0     # weights kept for the report
+    rng = np.random.default_rng(0)
+    common = rng.standard_normal(200 * 60)
+    data = np.vstack([common + 0.3 * rng.standard_normal(common.size) for _ in range(3)]
+                     + [rng.standard_normal(common.size)]) * 20e-6   # the derivation shares nothing with them
+    q = channel_quality(data, 200.0, m)
+    assert q.statistics["neighbour_corr"][3] < 0.2 and not q.bad.any()
