@@ -491,11 +491,12 @@ def neighbour_weights(montage: Montage, thresholds: QualityThresholds | None = N
     """Return ``(weights (C, C), near (C,) bool)``: neighbour weights and which channels have a near peer.
 
     Weights are ``exp(-d / scale)`` for peers within the radius, else 0; distances use each
-    channel's ``position`` (for a bipolar channel: its active electrode). A bipolar channel's
-    correlation is reported but not scored (``near`` False): how well a derivation correlates
-    with monopolar neighbours depends on where its reference sits, not on contact (eegmat's
-    ear-to-ear A2-A1 correlates weakly with T3..T6 on clean windows, which flagged about half
-    of them as bad). A channel with no peer
+    channel's ``position`` (for a bipolar channel: its active electrode). How well a derivation
+    correlates with monopolar channels depends on where its reference sits, not on contact
+    (eegmat's ear-to-ear A2-A1 correlates weakly with T3..T6 on clean windows, which flagged
+    about half of them as bad), so a bipolar channel's correlation with monopolar ones is
+    reported but not scored (``near`` False), and a monopolar channel never takes a bipolar one
+    as its neighbour (a bad T6 left T4 with A2-A1 alone, flagging T4). A channel with no peer
     within the radius (every Muse sensor, a lone channel of one ear) falls back to its nearest
     peer alone with weight 1 and ``near`` False: its correlation is reported, not scored, since
     channels 10 cm or more apart correlate weakly on any head.
@@ -503,14 +504,14 @@ def neighbour_weights(montage: Montage, thresholds: QualityThresholds | None = N
     t = thresholds or QualityThresholds()
     pos = montage.positions
     dist = np.linalg.norm(pos[:, None, :] - pos[None, :, :], axis=-1)
-    peers = _peer_mask(montage)
+    bipolar = np.asarray([ch.is_bipolar for ch in montage.channels], dtype=bool)
+    peers = _peer_mask(montage) & ~(~bipolar[:, None] & bipolar[None, :])   # monopolar rows: no bipolar peers
     weights = np.where(peers & (dist <= t.neighbour_radius_m), np.exp(-dist / t.neighbour_scale_m), 0.0)
     near = weights.any(axis=1)
     lonely = ~near & peers.any(axis=1)
     if lonely.any():
         nearest = np.argmin(np.where(peers, dist, np.inf), axis=1)
         weights[lonely, nearest[lonely]] = 1.0
-    bipolar = np.asarray([ch.is_bipolar for ch in montage.channels], dtype=bool)
     return weights, near & ~bipolar
 
 

@@ -268,6 +268,7 @@ def test_bipolar_channel_correlation_is_reported_not_scored() -> None:
     ]})
     w, near = neighbour_weights(m)
     assert near.tolist() == [False, True, True, False] and w[3, 1] > 0     # weights kept for the report
+    assert (w[:3, 3] == 0).all()                        # monopolar channels never lean on the derivation
     rng = np.random.default_rng(0)
     common = rng.standard_normal(200 * 60)
     data = np.vstack([common + 0.3 * rng.standard_normal(common.size) for _ in range(3)]
