@@ -42,8 +42,8 @@ DOWNSTREAM = "tuh-standard"
 #: model (18 models per pretraining seed). The quick budget (600 × 8, lr 2e-3) comes from a pilot
 #: on the quick data: after 600 steps held-out MSE / predicting zeros was 0.52 (mlp-experts,
 #: temporal) and 0.73 (xattn-experts, frontal), at ~16 s per 100 steps at 1 thread, so pretraining
-#: is ~30 of the quick run's ~40 min. The 40 steps used before left the expert kinds at the zero
-#: predictor (ratio ~0.99), so that run tested near-initial embeddings. Every model's ratio is in
+#: is ~30 of the quick run's ~40 min. The 40 steps used before left the models at or near the zero
+#: predictor (ratios 0.85–1.02), so that run tested near-initial embeddings. Every model's ratio is in
 #: its MODEL_CARD.md and in ``pretraining.csv``.
 SCALES = {
     "quick": {"pre_subjects": 4, "pre_hours": 1.0, "ft_subjects": 8, "ft_hours": 1.0, "sweep": (1, 2, 4),
