@@ -504,7 +504,8 @@ def neighbour_weights(montage: Montage, thresholds: QualityThresholds | None = N
     t = thresholds or QualityThresholds()
     pos = montage.positions
     dist = np.linalg.norm(pos[:, None, :] - pos[None, :, :], axis=-1)
-    bipolar = np.asarray([ch.is_bipolar for ch in montage.channels], dtype=bool)
+    # A ChannelLayout (the model-side quality gate) carries no reference electrodes: all monopolar.
+    bipolar = np.asarray([ch.is_bipolar for ch in getattr(montage, "channels", ())] or [False] * len(pos), dtype=bool)
     peers = _peer_mask(montage) & ~(~bipolar[:, None] & bipolar[None, :])   # monopolar rows: no bipolar peers
     weights = np.where(peers & (dist <= t.neighbour_radius_m), np.exp(-dist / t.neighbour_scale_m), 0.0)
     near = weights.any(axis=1)
