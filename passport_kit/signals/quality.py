@@ -328,6 +328,11 @@ class ChannelLayout:
         """Return the number of channels C."""
         return len(self.ch_names)
 
+    @property
+    def reference_positions(self) -> np.ndarray:
+        """Return ``(C, 3)`` NaN rows: a batch layout carries no reference electrodes (all monopolar)."""
+        return np.full((self.n_channels, 3), np.nan)
+
 
 #: The per-window sub-scores that do not depend on which other windows are scored with it.
 WINDOW_SUBSCORES = ("flat", "var_z_channels", "line_rel", "drift_rel", "neighbour_corr")
@@ -487,7 +492,7 @@ def _peer_z(values: np.ndarray, peers: np.ndarray, floor: float) -> np.ndarray:
     return (values - centre) / np.maximum(_MAD_TO_SD * mad, floor)
 
 
-def neighbour_weights(montage: Montage, thresholds: QualityThresholds | None = None) -> tuple[np.ndarray, np.ndarray]:
+def neighbour_weights(montage: Montage | ChannelLayout, thresholds: QualityThresholds | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(weights (C, C), near (C,) bool)``: neighbour weights and which channels have a near peer.
 
     Weights are ``exp(-d / scale)`` for peers within the radius, else 0; distances use each
@@ -504,8 +509,7 @@ def neighbour_weights(montage: Montage, thresholds: QualityThresholds | None = N
     t = thresholds or QualityThresholds()
     pos = montage.positions
     dist = np.linalg.norm(pos[:, None, :] - pos[None, :, :], axis=-1)
-    # A ChannelLayout (the model-side quality gate) carries no reference electrodes: all monopolar.
-    bipolar = np.asarray([ch.is_bipolar for ch in getattr(montage, "channels", ())] or [False] * len(pos), dtype=bool)
+    bipolar = ~np.isnan(montage.reference_positions).any(axis=1)
     peers = _peer_mask(montage) & ~(~bipolar[:, None] & bipolar[None, :])   # monopolar rows: no bipolar peers
     weights = np.where(peers & (dist <= t.neighbour_radius_m), np.exp(-dist / t.neighbour_scale_m), 0.0)
     near = weights.any(axis=1)
