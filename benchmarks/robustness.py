@@ -13,10 +13,13 @@ costing anything on clean subjects:
   EESM17), one run per fold and training variant;
 - training variants: ``acpe`` (the shipped ACPE checkpoint), ``mlp`` (the shipped Device Passport
   checkpoint, paper recipe), ``mlp+corrupt`` (``--corrupt-prob``), ``mlp+gate``
-  (``--quality-gate``), ``mlp+gate+corrupt``;
-- test-time variant: every trained model is scored twice, as is and with
+  (``--quality-gate``), ``mlp+gate+corrupt``, ``+drop`` (masked training: ``--channel-dropout``
+  and the low-quality channels masked), ``mlp+distrust`` (``--distrust-bad-channels``: the
+  low-quality channels keep their signal, their expert mixture reads the nearest good channel);
+- test-time variants: every model not trained with distrust is scored three times, as is, with
   ``predict --mask-bad-channels`` (``+mask``: channels whose raw-recording quality score is below
-  the threshold in a window are replaced by the mask token there);
+  the threshold in a window are replaced by the mask token there) and with
+  ``predict --distrust-bad-channels`` (``+distrust@test``);
 - reported: Cohen's kappa per held-out subject, and its mean over the subjects with bad
   channels and over the clean subjects, per variant (``robustness.csv/.json``, ``summary.md``).
 
@@ -54,15 +57,17 @@ CHECKPOINTS = {"acpe": "passport-small-acpe", "mlp": "passport-small-mlp"}
 #: Training variants: name → (checkpoint key, corrupt_prob (None: --corrupt-prob), quality gate,
 #: masked training (channel dropout at --drop-prob, and the training windows' low-quality
 #: channels masked as +mask masks them at test time)).
+#: variant -> (checkpoint, corrupt_prob (None: --corrupt-prob), quality gate, masked training, distrusted)
 VARIANTS = {
-    "acpe": ("acpe", 0.0, False, False),
-    "mlp": ("mlp", 0.0, False, False),
-    "mlp+corrupt": ("mlp", None, False, False),
-    "mlp+gate": ("mlp", 0.0, True, False),
-    "mlp+gate+corrupt": ("mlp", None, True, False),
-    "acpe+drop": ("acpe", 0.0, False, True),
-    "mlp+drop": ("mlp", 0.0, False, True),
-    "mlp+drop+corrupt": ("mlp", None, False, True),
+    "acpe": ("acpe", 0.0, False, False, False),
+    "mlp": ("mlp", 0.0, False, False, False),
+    "mlp+corrupt": ("mlp", None, False, False, False),
+    "mlp+gate": ("mlp", 0.0, True, False, False),
+    "mlp+gate+corrupt": ("mlp", None, True, False, False),
+    "acpe+drop": ("acpe", 0.0, False, True, False),
+    "mlp+drop": ("mlp", 0.0, False, True, False),
+    "mlp+drop+corrupt": ("mlp", None, False, True, False),
+    "mlp+distrust": ("mlp", 0.0, False, False, True),
 }
 QUICK = {"subjects": 5, "hours": 0.75, "steps": 40, "batch_size": 24,
          "bad_channels": "s02:ELA:noise,s02:ERB:drift,s04:ELE:noise"}
@@ -117,7 +122,7 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     from passport_kit.training.metrics import classification_metrics
     from passport_kit.training.splits import SubjectSplit, with_validation
 
-    key, corrupt, gate, masked_training = VARIANTS[variant]
+    key, corrupt, gate, masked_training, distrusted = VARIANTS[variant]
     backbone, windows, masks = loaded[key]
     keep = usable_windows(windows)
     subjects = sorted(set(windows.subject[keep].tolist()))
@@ -132,16 +137,23 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     meta = ChannelMeta.from_montage(windows.montage)
     fit(model, windows.x, windows.y, meta, list(windows.classes), settings,
         train_index=np.flatnonzero(train_mask & keep), val_index=np.flatnonzero(val_mask & keep),
-        channel_mask=masks if masked_training else None)
+        channel_mask=masks if masked_training else None, distrust=masks if distrusted else None)
     test_idx = np.flatnonzero(test_mask & keep)
     rows = []
-    for suffix, channel_mask in (("", None), ("+mask", masks)):
-        proba = predict_proba(model, windows.x, meta, index=test_idx, batch_size=64, channel_mask=channel_mask)
+    # Test-time options: as trained (a distrust variant distrusts at test too, as predict does with its
+    # bundle), "+mask" (predict --mask-bad-channels), "+distrust@test" (predict --distrust-bad-channels).
+    scorings = [("", None, masks if distrusted else None)]
+    if not distrusted:
+        scorings += [("+mask", masks, None), ("+distrust@test", None, masks)]
+    for suffix, channel_mask, distrust in scorings:
+        proba = predict_proba(model, windows.x, meta, index=test_idx, batch_size=64, channel_mask=channel_mask,
+                              distrust=distrust)
         m = classification_metrics(windows.y[test_idx], proba.argmax(1), list(windows.classes), proba)
         rows.append({"variant": variant + suffix, "subject": test_subject,
                      "group": "bad" if test_subject in args.bad_list else "clean", "kappa": m.kappa,
                      "balanced_accuracy": m.balanced_accuracy, "windows": int(len(test_idx)),
-                     "masked_channel_windows": 0 if channel_mask is None else int(channel_mask[test_idx].sum())})
+                     "masked_channel_windows": 0 if channel_mask is None else int(channel_mask[test_idx].sum()),
+                     "distrusted_channel_windows": 0 if distrust is None else int(distrust[test_idx].sum())})
     return rows
 
 

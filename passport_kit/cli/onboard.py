@@ -26,9 +26,19 @@ _MASK_TRAIN_HELP = ("Quality score (0-1) under which a channel is replaced by th
                     "training and (through the bundle) at predict time; 'none' = never.")
 
 
-def _mask_threshold(value: str) -> float | None:
-    """Return the --mask-bad-channels threshold, or None for 'none'."""
-    return optional_float(value, "--mask-bad-channels", "a quality score between 0 and 1")
+_DISTRUST_TRAIN_HELP = ("Expert kinds: quality score (0-1) under which a channel keeps its signal but its channel code "
+                        "is read from the nearest good channel's activity, in training and (through the bundle) at "
+                        "predict time; 'none' = never.")
+
+
+def _mask_threshold(value: str, option: str = "--mask-bad-channels") -> float | None:
+    """Return the threshold of a --mask-bad-channels / --distrust-bad-channels option, or None for 'none'."""
+    return optional_float(value, option, "a quality score between 0 and 1")
+
+
+def _distrust_threshold(value: str) -> float | None:
+    """Return the --distrust-bad-channels threshold, or None for 'none'."""
+    return _mask_threshold(value, "--distrust-bad-channels")
 
 
 def _notch(value: str) -> float | None:
@@ -89,6 +99,7 @@ def adapt_command(
     quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
     channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
     mask_bad_channels: str = typer.Option("none", "--mask-bad-channels", help=_MASK_TRAIN_HELP),
+    distrust_bad_channels: str = typer.Option("none", "--distrust-bad-channels", help=_DISTRUST_TRAIN_HELP),
     seed: int = typer.Option(0, "--seed"),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
@@ -107,7 +118,8 @@ def adapt_command(
                 max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
                 corrupt_prob=corrupt_prob, quality_gate=quality_gate, channel_dropout=channel_dropout,
-                mask_bad_channels=_mask_threshold(mask_bad_channels), seed=seed, device=device, precision=precision,
+                mask_bad_channels=_mask_threshold(mask_bad_channels),
+                distrust_bad_channels=_distrust_threshold(distrust_bad_channels), seed=seed, device=device, precision=precision,
                 threads=threads, resume=resume, progress=bar,
                 progress_quality=lambda summary: typer.echo(quality_line(summary), err=True),
             )
@@ -150,6 +162,7 @@ def evaluate_command(
     quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
     channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
     mask_bad_channels: str = typer.Option("none", "--mask-bad-channels", help=_MASK_TRAIN_HELP),
+    distrust_bad_channels: str = typer.Option("none", "--distrust-bad-channels", help=_DISTRUST_TRAIN_HELP),
     device: str = typer.Option("auto", "--device"),
     precision: str = typer.Option("auto", "--precision"),
     threads: int | None = typer.Option(None, "--threads"),
@@ -169,7 +182,8 @@ def evaluate_command(
             metric=metric, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
             lr=lr, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch), corrupt_prob=corrupt_prob,
             quality_gate=quality_gate, channel_dropout=channel_dropout,
-            mask_bad_channels=_mask_threshold(mask_bad_channels), device=device, precision=precision,
+            mask_bad_channels=_mask_threshold(mask_bad_channels),
+            distrust_bad_channels=_distrust_threshold(distrust_bad_channels), device=device, precision=precision,
             threads=threads, progress=runs, step_progress=bar,
         )
     print_table(report)
@@ -210,13 +224,19 @@ def predict_command(
     mask_bad_channels: str = typer.Option(
         "bundle", "--mask-bad-channels", help="Quality score (0-1) under which a channel is replaced by the mask "
         "token in that window, 'none' (never), or 'bundle' (default: the threshold adapt trained with)."),
+    distrust_bad_channels: str = typer.Option(
+        "bundle", "--distrust-bad-channels", help="Expert kinds: quality score (0-1) under which a channel's code is "
+        "read from the nearest good channel's activity, 'none' (never), or 'bundle' (default: as adapt trained)."),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
     from passport_kit.inference.predict import predict
 
     threshold = "bundle" if mask_bad_channels.strip().lower() == "bundle" else _mask_threshold(mask_bad_channels)
+    distrust = ("bundle" if distrust_bad_channels.strip().lower() == "bundle"
+                else _distrust_threshold(distrust_bad_channels))
     results = predict(adapter, recordings, out, edf_annotations=edf_annotations, base=base, batch_size=batch_size,
-                      device=device, precision=precision, mask_bad_channels=threshold)
+                      device=device, precision=precision, mask_bad_channels=threshold,
+                      distrust_bad_channels=distrust)
     for r in results:
         stats = r.summary.get("sleep_statistics")
         if stats:

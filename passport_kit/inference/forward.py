@@ -27,6 +27,7 @@ def predict_proba(
     precision: Precision = "fp32",
     on_batch: Callable[[int], None] | None = None,
     channel_mask: np.ndarray | None = None,
+    distrust: np.ndarray | None = None,
 ) -> np.ndarray:
     """Return softmax class probabilities, shape (N, n_classes) float32.
 
@@ -46,6 +47,9 @@ def predict_proba(
     channel_mask : np.ndarray, shape (N, C) bool, optional
         Channels to replace by the model's mask token in each row of ``x`` (every patch of them),
         as in pretraining: ``predict --mask-bad-channels``.
+    distrust : np.ndarray, shape (N, C) bool, optional
+        Channels that keep their signal but whose own activity must not shape their channel
+        code (expert kinds): ``predict --distrust-bad-channels``.
     """
     device = device or torch.device("cpu")
     was_training = model.training
@@ -59,12 +63,14 @@ def predict_proba(
                 # A copy: memmaps are read-only, and torch wants writable memory.
                 batch = rows[start : start + batch_size]
                 xb = torch.from_numpy(np.array(x[batch], dtype=np.float32))
-                mask = None
+                extra: dict[str, torch.Tensor] = {}
                 if channel_mask is not None:
                     mask = torch.from_numpy(np.asarray(channel_mask[batch], dtype=bool))[:, :, None]
-                    mask = mask.expand(-1, -1, xb.shape[2]).to(device)
+                    extra["mask"] = mask.expand(-1, -1, xb.shape[2]).to(device)
+                if distrust is not None:
+                    extra["distrust"] = torch.from_numpy(np.asarray(distrust[batch], dtype=bool)).to(device)
                 with autocast(device, precision):
-                    logits = model(xb.to(device), meta) if mask is None else model(xb.to(device), meta, mask)
+                    logits = model(xb.to(device), meta, **extra)
                 # Softmax in fp32: bf16 probabilities round visibly in the CSV.
                 out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
                 if on_batch is not None:

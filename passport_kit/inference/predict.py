@@ -20,7 +20,10 @@ the list of what is missing), and classified window by window. Written per recor
   raw recording (:mod:`passport_kit.signals.quality`), summarised in the JSON under
   ``channel_quality``. With ``mask_bad_channels=THRESHOLD``, channels scoring below it in a
   window are replaced by the model's mask token there (its pretraining mask), and the TSV
-  and JSON say how many windows each channel was masked in.
+  and JSON say how many windows each channel was masked in. With
+  ``distrust_bad_channels=THRESHOLD`` (expert kinds), such channels keep their signal but their
+  channel code is read from the nearest good channel's activity; the JSON counts those windows
+  under ``channel_quality.distrust``.
 
 Example::
 
@@ -103,6 +106,7 @@ def predict(
     renames: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
     mask_bad_channels: float | None | Literal["bundle"] = "bundle",
+    distrust_bad_channels: float | None | Literal["bundle"] = "bundle",
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -125,6 +129,10 @@ def predict(
         (``training.mask_bad_channels`` in adapter.json; bundles without it: never), so a model
         is used the way it was trained. A window in which every channel is below it is left as
         it is (nothing would be left to predict from).
+    distrust_bad_channels : float in (0, 1), None or "bundle"
+        Expert kinds: a channel scoring below this in a window keeps its signal, but its expert
+        mixture reads the nearest good channel's activity instead of its own. ``"bundle"``
+        (default): the adapter's ``training.distrust_bad_channels``.
     """
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
@@ -133,20 +141,16 @@ def predict(
     from passport_kit.signals.quality import recording_quality
     from passport_kit.training.runtime import resolve_device, resolve_precision
 
-    if mask_bad_channels not in (None, "bundle") and not 0.0 < float(mask_bad_channels) < 1.0:
-        raise ConfigError(f"--mask-bad-channels takes a quality score between 0 and 1 (exclusive), got "
-                          f"{mask_bad_channels:g}; 0.5 is the score at which a channel counts as bad")
+    for option, value in (("mask", mask_bad_channels), ("distrust", distrust_bad_channels)):
+        if value not in (None, "bundle") and not 0.0 < float(value) < 1.0:  # type: ignore[arg-type]
+            raise ConfigError(f"--{option}-bad-channels takes a quality score between 0 and 1 (exclusive), got "
+                              f"{value:g}; 0.5 is the score at which a channel counts as bad")
     if isinstance(recordings, (str, Path)):
         recordings = [recordings]
     files = find_recordings(recordings)
     model, meta = load_adapter_bundle(adapter, base=base)
-    if mask_bad_channels == "bundle":
-        mask_bad_channels = meta.training.get("mask_bad_channels")
-        if mask_bad_channels is not None and not (isinstance(mask_bad_channels, (int, float))
-                                                  and 0.0 < mask_bad_channels < 1.0):
-            raise CheckpointError(f"adapter.json in '{adapter}' has training.mask_bad_channels = "
-                                  f"{mask_bad_channels!r}, not a score in (0, 1); re-run adapt, or pass "
-                                  "--mask-bad-channels explicitly")
+    mask_bad_channels = _bundle_threshold(mask_bad_channels, meta.training, "mask", adapter)
+    distrust_bad_channels = _bundle_threshold(distrust_bad_channels, meta.training, "distrust", adapter)
     montage = Montage.from_dict(meta.montage)
     config = PreprocessConfig.from_dict(meta.preprocessing)
     torch_device = resolve_device(device)
@@ -161,18 +165,36 @@ def predict(
         windows = load_recording(path, montage, config, renames=renames)
         quality = recording_quality(path, montage, renames=renames, window_seconds=config.window_seconds,
                                     mains_freq=config.notch_freq)
-        masked = None
+        masked = distrusted = None
         if mask_bad_channels is not None:
             masked = quality_mask(quality.window_score, windows.onset_s, config.window_seconds, mask_bad_channels)
+        if distrust_bad_channels is not None:
+            distrusted = quality_mask(quality.window_score, windows.onset_s, config.window_seconds,
+                                      distrust_bad_channels)
         proba = predict_proba(model, windows.x, channel_meta, batch_size=batch_size, device=torch_device,
-                              precision=prec, channel_mask=masked)
+                              precision=prec, channel_mask=masked, distrust=distrusted)
         results.append(write_prediction(out_dir / _stem(path), path, proba, windows.onset_s, windows.flags,
                                         classes=list(meta.classes), window_seconds=config.window_seconds,
                                         task=str(meta.window.get("task", "")), adapter=Path(adapter),
                                         base_name=meta.base_name, edf_annotations=edf_annotations,
                                         start=recording_start(path), quality=quality, masked=masked,
-                                        mask_threshold=mask_bad_channels))
+                                        mask_threshold=mask_bad_channels, distrusted=distrusted,
+                                        distrust_threshold=distrust_bad_channels))
     return results
+
+
+def _bundle_threshold(value: float | None | str, training: dict[str, Any], option: str,
+                      adapter: str | Path) -> float | None:
+    """Return the quality threshold of ``--<option>-bad-channels``: ``value``, or the bundle's own for "bundle"."""
+    if value != "bundle":
+        return value  # type: ignore[return-value]
+    key = f"{option}_bad_channels"
+    stored = training.get(key)
+    if stored is not None and not (isinstance(stored, (int, float)) and not isinstance(stored, bool)
+                                   and 0.0 < stored < 1.0):
+        raise CheckpointError(f"adapter.json in '{adapter}' has training.{key} = {stored!r}, not a score in "
+                              f"(0, 1); re-run adapt, or pass --{option}-bad-channels explicitly")
+    return None if stored is None else float(stored)
 
 
 def quality_mask(window_score: np.ndarray, onsets_s: np.ndarray, window_seconds: float,
@@ -225,13 +247,16 @@ def write_prediction(
     quality: Any = None,
     masked: np.ndarray | None = None,
     mask_threshold: float | None = None,
+    distrusted: np.ndarray | None = None,
+    distrust_threshold: float | None = None,
 ) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
     ``proba`` (N, n_classes) are class probabilities; ``onsets_s`` (N,) window onsets in
     seconds; ``flags`` (N, C) the quality flags of the windows; ``quality`` the recording's
     ``ChannelQuality`` (written as ``<stem>_channel_quality.tsv``); ``masked`` (N, C) the
-    channels masked per window under ``mask_threshold``.
+    channels masked per window under ``mask_threshold``; ``distrusted`` (N, C) those distrusted
+    under ``distrust_threshold``.
     """
     stem = _stem(recording)
     flagged = np.asarray(flags).any(axis=1)
@@ -259,7 +284,8 @@ def write_prediction(
         masked_counts = None if masked is None else np.asarray(masked).sum(axis=0)
         files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv", quality,
                                                                  masked_windows=masked_counts)
-        summary["channel_quality"] = channel_quality_summary(quality, masked, mask_threshold)
+        summary["channel_quality"] = channel_quality_summary(quality, masked, mask_threshold,
+                                                             distrusted, distrust_threshold)
     sleep = task == "sleep-staging" or (task != "classification" and is_sleep_staging(classes))
     if sleep and is_sleep_staging(classes):
         hyp = _hypnogram(pred, proba, onsets_s, classes, window_seconds, start)
@@ -284,8 +310,10 @@ def write_prediction(
                             summary=summary)
 
 
-def channel_quality_summary(quality: Any, masked: np.ndarray | None, threshold: float | None) -> dict[str, Any]:
-    """Return the ``channel_quality`` block of a prediction summary: bad channels, scores, masking."""
+def channel_quality_summary(quality: Any, masked: np.ndarray | None, threshold: float | None,
+                            distrusted: np.ndarray | None = None,
+                            distrust_threshold: float | None = None) -> dict[str, Any]:
+    """Return the ``channel_quality`` block of a prediction summary: bad channels, scores, masking, distrust."""
     from passport_kit.signals.quality import quality_summary
 
     block = quality_summary({"recording": quality})["recording"]
@@ -296,6 +324,14 @@ def channel_quality_summary(quality: Any, masked: np.ndarray | None, threshold: 
             "threshold": threshold,
             "masked_windows": {n: int(k) for n, k in zip(quality.ch_names, masked.sum(axis=0))},
             "windows_with_masked_channels": int(masked.any(axis=1).sum()),
+        }
+    block["distrust"] = None
+    if distrusted is not None:
+        distrusted = np.asarray(distrusted, dtype=bool)
+        block["distrust"] = {
+            "threshold": distrust_threshold,
+            "distrusted_windows": {n: int(k) for n, k in zip(quality.ch_names, distrusted.sum(axis=0))},
+            "windows_with_distrusted_channels": int(distrusted.any(axis=1).sum()),
         }
     return block
 

@@ -72,13 +72,18 @@ class Backbone(FrozenStaysEval, nn.Module):
         emb = self.channel_embedding
         return emb.add_channels(names) if isinstance(emb, ChannelIdEmbedding) else []
 
-    def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
+                distrust: Tensor | None = None) -> Tensor:
         """Return encoder features ``(B, C, P, D)`` for ``x`` ``(B, C, P, 200)`` in 100 µV units.
 
         ``mask`` ``(B, C, P)`` bool marks patches replaced by the mask token (pretraining).
+        ``distrust`` ``(B, C)`` bool marks poor contacts whose activity must not shape their
+        channel code (expert kinds; others ignore it).
         """
         self._check_input(x, meta, mask)
-        return self.encoder(self.patch_embedding(x, meta, mask))
+        if distrust is not None and tuple(distrust.shape) != tuple(x.shape[:2]):
+            raise DataError(f"distrust has shape {tuple(distrust.shape)}; expected {tuple(x.shape[:2])}")
+        return self.encoder(self.patch_embedding(x, meta, mask, distrust))
 
     def reconstruct(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None) -> Tensor:
         """Return reconstructed patches ``(B, C, P, 200)`` (the pretraining head's output)."""

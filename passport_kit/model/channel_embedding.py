@@ -70,6 +70,25 @@ def position_features(meta: ChannelMeta) -> Tensor:
     return torch.cat([active, reference, bipolar[:, None].to(active.dtype)], dim=-1)
 
 
+def borrow_summaries(summary: Tensor, distrust: Tensor, positions: Tensor) -> Tensor:
+    """Return ``summary`` ``(B, C, D)`` with each distrusted channel's row taken from its nearest trusted one.
+
+    ``distrust`` ``(B, C)`` bool; ``positions`` ``(C, 3)`` (active electrodes). Nearest = the
+    smallest electrode distance among the channels not distrusted in the same window (ties:
+    the first in montage order). Rows with no trusted channel in their window are unchanged.
+    """
+    distrust = distrust.bool()
+    if not distrust.any():
+        return summary
+    b, c, d = summary.shape
+    dist = torch.cdist(positions.float(), positions.float())  # (C, C)
+    dist = dist.unsqueeze(0).expand(b, c, c).masked_fill(distrust.unsqueeze(1), math.inf)
+    nearest, source = dist.min(dim=-1)  # (B, C): the trusted channel closest to each channel
+    replace = distrust & torch.isfinite(nearest)
+    borrowed = torch.gather(summary, 1, source.unsqueeze(-1).expand(b, c, d))
+    return torch.where(replace.unsqueeze(-1), borrowed, summary)
+
+
 class ChannelEmbedding(nn.Module):
     """Base of every kind: ``forward(emb (B, C, P, D), meta, mask) -> (B, C, P, D)``."""
 
@@ -79,16 +98,22 @@ class ChannelEmbedding(nn.Module):
         super().__init__()
         self.d_model = d_model
 
-    def forward(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None = None) -> Tensor:
-        """Return ``emb`` ``(B, C, P, D)`` plus channel and temporal position."""
-        channel = self.gate(self.channel_vectors(emb, meta, mask))  # (C, D) or (B, C, D)
+    def forward(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
+                distrust: Tensor | None = None) -> Tensor:
+        """Return ``emb`` ``(B, C, P, D)`` plus channel and temporal position.
+
+        ``distrust`` ``(B, C)`` bool marks channels whose own activity must not shape their code
+        (expert kinds only; see :meth:`_ExpertEmbedding.query_input`). Other kinds ignore it.
+        """
+        channel = self.gate(self.channel_vectors(emb, meta, mask, distrust))  # (C, D) or (B, C, D)
         if channel.dim() == 2:
             channel = channel.unsqueeze(0)
         temporal = sinusoid(torch.arange(emb.shape[2], device=emb.device), self.d_model)
         # Sum the small position terms first: one pass over the large embedding, not two.
         return emb + (channel.unsqueeze(2) + temporal).to(emb.dtype)
 
-    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
+                        distrust: Tensor | None = None) -> Tensor:
         """Return the per-channel vectors ``(C, D)`` or ``(B, C, D)`` of this kind."""
         raise NotImplementedError
 
@@ -106,7 +131,8 @@ class AbsoluteEmbedding(ChannelEmbedding):
 
     kind = "ape"
 
-    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
+                        distrust: Tensor | None = None) -> Tensor:
         """Return ``(C, D)`` sinusoids of the channel indices 0..C-1."""
         return sinusoid(torch.arange(emb.shape[1], device=emb.device), self.d_model)
 
@@ -120,7 +146,8 @@ class XYZEmbedding(ChannelEmbedding):
 
     kind = "xyz"
 
-    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
+                        distrust: Tensor | None = None) -> Tensor:
         """Return ``(C, D)`` position sinusoids."""
         meta.require_positions(self.kind)
         positions = meta.positions.to(emb.device)
@@ -165,7 +192,8 @@ class ChannelIdEmbedding(ChannelEmbedding):
             self.vocab.append(name)
         return new
 
-    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
+                        distrust: Tensor | None = None) -> Tensor:
         """Return ``(C, D)`` rows looked up by channel name."""
         unknown = [n for n in meta.names if n.casefold() not in self._index]
         if unknown:
@@ -197,8 +225,9 @@ class ACPEEmbedding(ChannelEmbedding):
         """Return the depthwise convolution."""
         return self._modules["0"]  # type: ignore[return-value]
 
-    def forward(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None = None) -> Tensor:
-        """Return ``emb + conv(emb)`` for ``emb`` ``(B, C, P, D)``."""
+    def forward(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
+                distrust: Tensor | None = None) -> Tensor:
+        """Return ``emb + conv(emb)`` for ``emb`` ``(B, C, P, D)`` (``distrust`` does not apply)."""
         # (B, C, P, D) contiguous *is* (B, D, C, P) in channels_last layout: no copy needed.
         grid = emb.permute(0, 3, 1, 2)
         return emb + self.conv(grid).permute(0, 2, 3, 1)
@@ -244,8 +273,16 @@ class _ExpertEmbedding(ChannelEmbedding):
             nn.init.normal_(first.weight[:, self.d_model :], std=self.position_init_std)
             nn.init.normal_(last.weight, std=self.output_init_std)
 
-    def query_input(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
-        """Return ``(B, C, D + 7)``: [normalised z_c, m_c] for every sample and channel."""
+    def query_input(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
+                    distrust: Tensor | None = None) -> Tensor:
+        """Return ``(B, C, D + 7)``: [normalised z_c, m_c] for every sample and channel.
+
+        A channel marked in ``distrust`` ``(B, C)`` (a poor contact, by its quality score) keeps
+        its signal and its own position m_c, but its z_c is the summary of the nearest trusted
+        channel of the same window (:func:`borrow_summaries`): a noisy contact's activity looks
+        like no electrode seen in pretraining and steers the mixture to a confident, wrong code
+        (the paper's EESM17 failure). With no trusted channel in the window it keeps its own.
+        """
         meta.require_positions(self.kind)
         if mask is None:
             summary = emb.mean(dim=2)
@@ -254,6 +291,8 @@ class _ExpertEmbedding(ChannelEmbedding):
             # A channel whose patches are all masked gets z_c = 0 rather than NaN.
             summary = (emb * keep).sum(dim=2) / keep.sum(dim=2).clamp_min(1.0)
         summary = F.layer_norm(summary.float(), (self.d_model,))
+        if distrust is not None:
+            summary = borrow_summaries(summary, distrust.to(summary.device), meta.positions.to(summary.device))
         meta_feats = position_features(meta).to(emb.device)
         meta_feats = meta_feats.unsqueeze(0).expand(emb.shape[0], -1, -1)
         return torch.cat([summary, meta_feats], dim=-1)
@@ -300,13 +339,15 @@ class MLPExpertEmbedding(_ExpertEmbedding):
         )
         self._init_mixture(self.mixture[0], self.mixture[2])
 
-    def mixture_weights(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+    def mixture_weights(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
+                        distrust: Tensor | None = None) -> Tensor:
         """Return the mixture weights ``(B, C, K)`` (rows sum to 1)."""
-        return torch.softmax(self.mixture(self.query_input(emb, meta, mask)).float(), dim=-1)
+        return torch.softmax(self.mixture(self.query_input(emb, meta, mask, distrust)).float(), dim=-1)
 
-    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
+                        distrust: Tensor | None = None) -> Tensor:
         """Return ``(B, C, D)`` expert mixtures."""
-        return self.mixture_weights(emb, meta, mask) @ self.experts
+        return self.mixture_weights(emb, meta, mask, distrust) @ self.experts
 
 
 class XAttnExpertEmbedding(_ExpertEmbedding):
@@ -323,15 +364,17 @@ class XAttnExpertEmbedding(_ExpertEmbedding):
         )
         self._init_mixture(self.mixture[0], self.mixture[2])
 
-    def mixture_weights(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+    def mixture_weights(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
+                        distrust: Tensor | None = None) -> Tensor:
         """Return the attention weights ``(B, C, K)`` of each channel's query over the experts."""
-        query = self.mixture(self.query_input(emb, meta, mask)).float()
+        query = self.mixture(self.query_input(emb, meta, mask, distrust)).float()
         scores = query @ self.keys.t() / math.sqrt(self.keys.shape[1])
         return torch.softmax(scores, dim=-1)
 
-    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None) -> Tensor:
+    def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
+                        distrust: Tensor | None = None) -> Tensor:
         """Return ``(B, C, D)`` attention-weighted experts."""
-        return self.mixture_weights(emb, meta, mask) @ self.experts
+        return self.mixture_weights(emb, meta, mask, distrust) @ self.experts
 
 
 def build_channel_embedding(config: ModelConfig) -> ChannelEmbedding:

@@ -99,6 +99,7 @@ class Classifier(FrozenStaysEval, nn.Module):
         """Return the keyword arguments that rebuild this head (stored in adapter bundles)."""
         return dict(self._head_settings)
 
-    def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None) -> Tensor:
-        """Return logits ``(B, n_classes)`` for ``x`` ``(B, C, P, 200)``."""
-        return self.head(self.backbone(x, meta, mask))
+    def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
+                distrust: Tensor | None = None) -> Tensor:
+        """Return logits ``(B, n_classes)`` for ``x`` ``(B, C, P, 200)`` (``mask``, ``distrust``: see Backbone)."""
+        return self.head(self.backbone(x, meta, mask, distrust))

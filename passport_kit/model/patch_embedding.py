@@ -56,7 +56,10 @@ class PatchEmbedding(nn.Module):
             spectrum = torch.fft.rfft(x.float(), dim=-1, norm="forward").abs()  # (B, C, P, 101)
         return time_branch + self.spectral_proj(spectrum)
 
-    def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
+                distrust: Tensor | None = None) -> Tensor:
         """Return positionally encoded patch embeddings ``(B, C, P, D)`` of ``x`` ``(B, C, P, 200)``."""
         emb = self.embed_patches(x, mask)
-        return self.positional_encoding(emb, meta, mask)
+        if distrust is None:
+            return self.positional_encoding(emb, meta, mask)
+        return self.positional_encoding(emb, meta, mask, distrust)

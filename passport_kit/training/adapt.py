@@ -62,6 +62,10 @@ class RecipeOptions(BaseModel):
                                    "of the channels are replaced by the mask token")
     mask_bad_channels: float | None = Field(None, gt=0, lt=1, description="mask channels whose raw quality score is "
                                             "below this in a window, in training and at predict time; None: never")
+    distrust_bad_channels: float | None = Field(None, gt=0, lt=1, description="expert kinds: channels whose raw "
+                                                "quality score is below this in a window keep their signal, but "
+                                                "their expert mixture reads the nearest good channel's activity "
+                                                "instead of their own, in training and at predict time; None: never")
     device: str = "auto"
     precision: str = "auto"
     threads: int | None = Field(None, gt=0)
@@ -75,11 +79,17 @@ class RecipeOptions(BaseModel):
             drop_prob=self.channel_dropout, seed=seed,
         )
 
-    def channel_mask(self, windows: Any, data: Path) -> np.ndarray | None:
-        """Return the ``(N, C)`` low-quality channel mask of ``windows`` (``mask_bad_channels``), or None."""
-        if self.mask_bad_channels is None:
-            return None
-        return dataset_channel_mask(windows, data, self.mask_bad_channels)
+    def quality_masks(self, windows: Any, data: Path) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Return the ``(N, C)`` low-quality channels of ``windows`` to mask and to distrust (None: option off).
+
+        ``mask_bad_channels`` and ``distrust_bad_channels`` (the raw recordings are scored once).
+        """
+        thresholds = [t for t in (self.mask_bad_channels, self.distrust_bad_channels) if t is not None]
+        if not thresholds:
+            return None, None
+        scores = dataset_window_scores(windows, data)
+        return tuple(None if t is None else quality_below(scores, windows, t)  # type: ignore[return-value]
+                     for t in (self.mask_bad_channels, self.distrust_bad_channels))
 
 
 class AdaptConfig(RecipeOptions):
@@ -239,13 +249,14 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     state_path = cfg.out / STATE_FILE
     if not cfg.resume:
         state_path.unlink(missing_ok=True)
+    channel_mask, distrust = cfg.quality_masks(windows, cfg.data)
     run_config = {"adapt": cfg.model_dump(mode="json", exclude={"resume", "device", "threads"}),
                   "base_sha256": info.weights_sha256, "montage_hash": montage.content_hash}
     result = fit(
         model, windows.x, windows.y, meta, list(windows.classes), cfg.settings(cfg.seed),
         train_index=train_idx, val_index=val_idx,
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
-        channel_mask=cfg.channel_mask(windows, cfg.data),
+        channel_mask=channel_mask, distrust=distrust,
     )
     metrics = run_metrics(result, split, windows, train_idx, val_idx) | {"channel_quality": quality}
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
@@ -269,29 +280,50 @@ def dataset_quality(windows: Any) -> dict[str, Any]:
     return quality_summary(windowset_quality(windows), subjects)
 
 
-def dataset_channel_mask(windows: Any, data: Path, threshold: float) -> np.ndarray:
-    """Return ``(N, C)`` bool: the channels of each window whose raw-recording quality is below ``threshold``.
+def dataset_window_scores(windows: Any, data: Path) -> dict[str, Any]:
+    """Return the raw-recording quality scores ``(Nq, C)`` of every recording of ``windows``, by file name.
 
-    The same rule as ``predict --mask-bad-channels`` (:func:`passport_kit.inference.predict.quality_mask`
-    on :func:`passport_kit.signals.quality.recording_quality` of the unfiltered file), so a model
-    trained with these channels masked is used the way it was trained. Reads every recording of
-    the dataset folder ``data`` once more (unfiltered).
+    :func:`passport_kit.signals.quality.recording_quality` of the unfiltered file, as ``predict``
+    scores it. Reads every recording of the dataset folder ``data`` once more.
     """
-    from passport_kit.inference.predict import quality_mask
     from passport_kit.signals.dataset_spec import load_dataset_spec
     from passport_kit.signals.quality import recording_quality
 
     spec = load_dataset_spec(data)
     recordings = {rec.file: rec for rec in spec.recordings}
-    mask = np.zeros(windows.flags.shape, dtype=bool)
+    scores = {}
     for name in dict.fromkeys(windows.recording.tolist()):
         rec = recordings[name]
-        rows = np.flatnonzero(windows.recording == name)
         q = recording_quality(spec.path_of(rec.file), windows.montage, renames=rec.channels or None, sfreq=rec.sfreq,
                               window_seconds=windows.config.window_seconds, mains_freq=windows.config.notch_freq,
                               bids=spec.origin == "bids")
-        mask[rows] = quality_mask(q.window_score, windows.onset_s[rows], windows.config.window_seconds, threshold)
+        scores[name] = q.window_score
+    return scores
+
+
+def quality_below(scores: dict[str, Any], windows: Any, threshold: float) -> np.ndarray:
+    """Return ``(N, C)`` bool: the channels of each window of ``windows`` scoring below ``threshold``.
+
+    ``scores`` from :func:`dataset_window_scores`; the rule is predict's
+    (:func:`passport_kit.inference.predict.quality_mask`), so a model trained with these
+    channels masked or distrusted is used the way it was trained.
+    """
+    from passport_kit.inference.predict import quality_mask
+
+    mask = np.zeros(windows.flags.shape, dtype=bool)
+    for name, window_score in scores.items():
+        rows = np.flatnonzero(windows.recording == name)
+        mask[rows] = quality_mask(window_score, windows.onset_s[rows], windows.config.window_seconds, threshold)
     return mask
+
+
+def dataset_channel_mask(windows: Any, data: Path, threshold: float) -> np.ndarray:
+    """Return ``(N, C)`` bool: the channels of each window whose raw-recording quality is below ``threshold``.
+
+    The same rule as ``predict --mask-bad-channels``; reads every recording of ``data`` once
+    more (:func:`dataset_window_scores`, :func:`quality_below`).
+    """
+    return quality_below(dataset_window_scores(windows, data), windows, threshold)
 
 
 def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = None,

@@ -162,15 +162,17 @@ def evaluate(
         key = preprocess.model_dump_json()
         if key not in datasets:
             loaded = load_dataset(cfg.data, montage, preprocess)
-            datasets[key] = (loaded, cfg.channel_mask(loaded, cfg.data))
-        windows, channel_mask = datasets[key]
+            datasets[key] = (loaded, *cfg.quality_masks(loaded, cfg.data))
+        windows, channel_mask, distrust = datasets[key]
         keep = usable_windows(windows, skip_flagged=cfg.skip_flagged)
         for seed in range(cfg.seeds):
             for fold in folds_for(cfg, windows.subject[keep]):
                 for n in sizes:
-                    plans.append((method, ckpt, backbone, info, preprocess, windows, channel_mask, keep, fold, n, seed))
+                    plans.append((method, ckpt, backbone, info, preprocess, windows, channel_mask, distrust, keep, fold, n,
+                                  seed))
     total = len(plans)
-    for done, (method, ckpt, backbone, info, preprocess, windows, channel_mask, keep, fold, n, seed) in enumerate(plans):
+    for done, (method, ckpt, backbone, info, preprocess, windows, channel_mask, distrust, keep, fold, n,
+               seed) in enumerate(plans):
         if progress is not None:
             progress(done, total, f"{method} {fold.name} n={n or 'all'} seed={seed}")
         split = with_validation(fold, fraction=cfg.validation_fraction, seed=seed)
@@ -190,6 +192,7 @@ def evaluate(
             model, windows.x, windows.y, meta, list(windows.classes), cfg.settings(seed),
             train_index=train_idx, val_index=val_idx,
             device=device, precision=precision, progress=step_progress, channel_mask=channel_mask,
+            distrust=distrust,
         )
         if cfg.save_adapters:
             _save_run_adapter(cfg, model, fit_result, method=method, checkpoint=ckpt, info=info, montage=montage,
@@ -197,7 +200,8 @@ def evaluate(
                               windows=windows, split=split, n=n, seed=seed, train_idx=train_idx, val_idx=val_idx)
         # Test windows masked by the same rule as training: what predict does with the bundle.
         proba = predict_proba(model, windows.x, meta, index=test_idx, batch_size=max(cfg.batch_size, 64),
-                              device=device, precision=precision, channel_mask=channel_mask)
+                              device=device, precision=precision, channel_mask=channel_mask,
+                              distrust=distrust)
         pred = proba.argmax(1)
         for subject in split.test:
             sel = windows.subject[test_idx] == subject

@@ -181,6 +181,7 @@ def fit(
     run_config: dict[str, Any] | None = None,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
     channel_mask: np.ndarray | None = None,
+    distrust: np.ndarray | None = None,
 ) -> FitResult:
     """Train ``model``'s trainable parameters on windows ``x`` with labels ``y``; return the result.
 
@@ -208,6 +209,9 @@ def fit(
         Channels to replace by the mask token in each row of ``x``, in training and validation
         alike (the channels ``predict --mask-bad-channels`` would mask), so the model is trained
         the way it will be used.
+    distrust : np.ndarray, shape (N, C) bool, optional
+        Channels that keep their signal but not their say over their own channel code (expert
+        kinds; ``predict --distrust-bad-channels``), in training and validation alike.
     """
     device = device or torch.device("cpu")
     y = np.asarray(y, dtype=np.int64)
@@ -271,8 +275,13 @@ def fit(
         # Dropout draws seeded per step, as in pretraining: the same settings train the same
         # model, and a resumed run draws what the interrupted one would have.
         torch.manual_seed(step_seed(settings.seed, step, _DROPOUT_STREAM))
+        extra: dict[str, Tensor] = {}
+        if mb is not None:
+            extra["mask"] = mb.to(device)
+        if distrust is not None:
+            extra["distrust"] = torch.from_numpy(np.asarray(distrust[idx], dtype=bool)).to(device)
         with autocast(device, precision):
-            logits = model(xb, meta_dev, None if mb is None else mb.to(device))
+            logits = model(xb, meta_dev, **extra)
         loss = loss_fn(logits.float(), yb)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -288,7 +297,8 @@ def fit(
             record: dict[str, Any] = {"step": step, "train_loss": running, "lr": scheduler.get_last_lr()[0]}
             if has_val:
                 proba = predict_proba(model, x, meta, index=val_index, batch_size=max(settings.batch_size, 64),
-                                      device=device, precision=precision, channel_mask=channel_mask)
+                                      device=device, precision=precision, channel_mask=channel_mask,
+                                      distrust=distrust)
                 metrics = classification_metrics(y[val_index], proba.argmax(1), classes, proba)
                 score = selection_score(metrics)
                 record.update(val_kappa=metrics.kappa, val_balanced_accuracy=metrics.balanced_accuracy,

@@ -162,9 +162,10 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     data = _write_source(tmp_path / "eegmat", ("Subject01", "Subject02", "Subject03", "Subject04"), seconds=30.0)
     out = tmp_path / "out"
     code = rr.main(["--quick", "--data", str(data), "--out", str(out), "--threads", "1", "--seeds", "1",
-                    "--ft-steps", "2", "--faults", "Subject02:T3:noise", "--variants", "acpe,mlp+masked,clean:acpe"])
+                    "--ft-steps", "2", "--faults", "Subject02:T3:noise", "--variants",
+                    "acpe,mlp+masked,mlp+distrust,clean:acpe"])
     assert code == 0
     summary = {r["variant"]: r for r in json.loads((out / "summary.json").read_text())}
-    assert set(summary) == {"acpe", "mlp+masked", "clean:acpe"}
+    assert set(summary) == {"acpe", "mlp+masked", "mlp+distrust", "clean:acpe"}
     assert all(p.is_file() for p in (out / "rows.csv", out / "summary.md", out / "run.json",
                                      out / "robustness_real_diff.png", out / "detection_summary.csv"))

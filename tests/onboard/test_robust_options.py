@@ -167,3 +167,37 @@ def test_a_bundle_with_a_bad_mask_threshold_is_refused(montage_yaml: Path, datas
     (out / "adapter.json").write_text(json.dumps(meta))
     result = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
     assert result.exit_code == 2 and "mask_bad_channels" in result.output
+
+
+def test_distrust_threshold_travels_with_the_bundle(montage_yaml: Path, dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "distrust"
+    result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", "tiny-mlp",
+                              "--max-steps", "2", "--batch-size", "8", "--out", str(out), "--no-progress",
+                              "--distrust-bad-channels", "0.5"])
+    assert result.exit_code == 0, result.output
+    training = json.loads((out / "adapter.json").read_text())["training"]
+    assert training["distrust_bad_channels"] == 0.5 and training["mask_bad_channels"] is None
+    recording = str(dataset / "s01.edf")
+    assert RUN.invoke(app, ["predict", "--adapter", str(out), recording, "--out", str(tmp_path / "p1")]).exit_code == 0
+    block = _summary(tmp_path / "p1")["channel_quality"]
+    assert block["distrust"]["threshold"] == 0.5 and block["masking"] is None
+    never = RUN.invoke(app, ["predict", "--adapter", str(out), recording, "--out", str(tmp_path / "p2"),
+                             "--distrust-bad-channels", "none"])
+    assert never.exit_code == 0 and _summary(tmp_path / "p2")["channel_quality"]["distrust"] is None
+
+
+@pytest.mark.parametrize(("stored", "value"), [("often", None), (True, None), (None, "2")])
+def test_bad_distrust_thresholds_are_refused(montage_yaml: Path, dataset: Path, tmp_path: Path, stored: object,
+                                            value: str | None) -> None:
+    out = tmp_path / "b"
+    assert RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", "tiny-mlp",
+                            "--max-steps", "1", "--batch-size", "4", "--out", str(out), "--no-progress"]).exit_code == 0
+    if stored is not None:
+        meta = json.loads((out / "adapter.json").read_text())
+        meta["training"]["distrust_bad_channels"] = stored
+        (out / "adapter.json").write_text(json.dumps(meta))
+    extra = [] if value is None else ["--distrust-bad-channels", value]
+    result = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p"),
+                              *extra])
+    assert result.exit_code == 2
+    assert ("distrust_bad_channels" if value is None else "--distrust-bad-channels") in result.output
