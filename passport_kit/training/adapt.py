@@ -79,17 +79,20 @@ class RecipeOptions(BaseModel):
             drop_prob=self.channel_dropout, seed=seed,
         )
 
-    def quality_masks(self, windows: Any, data: Path) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def quality_masks(self, windows: Any, data: Path, *,
+                      distrust: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Return the ``(N, C)`` low-quality channels of ``windows`` to mask and to distrust (None: option off).
 
-        ``mask_bad_channels`` and ``distrust_bad_channels`` (the raw recordings are scored once).
+        ``mask_bad_channels`` and ``distrust_bad_channels`` (the raw recordings are scored once);
+        ``distrust=False`` (a model that does not read channel activity: :func:`reads_activity`)
+        skips the second.
         """
-        thresholds = [t for t in (self.mask_bad_channels, self.distrust_bad_channels) if t is not None]
-        if not thresholds:
+        wanted = (self.mask_bad_channels, self.distrust_bad_channels if distrust else None)
+        if all(t is None for t in wanted):
             return None, None
         scores = dataset_window_scores(windows, data)
         return tuple(None if t is None else quality_below(scores, windows, t)  # type: ignore[return-value]
-                     for t in (self.mask_bad_channels, self.distrust_bad_channels))
+                     for t in wanted)
 
 
 class AdaptConfig(RecipeOptions):
@@ -249,7 +252,7 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     state_path = cfg.out / STATE_FILE
     if not cfg.resume:
         state_path.unlink(missing_ok=True)
-    channel_mask, distrust = cfg.quality_masks(windows, cfg.data)
+    channel_mask, distrust = cfg.quality_masks(windows, cfg.data, distrust=reads_activity(backbone))
     run_config = {"adapt": cfg.model_dump(mode="json", exclude={"resume", "device", "threads"}),
                   "base_sha256": info.weights_sha256, "montage_hash": montage.content_hash}
     result = fit(
@@ -278,6 +281,13 @@ def dataset_quality(windows: Any) -> dict[str, Any]:
 
     subjects = dict(zip(windows.recording.tolist(), windows.subject.tolist()))
     return quality_summary(windowset_quality(windows), subjects)
+
+
+def reads_activity(backbone: Any) -> bool:
+    """Return whether ``backbone``'s channel codes read channel activity (the expert kinds), so distrust applies."""
+    from passport_kit.model.channel_embedding import _ExpertEmbedding
+
+    return isinstance(backbone.channel_embedding, _ExpertEmbedding)
 
 
 def dataset_window_scores(windows: Any, data: Path) -> dict[str, Any]:
@@ -399,5 +409,5 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
 
 
 __all__ = ["AdaptConfig", "AdaptResult", "DEFAULT_CHECKPOINT", "adapt", "build_classifier", "dataset_channel_mask",
-           "dataset_quality", "make_config",
+           "dataset_quality", "make_config", "reads_activity",
            "training_split", "usable_windows"]
