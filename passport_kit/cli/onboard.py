@@ -28,7 +28,7 @@ _MASK_TRAIN_HELP = ("Quality score (0-1) under which a channel is replaced by th
 
 _DISTRUST_TRAIN_HELP = ("Expert kinds: quality score (0-1) under which a channel keeps its signal but its channel code "
                         "is read from the nearest good channel's activity, in training and (through the bundle) at "
-                        "predict time; 'none' = never.")
+                        "predict time; 'none' = never (the paper's recipe).")
 
 
 def _mask_threshold(value: str, option: str = "--mask-bad-channels") -> float | None:
@@ -99,7 +99,7 @@ def adapt_command(
     quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
     channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
     mask_bad_channels: str = typer.Option("none", "--mask-bad-channels", help=_MASK_TRAIN_HELP),
-    distrust_bad_channels: str = typer.Option("none", "--distrust-bad-channels", help=_DISTRUST_TRAIN_HELP),
+    distrust_bad_channels: str = typer.Option("0.5", "--distrust-bad-channels", help=_DISTRUST_TRAIN_HELP),
     seed: int = typer.Option(0, "--seed"),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
@@ -162,7 +162,7 @@ def evaluate_command(
     quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
     channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
     mask_bad_channels: str = typer.Option("none", "--mask-bad-channels", help=_MASK_TRAIN_HELP),
-    distrust_bad_channels: str = typer.Option("none", "--distrust-bad-channels", help=_DISTRUST_TRAIN_HELP),
+    distrust_bad_channels: str = typer.Option("0.5", "--distrust-bad-channels", help=_DISTRUST_TRAIN_HELP),
     device: str = typer.Option("auto", "--device"),
     precision: str = typer.Option("auto", "--precision"),
     threads: int | None = typer.Option(None, "--threads"),

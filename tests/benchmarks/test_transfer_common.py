@@ -208,3 +208,22 @@ def test_a_finished_checkpoint_is_reused_only_with_the_same_budget(tmp_path: Pat
     else:
         with pytest.raises(ValueError, match="new --out"):
             tc._check_budget(tmp_path, budget)
+
+
+def test_transfer_benchmarks_keep_the_paper_recipe(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # adapt/evaluate distrust low-quality channels by default; the layout-transfer grids do not.
+    seen: dict = {}
+
+    class Report:
+        rows: list = []
+
+    def fake_evaluate(**options: object) -> Report:
+        seen.update(options)
+        return Report()
+
+    monkeypatch.setattr("passport_kit.training.evaluate.evaluate", fake_evaluate)
+    tc.evaluate_grid({"a": "tiny-mlp"}, {"a": tc.PretrainRun("standard", "mlp", 0)}, tmp_path, seeds=1)
+    assert seen["distrust_bad_channels"] is None
+    tc.evaluate_grid({"b": "tiny-mlp"}, {"b": tc.PretrainRun("standard", "mlp", 0)}, tmp_path, seeds=1,
+                     distrust_bad_channels=0.5)
+    assert seen["distrust_bad_channels"] == 0.5

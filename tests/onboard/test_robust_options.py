@@ -169,6 +169,16 @@ def test_a_bundle_with_a_bad_mask_threshold_is_refused(montage_yaml: Path, datas
     assert result.exit_code == 2 and "mask_bad_channels" in result.output
 
 
+@pytest.mark.parametrize(("args", "stored"), [([], 0.5), (["--distrust-bad-channels", "none"], None)])
+def test_distrust_is_on_by_default_and_can_be_turned_off(montage_yaml: Path, dataset: Path, tmp_path: Path,
+                                                         args: list[str], stored: float | None) -> None:
+    out = tmp_path / "d"
+    result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", "tiny-mlp",
+                              "--max-steps", "1", "--batch-size", "4", "--out", str(out), "--no-progress", *args])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "adapter.json").read_text())["training"]["distrust_bad_channels"] == stored
+
+
 def test_distrust_threshold_travels_with_the_bundle(montage_yaml: Path, dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "distrust"
     result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", "tiny-mlp",
@@ -201,3 +211,4 @@ def test_bad_distrust_thresholds_are_refused(montage_yaml: Path, dataset: Path, 
                               *extra])
     assert result.exit_code == 2
     assert ("distrust_bad_channels" if value is None else "--distrust-bad-channels") in result.output
+
