@@ -139,6 +139,7 @@ def predict(
     from passport_kit.montage import Montage
     from passport_kit.signals import PreprocessConfig, load_recording
     from passport_kit.signals.quality import recording_quality
+    from passport_kit.training.adapt import reads_activity
     from passport_kit.training.runtime import resolve_device, resolve_precision
 
     for option, value in (("mask", mask_bad_channels), ("distrust", distrust_bad_channels)):
@@ -151,6 +152,8 @@ def predict(
     model, meta = load_adapter_bundle(adapter, base=base)
     mask_bad_channels = _bundle_threshold(mask_bad_channels, meta.training, "mask", adapter)
     distrust_bad_channels = _bundle_threshold(distrust_bad_channels, meta.training, "distrust", adapter)
+    if not reads_activity(model.backbone):
+        distrust_bad_channels = None  # position kinds (ACPE, ...) have no activity summary to distrust
     montage = Montage.from_dict(meta.montage)
     config = PreprocessConfig.from_dict(meta.preprocessing)
     torch_device = resolve_device(device)

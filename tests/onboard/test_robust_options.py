@@ -196,6 +196,16 @@ def test_distrust_threshold_travels_with_the_bundle(montage_yaml: Path, dataset:
     assert never.exit_code == 0 and _summary(tmp_path / "p2")["channel_quality"]["distrust"] is None
 
 
+def test_predict_reports_no_distrust_for_position_kinds(montage_yaml: Path, dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "acpe"
+    assert RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", "tiny-acpe",
+                            "--max-steps", "1", "--batch-size", "4", "--out", str(out), "--no-progress"]).exit_code == 0
+    assert json.loads((out / "adapter.json").read_text())["training"]["distrust_bad_channels"] == 0.5
+    result = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    assert _summary(tmp_path / "p")["channel_quality"]["distrust"] is None   # ACPE has no activity summary
+
+
 @pytest.mark.parametrize(("stored", "value"), [("often", None), (True, None), (None, "2")])
 def test_bad_distrust_thresholds_are_refused(montage_yaml: Path, dataset: Path, tmp_path: Path, stored: object,
                                             value: str | None) -> None:
