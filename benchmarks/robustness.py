@@ -56,8 +56,8 @@ MONTAGE = "eesm17-ear"
 CHECKPOINTS = {"acpe": "passport-small-acpe", "mlp": "passport-small-mlp"}
 #: Training variants: name → (checkpoint key, corrupt_prob (None: --corrupt-prob), quality gate,
 #: masked training (channel dropout at --drop-prob, and the training windows' low-quality
-#: channels masked as +mask masks them at test time)).
-#: variant -> (checkpoint, corrupt_prob (None: --corrupt-prob), quality gate, masked training, distrusted)
+#: channels masked as +mask masks them at test time), distrusted (the low-quality channels, in
+#: training and at test time)).
 VARIANTS = {
     "acpe": ("acpe", 0.0, False, False, False),
     "mlp": ("mlp", 0.0, False, False, False),

@@ -25,9 +25,9 @@ T3 T4 T5 T6 + bipolar A2-A1, low-pass 30 Hz, the shipped ``passport-small-acpe``
    original recordings ``clean:mlp``, ``clean:mlp+masked``, ``clean:acpe`` (does masked
    training cost anything on clean data?). ``mlp+distrust`` and ``clean:mlp+distrust``:
    ``distrust_bad_channels`` = ``--mask-threshold`` (low-quality channel-windows keep their
-   signal; their expert mixture reads the nearest good channel's activity). Controls: ``mlp+dropout`` and ``clean:mlp+dropout``
-   (channel dropout alone, no quality mask), since the quality mask can carry label
-   information of its own (``mask_cue``, below).
+   signal; their expert mixture reads the nearest good channel's activity). Controls:
+   ``mlp+dropout`` and ``clean:mlp+dropout`` (channel dropout alone, no quality mask), since the
+   quality mask can carry label information of its own (``mask_cue``, below).
 4. **Mask cue.** Per subject and channel, the AUROC of "this channel is masked in the window"
    as a detector of arithmetic windows (from the detection counts: (1 + TPR - FPR) / 2). Far
    from 0.5, the mask itself tells the classes apart, and a masked model can score by it.
@@ -88,8 +88,7 @@ CHECKPOINTS = {"acpe": "passport-small-acpe", "mlp": "passport-small-mlp"}
 #: Default poor contacts: four subjects, none with mixed prefilters; channel names of the montage.
 DEFAULT_FAULTS = "Subject01:T3:noise,Subject04:T6:noise,Subject07:T4:noise,Subject07:T5:drift,Subject09:T5:noise"
 #: Variants: name → (data: 'faulted' | 'clean', checkpoint key, channel dropout in training,
-#: low-quality channels masked in training and at test time).
-#: variant -> (data, checkpoint, channel dropout, masked (train + test), distrusted (train + test))
+#: low-quality channels masked in training and at test time, the same distrusted).
 VARIANTS: dict[str, tuple[str, str, bool, bool, bool]] = {
     "acpe": ("faulted", "acpe", False, False, False),
     "mlp": ("faulted", "mlp", False, False, False),

@@ -119,8 +119,8 @@ def adapt_command(
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
                 corrupt_prob=corrupt_prob, quality_gate=quality_gate, channel_dropout=channel_dropout,
                 mask_bad_channels=_mask_threshold(mask_bad_channels),
-                distrust_bad_channels=_distrust_threshold(distrust_bad_channels), seed=seed, device=device, precision=precision,
-                threads=threads, resume=resume, progress=bar,
+                distrust_bad_channels=_distrust_threshold(distrust_bad_channels), seed=seed, device=device,
+                precision=precision, threads=threads, resume=resume, progress=bar,
                 progress_quality=lambda summary: typer.echo(quality_line(summary), err=True),
             )
     except KeyboardInterrupt:

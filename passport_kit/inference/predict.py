@@ -139,7 +139,6 @@ def predict(
     from passport_kit.montage import Montage
     from passport_kit.signals import PreprocessConfig, load_recording
     from passport_kit.signals.quality import recording_quality
-    from passport_kit.training.adapt import reads_activity
     from passport_kit.training.runtime import resolve_device, resolve_precision
 
     for option, value in (("mask", mask_bad_channels), ("distrust", distrust_bad_channels)):
@@ -152,7 +151,7 @@ def predict(
     model, meta = load_adapter_bundle(adapter, base=base)
     mask_bad_channels = _bundle_threshold(mask_bad_channels, meta.training, "mask", adapter)
     distrust_bad_channels = _bundle_threshold(distrust_bad_channels, meta.training, "distrust", adapter)
-    if not reads_activity(model.backbone):
+    if not model.backbone.channel_embedding.reads_activity:
         distrust_bad_channels = None  # position kinds (ACPE, ...) have no activity summary to distrust
     montage = Montage.from_dict(meta.montage)
     config = PreprocessConfig.from_dict(meta.preprocessing)
@@ -320,23 +319,22 @@ def channel_quality_summary(quality: Any, masked: np.ndarray | None, threshold: 
     from passport_kit.signals.quality import quality_summary
 
     block = quality_summary({"recording": quality})["recording"]
-    block["masking"] = None
-    if masked is not None:
-        masked = np.asarray(masked, dtype=bool)
-        block["masking"] = {
-            "threshold": threshold,
-            "masked_windows": {n: int(k) for n, k in zip(quality.ch_names, masked.sum(axis=0))},
-            "windows_with_masked_channels": int(masked.any(axis=1).sum()),
-        }
-    block["distrust"] = None
-    if distrusted is not None:
-        distrusted = np.asarray(distrusted, dtype=bool)
-        block["distrust"] = {
-            "threshold": distrust_threshold,
-            "distrusted_windows": {n: int(k) for n, k in zip(quality.ch_names, distrusted.sum(axis=0))},
-            "windows_with_distrusted_channels": int(distrusted.any(axis=1).sum()),
-        }
+    block["masking"] = _window_counts(quality.ch_names, masked, threshold, "masked")
+    block["distrust"] = _window_counts(quality.ch_names, distrusted, distrust_threshold, "distrusted")
     return block
+
+
+def _window_counts(names: list[str], which: np.ndarray | None, threshold: float | None,
+                   word: str) -> dict[str, Any] | None:
+    """Return ``{threshold, <word>_windows per channel, windows_with_<word>_channels}`` for ``which`` (N, C), or None."""
+    if which is None:
+        return None
+    which = np.asarray(which, dtype=bool)
+    return {
+        "threshold": threshold,
+        f"{word}_windows": {n: int(k) for n, k in zip(names, which.sum(axis=0))},
+        f"windows_with_{word}_channels": int(which.any(axis=1).sum()),
+    }
 
 
 def _hypnogram(pred: np.ndarray, proba: np.ndarray, onsets_s: np.ndarray, classes: list[str],

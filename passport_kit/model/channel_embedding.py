@@ -93,6 +93,8 @@ class ChannelEmbedding(nn.Module):
     """Base of every kind: ``forward(emb (B, C, P, D), meta, mask) -> (B, C, P, D)``."""
 
     kind: str = ""
+    #: Whether the channel codes read channel activity (the expert kinds), so ``distrust`` applies.
+    reads_activity: bool = False
 
     def __init__(self, d_model: int) -> None:
         super().__init__()
@@ -242,6 +244,7 @@ class _ExpertEmbedding(ChannelEmbedding):
     """
 
     n_meta = 7
+    reads_activity = True
     #: Initial scale of the experts: per-dimension on the order of a sinusoid code (0.7) and of
     #: patch embeddings, so channel vectors matter from the first step (std 0.02 made them noise).
     expert_init_std = 1.0

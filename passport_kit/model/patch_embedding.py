@@ -60,6 +60,4 @@ class PatchEmbedding(nn.Module):
                 distrust: Tensor | None = None) -> Tensor:
         """Return positionally encoded patch embeddings ``(B, C, P, D)`` of ``x`` ``(B, C, P, 200)``."""
         emb = self.embed_patches(x, mask)
-        if distrust is None:
-            return self.positional_encoding(emb, meta, mask)
         return self.positional_encoding(emb, meta, mask, distrust)

@@ -91,8 +91,8 @@ class RecipeOptions(BaseModel):
         """Return the ``(N, C)`` low-quality channels of ``windows`` to mask and to distrust (None: option off).
 
         ``mask_bad_channels`` and ``distrust_bad_channels`` (the raw recordings are scored once);
-        ``distrust=False`` (a model that does not read channel activity: :func:`reads_activity`)
-        skips the second.
+        ``distrust=False`` (a model whose channel codes do not read channel activity:
+        ``ChannelEmbedding.reads_activity``) skips the second.
         """
         wanted = (self.mask_bad_channels, self.distrust_bad_channels if distrust else None)
         if all(t is None for t in wanted):
@@ -259,7 +259,8 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     state_path = cfg.out / STATE_FILE
     if not cfg.resume:
         state_path.unlink(missing_ok=True)
-    channel_mask, distrust = cfg.quality_masks(windows, cfg.data, distrust=reads_activity(backbone))
+    channel_mask, distrust = cfg.quality_masks(windows, cfg.data,
+                                               distrust=backbone.channel_embedding.reads_activity)
     run_config = {"adapt": cfg.model_dump(mode="json", exclude={"resume", "device", "threads"}),
                   "base_sha256": info.weights_sha256, "montage_hash": montage.content_hash}
     result = fit(
@@ -288,13 +289,6 @@ def dataset_quality(windows: Any) -> dict[str, Any]:
 
     subjects = dict(zip(windows.recording.tolist(), windows.subject.tolist()))
     return quality_summary(windowset_quality(windows), subjects)
-
-
-def reads_activity(backbone: Any) -> bool:
-    """Return whether ``backbone``'s channel codes read channel activity (the expert kinds), so distrust applies."""
-    from passport_kit.model.channel_embedding import _ExpertEmbedding
-
-    return isinstance(backbone.channel_embedding, _ExpertEmbedding)
 
 
 def dataset_window_scores(windows: Any, data: Path) -> dict[str, Any]:
@@ -416,5 +410,5 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
 
 
 __all__ = ["AdaptConfig", "AdaptResult", "DEFAULT_CHECKPOINT", "adapt", "build_classifier", "dataset_channel_mask",
-           "dataset_quality", "make_config", "reads_activity",
+           "dataset_quality", "make_config",
            "training_split", "usable_windows"]

@@ -38,7 +38,6 @@ from passport_kit.training.adapt import (
     build_classifier,
     dataset_preprocess,
     parse_options,
-    reads_activity,
     usable_windows,
 )
 from passport_kit.training.finetune import fit
@@ -164,7 +163,7 @@ def evaluate(
         if key not in datasets:
             loaded = load_dataset(cfg.data, montage, preprocess)
             datasets[key] = (loaded, *cfg.quality_masks(
-                loaded, cfg.data, distrust=any(reads_activity(b) for b, _ in bases)))
+                loaded, cfg.data, distrust=any(b.channel_embedding.reads_activity for b, _ in bases)))
         windows, channel_mask, distrust = datasets[key]
         keep = usable_windows(windows, skip_flagged=cfg.skip_flagged)
         for seed in range(cfg.seeds):

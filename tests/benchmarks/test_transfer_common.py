@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -214,12 +215,9 @@ def test_transfer_benchmarks_keep_the_paper_recipe(monkeypatch: pytest.MonkeyPat
     # adapt/evaluate distrust low-quality channels by default; the layout-transfer grids do not.
     seen: dict = {}
 
-    class Report:
-        rows: list = []
-
-    def fake_evaluate(**options: object) -> Report:
+    def fake_evaluate(**options: object) -> SimpleNamespace:
         seen.update(options)
-        return Report()
+        return SimpleNamespace(rows=[])
 
     monkeypatch.setattr("passport_kit.training.evaluate.evaluate", fake_evaluate)
     tc.evaluate_grid({"a": "tiny-mlp"}, {"a": tc.PretrainRun("standard", "mlp", 0)}, tmp_path, seeds=1)

@@ -73,3 +73,8 @@ def test_distrust_shape_is_checked() -> None:
     meta = make_meta(3)
     with pytest.raises(DataError, match="distrust has shape"):
         _backbone("mlp-experts", meta)(torch.randn(2, 3, 2, 200), meta, distrust=torch.zeros(3, 2, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("kind", ["ape", "xyz", "acpe", "mlp-experts", "xattn-experts"])
+def test_only_the_expert_kinds_read_channel_activity(kind: str) -> None:
+    assert _backbone(kind, make_meta(3)).channel_embedding.reads_activity == (kind in ("mlp-experts", "xattn-experts"))
