@@ -15,7 +15,10 @@ costing anything on clean subjects:
   checkpoint, paper recipe), ``mlp+corrupt`` (``--corrupt-prob``), ``mlp+gate``
   (``--quality-gate``), ``mlp+gate+corrupt``, ``+drop`` (masked training: ``--channel-dropout``
   and the low-quality channels masked), ``mlp+distrust`` (``--distrust-bad-channels``: the
-  low-quality channels keep their signal, their expert mixture reads the nearest good channel);
+  low-quality channels keep their signal, their expert mixture reads the nearest good channel),
+  ``mlp+distrust+uncorr`` and ``acpe+uncorr`` (``--mask-uncorrelated-channels``: channels whose
+  1–40 Hz neighbour correlation is below ``--uncorrelated`` in a window are masked there, in
+  training and at test time; the first also distrusts as ``mlp+distrust``);
 - test-time variants: every model not trained with distrust is scored three times, as is, with
   ``predict --mask-bad-channels`` (``+mask``: channels whose raw-recording quality score is below
   the threshold in a window are replaced by the mask token there) and with
@@ -57,17 +60,20 @@ CHECKPOINTS = {"acpe": "passport-small-acpe", "mlp": "passport-small-mlp"}
 #: Training variants: name → (checkpoint key, corrupt_prob (None: --corrupt-prob), quality gate,
 #: masked training (channel dropout at --drop-prob, and the training windows' low-quality
 #: channels masked as +mask masks them at test time), distrusted (the low-quality channels, in
-#: training and at test time)).
+#: training and at test time), uncorrelated channels masked (``--uncorrelated``, in training
+#: and at test time)).
 VARIANTS = {
-    "acpe": ("acpe", 0.0, False, False, False),
-    "mlp": ("mlp", 0.0, False, False, False),
-    "mlp+corrupt": ("mlp", None, False, False, False),
-    "mlp+gate": ("mlp", 0.0, True, False, False),
-    "mlp+gate+corrupt": ("mlp", None, True, False, False),
-    "acpe+drop": ("acpe", 0.0, False, True, False),
-    "mlp+drop": ("mlp", 0.0, False, True, False),
-    "mlp+drop+corrupt": ("mlp", None, False, True, False),
-    "mlp+distrust": ("mlp", 0.0, False, False, True),
+    "acpe": ("acpe", 0.0, False, False, False, False),
+    "mlp": ("mlp", 0.0, False, False, False, False),
+    "mlp+corrupt": ("mlp", None, False, False, False, False),
+    "mlp+gate": ("mlp", 0.0, True, False, False, False),
+    "mlp+gate+corrupt": ("mlp", None, True, False, False, False),
+    "acpe+drop": ("acpe", 0.0, False, True, False, False),
+    "mlp+drop": ("mlp", 0.0, False, True, False, False),
+    "mlp+drop+corrupt": ("mlp", None, False, True, False, False),
+    "mlp+distrust": ("mlp", 0.0, False, False, True, False),
+    "acpe+uncorr": ("acpe", 0.0, False, False, False, True),
+    "mlp+distrust+uncorr": ("mlp", 0.0, False, False, True, True),
 }
 QUICK = {"subjects": 5, "hours": 0.75, "steps": 40, "batch_size": 24,
          "bad_channels": "s02:ELA:noise,s02:ERB:drift,s04:ELE:noise"}
@@ -92,9 +98,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--corrupt-prob", type=float, default=0.5, help="corruption share of the +corrupt variants")
     p.add_argument("--drop-prob", type=float, default=0.5, help="channel-dropout share of the +drop variants")
     p.add_argument("--mask-threshold", type=float, default=0.5, help="quality score under which +mask masks")
+    p.add_argument("--uncorrelated", type=float, default=0.2,
+                   help="neighbour correlation under which the +uncorr variants mask a channel")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {list(VARIANTS)}")
     p.add_argument("--seed", type=int, default=0, help="simulation and fine-tuning seed")
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    p.add_argument("--device", default="cpu", help="torch device for fine-tuning and scoring (cpu, cuda, auto)")
     args = p.parse_args(argv)
     defaults = QUICK if args.quick else FULL
     for key, value in defaults.items():
@@ -120,10 +129,12 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     from passport_kit.training.adapt import build_classifier, usable_windows
     from passport_kit.training.finetune import FinetuneSettings, fit
     from passport_kit.training.metrics import classification_metrics
+    from passport_kit.training.runtime import resolve_device, seed_everything
     from passport_kit.training.splits import SubjectSplit, with_validation
 
-    key, corrupt, gate, masked_training, distrusted = VARIANTS[variant]
-    backbone, windows, masks = loaded[key]
+    key, corrupt, gate, masked_training, distrusted, uncorrelated = VARIANTS[variant]
+    backbone, windows, masks, lonely = loaded[key]
+    trained_mask = masks if masked_training else lonely if uncorrelated else None
     keep = usable_windows(windows)
     subjects = sorted(set(windows.subject[keep].tolist()))
     split = with_validation(SubjectSplit(name=test_subject, train=tuple(s for s in subjects if s != test_subject),
@@ -133,21 +144,23 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
                                 balance=args.balance,
                                 corrupt_prob=args.corrupt_prob if corrupt is None else corrupt, quality_gate=gate,
                                 drop_prob=args.drop_prob if masked_training else 0.0, seed=args.seed)
+    seed_everything(args.seed)  # the head's initial weights: the same in every fold and process, as evaluate does
     model = build_classifier(copy.deepcopy(backbone), len(windows.classes), "adapter")
     meta = ChannelMeta.from_montage(windows.montage)
-    fit(model, windows.x, windows.y, meta, list(windows.classes), settings,
+    device = resolve_device(args.device)
+    fit(model, windows.x, windows.y, meta, list(windows.classes), settings, device=device,
         train_index=np.flatnonzero(train_mask & keep), val_index=np.flatnonzero(val_mask & keep),
-        channel_mask=masks if masked_training else None, distrust=masks if distrusted else None)
+        channel_mask=trained_mask, distrust=masks if distrusted else None)
     test_idx = np.flatnonzero(test_mask & keep)
     rows = []
     # Test-time options: as trained (a distrust variant distrusts at test too, as predict does with its
     # bundle), "+mask" (predict --mask-bad-channels), "+distrust@test" (predict --distrust-bad-channels).
-    scorings = [("", None, masks if distrusted else None)]
+    scorings = [("", lonely if uncorrelated else None, masks if distrusted else None)]
     if not distrusted:
         scorings += [("+mask", masks, None), ("+distrust@test", None, masks)]
     for suffix, channel_mask, distrust in scorings:
         proba = predict_proba(model, windows.x, meta, index=test_idx, batch_size=64, channel_mask=channel_mask,
-                              distrust=distrust)
+                              distrust=distrust, device=device)
         m = classification_metrics(windows.y[test_idx], proba.argmax(1), list(windows.classes), proba)
         rows.append({"variant": variant + suffix, "subject": test_subject,
                      "group": "bad" if test_subject in args.bad_list else "clean", "kappa": m.kappa,
@@ -179,7 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.montage import get_montage
     from passport_kit.signals import load_dataset
-    from passport_kit.training.adapt import dataset_channel_mask, dataset_preprocess
+    from passport_kit.training.adapt import (
+        dataset_channel_masks,
+        dataset_preprocess,
+        dataset_window_quality,
+    )
 
     args = parse_args(argv)
     args.bad_list = bad_subjects(args.bad_channels)
@@ -196,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     for key in sorted({VARIANTS[v][0] for v in variants}):
         backbone, info = load_base_checkpoint(CHECKPOINTS[key])
         windows = load_dataset(data, montage, dataset_preprocess(info, data, instance_norm=args.instance_norm))
-        loaded[key] = (backbone, windows, dataset_channel_mask(windows, data, args.mask_threshold))
+        qualities = dataset_window_quality(windows, data)
+        masks, _ = dataset_channel_masks(qualities, windows, mask_below=args.mask_threshold)
+        lonely, _ = dataset_channel_masks(qualities, windows, mask_uncorrelated=args.uncorrelated)
+        loaded[key] = (backbone, windows, masks, lonely)
         checkpoints[key] = {"name": info.name, "sha256": info.weights_sha256}
     record.stage("load data and quality")
     subjects = sorted(set(next(iter(loaded.values()))[1].subject.tolist()))

@@ -25,7 +25,9 @@ T3 T4 T5 T6 + bipolar A2-A1, low-pass 30 Hz, the shipped ``passport-small-acpe``
    original recordings ``clean:mlp``, ``clean:mlp+masked``, ``clean:acpe`` (does masked
    training cost anything on clean data?). ``mlp+distrust`` and ``clean:mlp+distrust``:
    ``distrust_bad_channels`` = ``--mask-threshold`` (low-quality channel-windows keep their
-   signal; their expert mixture reads the nearest good channel's activity). Controls:
+   signal; their expert mixture reads the nearest good channel's activity). ``+uncorr``:
+   ``mask_uncorrelated_channels`` = ``--uncorrelated`` (channel-windows whose 1–40 Hz neighbour
+   correlation is below it are masked, in training and at test time). Controls:
    ``mlp+dropout`` and ``clean:mlp+dropout`` (channel dropout alone, no quality mask), since the
    quality mask can carry label information of its own (``mask_cue``, below).
 4. **Mask cue.** Per subject and channel, the AUROC of "this channel is masked in the window"
@@ -89,18 +91,21 @@ CHECKPOINTS = {"acpe": "passport-small-acpe", "mlp": "passport-small-mlp"}
 DEFAULT_FAULTS = "Subject01:T3:noise,Subject04:T6:noise,Subject07:T4:noise,Subject07:T5:drift,Subject09:T5:noise"
 #: Variants: name → (data: 'faulted' | 'clean', checkpoint key, channel dropout in training,
 #: low-quality channels masked in training and at test time, the same distrusted).
-VARIANTS: dict[str, tuple[str, str, bool, bool, bool]] = {
-    "acpe": ("faulted", "acpe", False, False, False),
-    "mlp": ("faulted", "mlp", False, False, False),
-    "acpe+masked": ("faulted", "acpe", True, True, False),
-    "mlp+masked": ("faulted", "mlp", True, True, False),
-    "clean:mlp": ("clean", "mlp", False, False, False),
-    "clean:mlp+masked": ("clean", "mlp", True, True, False),
-    "clean:acpe": ("clean", "acpe", False, False, False),
-    "mlp+dropout": ("faulted", "mlp", True, False, False),
-    "clean:mlp+dropout": ("clean", "mlp", True, False, False),
-    "mlp+distrust": ("faulted", "mlp", False, False, True),
-    "clean:mlp+distrust": ("clean", "mlp", False, False, True),
+VARIANTS: dict[str, tuple[str, str, bool, bool, bool, bool]] = {
+    "acpe": ("faulted", "acpe", False, False, False, False),
+    "mlp": ("faulted", "mlp", False, False, False, False),
+    "acpe+masked": ("faulted", "acpe", True, True, False, False),
+    "mlp+masked": ("faulted", "mlp", True, True, False, False),
+    "clean:mlp": ("clean", "mlp", False, False, False, False),
+    "clean:mlp+masked": ("clean", "mlp", True, True, False, False),
+    "clean:acpe": ("clean", "acpe", False, False, False, False),
+    "mlp+dropout": ("faulted", "mlp", True, False, False, False),
+    "clean:mlp+dropout": ("clean", "mlp", True, False, False, False),
+    "mlp+distrust": ("faulted", "mlp", False, False, True, False),
+    "clean:mlp+distrust": ("clean", "mlp", False, False, True, False),
+    "acpe+uncorr": ("faulted", "acpe", False, False, False, True),
+    "mlp+distrust+uncorr": ("faulted", "mlp", False, False, True, True),
+    "clean:mlp+distrust+uncorr": ("clean", "mlp", False, False, True, True),
 }
 SCALES = {
     "quick": {"ft_steps": 30, "ft_batch": 16, "seeds": 3},
@@ -306,7 +311,8 @@ def _drop_stale(target: Path, options: dict[str, Any]) -> None:
         return
     config = json.loads(summary.read_text(encoding="utf-8"))["config"]
     plain = json.loads(json.dumps({k: options[k] for k in ("montage", "data", "channel_dropout", "mask_bad_channels",
-                                                   "distrust_bad_channels", "h_freq")},
+                                                   "distrust_bad_channels", "mask_uncorrelated_channels",
+                                                   "h_freq")},
                                   default=str))
     if any(config.get(k) != v for k, v in plain.items()):
         summary.unlink()
@@ -328,6 +334,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ft-steps", type=int, default=None, help="fine-tuning step budget (overrides the scale)")
     parser.add_argument("--balance", default="weights", choices=("none", "weights", "sampler"))
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--uncorrelated", type=float, default=0.2,
+                        help="neighbour correlation under which the +uncorr variants mask a channel")
     args = parser.parse_args(argv)
     args.variant_list = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = sorted(set(args.variant_list) - set(VARIANTS))
@@ -394,12 +402,13 @@ def main(argv: list[str] | None = None) -> int:
                "h_freq": LOW_PASS_HZ, "device": args.device, "threads": args.threads}
     rows: list[dict[str, Any]] = []
     for variant in args.variant_list:
-        which, key, dropout, masked, distrusted = VARIANTS[variant]
+        which, key, dropout, masked, distrusted, uncorrelated = VARIANTS[variant]
         name = f"{which}_{variant.split(':')[-1]}"
         run_options = options | {"montage": str(montage_file), "data": faulted if which == "faulted" else clean,
                                  "channel_dropout": args.drop_prob if dropout else 0.0,
                                  "mask_bad_channels": args.mask_threshold if masked else None,
-                                 "distrust_bad_channels": args.mask_threshold if distrusted else None}
+                                 "distrust_bad_channels": args.mask_threshold if distrusted else None,
+                                 "mask_uncorrelated_channels": args.uncorrelated if uncorrelated else None}
         _drop_stale(out / "finetune" / name, run_options)
         run = tc.PretrainRun(which, variant, 0)
         rows += tc.evaluate_grid({name: CHECKPOINTS[key]}, {name: run}, out, **run_options)

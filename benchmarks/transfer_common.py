@@ -288,8 +288,9 @@ def evaluate_grid(checkpoints: dict[str, Path | str], runs: dict[str, PretrainRu
     from passport_kit.training.evaluate import evaluate
 
     # The layout-transfer experiments compare channel embeddings under the paper's recipe: no
-    # distrusted channels unless a caller asks (robustness_real does, per variant).
+    # distrusted or uncorrelated-masked channels unless a caller asks (robustness_real does, per variant).
     evaluate_options.setdefault("distrust_bad_channels", None)
+    evaluate_options.setdefault("mask_uncorrelated_channels", None)
     by_name = runs
     rows: list[dict[str, Any]] = []
     for i, (name, folder) in enumerate(checkpoints.items(), 1):

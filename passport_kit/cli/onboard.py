@@ -26,9 +26,21 @@ _MASK_TRAIN_HELP = ("Quality score (0-1) under which a channel is replaced by th
                     "training and (through the bundle) at predict time; 'none' = never.")
 
 
+#: Default of adapt/evaluate --mask-uncorrelated-channels (training.adapt.DEFAULT_UNCORRELATED).
+_UNCORRELATED_DEFAULT = "0.2"
 _DISTRUST_TRAIN_HELP = ("Expert kinds: quality score (0-1) under which a channel keeps its signal but its channel code "
                         "is read from the nearest good channel's activity, in training and (through the bundle) at "
                         "predict time; 'none' = never (the paper's recipe).")
+
+
+_UNCORRELATED_TRAIN_HELP = ("Also mask a channel in the windows where its 1-40 Hz correlation with its neighbours is "
+                            "below this (0-1): its neighbours share none of its signal, so it is noise, not a weak "
+                            "contact; in training and (through the bundle) at predict time; 'none' = never.")
+
+
+def _uncorrelated(value: str) -> float | None:
+    """Return the --mask-uncorrelated-channels correlation, or None for 'none'."""
+    return optional_float(value, "--mask-uncorrelated-channels", "a correlation between 0 and 1")
 
 
 def _mask_threshold(value: str, option: str = "--mask-bad-channels") -> float | None:
@@ -100,6 +112,8 @@ def adapt_command(
     channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
     mask_bad_channels: str = typer.Option("none", "--mask-bad-channels", help=_MASK_TRAIN_HELP),
     distrust_bad_channels: str = typer.Option("0.5", "--distrust-bad-channels", help=_DISTRUST_TRAIN_HELP),
+    mask_uncorrelated_channels: str = typer.Option(_UNCORRELATED_DEFAULT, "--mask-uncorrelated-channels",
+                                                   help=_UNCORRELATED_TRAIN_HELP),
     seed: int = typer.Option(0, "--seed"),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
@@ -119,7 +133,8 @@ def adapt_command(
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
                 corrupt_prob=corrupt_prob, quality_gate=quality_gate, channel_dropout=channel_dropout,
                 mask_bad_channels=_mask_threshold(mask_bad_channels),
-                distrust_bad_channels=_distrust_threshold(distrust_bad_channels), seed=seed, device=device,
+                distrust_bad_channels=_distrust_threshold(distrust_bad_channels),
+                mask_uncorrelated_channels=_uncorrelated(mask_uncorrelated_channels), seed=seed, device=device,
                 precision=precision, threads=threads, resume=resume, progress=bar,
                 progress_quality=lambda summary: typer.echo(quality_line(summary), err=True),
             )
@@ -163,6 +178,8 @@ def evaluate_command(
     channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
     mask_bad_channels: str = typer.Option("none", "--mask-bad-channels", help=_MASK_TRAIN_HELP),
     distrust_bad_channels: str = typer.Option("0.5", "--distrust-bad-channels", help=_DISTRUST_TRAIN_HELP),
+    mask_uncorrelated_channels: str = typer.Option(_UNCORRELATED_DEFAULT, "--mask-uncorrelated-channels",
+                                                   help=_UNCORRELATED_TRAIN_HELP),
     device: str = typer.Option("auto", "--device"),
     precision: str = typer.Option("auto", "--precision"),
     threads: int | None = typer.Option(None, "--threads"),
@@ -183,7 +200,8 @@ def evaluate_command(
             lr=lr, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch), corrupt_prob=corrupt_prob,
             quality_gate=quality_gate, channel_dropout=channel_dropout,
             mask_bad_channels=_mask_threshold(mask_bad_channels),
-            distrust_bad_channels=_distrust_threshold(distrust_bad_channels), device=device, precision=precision,
+            distrust_bad_channels=_distrust_threshold(distrust_bad_channels),
+            mask_uncorrelated_channels=_uncorrelated(mask_uncorrelated_channels), device=device, precision=precision,
             threads=threads, progress=runs, step_progress=bar,
         )
     print_table(report)
@@ -227,6 +245,9 @@ def predict_command(
     distrust_bad_channels: str = typer.Option(
         "bundle", "--distrust-bad-channels", help="Expert kinds: quality score (0-1) under which a channel's code is "
         "read from the nearest good channel's activity, 'none' (never), or 'bundle' (default: as adapt trained)."),
+    mask_uncorrelated_channels: str = typer.Option(
+        "bundle", "--mask-uncorrelated-channels", help="Neighbour correlation (0-1) under which a channel is also "
+        "masked in that window, 'none' (never), or 'bundle' (default: as adapt trained)."),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
     from passport_kit.inference.predict import predict
@@ -234,9 +255,11 @@ def predict_command(
     threshold = "bundle" if mask_bad_channels.strip().lower() == "bundle" else _mask_threshold(mask_bad_channels)
     distrust = ("bundle" if distrust_bad_channels.strip().lower() == "bundle"
                 else _distrust_threshold(distrust_bad_channels))
+    uncorrelated = ("bundle" if mask_uncorrelated_channels.strip().lower() == "bundle"
+                    else _uncorrelated(mask_uncorrelated_channels))
     results = predict(adapter, recordings, out, edf_annotations=edf_annotations, base=base, batch_size=batch_size,
                       device=device, precision=precision, mask_bad_channels=threshold,
-                      distrust_bad_channels=distrust)
+                      distrust_bad_channels=distrust, mask_uncorrelated_channels=uncorrelated)
     for r in results:
         stats = r.summary.get("sleep_statistics")
         if stats:
@@ -250,10 +273,20 @@ def predict_command(
         if quality is not None:
             bad = ", ".join(quality["bad_channels"]) or "none"
             masking = quality.get("masking")
-            masked = "" if not masking else (f"; masked below {masking['threshold']:g} in "
-                                             f"{masking['windows_with_masked_channels']} windows")
+            masked = ("" if not masking else
+                      f"; masked ({_mask_rule(masking)}) in {masking['windows_with_masked_channels']} windows")
             typer.echo(f"  bad channels: {bad}{masked}")
         typer.echo(f"  files in {r.files['summary'].parent}")
+
+
+def _mask_rule(masking: dict[str, Any]) -> str:
+    """Return the rule of a summary's masking block in words: 'quality below 0.5, neighbour r below 0.2'."""
+    rules = []
+    if masking.get("threshold") is not None:
+        rules.append(f"quality below {masking['threshold']:g}")
+    if masking.get("uncorrelated_below") is not None:
+        rules.append(f"neighbour r below {masking['uncorrelated_below']:g}")
+    return ", ".join(rules)
 
 
 def _minutes(value: float | None) -> str:

@@ -23,7 +23,10 @@ the list of what is missing), and classified window by window. Written per recor
   and JSON say how many windows each channel was masked in. With
   ``distrust_bad_channels=THRESHOLD`` (expert kinds), such channels keep their signal but their
   channel code is read from the nearest good channel's activity; the JSON counts those windows
-  under ``channel_quality.distrust``.
+  under ``channel_quality.distrust``. With ``mask_uncorrelated_channels=R``, a channel whose
+  1–40 Hz correlation with its neighbours is below R in a window is masked there too: its
+  neighbours share nothing of its signal, so it is noise, not a weak contact that still carries
+  the EEG (``channel_quality.masking.uncorrelated_below``).
 
 Example::
 
@@ -107,6 +110,7 @@ def predict(
     progress: Callable[[str], None] | None = None,
     mask_bad_channels: float | None | Literal["bundle"] = "bundle",
     distrust_bad_channels: float | None | Literal["bundle"] = "bundle",
+    mask_uncorrelated_channels: float | None | Literal["bundle"] = "bundle",
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -133,6 +137,10 @@ def predict(
         Expert kinds: a channel scoring below this in a window keeps its signal, but its expert
         mixture reads the nearest good channel's activity instead of its own. ``"bundle"``
         (default): the adapter's ``training.distrust_bad_channels``.
+    mask_uncorrelated_channels : float in (0, 1), None or "bundle"
+        Also mask a channel in the windows where its 1–40 Hz correlation with its neighbours
+        (distance-weighted mean |r|, raw recording) is below this; None: never. ``"bundle"``
+        (default): the adapter's ``training.mask_uncorrelated_channels``.
     """
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
@@ -145,12 +153,18 @@ def predict(
         if value not in (None, "bundle") and not 0.0 < float(value) < 1.0:  # type: ignore[arg-type]
             raise ConfigError(f"--{option}-bad-channels takes a quality score between 0 and 1 (exclusive), got "
                               f"{value:g}; 0.5 is the score at which a channel counts as bad")
+    uncorrelated = mask_uncorrelated_channels
+    if uncorrelated not in (None, "bundle") and not 0.0 < float(uncorrelated) < 1.0:  # type: ignore[arg-type]
+        raise ConfigError(f"--mask-uncorrelated-channels takes a correlation between 0 and 1 (exclusive), got "
+                          f"{uncorrelated:g}; e.g. 0.2 (a channel sharing less with its neighbours is noise)")
     if isinstance(recordings, (str, Path)):
         recordings = [recordings]
     files = find_recordings(recordings)
     model, meta = load_adapter_bundle(adapter, base=base)
-    mask_bad_channels = _bundle_threshold(mask_bad_channels, meta.training, "mask", adapter)
-    distrust_bad_channels = _bundle_threshold(distrust_bad_channels, meta.training, "distrust", adapter)
+    mask_bad_channels = _bundle_threshold(mask_bad_channels, meta.training, "mask_bad_channels", adapter)
+    distrust_bad_channels = _bundle_threshold(distrust_bad_channels, meta.training, "distrust_bad_channels", adapter)
+    mask_uncorrelated_channels = _bundle_threshold(mask_uncorrelated_channels, meta.training,
+                                                   "mask_uncorrelated_channels", adapter)
     if not model.backbone.channel_embedding.reads_activity:
         distrust_bad_channels = None  # position kinds (ACPE, ...) have no activity summary to distrust
     montage = Montage.from_dict(meta.montage)
@@ -167,12 +181,9 @@ def predict(
         windows = load_recording(path, montage, config, renames=renames)
         quality = recording_quality(path, montage, renames=renames, window_seconds=config.window_seconds,
                                     mains_freq=config.notch_freq)
-        masked = distrusted = None
-        if mask_bad_channels is not None:
-            masked = quality_mask(quality.window_score, windows.onset_s, config.window_seconds, mask_bad_channels)
-        if distrust_bad_channels is not None:
-            distrusted = quality_mask(quality.window_score, windows.onset_s, config.window_seconds,
-                                      distrust_bad_channels)
+        masked, distrusted = channel_masks(quality, windows.onset_s, config.window_seconds,
+                                           mask_below=mask_bad_channels, distrust_below=distrust_bad_channels,
+                                           mask_uncorrelated=mask_uncorrelated_channels)
         proba = predict_proba(model, windows.x, channel_meta, batch_size=batch_size, device=torch_device,
                               precision=prec, channel_mask=masked, distrust=distrusted)
         results.append(write_prediction(out_dir / _stem(path), path, proba, windows.onset_s, windows.flags,
@@ -181,22 +192,48 @@ def predict(
                                         base_name=meta.base_name, edf_annotations=edf_annotations,
                                         start=recording_start(path), quality=quality, masked=masked,
                                         mask_threshold=mask_bad_channels, distrusted=distrusted,
-                                        distrust_threshold=distrust_bad_channels))
+                                        distrust_threshold=distrust_bad_channels,
+                                        uncorrelated_below=mask_uncorrelated_channels))
     return results
 
 
-def _bundle_threshold(value: float | None | str, training: dict[str, Any], option: str,
+def _bundle_threshold(value: float | None | str, training: dict[str, Any], key: str,
                       adapter: str | Path) -> float | None:
-    """Return the quality threshold of ``--<option>-bad-channels``: ``value``, or the bundle's own for "bundle"."""
+    """Return the threshold of option ``--<key>``: ``value``, or the bundle's ``training.<key>`` for "bundle"."""
     if value != "bundle":
         return value  # type: ignore[return-value]
-    key = f"{option}_bad_channels"
     stored = training.get(key)
     if stored is not None and not (isinstance(stored, (int, float)) and not isinstance(stored, bool)
                                    and 0.0 < stored < 1.0):
-        raise CheckpointError(f"adapter.json in '{adapter}' has training.{key} = {stored!r}, not a score in "
-                              f"(0, 1); re-run adapt, or pass --{option}-bad-channels explicitly")
+        raise CheckpointError(f"adapter.json in '{adapter}' has training.{key} = {stored!r}, not a value in "
+                              f"(0, 1); re-run adapt, or pass --{key.replace('_', '-')} explicitly")
     return None if stored is None else float(stored)
+
+
+def channel_masks(quality: Any, onsets_s: np.ndarray, window_seconds: float, *, mask_below: float | None = None,
+                  distrust_below: float | None = None,
+                  mask_uncorrelated: float | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Return the ``(N, C)`` channels to mask and to distrust in each predicted window (None: option off).
+
+    ``quality`` is the raw recording's :class:`~passport_kit.signals.quality.ChannelQuality`.
+    Masked: quality score below ``mask_below``, or 1–40 Hz neighbour correlation below
+    ``mask_uncorrelated`` where that correlation is scored (never for a bipolar channel or one
+    without near neighbours: ``ChannelQuality.window_neighbour_corr``); a window in
+    which every channel would be masked is left as it is. Distrusted: score below
+    ``distrust_below``. This is the one rule of training (``adapt``) and ``predict``.
+    """
+    masked = None
+    if mask_below is not None:
+        masked = quality_mask(quality.window_score, onsets_s, window_seconds, mask_below)
+    if mask_uncorrelated is not None:
+        corr = np.nan_to_num(quality.window_neighbour_corr, nan=1.0)
+        lonely = quality_mask(corr, onsets_s, window_seconds, mask_uncorrelated)
+        masked = lonely if masked is None else masked | lonely
+        masked[masked.all(axis=1)] = False
+    distrusted = None
+    if distrust_below is not None:
+        distrusted = quality_mask(quality.window_score, onsets_s, window_seconds, distrust_below)
+    return masked, distrusted
 
 
 def quality_mask(window_score: np.ndarray, onsets_s: np.ndarray, window_seconds: float,
@@ -251,6 +288,7 @@ def write_prediction(
     mask_threshold: float | None = None,
     distrusted: np.ndarray | None = None,
     distrust_threshold: float | None = None,
+    uncorrelated_below: float | None = None,
 ) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
@@ -287,7 +325,7 @@ def write_prediction(
         files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv", quality,
                                                                  masked_windows=masked_counts)
         summary["channel_quality"] = channel_quality_summary(quality, masked, mask_threshold,
-                                                             distrusted, distrust_threshold)
+                                                             distrusted, distrust_threshold, uncorrelated_below)
     sleep = task == "sleep-staging" or (task != "classification" and is_sleep_staging(classes))
     if sleep and is_sleep_staging(classes):
         hyp = _hypnogram(pred, proba, onsets_s, classes, window_seconds, start)
@@ -314,12 +352,15 @@ def write_prediction(
 
 def channel_quality_summary(quality: Any, masked: np.ndarray | None, threshold: float | None,
                             distrusted: np.ndarray | None = None,
-                            distrust_threshold: float | None = None) -> dict[str, Any]:
+                            distrust_threshold: float | None = None,
+                            uncorrelated_below: float | None = None) -> dict[str, Any]:
     """Return the ``channel_quality`` block of a prediction summary: bad channels, scores, masking, distrust."""
     from passport_kit.signals.quality import quality_summary
 
     block = quality_summary({"recording": quality})["recording"]
     block["masking"] = _window_counts(quality.ch_names, masked, threshold, "masked")
+    if block["masking"] is not None:
+        block["masking"]["uncorrelated_below"] = uncorrelated_below
     block["distrust"] = _window_counts(quality.ch_names, distrusted, distrust_threshold, "distrusted")
     return block
 

@@ -111,6 +111,8 @@ class ChannelQuality:
     are in [0, 1] (1 = good); ``bad`` is ``score < thresholds.bad_below``. ``reasons`` lists,
     per channel, why it scored below the threshold (empty for good channels). ``inputs`` is
     ``'raw'`` or ``'windows'`` (then line noise and drift are NaN: filtered away).
+    ``corr_scored`` ``(C,)`` marks the channels whose neighbour correlation is scored (a
+    monopolar channel with a near peer; :func:`neighbour_weights`).
     """
 
     ch_names: list[str]
@@ -127,6 +129,17 @@ class ChannelQuality:
     inputs: str
     source: str = "recording"
     info: dict[str, Any] = field(default_factory=dict)
+    corr_scored: np.ndarray | None = None
+
+    @property
+    def window_neighbour_corr(self) -> np.ndarray:
+        """Return ``(N, C)`` neighbour correlation per window where it is scored, NaN elsewhere.
+
+        A bipolar channel's correlation with monopolar ones, or a lone channel's with a distant
+        peer, says nothing about its contact; those are NaN here.
+        """
+        corr = self.window_statistics["neighbour_corr"]
+        return corr if self.corr_scored is None else np.where(self.corr_scored[None, :], corr, np.nan)
 
     def __repr__(self) -> str:
         bad = ", ".join(self.bad_channels) or "none"
@@ -610,7 +623,7 @@ def _assemble(
     return ChannelQuality(
         ch_names=list(montage.ch_names), statistics=rec_stats, subscores=rec_sub, score=score, bad=bad,
         reasons=reasons, window_statistics=stats, window_subscores=window_sub, window_score=window_score,
-        thresholds=t, window_seconds=float(window_seconds), inputs=inputs, source=source,
+        thresholds=t, window_seconds=float(window_seconds), inputs=inputs, source=source, corr_scored=near,
     )
 
 

@@ -39,6 +39,12 @@ ProgressFn = Callable[[int, int, dict[str, Any]], None]
 #: On by default (issue 8, docs/RESULTS.md § Robustness): it changes nothing where no channel is
 #: flagged, and it kept Device Passport level with or ahead of ACPE on subjects with poor contacts.
 DEFAULT_DISTRUST = 0.5
+#: Default ``mask_uncorrelated_channels``: the 1–40 Hz neighbour correlation under which a
+#: channel is noise rather than a weak contact (where the quality score's neighbour-correlation
+#: sub-score reaches 0: ``QualityThresholds.min_corr - corr_width``). Chosen in session 5 (see
+#: docs/RESULTS.md): with distrust it kept Device Passport level with or ahead of ACPE on
+#: subjects with poor contacts on both robustness benchmarks, and changed nothing on clean data.
+DEFAULT_UNCORRELATED = 0.2
 
 
 class RecipeOptions(BaseModel):
@@ -73,6 +79,10 @@ class RecipeOptions(BaseModel):
                                                 "signal, but their expert mixture reads the nearest good channel's "
                                                 "activity instead of their own, in training and at predict time; "
                                                 "None: never (the paper's recipe)")
+    mask_uncorrelated_channels: float | None = Field(DEFAULT_UNCORRELATED, gt=0, lt=1, description="also mask a "
+                                                     "channel in the windows where its 1-40 Hz correlation with its "
+                                                     "neighbours is below this (its signal is noise), in training "
+                                                     "and at predict time; None: never")
     device: str = "auto"
     precision: str = "auto"
     threads: int | None = Field(None, gt=0)
@@ -90,16 +100,17 @@ class RecipeOptions(BaseModel):
                       distrust: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Return the ``(N, C)`` low-quality channels of ``windows`` to mask and to distrust (None: option off).
 
-        ``mask_bad_channels`` and ``distrust_bad_channels`` (the raw recordings are scored once);
+        ``mask_bad_channels``, ``mask_uncorrelated_channels`` and ``distrust_bad_channels`` (the
+        raw recordings are scored once; predict's rule, :func:`~passport_kit.inference.predict.channel_masks`);
         ``distrust=False`` (a model whose channel codes do not read channel activity:
         ``ChannelEmbedding.reads_activity``) skips the second.
         """
-        wanted = (self.mask_bad_channels, self.distrust_bad_channels if distrust else None)
-        if all(t is None for t in wanted):
+        distrust_below = self.distrust_bad_channels if distrust else None
+        if self.mask_bad_channels is None and self.mask_uncorrelated_channels is None and distrust_below is None:
             return None, None
-        scores = dataset_window_scores(windows, data)
-        return tuple(None if t is None else quality_below(scores, windows, t)  # type: ignore[return-value]
-                     for t in wanted)
+        return dataset_channel_masks(dataset_window_quality(windows, data), windows, mask_below=self.mask_bad_channels,
+                                     distrust_below=distrust_below,
+                                     mask_uncorrelated=self.mask_uncorrelated_channels)
 
 
 class AdaptConfig(RecipeOptions):
@@ -292,10 +303,38 @@ def dataset_quality(windows: Any) -> dict[str, Any]:
 
 
 def dataset_window_scores(windows: Any, data: Path) -> dict[str, Any]:
-    """Return the raw-recording quality scores ``(Nq, C)`` of every recording of ``windows``, by file name.
+    """Return the raw-recording quality scores ``(Nq, C)`` of every recording of ``windows``, by file name."""
+    return {name: q.window_score for name, q in dataset_window_quality(windows, data).items()}
 
-    :func:`passport_kit.signals.quality.recording_quality` of the unfiltered file, as ``predict``
-    scores it. Reads every recording of the dataset folder ``data`` once more.
+
+def dataset_channel_masks(qualities: dict[str, Any], windows: Any, *, mask_below: float | None = None,
+                          distrust_below: float | None = None,
+                          mask_uncorrelated: float | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Return the ``(N, C)`` channels of ``windows`` to mask and to distrust (None: option off).
+
+    ``qualities`` from :func:`dataset_window_quality`; per recording, predict's rule
+    (:func:`passport_kit.inference.predict.channel_masks`), so a model is trained the way it is used.
+    """
+    from passport_kit.inference.predict import channel_masks
+
+    out: list[np.ndarray | None] = [None, None]
+    for name, quality in qualities.items():
+        rows = np.flatnonzero(windows.recording == name)
+        parts = channel_masks(quality, windows.onset_s[rows], windows.config.window_seconds, mask_below=mask_below,
+                              distrust_below=distrust_below, mask_uncorrelated=mask_uncorrelated)
+        for k, part in enumerate(parts):
+            if part is not None:
+                if out[k] is None:
+                    out[k] = np.zeros(windows.flags.shape, dtype=bool)
+                out[k][rows] = part  # type: ignore[index]
+    return out[0], out[1]
+
+
+def dataset_window_quality(windows: Any, data: Path) -> dict[str, Any]:
+    """Return the raw-recording :class:`~passport_kit.signals.quality.ChannelQuality` of every recording of ``windows``.
+
+    By file name; :func:`passport_kit.signals.quality.recording_quality` of the unfiltered
+    file, as ``predict`` scores it. Reads every recording of the dataset folder ``data`` once more.
     """
     from passport_kit.signals.dataset_spec import load_dataset_spec
     from passport_kit.signals.quality import recording_quality
@@ -308,7 +347,7 @@ def dataset_window_scores(windows: Any, data: Path) -> dict[str, Any]:
         q = recording_quality(spec.path_of(rec.file), windows.montage, renames=rec.channels or None, sfreq=rec.sfreq,
                               window_seconds=windows.config.window_seconds, mains_freq=windows.config.notch_freq,
                               bids=spec.origin == "bids")
-        scores[name] = q.window_score
+        scores[name] = q
     return scores
 
 

@@ -163,9 +163,11 @@ def test_main_runs_end_to_end_on_tiny_data(tmp_path: Path) -> None:
     out = tmp_path / "out"
     code = rr.main(["--quick", "--data", str(data), "--out", str(out), "--threads", "1", "--seeds", "1",
                     "--ft-steps", "2", "--faults", "Subject02:T3:noise", "--variants",
-                    "acpe,mlp+masked,mlp+distrust,clean:acpe"])
+                    "acpe,mlp+masked,mlp+distrust,mlp+distrust+uncorr,clean:acpe"])
     assert code == 0
     summary = {r["variant"]: r for r in json.loads((out / "summary.json").read_text())}
-    assert set(summary) == {"acpe", "mlp+masked", "mlp+distrust", "clean:acpe"}
+    assert set(summary) == {"acpe", "mlp+masked", "mlp+distrust", "mlp+distrust+uncorr", "clean:acpe"}
+    config = json.loads((out / "finetune" / "faulted_mlp+distrust+uncorr" / "summary.json").read_text())["config"]
+    assert config["mask_uncorrelated_channels"] == 0.2 and config["distrust_bad_channels"] == 0.5
     assert all(p.is_file() for p in (out / "rows.csv", out / "summary.md", out / "run.json",
                                      out / "robustness_real_diff.png", out / "detection_summary.csv"))

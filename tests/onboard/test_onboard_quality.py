@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import edfio
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
-from passport_kit.inference.predict import quality_mask
+from passport_kit.inference.predict import channel_masks, quality_mask
 
 from conftest import make_dataset
 
@@ -73,11 +74,20 @@ def test_adapt_bundle_stores_quality_per_recording(noisy_adapt) -> None:
     assert stored["s01.edf"]["bad_channels"] == []
 
 
-@pytest.mark.parametrize("mask", [None, "0.5"])
+# (predict options, the masking rule printed; None: no masking). The bundle was adapted with the defaults,
+# so it masks channels uncorrelated with their neighbours (EL2 is white noise) unless told not to.
+MASKINGS = [
+    (["--mask-uncorrelated-channels", "none"], None),
+    (["--mask-uncorrelated-channels", "none", "--mask-bad-channels", "0.5"], "quality below 0.5"),
+    ([], "neighbour r below 0.2"),
+    (["--mask-bad-channels", "0.5"], "quality below 0.5, neighbour r below 0.2"),
+]
+
+
+@pytest.mark.parametrize(("extra", "rule"), MASKINGS)
 def test_predict_writes_channel_quality_tsv_and_summary(noisy_adapt, noisy_dataset: Path, tmp_path: Path,
-                                                        mask: str | None) -> None:
+                                                        extra: list[str], rule: str | None) -> None:
     _, bundle = noisy_adapt
-    extra = ["--mask-bad-channels", mask] if mask else []
     result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(noisy_dataset / f"{BAD_SUBJECT}.edf"), "--out",
                               str(tmp_path), *extra])
     assert result.exit_code == 0, result.output
@@ -88,24 +98,27 @@ def test_predict_writes_channel_quality_tsv_and_summary(noisy_adapt, noisy_datas
     assert [r["status"] for r in rows] == ["good", "good", "bad"]
     summary = json.loads((folder / f"{BAD_SUBJECT}_summary.json").read_text())["channel_quality"]
     assert summary["bad_channels"] == [BAD_CHANNEL]
-    if mask is None:
+    if rule is None:
         assert summary["masking"] is None and "masked_windows" not in rows[0]
     else:
         assert summary["masking"]["masked_windows"] == {"EL1": 0, "ER1": 0, "EL2": 10}
+        assert summary["masking"]["uncorrelated_below"] == (0.2 if "neighbour" in rule else None)
         assert [r["masked_windows"] for r in rows] == ["0", "0", "10"]
-        assert "masked below 0.5 in 10 windows" in result.output
+        assert f"masked ({rule}) in 10 windows" in result.output
 
 
 def test_mask_changes_predictions_of_masked_windows_only(noisy_adapt, noisy_dataset: Path, tmp_path: Path) -> None:
     _, bundle = noisy_adapt
     probs = {}
-    for name, extra in (("plain", []), ("masked", ["--mask-bad-channels", "0.5"])):
+    off = ["--mask-uncorrelated-channels", "none"]
+    for name, extra in (("plain", off), ("masked", [*off, "--mask-bad-channels", "0.5"]), ("uncorrelated", [])):
         RUN.invoke(app, ["predict", "--adapter", str(bundle), str(noisy_dataset / f"{BAD_SUBJECT}.edf"),
                          str(noisy_dataset / "s01.edf"), "--out", str(tmp_path / name), *extra])
         probs[name] = {s: [float(r["p_W"]) for r in csv.DictReader((tmp_path / name / s / f"{s}_predictions.csv").open())]
                        for s in ("s01", BAD_SUBJECT)}
-    assert probs["plain"]["s01"] == probs["masked"]["s01"]
-    assert probs["plain"][BAD_SUBJECT] != probs["masked"][BAD_SUBJECT]
+    for name in ("masked", "uncorrelated"):
+        assert probs["plain"]["s01"] == probs[name]["s01"]
+        assert probs["plain"][BAD_SUBJECT] != probs[name][BAD_SUBJECT]
 
 
 @pytest.mark.parametrize("value", ["1.5", "-0.2", "abc"])
@@ -123,3 +136,25 @@ def test_predict_mask_threshold_is_validated(bundle: Path, dataset: Path, tmp_pa
 def test_quality_mask_places_windows_and_keeps_all_bad_windows(onsets: list[float], expected: list) -> None:
     score = np.array([[0.9, 0.2], [0.8, 0.7], [0.1, 0.3]])
     assert quality_mask(score, np.array(onsets), 30.0, 0.5).tolist() == expected
+
+
+def _quality(score: list[list[float]], corr: list[list[float]]) -> SimpleNamespace:
+    """A stand-in ChannelQuality: what channel_masks reads (score, scored neighbour correlation)."""
+    return SimpleNamespace(window_score=np.array(score), window_neighbour_corr=np.array(corr))
+
+
+def test_uncorrelated_channels_are_masked_where_scored_only() -> None:
+    # Channel 0 shares nothing with its neighbours in window 0; channel 2's correlation is not scored (NaN).
+    q = _quality([[0.0, 0.9, 0.9], [0.9, 0.9, 0.9]], [[0.05, 0.9, np.nan], [0.6, 0.9, np.nan]])
+    masked, distrusted = channel_masks(q, np.array([0.0, 30.0]), 30.0, mask_uncorrelated=0.2)
+    assert masked.tolist() == [[True, False, False], [False, False, False]] and distrusted is None
+    nothing = channel_masks(q, np.array([0.0, 30.0]), 30.0)
+    assert nothing == (None, None)
+
+
+def test_mask_rules_add_up_but_never_mask_a_whole_window() -> None:
+    q = _quality([[0.9, 0.3, 0.9], [0.3, 0.3, 0.9]], [[0.9, 0.9, 0.1], [0.9, 0.9, 0.1]])
+    masked, distrusted = channel_masks(q, np.array([0.0, 30.0]), 30.0, mask_below=0.5, distrust_below=0.5,
+                                       mask_uncorrelated=0.2)
+    assert masked.tolist() == [[False, True, True], [False, False, False]]   # window 1: all three → none
+    assert distrusted.tolist() == [[False, True, False], [True, True, False]]

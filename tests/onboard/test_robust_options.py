@@ -154,7 +154,7 @@ def test_masked_training_threshold_travels_with_the_bundle(montage_yaml: Path, d
     assert RUN.invoke(app, ["predict", "--adapter", str(out), recording, "--out", str(tmp_path / "p1")]).exit_code == 0
     assert _summary(tmp_path / "p1")["channel_quality"]["masking"]["threshold"] == 0.5   # the bundle's
     never = RUN.invoke(app, ["predict", "--adapter", str(out), recording, "--out", str(tmp_path / "p2"),
-                             "--mask-bad-channels", "none"])
+                             "--mask-bad-channels", "none", "--mask-uncorrelated-channels", "none"])
     assert never.exit_code == 0 and _summary(tmp_path / "p2")["channel_quality"]["masking"] is None
 
 
@@ -169,14 +169,25 @@ def test_a_bundle_with_a_bad_mask_threshold_is_refused(montage_yaml: Path, datas
     assert result.exit_code == 2 and "mask_bad_channels" in result.output
 
 
-@pytest.mark.parametrize(("args", "stored"), [([], 0.5), (["--distrust-bad-channels", "none"], None)])
-def test_distrust_is_on_by_default_and_can_be_turned_off(montage_yaml: Path, dataset: Path, tmp_path: Path,
-                                                         args: list[str], stored: float | None) -> None:
+@pytest.mark.parametrize(("key", "args", "stored"), [
+    ("distrust_bad_channels", [], 0.5), ("distrust_bad_channels", ["--distrust-bad-channels", "none"], None),
+    ("mask_uncorrelated_channels", [], 0.2),
+    ("mask_uncorrelated_channels", ["--mask-uncorrelated-channels", "none"], None),
+])
+def test_robust_defaults_are_on_and_can_be_turned_off(montage_yaml: Path, dataset: Path, tmp_path: Path, key: str,
+                                                      args: list[str], stored: float | None) -> None:
     out = tmp_path / "d"
     result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", "tiny-mlp",
                               "--max-steps", "1", "--batch-size", "4", "--out", str(out), "--no-progress", *args])
     assert result.exit_code == 0, result.output
-    assert json.loads((out / "adapter.json").read_text())["training"]["distrust_bad_channels"] == stored
+    assert json.loads((out / "adapter.json").read_text())["training"][key] == stored
+
+
+def test_cli_defaults_are_the_recipe_defaults() -> None:
+    from passport_kit.cli import onboard
+    from passport_kit.training.adapt import DEFAULT_UNCORRELATED, RecipeOptions
+
+    assert float(onboard._UNCORRELATED_DEFAULT) == DEFAULT_UNCORRELATED == RecipeOptions().mask_uncorrelated_channels
 
 
 def test_distrust_threshold_travels_with_the_bundle(montage_yaml: Path, dataset: Path, tmp_path: Path) -> None:
@@ -190,7 +201,7 @@ def test_distrust_threshold_travels_with_the_bundle(montage_yaml: Path, dataset:
     recording = str(dataset / "s01.edf")
     assert RUN.invoke(app, ["predict", "--adapter", str(out), recording, "--out", str(tmp_path / "p1")]).exit_code == 0
     block = _summary(tmp_path / "p1")["channel_quality"]
-    assert block["distrust"]["threshold"] == 0.5 and block["masking"] is None
+    assert block["distrust"]["threshold"] == 0.5 and block["masking"]["threshold"] is None
     never = RUN.invoke(app, ["predict", "--adapter", str(out), recording, "--out", str(tmp_path / "p2"),
                              "--distrust-bad-channels", "none"])
     assert never.exit_code == 0 and _summary(tmp_path / "p2")["channel_quality"]["distrust"] is None
@@ -206,19 +217,21 @@ def test_predict_reports_no_distrust_for_position_kinds(montage_yaml: Path, data
     assert _summary(tmp_path / "p")["channel_quality"]["distrust"] is None   # ACPE has no activity summary
 
 
+@pytest.mark.parametrize("key", ["distrust_bad_channels", "mask_uncorrelated_channels"])
 @pytest.mark.parametrize(("stored", "value"), [("often", None), (True, None), (None, "2")])
-def test_bad_distrust_thresholds_are_refused(montage_yaml: Path, dataset: Path, tmp_path: Path, stored: object,
-                                            value: str | None) -> None:
+def test_bad_robust_thresholds_are_refused(montage_yaml: Path, dataset: Path, tmp_path: Path, stored: object,
+                                           value: str | None, key: str) -> None:
     out = tmp_path / "b"
     assert RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", "tiny-mlp",
                             "--max-steps", "1", "--batch-size", "4", "--out", str(out), "--no-progress"]).exit_code == 0
     if stored is not None:
         meta = json.loads((out / "adapter.json").read_text())
-        meta["training"]["distrust_bad_channels"] = stored
+        meta["training"][key] = stored
         (out / "adapter.json").write_text(json.dumps(meta))
-    extra = [] if value is None else ["--distrust-bad-channels", value]
+    option = "--" + key.replace("_", "-")
+    extra = [] if value is None else [option, value]
     result = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p"),
                               *extra])
     assert result.exit_code == 2
-    assert ("distrust_bad_channels" if value is None else "--distrust-bad-channels") in result.output
+    assert (key if value is None else option) in result.output
 

@@ -275,3 +275,6 @@ def test_bipolar_channel_correlation_is_reported_not_scored() -> None:
                      + [rng.standard_normal(common.size)]) * 20e-6   # the derivation shares nothing with them
     q = channel_quality(data, 200.0, m)
     assert q.statistics["neighbour_corr"][3] < 0.2 and not q.bad.any()
+    # ... and the correlation the uncorrelated-channel rule reads leaves it out (NaN), as it does T3 (no near peer).
+    scored = q.window_neighbour_corr
+    assert np.isnan(scored[:, [0, 3]]).all() and np.isfinite(scored[:, 1:3]).all()
