@@ -302,11 +302,6 @@ def dataset_quality(windows: Any) -> dict[str, Any]:
     return quality_summary(windowset_quality(windows), subjects)
 
 
-def dataset_window_scores(windows: Any, data: Path) -> dict[str, Any]:
-    """Return the raw-recording quality scores ``(Nq, C)`` of every recording of ``windows``, by file name."""
-    return {name: q.window_score for name, q in dataset_window_quality(windows, data).items()}
-
-
 def dataset_channel_masks(qualities: dict[str, Any], windows: Any, *, mask_below: float | None = None,
                           distrust_below: float | None = None,
                           mask_uncorrelated: float | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -349,31 +344,6 @@ def dataset_window_quality(windows: Any, data: Path) -> dict[str, Any]:
                               bids=spec.origin == "bids")
         scores[name] = q
     return scores
-
-
-def quality_below(scores: dict[str, Any], windows: Any, threshold: float) -> np.ndarray:
-    """Return ``(N, C)`` bool: the channels of each window of ``windows`` scoring below ``threshold``.
-
-    ``scores`` from :func:`dataset_window_scores`; the rule is predict's
-    (:func:`passport_kit.inference.predict.quality_mask`), so a model trained with these
-    channels masked or distrusted is used the way it was trained.
-    """
-    from passport_kit.inference.predict import quality_mask
-
-    mask = np.zeros(windows.flags.shape, dtype=bool)
-    for name, window_score in scores.items():
-        rows = np.flatnonzero(windows.recording == name)
-        mask[rows] = quality_mask(window_score, windows.onset_s[rows], windows.config.window_seconds, threshold)
-    return mask
-
-
-def dataset_channel_mask(windows: Any, data: Path, threshold: float) -> np.ndarray:
-    """Return ``(N, C)`` bool: the channels of each window whose raw-recording quality is below ``threshold``.
-
-    The same rule as ``predict --mask-bad-channels``; reads every recording of ``data`` once
-    more (:func:`dataset_window_scores`, :func:`quality_below`).
-    """
-    return quality_below(dataset_window_scores(windows, data), windows, threshold)
 
 
 def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = None,
@@ -448,6 +418,6 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
     return Path(bundle)
 
 
-__all__ = ["AdaptConfig", "AdaptResult", "DEFAULT_CHECKPOINT", "adapt", "build_classifier", "dataset_channel_mask",
-           "dataset_quality", "make_config",
+__all__ = ["AdaptConfig", "AdaptResult", "DEFAULT_CHECKPOINT", "adapt", "build_classifier", "dataset_channel_masks",
+           "dataset_quality", "dataset_window_quality", "make_config",
            "training_split", "usable_windows"]
