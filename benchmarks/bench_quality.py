@@ -31,7 +31,12 @@ def bad_plan(ch_names: list[str]) -> dict[str, str]:
     return {ch_names[0]: "noise", ch_names[1]: "flat", ch_names[-1]: "drift"}
 
 
-def run(montages: tuple[str, ...], subjects: int, hours: float, seed: int) -> None:
+def uncorrelated(q, threshold: float) -> np.ndarray:
+    """Return ``(N, C)`` bool: the channel-windows ``--mask-uncorrelated-channels threshold`` masks (scored r below it)."""
+    return np.nan_to_num(q.window_neighbour_corr, nan=1.0) < threshold
+
+
+def run(montages: tuple[str, ...], subjects: int, hours: float, seed: int, threshold: float) -> None:
     """Print false-positive and detection rates per montage, and the margins of each statistic."""
     epochs = max(1, round(hours * EPOCHS_PER_HOUR))
     for name in montages:
@@ -39,6 +44,7 @@ def run(montages: tuple[str, ...], subjects: int, hours: float, seed: int) -> No
         plan = bad_plan(m.ch_names)
         fp = fp_win = n_clean = 0
         fp_bad_subj = n_clean_bad_subj = 0
+        unc_clean = unc_noise = unc_other = 0.0
         found = {kind: 0 for kind in plan.values()}
         clean_stats: dict[str, list[float]] = {k: [] for k in ("var_z_channels", "line_rel", "drift_rel", "corr")}
         bad_stats: dict[str, list[float]] = {k: [] for k in ("noise var_z", "noise line_rel", "noise corr", "drift_rel")}
@@ -47,6 +53,7 @@ def run(montages: tuple[str, ...], subjects: int, hours: float, seed: int) -> No
             q = channel_quality(clean.data * 1e-6, clean.sfreq, m)
             fp += int(q.bad.sum())
             fp_win += float(q.window_bad.mean()) * len(m.ch_names)
+            unc_clean += float(uncorrelated(q, threshold).mean()) * len(m.ch_names)
             n_clean += len(m.ch_names)
             clean_stats["var_z_channels"].append(float(np.nanmax(q.statistics["var_z_channels"])))
             clean_stats["line_rel"].append(float(np.nanmax(q.statistics["line_rel"])))
@@ -66,6 +73,9 @@ def run(montages: tuple[str, ...], subjects: int, hours: float, seed: int) -> No
             others = [c for c, ch in enumerate(m.ch_names) if ch not in plan]
             fp_bad_subj += int(qb.bad[others].sum())
             n_clean_bad_subj += len(others)
+            masked = uncorrelated(qb, threshold)
+            unc_noise += float(masked[:, noisy].mean())
+            unc_other += float(masked[:, others].mean()) * len(others)
         detect = ", ".join(f"{k} {v}/{subjects}" for k, v in found.items())
         scored_corr = [c for c in clean_stats["corr"] if np.isfinite(c)]
         noise_corr = [c for c in bad_stats["noise corr"] if np.isfinite(c)]
@@ -77,6 +87,9 @@ def run(montages: tuple[str, ...], subjects: int, hours: float, seed: int) -> No
               f"{max(bad_stats['noise var_z']):.2f}, noise line_rel >= {min(bad_stats['noise line_rel']):.3g}, "
               f"noise corr <= {f'{max(noise_corr):.2f}' if noise_corr else 'n/a'}, drift_rel >= {min(bad_stats['drift_rel']):.3g}",
               flush=True)
+        print(f"{'':13s} scored r < {threshold:g} (masked by default): clean channel-windows {unc_clean / n_clean:.2%}; "
+              f"noise contact {unc_noise / subjects:.1%} of its windows; other channels "
+              f"{unc_other / n_clean_bad_subj:.2%}", flush=True)
 
 
 def speed(hours: float) -> None:
@@ -99,7 +112,7 @@ def inject_faults(data: np.ndarray, sfreq: float, names: list[str], rng: np.rand
     return out, {names[picks[0]]: "noise", names[picks[1]]: "flat", names[picks[2]]: "drift"}
 
 
-def eegmat(folder: str, seed: int) -> None:
+def eegmat(folder: str, seed: int, threshold: float) -> None:
     """Print false positives on the real eegmat recordings (tuh-19, 10-s windows) and detection of injected faults."""
     from pathlib import Path
 
@@ -109,6 +122,8 @@ def eegmat(folder: str, seed: int) -> None:
     rng = np.random.default_rng(seed)
     files = sorted(Path(folder).glob("Subject*_*.edf"))
     fp = cells = fp_other = n_other = 0
+    unc_clean = unc_noise = unc_other = 0.0
+    clean_windows = 0
     found = {"noise": 0, "flat": 0, "drift": 0}
     for path in files:
         raw = read_recording(path)
@@ -116,6 +131,8 @@ def eegmat(folder: str, seed: int) -> None:
         q = channel_quality(data, sfreq, m, window_seconds=10)
         fp += int(q.bad.sum())
         cells += len(m.ch_names)
+        unc_clean += float(uncorrelated(q, threshold).sum())
+        clean_windows += q.window_score.size
         faulty, plan = inject_faults(data, sfreq, m.ch_names, rng)
         qf = channel_quality(faulty, sfreq, m, window_seconds=10)
         for ch, kind in plan.items():
@@ -123,9 +140,14 @@ def eegmat(folder: str, seed: int) -> None:
         others = [c for c, ch in enumerate(m.ch_names) if ch not in plan]
         fp_other += int(qf.bad[others].sum())
         n_other += len(others)
+        masked = uncorrelated(qf, threshold)
+        unc_noise += float(masked[:, m.ch_names.index(next(iter(plan)))].mean())
+        unc_other += float(masked[:, others].mean()) * len(others)
     detect = ", ".join(f"{k} {v}/{len(files)}" for k, v in found.items())
     print(f"eegmat ({len(files)} recordings, tuh-19): clean {fp}/{cells} channels bad | injected faults: "
           f"detected {detect}; other channels bad {fp_other}/{n_other}")
+    print(f"scored r < {threshold:g} (masked by default): clean {int(unc_clean)} of {clean_windows} channel-windows; injected noise "
+          f"channel {unc_noise / len(files):.1%} of its windows; other channels {unc_other / n_other:.2%}")
 
 
 def main() -> None:
@@ -136,14 +158,16 @@ def main() -> None:
     parser.add_argument("--montages", nargs="*", default=list(MONTAGES))
     parser.add_argument("--speed-hours", type=float, default=None, help="only time an N-hour recording")
     parser.add_argument("--eegmat", default=None, help="only score the real eegmat folder (with injected faults)")
+    parser.add_argument("--uncorrelated", type=float, default=0.2,
+                        help="neighbour correlation under which --mask-uncorrelated-channels masks (default 0.2)")
     args = parser.parse_args()
     if args.eegmat:
-        eegmat(args.eegmat, args.seed)
+        eegmat(args.eegmat, args.seed, args.uncorrelated)
         return
     if args.speed_hours:
         speed(args.speed_hours)
         return
-    run(tuple(args.montages), args.subjects, args.hours, args.seed)
+    run(tuple(args.montages), args.subjects, args.hours, args.seed, args.uncorrelated)
 
 
 if __name__ == "__main__":
