@@ -151,6 +151,11 @@ def adapt_command(
         v = m["validation"]
         typer.echo(f"validation: kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
                    f"macro-F1 {v['macro_f1']:.3f}")
+    contacts = m.get("poor_contacts") or {}
+    if contacts.get("channel_windows"):
+        parts = [f"{contacts[k]} {k}" for k in ("masked", "distrusted") if contacts.get(k) is not None]
+        typer.echo(f"poor contacts: {', '.join(parts)} of {contacts['channel_windows']} channel-windows "
+                   f"(--mask-bad-channels, --mask-uncorrelated-channels, --distrust-bad-channels)")
     typer.echo(f"adapter bundle written to {result.bundle}")
 
 

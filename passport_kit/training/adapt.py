@@ -280,7 +280,8 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
         channel_mask=channel_mask, distrust=distrust,
     )
-    metrics = run_metrics(result, split, windows, train_idx, val_idx) | {"channel_quality": quality}
+    metrics = run_metrics(result, split, windows, train_idx, val_idx) | {
+        "channel_quality": quality, "poor_contacts": poor_contact_counts(channel_mask, distrust, np.concatenate([train_idx, val_idx]))}
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
     state_path.unlink(missing_ok=True)
@@ -389,6 +390,14 @@ def run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx:
         "validation": result.validation.model_dump() if result.validation else None,
         "history": result.history,
     }
+
+
+def poor_contact_counts(masked: np.ndarray | None, distrusted: np.ndarray | None, rows: np.ndarray) -> dict[str, Any]:
+    """Return how many of the ``rows``' channel-windows were masked and distrusted (None: that option off)."""
+    counted = masked if masked is not None else distrusted
+    return {"channel_windows": None if counted is None else int(len(rows) * counted.shape[1]),
+            "masked": None if masked is None else int(masked[rows].sum()),
+            "distrusted": None if distrusted is None else int(distrusted[rows].sum())}
 
 
 def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, preprocess: Any,

@@ -64,6 +64,15 @@ def test_adapt_prints_channel_quality(noisy_adapt) -> None:
     assert f"channel quality: 1 of 3 recording(s) have bad channels ({BAD_SUBJECT}.edf: {BAD_CHANNEL})" in result.output
 
 
+def test_adapt_counts_the_poor_contacts_it_masked_and_distrusted(noisy_adapt) -> None:
+    result, out = noisy_adapt
+    contacts = json.loads((out / "adapter.json").read_text())["metrics"]["poor_contacts"]
+    # EL2 of s02 is white noise in all its 10 windows: uncorrelated with EL1 (masked) and low-scoring (distrusted).
+    assert contacts["masked"] == 10 and contacts["distrusted"] >= 10
+    assert contacts["channel_windows"] == 3 * 10 * 3
+    assert f"poor contacts: 10 masked, {contacts['distrusted']} distrusted of 90 channel-windows" in result.output
+
+
 def test_adapt_bundle_stores_quality_per_recording(noisy_adapt) -> None:
     _, out = noisy_adapt
     stored = json.loads((out / "adapter.json").read_text())["metrics"]["channel_quality"]
