@@ -131,9 +131,9 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
         y = [levels[s] for s in hyp.stages] + [levels[hyp.stages[-1]]]
         x = np.append(hyp.onsets_s / 3600.0, hyp.onsets_s[-1] / 3600.0 + step)
         ax.step(x, y, where="post", **style)
-    rem = np.array([s == "REM" for s in hypnogram.stages])
-    for h in hours[rem]:
-        ax.hlines(levels["REM"], h, h + step, color="tab:red", lw=3)
+    rem = np.array([s == "REM" for s in hypnogram.stages], dtype=bool)
+    if rem.any():
+        ax.hlines(np.full(int(rem.sum()), levels["REM"]), hours[rem], hours[rem] + step, color="tab:red", lw=3)
     used = sorted({levels[s] for s in hypnogram.stages} | {0, 1, 2, 3, 4})
     names = {v: k for k, v in levels.items()}
     ax.set_yticks(used, [names[v] for v in used])
@@ -146,15 +146,17 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
         ax2 = axes[1]
         proba = np.asarray(hypnogram.proba)
         colors = {"W": "#f2d16b", "N1": "#9ecae1", "N2": "#4292c6", "N3": "#08306b", "REM": "#e34a33"}
-        edges = np.append(hours, hours[-1] + step) if len(hours) else hours
-        bottom = np.zeros(len(hours))
-        for k, c in enumerate(hypnogram.classes):
-            ax2.bar(hours, proba[:, k], width=step, bottom=bottom, align="edge", linewidth=0,
-                    color=colors.get(c), label=c)
-            bottom += proba[:, k]
-        ax2.set_ylim(0, 1)
-        if len(edges):
+        if len(hours):
+            # One filled band per class over the epoch edges (the last epoch's values repeated to
+            # close it): a few polygons, where one bar per epoch and class made an 8-h night's
+            # plot take 20 s.
+            edges = np.append(hours, hours[-1] + step)
+            bands = np.vstack([proba, proba[-1:]]).T
+            ax2.stackplot(edges, bands, step="post", colors=[colors.get(c, f"C{k}") for k, c in
+                                                             enumerate(hypnogram.classes)],
+                          labels=list(hypnogram.classes), linewidth=0)
             ax2.set_xlim(edges[0], edges[-1])
+        ax2.set_ylim(0, 1)
         ax2.set_ylabel("probability")
         ax2.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     axes[-1].set_xlabel("time from recording start (h)")
