@@ -14,6 +14,7 @@ then times, on ``--threads`` torch threads:
 Run::
 
     .venv/bin/python benchmarks/bench_predict.py [--hours 8] [--threads 2] [--out bench-out/predict]
+    .venv/bin/python benchmarks/bench_predict.py --plot-only      # the hypnogram PNG alone, 3 calls
 """
 
 from __future__ import annotations
@@ -39,6 +40,26 @@ def timed(label: str, fn, rows: list[tuple[str, float]]):
     return out
 
 
+def plot_only(hours: float, out: Path) -> int:
+    """Print the time of 3 ``plot_hypnogram`` calls on a random (Dirichlet) hypnodensity of ``hours``."""
+    import numpy as np
+
+    from passport_kit.inference.hypnogram import Hypnogram
+    from passport_kit.inference.reports import plot_hypnogram
+
+    classes = ["W", "N1", "N2", "N3", "REM"]
+    proba = np.random.default_rng(0).dirichlet(np.ones(len(classes)), round(hours * 120))
+    hyp = Hypnogram([classes[k] for k in proba.argmax(1)], epoch_seconds=30.0, classes=classes, proba=proba)
+    out.mkdir(parents=True, exist_ok=True)
+    times = []
+    for i in range(3):
+        start = time.perf_counter()
+        plot_hypnogram(out / f"plot{i}.png", hyp, title="bench")
+        times.append(time.perf_counter() - start)
+    print(f"plot_hypnogram, {len(proba)} epochs: " + " / ".join(f"{t:.2f}" for t in times) + " s")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the stage times of predict on one simulated night."""
     import torch
@@ -61,8 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", type=Path, default=Path("bench-out/predict"))
+    p.add_argument("--plot-only", action="store_true",
+                   help="only time plot_hypnogram, 3 calls on a random hypnodensity of --hours")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.plot_only:
+        return plot_only(args.hours, args.out)
     # A fresh cache folder: predict() below must read and preprocess the night itself, as a first run does.
     os.environ[HOME_ENV] = tempfile.mkdtemp(prefix="bench-predict-")
     night = simulate_dataset(MONTAGE, args.out / "night", n_subjects=1, hours=args.hours, seed=5, overwrite=True)
