@@ -24,15 +24,11 @@ _DROPOUT_HELP = ("Share of training windows (0-1) in which 1 to a quarter of the
                  "token, so masking a bad channel later is nothing new to the model.")
 _MASK_TRAIN_HELP = ("Quality score (0-1) under which a channel is replaced by the mask token in that window, in "
                     "training and (through the bundle) at predict time; 'none' = never.")
-
-
-#: Default of adapt/evaluate --mask-uncorrelated-channels (training.adapt.DEFAULT_UNCORRELATED).
-_UNCORRELATED_DEFAULT = "0.2"
 _DISTRUST_TRAIN_HELP = ("Expert kinds: quality score (0-1) under which a channel keeps its signal but its channel code "
                         "is read from the nearest good channel's activity, in training and (through the bundle) at "
                         "predict time; 'none' = never (the paper's recipe).")
-
-
+#: Default of adapt/evaluate --mask-uncorrelated-channels (training.adapt.DEFAULT_UNCORRELATED; a test keeps them equal).
+_UNCORRELATED_DEFAULT = "0.2"
 _UNCORRELATED_TRAIN_HELP = ("Also mask a channel in the windows where its 1-40 Hz correlation with its neighbours is "
                             "below this (0-1): its neighbours share none of its signal, so it is noise, not a weak "
                             "contact; in training and (through the bundle) at predict time; 'none' = never.")
