@@ -238,7 +238,8 @@ def _check_quality(report: CheckReport, windows: Any) -> None:
     bad = any(entry["bad_channels"] for entry in summary.values())
     line = quality_line(summary).removeprefix("channel quality: ")
     report.add("channel quality", "warn" if bad else "ok", line + (
-        " - inspect them with `passport-kit data quality`" if bad else ""))
+        " - by default adapt and predict distrust such channels and mask the windows where one shares nothing"
+        " with its neighbours; inspect them with `passport-kit data quality`" if bad else ""))
 
 
 def _check_labels(report: CheckReport, windows: Any) -> bool:
