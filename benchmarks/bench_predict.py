@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import machine_line  # noqa: E402
+from machine import machine_line
 
 MONTAGE = "eesm17-ear"
 
@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     from passport_kit.inference.reports import plot_hypnogram
     from passport_kit.model import ChannelMeta
     from passport_kit.montage import Montage
-    from passport_kit.signals import PreprocessConfig, load_recording
     from passport_kit.montage.registry import HOME_ENV
+    from passport_kit.signals import PreprocessConfig, load_recording
     from passport_kit.signals.quality import recording_quality
     from passport_kit.signals.simulator import simulate_dataset
     from passport_kit.training.adapt import adapt

@@ -32,8 +32,11 @@ def bad_plan(ch_names: list[str]) -> dict[str, str]:
 
 
 def uncorrelated(q, threshold: float) -> np.ndarray:
-    """Return ``(N, C)`` bool: the channel-windows ``--mask-uncorrelated-channels threshold`` masks (scored r below it)."""
-    return np.nan_to_num(q.window_neighbour_corr, nan=1.0) < threshold
+    """Return ``(N, C)`` bool: the channel-windows ``--mask-uncorrelated-channels threshold`` masks (predict's rule)."""
+    from passport_kit.inference.predict import channel_masks
+
+    onsets = np.arange(q.window_score.shape[0]) * q.window_seconds
+    return channel_masks(q, onsets, q.window_seconds, mask_uncorrelated=threshold)[0]
 
 
 def run(montages: tuple[str, ...], subjects: int, hours: float, seed: int, threshold: float) -> None:

@@ -8,7 +8,7 @@ Each command parses its options, calls the Python API (``passport_kit.training.a
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,11 @@ def _mask_threshold(value: str, option: str = "--mask-bad-channels") -> float | 
 def _distrust_threshold(value: str) -> float | None:
     """Return the --distrust-bad-channels threshold, or None for 'none'."""
     return _mask_threshold(value, "--distrust-bad-channels")
+
+
+def _bundle_or(value: str, parse: Callable[[str], float | None]) -> float | None | str:
+    """Return "bundle" for predict's 'bundle' (the adapter's own value), else ``parse(value)``."""
+    return "bundle" if value.strip().lower() == "bundle" else parse(value)
 
 
 def _notch(value: str) -> float | None:
@@ -253,14 +258,11 @@ def predict_command(
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
     from passport_kit.inference.predict import predict
 
-    threshold = "bundle" if mask_bad_channels.strip().lower() == "bundle" else _mask_threshold(mask_bad_channels)
-    distrust = ("bundle" if distrust_bad_channels.strip().lower() == "bundle"
-                else _distrust_threshold(distrust_bad_channels))
-    uncorrelated = ("bundle" if mask_uncorrelated_channels.strip().lower() == "bundle"
-                    else _uncorrelated(mask_uncorrelated_channels))
     results = predict(adapter, recordings, out, edf_annotations=edf_annotations, base=base, batch_size=batch_size,
-                      device=device, precision=precision, mask_bad_channels=threshold,
-                      distrust_bad_channels=distrust, mask_uncorrelated_channels=uncorrelated)
+                      device=device, precision=precision,
+                      mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
+                      distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
+                      mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated))
     for r in results:
         stats = r.summary.get("sleep_statistics")
         if stats:

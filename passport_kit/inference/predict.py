@@ -149,14 +149,15 @@ def predict(
     from passport_kit.signals.quality import recording_quality
     from passport_kit.training.runtime import resolve_device, resolve_precision
 
-    for option, value in (("mask", mask_bad_channels), ("distrust", distrust_bad_channels)):
+    score_hint = "a quality score between 0 and 1 (exclusive), got {:g}; 0.5 is the score at which a channel counts as bad"
+    for option, value, hint in (
+        ("--mask-bad-channels", mask_bad_channels, score_hint),
+        ("--distrust-bad-channels", distrust_bad_channels, score_hint),
+        ("--mask-uncorrelated-channels", mask_uncorrelated_channels, ("a correlation between 0 and 1 (exclusive), "
+         "got {:g}; e.g. 0.2 (a channel sharing less with its neighbours is noise)")),
+    ):
         if value not in (None, "bundle") and not 0.0 < float(value) < 1.0:  # type: ignore[arg-type]
-            raise ConfigError(f"--{option}-bad-channels takes a quality score between 0 and 1 (exclusive), got "
-                              f"{value:g}; 0.5 is the score at which a channel counts as bad")
-    uncorrelated = mask_uncorrelated_channels
-    if uncorrelated not in (None, "bundle") and not 0.0 < float(uncorrelated) < 1.0:  # type: ignore[arg-type]
-        raise ConfigError(f"--mask-uncorrelated-channels takes a correlation between 0 and 1 (exclusive), got "
-                          f"{uncorrelated:g}; e.g. 0.2 (a channel sharing less with its neighbours is noise)")
+            raise ConfigError(f"{option} takes " + hint.format(value))
     if isinstance(recordings, (str, Path)):
         recordings = [recordings]
     files = find_recordings(recordings)

@@ -149,7 +149,7 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
         if len(hours):
             # One filled band per class over the epoch edges (the last epoch's values repeated to
             # close it): a few polygons, where one bar per epoch and class made an 8-h night's
-            # plot take 20 s.
+            # plot take 6-8 s (benchmarks/bench_predict.py --plot-only).
             edges = np.append(hours, hours[-1] + step)
             bands = np.vstack([proba, proba[-1:]]).T
             ax2.stackplot(edges, bands, step="post", colors=[colors.get(c, f"C{k}") for k, c in

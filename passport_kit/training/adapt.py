@@ -280,8 +280,9 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
         channel_mask=channel_mask, distrust=distrust,
     )
-    metrics = run_metrics(result, split, windows, train_idx, val_idx) | {
-        "channel_quality": quality, "poor_contacts": poor_contact_counts(channel_mask, distrust, np.concatenate([train_idx, val_idx]))}
+    contacts = poor_contact_counts(channel_mask, distrust, np.concatenate([train_idx, val_idx]))
+    metrics = run_metrics(result, split, windows, train_idx, val_idx) | {"channel_quality": quality,
+                                                                         "poor_contacts": contacts}
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
     state_path.unlink(missing_ok=True)
@@ -337,14 +338,14 @@ def dataset_window_quality(windows: Any, data: Path) -> dict[str, Any]:
 
     spec = load_dataset_spec(data)
     recordings = {rec.file: rec for rec in spec.recordings}
-    scores = {}
+    qualities = {}
     for name in dict.fromkeys(windows.recording.tolist()):
         rec = recordings[name]
         q = recording_quality(spec.path_of(rec.file), windows.montage, renames=rec.channels or None, sfreq=rec.sfreq,
                               window_seconds=windows.config.window_seconds, mains_freq=windows.config.notch_freq,
                               bids=spec.origin == "bids")
-        scores[name] = q
-    return scores
+        qualities[name] = q
+    return qualities
 
 
 def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = None,
