@@ -4,6 +4,10 @@ Every exception a user can trigger with their files, names or options derives fr
 :class:`PassportError`. The CLI maps the whole family, once, to exit code 2 and a single
 line on stderr (``error: <message>``); anything else is a bug and keeps its traceback.
 
+Things a user should know but that do not stop the work (a band-pass lowered for a slow
+recording, ...) are issued as :class:`PassportWarning` (:func:`warnings.warn`): a notebook
+shows them as usual, and the CLI prints each as one line (``warning: <message>``).
+
 A message says what is wrong *and* how to fix it, on one line, for example::
 
     montage 'my-ear': channel 'ELA' position has magnitude 85.5 m; positions look like
@@ -43,3 +47,7 @@ class LabelError(DataError):
 
 class CheckpointError(PassportError):
     """A base checkpoint or adapter bundle is missing, foreign, corrupt or mismatched."""
+
+
+class PassportWarning(UserWarning):
+    """Something a user should know that does not stop the work (the CLI prints ``warning: <message>``)."""

@@ -1,15 +1,18 @@
 """The ``passport-kit`` command: one Typer app; each part registers its own commands.
 
 Errors of the :class:`~passport_kit.errors.PassportError` family are mapped here, once,
-for every command: exit code 2 and one line on stderr, no traceback.
+for every command: exit code 2 and one line on stderr, no traceback; a
+:class:`~passport_kit.errors.PassportWarning` becomes one ``warning: ...`` line on stderr.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import typer
 from typer.core import TyperGroup
 
-from passport_kit.errors import PassportError
+from passport_kit.errors import PassportError, PassportWarning
 
 EXIT_USER_ERROR = 2
 
@@ -18,11 +21,21 @@ class _PassportGroup(TyperGroup):
     """Root command group that turns user errors into exit code 2 and one line."""
 
     def invoke(self, ctx):  # noqa: ANN001 - click's signature
-        try:
-            return super().invoke(ctx)
-        except PassportError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_USER_ERROR) from None
+        with warnings.catch_warnings():
+            shown = warnings.showwarning
+
+            def show(message, category, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003 - warnings' signature
+                if issubclass(category, PassportWarning):
+                    typer.echo(f"warning: {message}", err=True)
+                else:
+                    shown(message, category, *args, **kwargs)
+
+            warnings.showwarning = show
+            try:
+                return super().invoke(ctx)
+            except PassportError as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(EXIT_USER_ERROR) from None
 
 
 app = typer.Typer(

@@ -27,6 +27,8 @@ _MASK_TRAIN_HELP = ("Quality score (0-1) under which a channel is replaced by th
 _DISTRUST_TRAIN_HELP = ("Expert kinds: quality score (0-1) under which a channel keeps its signal but its channel code "
                         "is read from the nearest good channel's activity, in training and (through the bundle) at "
                         "predict time; 'none' = never (the paper's recipe).")
+_H_FREQ_HELP = ("Band-pass top in Hz (default: dataset.yaml's h_freq, else the checkpoint's, lowered below the "
+                "Nyquist frequency of recordings sampled too slowly for it).")
 #: Default of adapt/evaluate --mask-uncorrelated-channels (training.adapt.DEFAULT_UNCORRELATED; a test keeps them equal).
 _UNCORRELATED_DEFAULT = "0.2"
 _UNCORRELATED_TRAIN_HELP = ("Also mask a channel in the windows where its 1-40 Hz correlation with its neighbours is "
@@ -108,6 +110,7 @@ def adapt_command(
     instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm",
                                               help="Per-window normalisation (default: the checkpoint's)."),
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
+    h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP),
     corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
     quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
     channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
@@ -132,7 +135,7 @@ def adapt_command(
                 montage=montage, data=data, out=out, checkpoint=checkpoint, train=train, subjects=subjects,
                 max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
-                corrupt_prob=corrupt_prob, quality_gate=quality_gate, channel_dropout=channel_dropout,
+                h_freq=h_freq, corrupt_prob=corrupt_prob, quality_gate=quality_gate, channel_dropout=channel_dropout,
                 mask_bad_channels=_mask_threshold(mask_bad_channels),
                 distrust_bad_channels=_distrust_threshold(distrust_bad_channels),
                 mask_uncorrelated_channels=_uncorrelated(mask_uncorrelated_channels), seed=seed, device=device,
@@ -179,6 +182,7 @@ def evaluate_command(
     balance: str = typer.Option("weights", "--balance", help="Skewed classes: weights, sampler or none."),
     instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
+    h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP),
     corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
     quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
     channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
@@ -203,7 +207,8 @@ def evaluate_command(
             montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,
             test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
             metric=metric, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
-            lr=lr, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch), corrupt_prob=corrupt_prob,
+            lr=lr, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch), h_freq=h_freq,
+            corrupt_prob=corrupt_prob,
             quality_gate=quality_gate, channel_dropout=channel_dropout,
             mask_bad_channels=_mask_threshold(mask_bad_channels),
             distrust_bad_channels=_distrust_threshold(distrust_bad_channels),
@@ -254,6 +259,8 @@ def predict_command(
     mask_uncorrelated_channels: str = typer.Option(
         "bundle", "--mask-uncorrelated-channels", help="Neighbour correlation (0-1) under which a channel is also "
         "masked in that window, 'none' (never), or 'bundle' (default: as adapt trained)."),
+    h_freq: float | None = typer.Option(None, "--h-freq", help="Band-pass top in Hz (default: the bundle's, as adapt "
+                                        "trained, lowered for recordings sampled too slowly for it)."),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
     from passport_kit.inference.predict import predict
@@ -262,7 +269,8 @@ def predict_command(
                       device=device, precision=precision,
                       mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
                       distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
-                      mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated))
+                      mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
+                      h_freq=h_freq)
     for r in results:
         stats = r.summary.get("sleep_statistics")
         if stats:
@@ -302,13 +310,14 @@ def check_command(
     checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
     instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
+    h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP),
     batch_size: int = typer.Option(8, "--batch-size", help="Windows in the test batch."),
 ) -> None:
     """Push one real batch through every contract; print a short report before training."""
     from passport_kit.training.check import check
 
     report = check(montage=montage, data=data, checkpoint=checkpoint, instance_norm=instance_norm,
-                   notch_freq=_notch(notch), batch_size=batch_size)
+                   notch_freq=_notch(notch), h_freq=h_freq, batch_size=batch_size)
     typer.echo(report.render())
     report.raise_for_failures()
 

@@ -111,6 +111,7 @@ def predict(
     mask_bad_channels: float | None | Literal["bundle"] = "bundle",
     distrust_bad_channels: float | None | Literal["bundle"] = "bundle",
     mask_uncorrelated_channels: float | None | Literal["bundle"] = "bundle",
+    h_freq: float | None = None,
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -141,6 +142,11 @@ def predict(
         Also mask a channel in the windows where its 1–40 Hz correlation with its neighbours
         (distance-weighted mean |r|, raw recording) is below this; None: never. ``"bundle"``
         (default): the adapter's ``training.mask_uncorrelated_channels``.
+    h_freq : float, optional
+        Band-pass top in Hz instead of the bundle's (which is the one the adapter was trained
+        with). Without it, a recording sampled too slowly for the bundle's top gets one below
+        its Nyquist frequency (a :class:`~passport_kit.errors.PassportWarning` says so); the
+        band used is in each summary under ``preprocessing``.
     """
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
@@ -179,7 +185,8 @@ def predict(
     for path in files:
         if progress is not None:
             progress(str(path))
-        windows = load_recording(path, montage, config, renames=renames)
+        rec_config = recording_preprocess(config, path, h_freq=h_freq)
+        windows = load_recording(path, montage, rec_config, renames=renames)
         quality = recording_quality(path, montage, renames=renames, window_seconds=config.window_seconds,
                                     mains_freq=config.notch_freq)
         masked, distrusted = channel_masks(quality, windows.onset_s, config.window_seconds,
@@ -194,8 +201,32 @@ def predict(
                                         start=recording_start(path), quality=quality, masked=masked,
                                         mask_threshold=mask_bad_channels, distrusted=distrusted,
                                         distrust_threshold=distrust_bad_channels,
-                                        uncorrelated_below=mask_uncorrelated_channels))
+                                        uncorrelated_below=mask_uncorrelated_channels,
+                                        preprocessing=rec_config.model_dump(mode="json")))
     return results
+
+
+def recording_preprocess(config: Any, path: Path, *, h_freq: float | None = None) -> Any:
+    """Return the preprocessing of one recording: the bundle's ``config``, its band-pass top fitted to the rate.
+
+    ``h_freq`` (Hz) replaces the top; without it, a recording too slow for the bundle's top
+    gets one below its Nyquist frequency
+    (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`) and a PassportWarning.
+    """
+    import warnings
+
+    from passport_kit.errors import PassportWarning
+    from passport_kit.signals import PreprocessConfig, read_recording
+    from passport_kit.signals.preprocess import fit_band_to_rate
+
+    if h_freq is not None:
+        return PreprocessConfig.from_dict(config.model_dump() | {"h_freq": h_freq, "h_freq_note": None})
+    fitted = fit_band_to_rate(config, read_recording(path).info["sfreq"], source=f"recording '{path}'")
+    if fitted is not config:
+        warnings.warn(f"{fitted.h_freq_note}; the adapter was trained with the band up to {config.h_freq:g} Hz, so "
+                      "expect less reliable predictions (adapt on recordings at this rate for the best)",
+                      PassportWarning, stacklevel=3)
+    return fitted
 
 
 def _bundle_threshold(value: float | None | str, training: dict[str, Any], key: str,
@@ -290,6 +321,7 @@ def write_prediction(
     distrusted: np.ndarray | None = None,
     distrust_threshold: float | None = None,
     uncorrelated_below: float | None = None,
+    preprocessing: dict[str, Any] | None = None,
 ) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
@@ -297,7 +329,7 @@ def write_prediction(
     seconds; ``flags`` (N, C) the quality flags of the windows; ``quality`` the recording's
     ``ChannelQuality`` (written as ``<stem>_channel_quality.tsv``); ``masked`` (N, C) the
     channels masked per window under ``mask_threshold``; ``distrusted`` (N, C) those distrusted
-    under ``distrust_threshold``.
+    under ``distrust_threshold``; ``preprocessing`` the recording's PreprocessConfig as a dict.
     """
     stem = _stem(recording)
     flagged = np.asarray(flags).any(axis=1)
@@ -321,6 +353,8 @@ def write_prediction(
         "class_counts": {c: int(n) for c, n in zip(classes, counts)},
         "mean_confidence": float(proba.max(1).mean()) if len(proba) else None,
     }
+    if preprocessing is not None:
+        summary["preprocessing"] = preprocessing
     if quality is not None:
         masked_counts = None if masked is None else np.asarray(masked).sum(axis=0)
         files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv", quality,

@@ -124,7 +124,7 @@ def _recording_key(
     return entry_key({
         "pipeline": PIPELINE_VERSION,
         "files": [file_sha256(p) for p in files],
-        "config": config.model_dump(mode="json"),
+        "config": config.model_dump(mode="json", exclude={"h_freq_note"}),  # the note changes no sample
         "montage": _montage_identity(montage),
         "renames": sorted((renames or {}).items()),
         "sfreq": sfreq,
@@ -145,12 +145,7 @@ def _compute_windows(
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[float, float, str]]]:
     """Return ``(x (N, C, P, 200), flags (N, C), annotations)`` computed from the file."""
     source = f"recording '{path}'"
-    if bids:
-        from passport_kit.signals.bids import read_bids_recording
-
-        raw = read_bids_recording(path)
-    else:
-        raw = read_recording(path, sfreq=sfreq)
+    raw = _read(path, sfreq=sfreq, bids=bids)
     # Cheap checks before reading samples: the rate and the length are in the header.
     check_sampling_rate(raw.info["sfreq"], config, source=source)
     check_length(raw.n_times, raw.info["sfreq"], config, source=source)
@@ -164,6 +159,31 @@ def _compute_windows(
     if config.instance_norm:
         x = instance_normalise(x)
     return x, flags, _annotations(raw)
+
+
+def _read(path: Path, *, sfreq: float | None, bids: bool) -> mne.io.BaseRaw:
+    """Return the recording at ``path`` (data not loaded where the format allows), through MNE-BIDS if ``bids``."""
+    if bids:
+        from passport_kit.signals.bids import read_bids_recording
+
+        return read_bids_recording(path)
+    return read_recording(path, sfreq=sfreq)
+
+
+def lowest_sampling_rate(spec: DatasetSpec) -> tuple[float, str]:
+    """Return ``(sfreq in Hz, file)`` of the dataset's most slowly sampled recording.
+
+    Reads headers only (a text recording's rate is its ``sfreq:`` in dataset.yaml); the
+    dataset's band-pass must fit under this rate's Nyquist frequency
+    (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`).
+    """
+    rates = []
+    for rec in spec.recordings:
+        rate = rec.sfreq
+        if rate is None:
+            rate = _read(spec.path_of(rec.file), sfreq=None, bids=spec.origin == "bids").info["sfreq"]
+        rates.append((float(rate), rec.file))
+    return min(rates)
 
 
 def _recording_windows(

@@ -20,7 +20,9 @@
 
 Optional keys: ``label_seconds`` (duration of one value in label files when it is not one
 window, e.g. 5 for R&K hypnograms; the ``rk`` map sets it), ``label_column`` (the column of
-``*_events.tsv`` or of a label table with a header), ``on_unknown_label`` (``raise`` | ``drop``).
+``*_events.tsv`` or of a label table with a header), ``on_unknown_label`` (``raise`` | ``drop``),
+``h_freq`` (the band-pass top in Hz, instead of the checkpoint's; without it, a dataset sampled
+too slowly for the checkpoint's top gets one below its Nyquist frequency automatically).
 
 Without ``dataset.yaml``: a folder with ``dataset_description.json`` is read as BIDS (through
 MNE-BIDS; labels from ``*_events.tsv``), and any other folder is discovered: every recording
@@ -85,6 +87,7 @@ class DatasetSpec(BaseModel):
     label_seconds: float | None = Field(None, gt=0)
     label_column: str | None = None
     on_unknown_label: OnUnknown | None = None
+    h_freq: float | None = Field(None, gt=0)
     recordings: list[RecordingSpec] = Field(default_factory=list)
     #: How the description was found: 'yaml', 'bids' or 'discovered' (not a YAML key).
     origin: Literal["yaml", "bids", "discovered"] = "yaml"

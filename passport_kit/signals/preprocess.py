@@ -60,6 +60,10 @@ class PreprocessConfig(BaseModel):
     instance_norm: bool = False
     window_seconds: float = Field(30.0, gt=0)
     amplitude_limit_uv: float | None = Field(None, gt=0)
+    #: Why ``h_freq`` is below the checkpoint's contract, when :func:`fit_band_to_rate` lowered it
+    #: for recordings sampled too slowly to carry it (None: it was not lowered). Documentation
+    #: only: it changes no sample, and the cache key leaves it out.
+    h_freq_note: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> PreprocessConfig:
@@ -114,14 +118,44 @@ def check_sampling_rate(sfreq: float, config: PreprocessConfig, *, source: str =
     if sfreq < 2 * config.h_freq:
         raise DataError(
             f"{source}: sampling rate {sfreq:g} Hz cannot carry the band-pass up to {config.h_freq:g} Hz "
-            f"(needs at least {2 * config.h_freq:g} Hz); lower h_freq to {_safe_h_freq(sfreq):g} Hz or less "
-            f"in the preprocessing config"
+            f"(needs at least {2 * config.h_freq:g} Hz); lower h_freq to {safe_h_freq(sfreq):g} Hz or less "
+            f"(--h-freq, or 'h_freq:' in dataset.yaml), or leave h_freq unset to have it lowered automatically"
         )
 
 
-def _safe_h_freq(sfreq: float) -> float:
-    """Return a suggested h_freq (Hz): 90 % of Nyquist, rounded down to a whole Hz."""
+def safe_h_freq(sfreq: float) -> float:
+    """Return the band-pass top (Hz) used for a recording at ``sfreq`` Hz: 90 % of Nyquist, whole Hz.
+
+    The margin below Nyquist leaves room for the resampler's anti-aliasing transition, so the
+    band-pass edge is never set where the recording has no signal left to pass.
+    """
     return float(max(1, int(0.45 * sfreq)))
+
+
+def fit_band_to_rate(config: PreprocessConfig, sfreq: float, *, source: str = "the data") -> PreprocessConfig:
+    """Return ``config`` with ``h_freq`` lowered below the Nyquist frequency of ``sfreq`` (Hz) if needed.
+
+    The model's input contract (``sfreq`` = 200 Hz, one-second patches of 200 samples) stays:
+    the recording is still resampled to 200 Hz; only the band-pass top drops to
+    :func:`safe_h_freq` (45 Hz for 100 Hz, 22 Hz for 50 Hz), and ``h_freq_note`` says so. A
+    rate that carries the band returns ``config`` unchanged. ``source`` names the recording
+    in the note, e.g. ``"recording 'n1.edf'"``.
+
+    Example::
+
+        >>> fit_band_to_rate(PreprocessConfig(), 100.0).h_freq
+        45.0
+    """
+    if sfreq >= 2 * config.h_freq:
+        return config
+    h_freq = safe_h_freq(sfreq)
+    if h_freq <= config.l_freq:
+        raise DataError(f"{source}: sampling rate {sfreq:g} Hz is too low to carry any EEG above the band-pass's "
+                        f"lower edge of {config.l_freq:g} Hz; use recordings sampled at 50 Hz or more")
+    note = (f"{source} is sampled at {sfreq:g} Hz, too slowly for the band-pass up to {config.h_freq:g} Hz: its top "
+            f"is lowered to {h_freq:g} Hz, below the {sfreq / 2:g} Hz Nyquist frequency, and the model still gets "
+            f"{config.sfreq:g} Hz input; choose another top with --h-freq or 'h_freq:' in dataset.yaml")
+    return PreprocessConfig.from_dict(config.model_dump() | {"h_freq": h_freq, "h_freq_note": note})
 
 
 def resample_ratio(sfreq_in: float, sfreq_out: float) -> tuple[int, int]:

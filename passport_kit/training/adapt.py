@@ -15,6 +15,7 @@ Example (a notebook)::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,7 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from passport_kit.errors import ConfigError, DataError
+from passport_kit.errors import ConfigError, DataError, PassportWarning
 from passport_kit.training.finetune import Balance, FinetuneSettings, FitResult, TrainPolicy, fit
 from passport_kit.training.splits import SubjectSplit, subsample_training, unique_subjects, with_validation
 
@@ -124,6 +125,8 @@ class AdaptConfig(RecipeOptions):
     train_subjects: tuple[str, ...] | None = Field(None, description="restrict training to these subjects")
     seed: int = 0
     resume: bool = True
+    h_freq: float | None = Field(None, gt=0, description="band-pass top in Hz; None: dataset.yaml's h_freq, else the "
+                                 "checkpoint's, lowered below the Nyquist frequency of recordings too slow for it")
 
 
 def parse_options(model: type[_Options], command: str, config: _Options | None, options: dict[str, Any]) -> _Options:
@@ -253,7 +256,8 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
         cfg = cfg.model_copy(update={"out": Path("runs") / montage.name})
     check_output_folder(cfg.out)
     backbone, info = load_base_checkpoint(cfg.checkpoint)
-    preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq)
+    preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq,
+                                    h_freq=cfg.h_freq)
     windows = load_dataset(cfg.data, montage, preprocess)
     quality = dataset_quality(windows)
     if progress_quality is not None:
@@ -349,29 +353,44 @@ def dataset_window_quality(windows: Any, data: Path) -> dict[str, Any]:
 
 
 def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = None,
-                       notch_freq: float | None | str = "keep") -> Any:
+                       notch_freq: float | None | str = "keep", h_freq: float | None = None) -> Any:
     """Return the preprocessing of a run: the checkpoint's contract, the dataset's window length.
 
     The dataset folder decides the window (30-s sleep epochs, N-s windows), the checkpoint
     everything about the signal (rate, filters, units). ``instance_norm`` overrides the
     checkpoint's choice when given (the paper normalises ear-EEG per window); ``notch_freq``
     is the mains frequency of the recording site (``None``: no notch; ``"keep"``: default).
+    ``h_freq`` (Hz), else dataset.yaml's ``h_freq``, replaces the checkpoint's band-pass top;
+    with neither, a top that the most slowly sampled recording cannot carry is lowered below
+    its Nyquist frequency (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`), with a
+    :class:`~passport_kit.errors.PassportWarning`; the model's 200 Hz input stays.
     """
     from passport_kit.signals import PreprocessConfig
+    from passport_kit.signals.dataset import lowest_sampling_rate
     from passport_kit.signals.dataset_spec import load_dataset_spec
+    from passport_kit.signals.preprocess import fit_band_to_rate
 
     fields = PreprocessConfig.model_fields
     # The checkpoint's contract also documents things PreprocessConfig does not set (units,
     # patch length); keep the settings it shares with PreprocessConfig.
     contract = {k: v for k, v in dict(info.preprocessing).items() if k in fields}
-    window = load_dataset_spec(data).window_seconds
-    if window is not None:
-        contract["window_seconds"] = window
+    spec = load_dataset_spec(data)
+    if spec.window_seconds is not None:
+        contract["window_seconds"] = spec.window_seconds
     if instance_norm is not None:
         contract["instance_norm"] = instance_norm
     if notch_freq != "keep":
         contract["notch_freq"] = notch_freq
-    return PreprocessConfig.from_dict(contract)
+    h_freq = h_freq if h_freq is not None else spec.h_freq
+    if h_freq is not None:
+        contract["h_freq"] = h_freq
+    config = PreprocessConfig.from_dict(contract)
+    if h_freq is None:
+        sfreq, file = lowest_sampling_rate(spec)
+        config = fit_band_to_rate(config, sfreq, source=f"recording '{file}'")
+        if config.h_freq_note:
+            warnings.warn(config.h_freq_note, PassportWarning, stacklevel=2)
+    return config
 
 
 def run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx: np.ndarray,

@@ -27,6 +27,7 @@ Contracts checked, in data-flow order (a failure stops the checks that depend on
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from passport_kit.errors import DataError, PassportError
+from passport_kit.errors import DataError, PassportError, PassportWarning
 
 Status = Literal["ok", "warn", "fail"]
 _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
@@ -101,6 +102,7 @@ def check(
     instance_norm: bool | None = None,
     notch_freq: float | None | str = 50.0,
     batch_size: int = 8,
+    h_freq: float | None = None,
 ) -> CheckReport:
     """Return the report of every contract between a montage, a dataset and a base checkpoint."""
     import torch
@@ -130,8 +132,11 @@ def check(
     report.add("checkpoint", "ok", f"'{info.name}': {info.model.arch}, {kind} embedding, "
                f"{info.n_parameters:,} parameters, SHA-256 {info.weights_sha256[:12]} verified")
 
-    preprocess = _guard(report, "preprocessing", lambda: dataset_preprocess(
-        info, Path(data), instance_norm=instance_norm, notch_freq=notch_freq))
+    with warnings.catch_warnings():
+        # A lowered band-pass top is reported below as a 'sampling & shapes' warning, not twice.
+        warnings.simplefilter("ignore", PassportWarning)
+        preprocess = _guard(report, "preprocessing", lambda: dataset_preprocess(
+            info, Path(data), instance_norm=instance_norm, notch_freq=notch_freq, h_freq=h_freq))
     if preprocess is None:
         return report
     # Load without instance normalisation so the raw amplitude scale can be checked; the
@@ -149,9 +154,11 @@ def check(
         report.add("sampling & shapes", "fail", f"windows are {(n, c, p, s)}, expected (N, {expected[0]}, "
                    f"{expected[1]}, {expected[2]})")
     else:
-        report.add("sampling & shapes", "ok", f"{n} windows of shape ({c}, {p}, {s}) = {p} s at "
-                   f"{preprocess.sfreq:g} Hz; band-pass {preprocess.l_freq:g}-{preprocess.h_freq:g} Hz, notch "
-                   f"{preprocess.notch_freq or 'off'}, instance norm {'on' if preprocess.instance_norm else 'off'}")
+        report.add("sampling & shapes", "warn" if preprocess.h_freq_note else "ok",
+                   f"{n} windows of shape ({c}, {p}, {s}) = {p} s at {preprocess.sfreq:g} Hz; band-pass "
+                   f"{preprocess.l_freq:g}-{preprocess.h_freq:g} Hz, notch {preprocess.notch_freq or 'off'}, "
+                   f"instance norm {'on' if preprocess.instance_norm else 'off'}"
+                   + (f"; {preprocess.h_freq_note}" if preprocess.h_freq_note else ""))
 
     sample = np.asarray(windows.x[np.linspace(0, n - 1, min(n, 256)).astype(int)], dtype=np.float64)
     std_uv = sample.std(axis=(2, 3)) * preprocess.scale_uv  # (n_sample, C)

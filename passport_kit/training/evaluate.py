@@ -71,7 +71,7 @@ class EvaluateConfig(RecipeOptions):
     seeds: int = Field(1, ge=1)
     metric: str = "kappa"
     save_adapters: bool = Field(False, description="also write each run's adapter bundle under out/adapters/")
-    h_freq: float | None = Field(None, gt=0, description="low-pass edge in Hz; None: the checkpoint's contract")
+    h_freq: float | None = Field(None, gt=0, description="band-pass top in Hz; None: as adapt's h_freq")
 
 
 class EvaluationReport(BaseModel):
@@ -155,10 +155,9 @@ def evaluate(
     plans = []
     datasets: dict[str, Any] = {}
     for method, ckpt, (backbone, info) in zip(methods, cfg.checkpoints, bases):
-        preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq)
-        if cfg.h_freq is not None:
-            # e.g. eegmat: its recordings carry different prefilters above 45 Hz (../shared/data/README.md).
-            preprocess = type(preprocess).from_dict(preprocess.model_dump() | {"h_freq": cfg.h_freq})
+        # h_freq: e.g. eegmat, whose recordings carry different prefilters above 45 Hz (../shared/data/README.md).
+        preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq,
+                                        h_freq=cfg.h_freq)
         key = preprocess.model_dump_json()
         if key not in datasets:
             loaded = load_dataset(cfg.data, montage, preprocess)

@@ -8,7 +8,13 @@ import pytest
 from scipy.signal import welch
 
 from passport_kit.errors import ConfigError, DataError
-from passport_kit.signals.preprocess import PreprocessConfig, preprocess, preprocess_array, resample_ratio
+from passport_kit.signals.preprocess import (
+    PreprocessConfig,
+    fit_band_to_rate,
+    preprocess,
+    preprocess_array,
+    resample_ratio,
+)
 
 
 def _tone(freq: float, sfreq: float, seconds: float, amp_uv: float) -> np.ndarray:
@@ -109,3 +115,22 @@ def test_invalid_config_is_a_one_line_config_error(data: dict, message: str) -> 
 def test_config_round_trips_through_json() -> None:
     config = PreprocessConfig(notch_freq=None, instance_norm=True, window_seconds=10, amplitude_limit_uv=100)
     assert PreprocessConfig.model_validate_json(config.model_dump_json()) == config
+
+
+@pytest.mark.parametrize(("sfreq", "h_freq"), [(100.0, 45.0), (50.0, 22.0), (128.0, 57.0)])
+def test_fit_band_to_rate_lowers_the_top_below_nyquist_and_keeps_200_hz(sfreq: float, h_freq: float) -> None:
+    config = fit_band_to_rate(PreprocessConfig(), sfreq, source="recording 'n1.edf'")
+    assert (config.h_freq, config.sfreq, config.l_freq) == (h_freq, 200.0, 0.3)
+    assert config.h_freq_note.startswith(f"recording 'n1.edf' is sampled at {sfreq:g} Hz")
+    out = preprocess_array(_tone(10, sfreq, 30, 50), sfreq, config)  # the old code refused these rates
+    assert out.shape == (1, 6000)
+
+
+def test_fit_band_to_rate_leaves_a_rate_that_carries_the_band_alone() -> None:
+    config = PreprocessConfig()
+    assert fit_band_to_rate(config, 150.0) is config
+
+
+def test_fit_band_to_rate_refuses_a_rate_below_the_band() -> None:
+    with pytest.raises(DataError, match="too low to carry any EEG"):
+        fit_band_to_rate(PreprocessConfig(l_freq=2.0), 4.0)
