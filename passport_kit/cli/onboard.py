@@ -123,6 +123,8 @@ def adapt_command(
     precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads."),
     resume: bool = typer.Option(True, "--resume/--restart", help="Continue an interrupted run in --out."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a finished bundle in --out trained with other "
+                                   "settings (a rerun with the same settings leaves it as it is)."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train the mixture adapter and a head on labeled data; write an adapter bundle."""
@@ -139,7 +141,7 @@ def adapt_command(
                 mask_bad_channels=_mask_threshold(mask_bad_channels),
                 distrust_bad_channels=_distrust_threshold(distrust_bad_channels),
                 mask_uncorrelated_channels=_uncorrelated(mask_uncorrelated_channels), seed=seed, device=device,
-                precision=precision, threads=threads, resume=resume, progress=bar,
+                precision=precision, threads=threads, resume=resume, overwrite=overwrite, progress=bar,
                 progress_quality=lambda summary: typer.echo(quality_line(summary), err=True),
             )
     except KeyboardInterrupt:
@@ -160,7 +162,7 @@ def adapt_command(
         parts = [f"{contacts[k]} {k}" for k in ("masked", "distrusted") if contacts.get(k) is not None]
         typer.echo(f"poor contacts: {', '.join(parts)} of {contacts['channel_windows']} channel-windows "
                    f"(--mask-bad-channels, --mask-uncorrelated-channels, --distrust-bad-channels)")
-    typer.echo(f"adapter bundle written to {result.bundle}")
+    typer.echo(f"adapter bundle {'left as it was in' if result.reused else 'written to'} {result.bundle}")
 
 
 def evaluate_command(

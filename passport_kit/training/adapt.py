@@ -125,6 +125,7 @@ class AdaptConfig(RecipeOptions):
     train_subjects: tuple[str, ...] | None = Field(None, description="restrict training to these subjects")
     seed: int = 0
     resume: bool = True
+    overwrite: bool = Field(False, description="replace a finished adapter bundle in out trained with other settings")
     h_freq: float | None = Field(None, gt=0, description="band-pass top in Hz; None: dataset.yaml's h_freq, else the "
                                  "checkpoint's, lowered below the Nyquist frequency of recordings too slow for it")
 
@@ -148,6 +149,8 @@ class AdaptResult(BaseModel):
     metrics: dict[str, Any]
     trainable: list[str]
     summary: str
+    #: True when ``out`` already held a bundle finished with the same settings: nothing was trained.
+    reused: bool = False
 
 
 def make_config(config: AdaptConfig | None = None, **options: Any) -> AdaptConfig:
@@ -219,6 +222,42 @@ def check_output_folder(out: Path) -> None:
             )
 
 
+#: Settings that do not change what a run trains: a rerun differing only in these is the same run.
+_RUN_ONLY = frozenset({"out", "resume", "overwrite", "device", "threads"})
+
+
+def training_record(cfg: AdaptConfig) -> dict[str, Any]:
+    """Return the ``training`` block of adapter.json: every setting of ``cfg`` and the resolved head learning rate."""
+    return cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": cfg.settings(cfg.seed).resolved_head_lr}
+
+
+def finished_bundle(cfg: AdaptConfig) -> AdaptResult | None:
+    """Return the finished bundle in ``cfg.out`` when it was trained with ``cfg``'s settings (a rerun: no-op).
+
+    None when there is no finished bundle there (or an interrupted run's state, which
+    ``adapt`` resumes), or when ``cfg.overwrite`` lets it be replaced. A finished bundle
+    trained with other settings is never replaced silently: :class:`ConfigError` names the
+    settings that differ.
+    """
+    from passport_kit.checkpoint import read_adapter_meta
+
+    out = Path(cfg.out)  # type: ignore[arg-type]
+    if cfg.overwrite or not (out / "adapter.json").is_file() or (out / STATE_FILE).exists():
+        return None
+    meta = read_adapter_meta(out)
+    stored, wanted = meta.training, training_record(cfg)
+    defaults = {k: f.default for k, f in AdaptConfig.model_fields.items()}
+    differ = [k for k, v in wanted.items() if k not in _RUN_ONLY and stored.get(k, defaults.get(k)) != v]
+    if differ:
+        shown = ", ".join(f"{k} {stored.get(k, defaults.get(k))!r} there, {wanted[k]!r} now" for k in differ[:3])
+        raise ConfigError(f"--out '{out}' already holds a finished adapter bundle trained with other settings "
+                          f"({shown}{', ...' if len(differ) > 3 else ''}); choose a new --out, or pass --overwrite "
+                          "(overwrite=True) to replace it")
+    return AdaptResult(bundle=out, metrics=meta.metrics, trainable=list(meta.tensors or []), reused=True,
+                       summary=f"'{out}' already holds an adapter bundle finished with these settings; nothing to "
+                               "train (pass --overwrite to train it again)")
+
+
 def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: float = 0.1) -> Any:
     """Return a Classifier over ``backbone`` with ``policy`` applied and checked."""
     from passport_kit.model import Classifier, apply_policy, check_policy
@@ -255,6 +294,9 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": Path("runs") / montage.name})
     check_output_folder(cfg.out)
+    finished = finished_bundle(cfg)
+    if finished is not None:
+        return finished
     backbone, info = load_base_checkpoint(cfg.checkpoint)
     preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq,
                                     h_freq=cfg.h_freq)
@@ -434,7 +476,7 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
         classes=classes,
         preprocessing=preprocess,
         window={"seconds": preprocess.window_seconds, "task": task or "classification"},
-        training=cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": cfg.settings(cfg.seed).resolved_head_lr},
+        training=training_record(cfg),
         metrics={k: v for k, v in metrics.items() if k != "history"},
         package_version=__version__,
     )
