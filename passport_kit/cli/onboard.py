@@ -263,6 +263,8 @@ def predict_command(
         "masked in that window, 'none' (never), or 'bundle' (default: as adapt trained)."),
     h_freq: float | None = typer.Option(None, "--h-freq", help="Band-pass top in Hz (default: the bundle's, as adapt "
                                         "trained, lowered for recordings sampled too slowly for it)."),
+    amplitude_check: bool = typer.Option(True, "--amplitude-check/--no-amplitude-check", help="Refuse recordings "
+                                         "that are all flat or 30x off the adapter's training amplitude (unit errors)."),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
     from passport_kit.inference.predict import predict
@@ -272,16 +274,21 @@ def predict_command(
                       mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
                       distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
                       mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
-                      h_freq=h_freq)
+                      h_freq=h_freq, amplitude_check=amplitude_check)
     for r in results:
         stats = r.summary.get("sleep_statistics")
-        if stats:
+        if r.summary.get("statistics_withheld"):
+            line = f"statistics withheld: {r.summary['statistics_withheld']}"
+        elif stats:
             line = (f"TST {stats['TST']:.1f} min, SE {stats['SE']:.1f} %, "
                     f"SOL {_minutes(stats['SOL'])}, WASO {_minutes(stats['WASO'])}, "
                     f"REM latency {_minutes(stats['REM_latency'])}")
         else:
             line = f"class {r.summary.get('recording_class')}"
         typer.echo(f"{r.recording}: {r.n_windows} windows; {line}")
+        if r.summary.get("low_confidence_windows"):
+            typer.echo(f"  low confidence: {r.summary['low_confidence_windows']} of {r.n_windows} windows (top "
+                       f"probability under {r.summary['low_confidence_below']:.2f}; marked in the CSV, TSV and plot)")
         quality = r.summary.get("channel_quality")
         if quality is not None:
             bad = ", ".join(quality["bad_channels"]) or "none"

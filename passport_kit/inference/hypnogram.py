@@ -65,6 +65,28 @@ _ALIASES: dict[str, str] = {
 }
 
 
+def low_confidence_threshold(n_classes: int) -> float:
+    """Return the top probability under which a prediction counts as low confidence.
+
+    A third of the way from chance (``1 / n_classes``) to certainty: 0.47 for the five sleep
+    stages, 0.67 for two classes. Under it the model barely prefers one class; such epochs
+    are marked in every report for a scorer to look at first.
+    """
+    return 1.0 / n_classes + (1.0 - 1.0 / n_classes) / 3.0
+
+
+def low_confidence(proba: np.ndarray) -> np.ndarray:
+    """Return ``(N,)`` bool: the rows of ``proba`` ``(N, K)`` whose top probability is below :func:`low_confidence_threshold`.
+
+    All-zero rows (no prediction there, e.g. an unscored gap) are not flagged.
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim != 2 or not proba.shape[1]:
+        return np.zeros(len(proba), dtype=bool)
+    top = proba.max(axis=1)
+    return (top > 0) & (top < low_confidence_threshold(proba.shape[1]))
+
+
 def normalize_stage(name: str) -> str:
     """Return the AASM spelling of a stage name (``'Wake'`` → ``'W'``, ``'S4'`` → ``'N3'``)."""
     key = str(name).strip().upper()
@@ -140,6 +162,12 @@ class Hypnogram:
         return (self.stages, self.epoch_seconds, self.offset_s, self.start) == (
             other.stages, other.epoch_seconds, other.offset_s, other.start
         )
+
+    def low_confidence(self) -> np.ndarray:
+        """Return ``(n_epochs,)`` bool: epochs whose hypnodensity barely prefers a stage (:func:`low_confidence`)."""
+        if self.proba is None:
+            return np.zeros(len(self), dtype=bool)
+        return low_confidence(self.proba)
 
     @property
     def onsets_s(self) -> np.ndarray:

@@ -7,11 +7,18 @@ the list of what is missing), and classified window by window. Written per recor
 ``<out>/<recording stem>/``:
 
 - ``<stem>_predictions.csv``: one row per window: onset, duration, class, p_<class>...,
-  confidence, flagged (a quality flag was raised for some channel).
-- ``<stem>_events.tsv``: BIDS events (onset, duration, value, trial_type).
+  confidence, flagged (a quality flag was raised for some channel), low_confidence (the top
+  probability is less than a third of the way from chance to certainty:
+  :func:`~passport_kit.inference.hypnogram.low_confidence`).
+- ``<stem>_events.tsv``: BIDS events (onset, duration, value, trial_type, low_confidence).
 - ``<stem>_summary.json``: adapter, recording, class counts, and for sleep staging the AASM
   statistics (:class:`~passport_kit.inference.hypnogram.Hypnogram`); for one-label tasks the
-  recording-level class (mean probability over windows).
+  recording-level class (mean probability over windows). When more than half of the windows
+  are flagged or low confidence, these are null and ``statistics_withheld`` says why.
+
+Before any of this, a recording whose channels are all flat, or whose amplitude is 30 times
+off the adapter's training data (a unit error in its header), is refused with one line
+(:mod:`passport_kit.signals.amplitude`; ``amplitude_check=False`` skips the check).
 - sleep staging: ``<stem>_hypnogram.png`` (hypnogram + hypnodensity) and
   ``<stem>_hypnogram.json``.
 - with ``edf_annotations``: ``<stem>_annotations.edf`` (annotation-only EDF+, opens next to
@@ -49,7 +56,13 @@ from pydantic import BaseModel, ConfigDict
 from passport_kit.errors import CheckpointError, ConfigError, DataError
 from passport_kit.inference import reports
 from passport_kit.inference.forward import predict_proba
-from passport_kit.inference.hypnogram import Hypnogram, is_sleep_staging, normalize_stage
+from passport_kit.inference.hypnogram import (
+    Hypnogram,
+    is_sleep_staging,
+    low_confidence,
+    low_confidence_threshold,
+    normalize_stage,
+)
 
 
 class PredictionResult(BaseModel):
@@ -112,6 +125,7 @@ def predict(
     distrust_bad_channels: float | None | Literal["bundle"] = "bundle",
     mask_uncorrelated_channels: float | None | Literal["bundle"] = "bundle",
     h_freq: float | None = None,
+    amplitude_check: bool = True,
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -147,11 +161,16 @@ def predict(
         with). Without it, a recording sampled too slowly for the bundle's top gets one below
         its Nyquist frequency (a :class:`~passport_kit.errors.PassportWarning` says so); the
         band used is in each summary under ``preprocessing``.
+    amplitude_check : bool
+        Refuse (DataError) a recording whose channels are all flat, or whose 1–40 Hz amplitude
+        is more than 30 times above or below that of the adapter's training data: the sign of
+        a unit error in its header (:mod:`passport_kit.signals.amplitude`).
     """
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
     from passport_kit.montage import Montage
     from passport_kit.signals import PreprocessConfig, load_recording
+    from passport_kit.signals.amplitude import check_amplitude
     from passport_kit.signals.quality import recording_quality
     from passport_kit.training.runtime import resolve_device, resolve_precision
 
@@ -185,10 +204,12 @@ def predict(
     for path in files:
         if progress is not None:
             progress(str(path))
-        rec_config = recording_preprocess(config, path, h_freq=h_freq)
-        windows = load_recording(path, montage, rec_config, renames=renames)
         quality = recording_quality(path, montage, renames=renames, window_seconds=config.window_seconds,
                                     mains_freq=config.notch_freq)
+        if amplitude_check:
+            check_amplitude(quality, meta.metrics.get("amplitude"), source=f"recording '{path}'")
+        rec_config = recording_preprocess(config, path, h_freq=h_freq)
+        windows = load_recording(path, montage, rec_config, renames=renames)
         masked, distrusted = channel_masks(quality, windows.onset_s, config.window_seconds,
                                            mask_below=mask_bad_channels, distrust_below=distrust_bad_channels,
                                            mask_uncorrelated=mask_uncorrelated_channels)
@@ -333,11 +354,12 @@ def write_prediction(
     """
     stem = _stem(recording)
     flagged = np.asarray(flags).any(axis=1)
+    unsure = low_confidence(proba)
     pred = proba.argmax(1)
     files: dict[str, Path] = {}
     files["predictions"] = reports.write_window_csv(
         folder / f"{stem}_predictions.csv",
-        reports.window_rows(onsets_s, window_seconds, proba, classes, flagged=flagged),
+        reports.window_rows(onsets_s, window_seconds, proba, classes, flagged=flagged, low_confidence=unsure),
     )
     counts = np.bincount(pred, minlength=len(classes))
     summary: dict[str, Any] = {
@@ -352,7 +374,10 @@ def write_prediction(
         "flagged_windows": int(flagged.sum()),
         "class_counts": {c: int(n) for c, n in zip(classes, counts)},
         "mean_confidence": float(proba.max(1).mean()) if len(proba) else None,
+        "low_confidence_windows": int(unsure.sum()),
+        "low_confidence_below": round(low_confidence_threshold(len(classes)), 4),
     }
+    withheld = _withheld_because(flagged, unsure)
     if preprocessing is not None:
         summary["preprocessing"] = preprocessing
     if quality is not None:
@@ -364,18 +389,19 @@ def write_prediction(
     sleep = task == "sleep-staging" or (task != "classification" and is_sleep_staging(classes))
     if sleep and is_sleep_staging(classes):
         hyp = _hypnogram(pred, proba, onsets_s, classes, window_seconds, start)
-        events = hyp.as_events()
-        summary["sleep_statistics"] = hyp.sleep_statistics()
+        events = [e | {"low_confidence": int(u)} for e, u in zip(hyp.as_events(), hyp.low_confidence())]
+        summary["sleep_statistics"] = None if withheld else hyp.sleep_statistics()
         summary["caveat"] = ("Automatic staging is a draft for a trained scorer to review; N1 is the least "
                              "reliable stage, and statistics inherit every staging error.")
         files["hypnogram"] = reports.write_text(folder / f"{stem}_hypnogram.json", hyp.to_json())
         files["hypnogram_plot"] = reports.plot_hypnogram(folder / f"{stem}_hypnogram.png", hyp, title=stem)
     else:
-        events = [{"onset": float(o), "duration": window_seconds, "value": int(k), "trial_type": classes[k]}
-                  for o, k in zip(onsets_s, pred)]
+        events = [{"onset": float(o), "duration": window_seconds, "value": int(k), "trial_type": classes[k],
+                   "low_confidence": int(u)} for o, k, u in zip(onsets_s, pred, unsure)]
         mean = proba.mean(axis=0) if len(proba) else np.zeros(len(classes))
-        summary["recording_class"] = classes[int(mean.argmax())] if len(proba) else None
+        summary["recording_class"] = classes[int(mean.argmax())] if len(proba) and not withheld else None
         summary["recording_probabilities"] = {c: float(p) for c, p in zip(classes, mean)}
+    summary["statistics_withheld"] = withheld
     files["events"] = reports.write_events_tsv(folder / f"{stem}_events.tsv", events)
     if edf_annotations:
         files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events,
@@ -383,6 +409,20 @@ def write_prediction(
     files["summary"] = reports.write_json(folder / f"{stem}_summary.json", summary)
     return PredictionResult(recording=recording, files=files, classes=classes, n_windows=int(len(pred)),
                             summary=summary)
+
+
+#: Summary statistics are withheld when more than this share of the windows is flagged or low confidence.
+WITHHOLD_ABOVE = 0.5
+
+
+def _withheld_because(flagged: np.ndarray, unsure: np.ndarray) -> str | None:
+    """Return why the summary statistics are withheld (most windows unreliable), or None to report them."""
+    unreliable = np.asarray(flagged, dtype=bool) | np.asarray(unsure, dtype=bool)
+    if not len(unreliable) or unreliable.mean() <= WITHHOLD_ABOVE:
+        return None
+    return (f"{int(unreliable.sum())} of {len(unreliable)} windows are low confidence ({int(unsure.sum())}) or "
+            f"flagged by the signal checks ({int(np.asarray(flagged).sum())}); statistics over them would mislead - "
+            "look at the recording and the per-window predictions")
 
 
 def channel_quality_summary(quality: Any, masked: np.ndarray | None, threshold: float | None,

@@ -26,11 +26,14 @@ def window_rows(
     classes: Sequence[str],
     *,
     flagged: np.ndarray | None = None,
+    low_confidence: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
     """Return one row per window: onset, duration, predicted class, p_<class>, confidence.
 
     ``proba`` has shape (N, n_classes); ``confidence`` is the largest probability. ``flagged``
-    (N,) bool marks windows whose signal quality checks failed (NaN, flat, clipped channels).
+    (N,) bool marks windows whose signal quality checks failed (NaN, flat, clipped channels);
+    ``low_confidence`` (N,) bool those whose confidence is low
+    (:func:`~passport_kit.inference.hypnogram.low_confidence`).
     """
     pred = np.argmax(proba, axis=1)
     rows = []
@@ -41,6 +44,8 @@ def window_rows(
         row["confidence"] = float(proba[i].max())
         if flagged is not None:
             row["flagged"] = int(bool(flagged[i]))
+        if low_confidence is not None:
+            row["low_confidence"] = int(bool(low_confidence[i]))
         rows.append(row)
     return rows
 
@@ -110,6 +115,7 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
     """Draw the hypnogram (step plot, REM in red) above the hypnodensity; write a PNG.
 
     With ``reference`` (a scorer's hypnogram), it is drawn under the prediction in grey.
+    Low-confidence epochs (:meth:`Hypnogram.low_confidence`) are shaded in the hypnogram.
     """
     from matplotlib.figure import Figure
 
@@ -138,7 +144,13 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
     names = {v: k for k, v in levels.items()}
     ax.set_yticks(used, [names[v] for v in used])
     ax.set_ylabel("stage")
-    if reference is not None:
+    unsure = hypnogram.low_confidence()
+    if unsure.any():
+        # One shaded band per run of low-confidence epochs (the hypnodensity below shows why).
+        ax.fill_between(np.append(hours, hours[-1] + step), 0, 1, where=np.append(unsure, unsure[-1]), step="post",
+                        color="0.8", alpha=0.6, transform=ax.get_xaxis_transform(), zorder=0, linewidth=0,
+                        label="low confidence")
+    if reference is not None or unsure.any():
         ax.legend(loc="upper right", fontsize=8)
     if title:
         ax.set_title(title)

@@ -111,6 +111,8 @@ class ChannelQuality:
     are in [0, 1] (1 = good); ``bad`` is ``score < thresholds.bad_below``. ``reasons`` lists,
     per channel, why it scored below the threshold (empty for good channels). ``inputs`` is
     ``'raw'`` or ``'windows'`` (then line noise and drift are NaN: filtered away).
+    ``window_statistics`` also holds ``band_uv``, the 1–40 Hz RMS amplitude in µV (NaN after
+    instance normalisation), which is not scored.
     ``corr_scored`` ``(C,)`` marks the channels whose neighbour correlation is scored (a
     monopolar channel with a near peer; :func:`neighbour_weights`).
     """
@@ -586,6 +588,9 @@ def _assemble(
     """Return a :class:`ChannelQuality` from per-window spectra statistics (relative ones derived here)."""
     log_power = raw_stats["log_power"]
     stats: dict[str, np.ndarray] = {"std_uv": raw_stats["std_uv"]}
+    # Context, not scored: the absolute 1-40 Hz amplitude, which predict compares with the
+    # adapter's training data (passport_kit.signals.amplitude).
+    stats["band_uv"] = np.sqrt(np.exp(log_power))
     # A flat channel is no reference for the others (its power is 0): leave it out of the peers.
     peers = _peer_mask(montage)[None, :, :] & (raw_stats["std_uv"] >= t.flat_std_uv)[:, None, :]
     stats["var_z_channels"] = _peer_z(log_power, peers, t.var_z_floor)

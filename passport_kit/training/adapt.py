@@ -282,6 +282,8 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     from passport_kit.model import ChannelMeta, trainable_summary
     from passport_kit.montage import resolve_montage
     from passport_kit.signals import load_dataset
+    from passport_kit.signals.amplitude import amplitude_profile
+    from passport_kit.signals.quality import windowset_quality
     from passport_kit.training.runtime import resolve_device, resolve_precision, seed_everything, set_threads
 
     cfg = make_config(config, **options)
@@ -301,7 +303,8 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq,
                                     h_freq=cfg.h_freq)
     windows = load_dataset(cfg.data, montage, preprocess)
-    quality = dataset_quality(windows)
+    window_qualities = windowset_quality(windows)
+    quality = dataset_quality(windows, window_qualities)
     if progress_quality is not None:
         progress_quality(quality)
     keep = usable_windows(windows, skip_flagged=cfg.skip_flagged)
@@ -329,6 +332,8 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     contacts = poor_contact_counts(channel_mask, distrust, np.concatenate([train_idx, val_idx]))
     metrics = run_metrics(result, split, windows, train_idx, val_idx) | {"channel_quality": quality,
                                                                          "poor_contacts": contacts}
+    # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
+    metrics["amplitude"] = amplitude_profile(window_qualities.values())
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
     state_path.unlink(missing_ok=True)
@@ -336,8 +341,11 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
         n for n, p in model.named_parameters() if p.requires_grad), summary=trainable_summary(model))
 
 
-def dataset_quality(windows: Any) -> dict[str, Any]:
+def dataset_quality(windows: Any, qualities: dict[str, Any] | None = None) -> dict[str, Any]:
     """Return the channel quality of every recording of a WindowSet, per recording with its subject.
+
+    ``qualities``: the :func:`~passport_kit.signals.quality.windowset_quality` of ``windows``
+    when already computed.
 
     Scored from the preprocessed windows (flat, variance against the other channels, variance
     against the channel's own typical window, neighbour correlation; line noise and drift were
@@ -347,7 +355,7 @@ def dataset_quality(windows: Any) -> dict[str, Any]:
     from passport_kit.signals.quality import quality_summary, windowset_quality
 
     subjects = dict(zip(windows.recording.tolist(), windows.subject.tolist()))
-    return quality_summary(windowset_quality(windows), subjects)
+    return quality_summary(qualities if qualities is not None else windowset_quality(windows), subjects)
 
 
 def dataset_channel_masks(qualities: dict[str, Any], windows: Any, *, mask_below: float | None = None,

@@ -110,6 +110,8 @@ def run_demo(
     stats = result.summary.get("sleep_statistics", {})
     if stats:
         echo(f"      TST {stats['TST']:.1f} min, SE {stats['SE']:.1f} %, WASO {stats['WASO'] or 0:.1f} min")
+    elif result.summary.get("statistics_withheld"):
+        echo(f"      sleep statistics withheld: {result.summary['statistics_withheld']}")
     files = {"data": data, "adapter": bundle, **{f"evaluation {k}": v for k, v in report.files.items()},
              **{f"prediction {k}": v for k, v in result.files.items()}}
     echo(f"done in {time.perf_counter() - start:.0f} s. Files:")

@@ -16,7 +16,8 @@ SLEEP = ["W", "N1", "N2", "N3", "REM"]
 
 def _write(tmp_path: Path, classes: list[str], task: str, onsets: list[float]):
     rng = np.random.default_rng(0)
-    proba = rng.dirichlet(np.ones(len(classes)), size=len(onsets))
+    # Peaked probabilities: confident predictions, so the summary keeps its statistics.
+    proba = rng.dirichlet(np.full(len(classes), 0.1), size=len(onsets))
     flags = np.zeros((len(onsets), 2), dtype=np.uint8)
     flags[0, 1] = 2
     return write_prediction(tmp_path / "rec", Path("sub-01_task-sleep_eeg.edf"), proba, np.array(onsets), flags,

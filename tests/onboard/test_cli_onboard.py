@@ -64,7 +64,6 @@ def test_predict_writes_every_report(bundle: Path, dataset: Path, tmp_path: Path
     result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(dataset / "s02.edf"), "--out", str(out),
                               "--edf-annotations"])
     assert result.exit_code == 0, result.output
-    assert "TST" in result.output
     folder = out / "s02"
     names = {p.name for p in folder.iterdir()}
     assert names == {"s02_predictions.csv", "s02_events.tsv", "s02_summary.json", "s02_hypnogram.json",
@@ -72,7 +71,11 @@ def test_predict_writes_every_report(bundle: Path, dataset: Path, tmp_path: Path
     rows = list(csv.DictReader((folder / "s02_predictions.csv").open()))
     assert len(rows) == 10 and {"onset_s", "class", "p_W", "p_REM", "confidence"} <= set(rows[0])
     summary = json.loads((folder / "s02_summary.json").read_text())
-    assert summary["sleep_statistics"]["TIB"] == pytest.approx(5.0)
+    # A 3-step adapter may be too unsure for statistics; then the summary and the output say why.
+    withheld = summary["statistics_withheld"]
+    assert (summary["sleep_statistics"] is None) == bool(withheld)
+    assert ("statistics withheld" if withheld else "TST") in result.output
+    assert json.loads((folder / "s02_hypnogram.json").read_text())["sleep_statistics"]["TIB"] == pytest.approx(5.0)
 
 
 def test_predict_refuses_recording_missing_montage_channels(bundle: Path, tmp_path: Path) -> None:

@@ -1,0 +1,80 @@
+"""Amplitude plausibility: is a recording on the scale an adapter was trained on?
+
+A unit mix-up in a header (µV stored as mV or V, or the reverse) scales a whole recording by
+1000 or 1/1000. The model still answers, often confidently: a night scaled ×1/1000 is "flat"
+everywhere and came out as an hour of sleep at 100 % efficiency; scaled ×1000 it came out as
+REM throughout (issue 19). So:
+
+- ``adapt`` records the 1–40 Hz RMS amplitude of its training windows in the bundle
+  (:func:`amplitude_profile`; adapter.json → ``metrics.amplitude``);
+- ``predict`` compares a new recording's raw 1–40 Hz amplitude with it
+  (:func:`check_amplitude`) and refuses a recording whose channels are all flat, or whose
+  median amplitude is more than :data:`RATIO_LIMIT` times off (either way). Amplitudes differ
+  between people, devices and sleep stages by a few times, never by a thousand.
+
+Bundles written before this check, and instance-normalised ones (whose windows carry no
+absolute scale), have no profile; they are compared with :data:`GENERIC_PROFILE`, the range
+of scalp and ear EEG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from passport_kit.errors import DataError
+
+#: A recording whose median 1–40 Hz amplitude is this many times above or below the
+#: training data's is refused (a unit error is a factor of 1000; people differ by a few times).
+RATIO_LIMIT = 30.0
+#: 1–40 Hz RMS amplitude (µV) of sleep EEG on scalp and ear electrodes, for bundles without a profile.
+GENERIC_PROFILE: dict[str, Any] = {"median_uv": 15.0, "p05_uv": 3.0, "p95_uv": 60.0, "source": "generic EEG"}
+
+
+def amplitude_profile(qualities: Iterable[Any]) -> dict[str, Any] | None:
+    """Return the 1–40 Hz RMS amplitude (µV) of the non-flat channel-windows of ``qualities``.
+
+    ``qualities`` are :class:`~passport_kit.signals.quality.ChannelQuality` results (of
+    preprocessed windows or raw recordings); the profile holds the 5th, 50th and 95th
+    percentiles and the count. None when nothing measurable is left (all flat, or instance
+    normalised windows, whose amplitude is 1 by construction).
+    """
+    values = []
+    for q in qualities:
+        band = np.asarray(q.window_statistics["band_uv"], dtype=np.float64)
+        live = np.asarray(q.window_statistics["std_uv"]) >= q.thresholds.flat_std_uv
+        values.append(band[live & np.isfinite(band)])
+    found = np.concatenate(values) if values else np.zeros(0)
+    if not found.size:
+        return None
+    p05, median, p95 = (float(v) for v in np.percentile(found, [5, 50, 95]))
+    return {"median_uv": median, "p05_uv": p05, "p95_uv": p95, "channel_windows": int(found.size),
+            "source": "training windows"}
+
+
+def check_amplitude(quality: Any, profile: dict[str, Any] | None, *, source: str = "recording") -> float:
+    """Return the recording's median 1–40 Hz amplitude (µV); raise DataError when it is implausible.
+
+    ``quality`` is the raw recording's :class:`~passport_kit.signals.quality.ChannelQuality`;
+    ``profile`` the bundle's :func:`amplitude_profile` (None: :data:`GENERIC_PROFILE`).
+    Refused: every channel flat in every window, or a median amplitude more than
+    :data:`RATIO_LIMIT` times above or below the profile's median.
+    """
+    std = np.asarray(quality.window_statistics["std_uv"])
+    live = std >= quality.thresholds.flat_std_uv
+    if not live.any():
+        raise DataError(f"{source}: every channel is flat (SD under {quality.thresholds.flat_std_uv:g} µV in every "
+                        "window), so there is nothing to stage; the unit in its header may be wrong (µV read as V), "
+                        "or the electrodes recorded nothing - check the file in EDFbrowser or MNE")
+    band = np.asarray(quality.window_statistics["band_uv"])[live]
+    median = float(np.median(band))
+    reference = profile or GENERIC_PROFILE
+    ratio = median / float(reference["median_uv"])
+    if not 1.0 / RATIO_LIMIT <= ratio <= RATIO_LIMIT:
+        trained = ("the recordings the adapter was trained on" if profile else "typical EEG")
+        raise DataError(f"{source}: its 1-40 Hz amplitude (median {median:.3g} µV) is {ratio:.3g}x that of {trained} "
+                        f"({reference['median_uv']:.3g} µV); the unit in its header is probably wrong (mV, µV and V "
+                        "mixed up) - fix the header, or pass --no-amplitude-check to predict anyway")
+    return median
