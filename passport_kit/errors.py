@@ -16,6 +16,8 @@ A message says what is wrong *and* how to fix it, on one line, for example::
 
 from __future__ import annotations
 
+import errno
+
 
 class PassportError(Exception):
     """Base class of every error a user can cause (exit code 2 in the CLI)."""
@@ -47,6 +49,36 @@ class LabelError(DataError):
 
 class CheckpointError(PassportError):
     """A base checkpoint or adapter bundle is missing, foreign, corrupt or mismatched."""
+
+
+#: File-system errors that a path given by the user causes (a read-only place, a file where a
+#: folder should be, a missing or full disk), with what to do about each. Other OSErrors
+#: (I/O errors, ...) are not the user's to fix and keep their traceback.
+_FILE_SYSTEM_HINTS: dict[int, str] = {
+    errno.EACCES: "choose a place you can write to (or read from)",
+    errno.EPERM: "choose a place you can write to (or read from)",
+    errno.EROFS: "it is on a read-only file system; choose a place you can write to",
+    errno.ENOTDIR: "part of that path is a file, not a folder; choose another path",
+    errno.EISDIR: "it is a folder where a file was expected; give a file",
+    errno.EEXIST: "something is already there; remove it or choose another name",
+    errno.ENOENT: "a folder on that path does not exist or cannot hold files; check the path",
+    errno.ENOSPC: "the disk is full; free some space or choose another disk",
+    errno.EDQUOT: "your disk quota is used up; free some space or choose another disk",
+    errno.ENAMETOOLONG: "use a shorter path",
+}
+
+
+def file_system_message(exc: OSError) -> str | None:
+    """Return one line for a file-system error a user's path caused, or None for any other OSError.
+
+    Example: ``'/proc/x': No such file or directory; a folder on that path does not exist or
+    cannot hold files; check the path``.
+    """
+    hint = _FILE_SYSTEM_HINTS.get(exc.errno or -1)
+    if hint is None:
+        return None
+    where = f"'{exc.filename}': " if exc.filename is not None else ""
+    return " ".join(f"{where}{exc.strerror or type(exc).__name__}; {hint}".split())
 
 
 class PassportWarning(UserWarning):

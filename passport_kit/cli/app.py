@@ -1,7 +1,9 @@
 """The ``passport-kit`` command: one Typer app; each part registers its own commands.
 
 Errors of the :class:`~passport_kit.errors.PassportError` family are mapped here, once,
-for every command: exit code 2 and one line on stderr, no traceback; a
+for every command: exit code 2 and one line on stderr, no traceback; so are file-system errors
+that a path the user gave causes (permission denied, read-only, not a folder, disk full:
+:func:`~passport_kit.errors.file_system_message`); a
 :class:`~passport_kit.errors.PassportWarning` becomes one ``warning: ...`` line on stderr.
 """
 
@@ -12,7 +14,7 @@ import warnings
 import typer
 from typer.core import TyperGroup
 
-from passport_kit.errors import PassportError, PassportWarning
+from passport_kit.errors import PassportError, PassportWarning, file_system_message
 
 EXIT_USER_ERROR = 2
 
@@ -35,6 +37,12 @@ class _PassportGroup(TyperGroup):
                 return super().invoke(ctx)
             except PassportError as exc:
                 typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(EXIT_USER_ERROR) from None
+            except OSError as exc:
+                message = file_system_message(exc)
+                if message is None:
+                    raise  # not a path the user gave: a bug or a broken machine keeps its traceback
+                typer.echo(f"error: {message}", err=True)
                 raise typer.Exit(EXIT_USER_ERROR) from None
 
 

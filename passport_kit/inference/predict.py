@@ -200,6 +200,7 @@ def predict(
     model.to(torch_device)
     channel_meta = ChannelMeta.from_montage(montage)
     out_dir = Path(out) if out is not None else Path("predictions")
+    out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
     results = []
     for path in files:
         if progress is not None:

@@ -299,6 +299,7 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     finished = finished_bundle(cfg)
     if finished is not None:
         return finished
+    cfg.out.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after loading the data
     backbone, info = load_base_checkpoint(cfg.checkpoint)
     preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq,
                                     h_freq=cfg.h_freq)
