@@ -17,6 +17,10 @@ import typer
 from passport_kit.cli.options import EXIT_INTERRUPTED, optional_float
 from passport_kit.errors import ConfigError
 _TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recipe), head, or full."
+_RECIPE_HELP = ("probe: a linear read-out of the frozen model's pooled features and band powers, regularisation "
+                "chosen by cross-validation over subjects; finetune: the paper's gradient recipe (--train, --lr, "
+                "--epochs, ... apply to it). Default: finetune if --max-steps, --eval-every, --corrupt-prob, "
+                "--quality-gate or --channel-dropout is given, else probe.")
 _CORRUPT_HELP = ("Share of training windows (0-1) in which random channels are replaced by synthetic faults "
                  "(noise, drift, flat, line); 0 = the paper's recipe.")
 _GATE_HELP = "Expert kinds: gate each channel's code toward a learned noise expert by its quality score."
@@ -34,6 +38,27 @@ _UNCORRELATED_DEFAULT = "0.2"
 _UNCORRELATED_TRAIN_HELP = ("Also mask a channel in the windows where its 1-40 Hz correlation with its neighbours is "
                             "below this (0-1): its neighbours share none of its signal, so it is noise, not a weak "
                             "contact; in training and (through the bundle) at predict time; 'none' = never.")
+
+
+def fit_lines(metrics: dict[str, Any]) -> list[str]:
+    """Return the lines that say how a run was trained and selected, and its warnings (adapt's output)."""
+    m = metrics
+    sel = m.get("selection") or {}
+    lines = [f"trained on {len(m['train_subjects'])} subjects ({m['train_windows']} windows)"
+             + (f", validated on {len(m['validation_subjects'])} ({m['validation_windows']} windows); "
+                f"{m['steps']} steps, best at step {m['best_step']}" if sel.get("recipe") != "probe" else "")]
+    if sel:
+        score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
+        chosen = f" (C {sel['C']:g}, backbone weight {sel['backbone_weight']:g})" if sel.get("recipe") == "probe" else ""
+        lines.append(f"selected by {sel['metric']} {score}: {sel['method']}{chosen}")
+    if m.get("validation"):
+        v = m["validation"]
+        auroc = f"AUROC {v['auroc']:.3f}  " if v.get("auroc") is not None else ""
+        kind = "cross-validated" if sel.get("recipe") == "probe" else "validation"
+        lines.append(f"{kind}: {auroc}kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
+                     f"macro-F1 {v['macro_f1']:.3f}")
+    lines += [f"warning: {w}" for w in m.get("warnings") or []]
+    return lines
 
 
 def _uncorrelated(value: str) -> float | None:
@@ -98,6 +123,7 @@ def adapt_command(
     data: Path = typer.Option(..., "--data", help="Labeled dataset folder (dataset.yaml, BIDS or discovered)."),
     out: Path | None = typer.Option(None, "--out", help="Adapter bundle folder, new or empty (default runs/<montage>)."),
     checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
+    recipe: str | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
     train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
     subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw)."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget (no early stopping)."),
@@ -134,7 +160,8 @@ def adapt_command(
     try:
         with _step_bar(progress, "adapt") as bar:
             result = adapt(
-                montage=montage, data=data, out=out, checkpoint=checkpoint, train=train, subjects=subjects,
+                montage=montage, data=data, out=out, checkpoint=checkpoint, recipe=recipe, train=train,
+                subjects=subjects,
                 max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
                 h_freq=h_freq, corrupt_prob=corrupt_prob, quality_gate=quality_gate, channel_dropout=channel_dropout,
@@ -150,13 +177,8 @@ def adapt_command(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     m = result.metrics
     typer.echo(result.summary)
-    typer.echo(f"trained on {len(m['train_subjects'])} subjects ({m['train_windows']} windows), "
-               f"validated on {len(m['validation_subjects'])} ({m['validation_windows']} windows); "
-               f"{m['steps']} steps, best at step {m['best_step']}")
-    if m.get("validation"):
-        v = m["validation"]
-        typer.echo(f"validation: kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
-                   f"macro-F1 {v['macro_f1']:.3f}")
+    for line in fit_lines(m):
+        typer.echo(line)
     contacts = m.get("poor_contacts") or {}
     if contacts.get("channel_windows"):
         parts = [f"{contacts[k]} {k}" for k in ("masked", "distrusted") if contacts.get(k) is not None]
@@ -176,6 +198,7 @@ def evaluate_command(
     subjects_sweep: str | None = typer.Option(None, "--subjects-sweep", help="Training-set sizes, e.g. 1,2,4."),
     seeds: int = typer.Option(1, "--seeds", help="Fine-tuning seeds per fold."),
     metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ..."),
+    recipe: str | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
     train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget per run."),
     epochs: int = typer.Option(50, "--epochs"),
@@ -208,7 +231,7 @@ def evaluate_command(
         report = evaluate(
             montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,
             test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
-            metric=metric, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
+            metric=metric, recipe=recipe, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
             lr=lr, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch), h_freq=h_freq,
             corrupt_prob=corrupt_prob,
             quality_gate=quality_gate, channel_dropout=channel_dropout,

@@ -53,7 +53,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from passport_kit.errors import CheckpointError, ConfigError, DataError
+from passport_kit.errors import CheckpointError, ConfigError, DataError, PassportError, file_system_message
 from passport_kit.inference import reports
 from passport_kit.inference.forward import predict_proba
 from passport_kit.inference.hypnogram import (
@@ -201,10 +201,8 @@ def predict(
     channel_meta = ChannelMeta.from_montage(montage)
     out_dir = Path(out) if out is not None else Path("predictions")
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
-    results = []
-    for path in files:
-        if progress is not None:
-            progress(str(path))
+
+    def predict_one(path: Path) -> PredictionResult:
         quality = recording_quality(path, montage, renames=renames, window_seconds=config.window_seconds,
                                     mains_freq=config.notch_freq)
         if amplitude_check:
@@ -216,16 +214,60 @@ def predict(
                                            mask_uncorrelated=mask_uncorrelated_channels)
         proba = predict_proba(model, windows.x, channel_meta, batch_size=batch_size, device=torch_device,
                               precision=prec, channel_mask=masked, distrust=distrusted)
-        results.append(write_prediction(out_dir / _stem(path), path, proba, windows.onset_s, windows.flags,
-                                        classes=list(meta.classes), window_seconds=config.window_seconds,
-                                        task=str(meta.window.get("task", "")), adapter=Path(adapter),
-                                        base_name=meta.base_name, edf_annotations=edf_annotations,
-                                        start=recording_start(path), quality=quality, masked=masked,
-                                        mask_threshold=mask_bad_channels, distrusted=distrusted,
-                                        distrust_threshold=distrust_bad_channels,
-                                        uncorrelated_below=mask_uncorrelated_channels,
-                                        preprocessing=rec_config.model_dump(mode="json")))
+        return write_prediction(out_dir / _stem(path), path, proba, windows.onset_s, windows.flags,
+                                classes=list(meta.classes), window_seconds=config.window_seconds,
+                                task=str(meta.window.get("task", "")), adapter=Path(adapter),
+                                base_name=meta.base_name, edf_annotations=edf_annotations,
+                                start=recording_start(path), quality=quality, masked=masked,
+                                mask_threshold=mask_bad_channels, distrusted=distrusted,
+                                distrust_threshold=distrust_bad_channels,
+                                uncorrelated_below=mask_uncorrelated_channels,
+                                preprocessing=rec_config.model_dump(mode="json"))
+
+    results: list[PredictionResult] = []
+    log: list[dict[str, Any]] = []
+    for path in files:
+        if progress is not None:
+            progress(str(path))
+        try:
+            results.append(predict_one(path))
+        except (PassportError, OSError) as exc:
+            # One bad recording in a folder must not cost the others (issue 19): note it, go on.
+            reason = str(exc) if isinstance(exc, PassportError) else file_system_message(exc)
+            if reason is None or len(files) == 1:
+                raise
+            log.append({"recording": str(path), "status": "failed", "windows": None, "output": None,
+                        "error": reason})
+        else:
+            log.append({"recording": str(path), "status": "ok", "windows": results[-1].n_windows,
+                        "output": str(results[-1].files["summary"].parent), "error": None})
+    if len(files) > 1:
+        log_file = reports.write_table(out_dir / RUN_LOG, log, delimiter="\t")
+        failures = [row for row in log if row["status"] == "failed"]
+        if failures:
+            raise PredictionFailures(results, failures, log_file)
     return results
+
+
+#: Written by predict over several recordings: one row per recording, its status and output or error.
+RUN_LOG = "recordings.tsv"
+
+
+class PredictionFailures(DataError):
+    """Some recordings of a predict run failed; the others were predicted and written.
+
+    ``results`` are the :class:`PredictionResult` of the recordings that worked, ``failures``
+    one ``{recording, error}`` row per recording that did not, ``log`` the TSV listing every
+    recording (``<out>/recordings.tsv``).
+    """
+
+    def __init__(self, results: list[PredictionResult], failures: list[dict[str, Any]], log: Path) -> None:
+        first = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        super().__init__(f"{len(failures)} of {len(results) + len(failures)} recordings could not be predicted: "
+                         f"{first['error']}{more}; the other {len(results)} were written, and {log} lists every "
+                         "recording with its error")
+        self.results, self.failures, self.log = results, failures, log
 
 
 def recording_preprocess(config: Any, path: Path, *, h_freq: float | None = None) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import torch
 from torch import Tensor, nn
 
 from passport_kit.errors import ConfigError, DataError
@@ -12,6 +13,69 @@ from passport_kit.model.meta import ChannelMeta
 from passport_kit.model.policy import FrozenStaysEval
 
 Pooling = Literal["mean", "patches"]
+HeadKind = Literal["mlp", "probe"]
+
+#: Bands (Hz) of the probe head's spectral summary: delta (split), theta, alpha, sigma, beta.
+#: All at or below 30 Hz, which every recording at 64 Hz or more carries, and below the
+#: prefilter differences of real data sets (eegmat's 45 Hz low-pass in some recordings).
+SPECTRAL_BANDS: tuple[tuple[float, float], ...] = ((0.5, 2.0), (2.0, 4.0), (4.0, 8.0), (8.0, 12.0), (12.0, 16.0),
+                                                   (16.0, 30.0))
+
+
+def log_band_power(x: Tensor, bands: tuple[tuple[float, float], ...] = SPECTRAL_BANDS) -> Tensor:
+    """Return log10 band powers ``(B, C, len(bands))`` of windows ``x`` ``(B, C, P, 200)`` (200 Hz, 100 µV).
+
+    Periodogram of each one-second patch (Hann taper, 1 Hz bins), averaged over the patches
+    (Welch's method with one-second segments), then averaged over each band's bins.
+    """
+    n = x.shape[-1]
+    taper = torch.hann_window(n, periodic=False, dtype=x.dtype, device=x.device)
+    power = torch.fft.rfft(x * taper, dim=-1).abs().pow(2).mean(dim=2) / taper.pow(2).sum()  # (B, C, F)
+    freqs = torch.fft.rfftfreq(n, d=1.0 / n, device=x.device)  # one-second patches: bin k is k Hz
+    cols = [power[..., (freqs >= lo) & (freqs < hi)].mean(-1) for lo, hi in bands]
+    return torch.log10(torch.stack(cols, dim=-1) + 1e-10)
+
+
+class ProbeHead(nn.Module):
+    """A linear read-out of pooled encoder features and each channel's log band power.
+
+    The default head of ``adapt`` (docs/onboarding.md, recipe ``probe``). Its input is
+    ``[mean of the encoder features over channels and patches (D), log10 power in
+    SPECTRAL_BANDS of every channel (C · 6)]``; one linear layer maps it to logits. It is
+    fitted as a regularised logistic regression on frozen features
+    (:mod:`passport_kit.training.probe`), whose standardisation is folded into the weights, so
+    the bundle holds only ``linear.weight`` and ``linear.bias``.
+
+    Why the spectral part: on small real data sets the pooled features of a small pretrained
+    backbone trail a band-power classifier (docs/RESULTS.md, issue 18); a read-out that sees
+    both is never starved of what the classic baseline uses, and the backbone adds what it
+    knows on top. The fitted weights are per channel, so the head belongs to one montage.
+    """
+
+    def __init__(self, d_model: int, n_classes: int, n_channels: int) -> None:
+        super().__init__()
+        if n_classes < 1 or n_channels < 1:
+            raise ConfigError(f"a probe head needs classes and channels, got {n_classes} and {n_channels}")
+        self.d_model, self.n_channels = d_model, n_channels
+        self.linear = nn.Linear(d_model + n_channels * len(SPECTRAL_BANDS), n_classes)
+        nn.init.zeros_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    @property
+    def n_backbone_features(self) -> int:
+        """Return how many leading input features come from the encoder (the rest are spectral)."""
+        return self.d_model
+
+    def features(self, feats: Tensor, x: Tensor) -> Tensor:
+        """Return the read-out's input ``(B, D + C·6)`` for encoder features ``(B, C, P, D)`` and windows ``x``."""
+        if x.shape[1] != self.n_channels:
+            raise DataError(f"this head was fitted on {self.n_channels} channels, got {x.shape[1]}; "
+                            "predict with the montage the adapter was trained on")
+        return torch.cat([feats.mean(dim=(1, 2)), log_band_power(x.float()).flatten(1)], dim=1)
+
+    def forward(self, feats: Tensor, x: Tensor) -> Tensor:
+        """Return logits ``(B, n_classes)``."""
+        return self.linear(self.features(feats, x).to(self.linear.weight.dtype))
 
 
 class ClassificationHead(nn.Module):
@@ -74,25 +138,37 @@ class Classifier(FrozenStaysEval, nn.Module):
         n_patches: int | None = None,
         hidden: int = 200,
         dropout: float = 0.1,
+        kind: HeadKind = "mlp",
+        n_channels: int | None = None,
     ) -> None:
         super().__init__()
         self.backbone = backbone
-        self.head = ClassificationHead(
-            backbone.config.d_model,
-            n_classes,
-            pooling=pooling,
-            n_patches=n_patches,
-            hidden=hidden,
-            dropout=dropout,
-        )
+        self.head: ClassificationHead | ProbeHead
+        if kind == "probe":
+            if not n_channels:
+                raise ConfigError("a probe head needs n_channels (the montage's channel count)")
+            self.head = ProbeHead(backbone.config.d_model, n_classes, n_channels)
+            self._head_settings: dict[str, Any] = {"kind": "probe", "n_classes": n_classes, "n_channels": n_channels}
+        elif kind == "mlp":
+            self.head = ClassificationHead(
+                backbone.config.d_model,
+                n_classes,
+                pooling=pooling,
+                n_patches=n_patches,
+                hidden=hidden,
+                dropout=dropout,
+            )
+            # No "kind" key: bundles written before the probe head existed read back unchanged.
+            self._head_settings = {
+                "n_classes": n_classes,
+                "pooling": pooling,
+                "n_patches": self.head.n_patches,
+                "hidden": hidden,
+                "dropout": dropout,
+            }
+        else:
+            raise ConfigError(f"unknown head kind {kind!r}; choose 'mlp' or 'probe'")
         self.policy = "full"
-        self._head_settings = {
-            "n_classes": n_classes,
-            "pooling": pooling,
-            "n_patches": self.head.n_patches,
-            "hidden": hidden,
-            "dropout": dropout,
-        }
 
     @property
     def head_settings(self) -> dict[str, Any]:
@@ -102,4 +178,12 @@ class Classifier(FrozenStaysEval, nn.Module):
     def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
                 distrust: Tensor | None = None) -> Tensor:
         """Return logits ``(B, n_classes)`` for ``x`` ``(B, C, P, 200)`` (``mask``, ``distrust``: see Backbone)."""
-        return self.head(self.backbone(x, meta, mask, distrust))
+        feats = self.backbone(x, meta, mask, distrust)
+        return self.head(feats, x) if isinstance(self.head, ProbeHead) else self.head(feats)
+
+    def read_out_features(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
+                          distrust: Tensor | None = None) -> Tensor:
+        """Return a probe head's input ``(B, F)`` for ``x`` ``(B, C, P, 200)`` (what its linear layer reads)."""
+        if not isinstance(self.head, ProbeHead):
+            raise ConfigError("read_out_features needs a probe head (Classifier(kind='probe'))")
+        return self.head.features(self.backbone(x, meta, mask, distrust), x)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from passport_kit.errors import ConfigError, DataError, PassportWarning
 from passport_kit.training.finetune import Balance, FinetuneSettings, FitResult, TrainPolicy, fit
@@ -33,6 +33,11 @@ DEFAULT_CHECKPOINT = "passport-small-mlp"
 STATE_FILE = "adapt-state.safetensors"
 
 _Options = TypeVar("_Options", bound=BaseModel)
+#: How ``adapt`` trains (docs/onboarding.md § Recipes): the cross-validated probe, or gradient fine-tuning.
+Recipe = Literal["probe", "finetune"]
+#: Options only the ``finetune`` recipe uses, with their "not set" values.
+FINETUNE_ONLY: dict[str, Any] = {"max_steps": None, "eval_every": None, "corrupt_prob": 0.0, "quality_gate": False,
+                                 "channel_dropout": 0.0}
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 
 
@@ -53,6 +58,11 @@ class RecipeOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    recipe: Recipe = Field("probe", description="'probe': a linear read-out of frozen pooled features and band "
+                           "powers, regularisation chosen by cross-validation over subjects (default, issue 18); "
+                           "'finetune': the paper's recipe (AdamW on the adapter and an MLP head, early stopping "
+                           "on validation subjects). Not given: 'finetune' when an option only it uses is set "
+                           "(FINETUNE_ONLY), else 'probe'")
     train: TrainPolicy = "adapter"
     validation_fraction: float = Field(0.2, gt=0, lt=1)
     max_steps: int | None = Field(None, gt=0)
@@ -87,6 +97,20 @@ class RecipeOptions(BaseModel):
     device: str = "auto"
     precision: str = "auto"
     threads: int | None = Field(None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_recipe(cls, data: Any) -> Any:
+        # Gradient-only options say which recipe is meant; given with an explicit 'probe' they are a mistake.
+        if not isinstance(data, dict):
+            return data
+        given = [k for k, off in FINETUNE_ONLY.items() if data.get(k, off) != off]
+        if data.get("recipe") is None:
+            data = {**data, "recipe": "finetune" if given else "probe"}
+        elif data["recipe"] == "probe" and given:
+            raise ValueError(f"{', '.join(given)} only apply to recipe 'finetune' (gradient training); "
+                             "drop them or pass --recipe finetune")
+        return data
 
     def settings(self, seed: int) -> FinetuneSettings:
         """Return the optimisation settings of one training run with ``seed``."""
@@ -179,13 +203,15 @@ def training_split(
     *,
     train_subjects: tuple[str, ...] | None,
     n_subjects: int | None,
-    validation_fraction: float,
+    validation_fraction: float | None,
     seed: int,
 ) -> SubjectSplit:
     """Return the subject-disjoint train/validation split of an ``adapt`` run.
 
     Validation subjects are drawn first from the pool, then ``n_subjects`` training subjects
     from the rest, so a one-subject run still has a validation set when the pool allows.
+    ``validation_fraction=None`` (the probe recipe, which cross-validates inside the training
+    subjects): no validation subjects.
     """
     pool = unique_subjects(subjects)
     if train_subjects is not None:
@@ -193,8 +219,9 @@ def training_split(
         if unknown:
             raise DataError(f"training subjects {unknown} are not in the dataset (it has {pool})")
         pool = sorted(train_subjects)
-    split = with_validation(SubjectSplit(name="adapt", train=tuple(pool), test=()),
-                            fraction=validation_fraction, seed=seed)
+    split = SubjectSplit(name="adapt", train=tuple(pool), test=())
+    if validation_fraction is not None:
+        split = with_validation(split, fraction=validation_fraction, seed=seed)
     if n_subjects is not None:
         split = subsample_training(split, n_subjects, seed=seed)
     return split
@@ -258,11 +285,19 @@ def finished_bundle(cfg: AdaptConfig) -> AdaptResult | None:
                                "train (pass --overwrite to train it again)")
 
 
-def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: float = 0.1) -> Any:
-    """Return a Classifier over ``backbone`` with ``policy`` applied and checked."""
+def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: float = 0.1, recipe: Recipe = "finetune",
+                     n_channels: int | None = None) -> Any:
+    """Return a Classifier over ``backbone`` with ``policy`` applied and checked.
+
+    The ``probe`` recipe gets a :class:`~passport_kit.model.heads.ProbeHead` over ``n_channels``
+    channels, ``finetune`` the paper's MLP head.
+    """
     from passport_kit.model import Classifier, apply_policy, check_policy
 
-    model = Classifier(backbone, n_classes, dropout=dropout)
+    if recipe == "probe":
+        model = Classifier(backbone, n_classes, kind="probe", n_channels=n_channels)
+    else:
+        model = Classifier(backbone, n_classes, dropout=dropout)
     apply_policy(model, policy)
     check_policy(model, policy)
     return model
@@ -310,11 +345,13 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
         progress_quality(quality)
     keep = usable_windows(windows, skip_flagged=cfg.skip_flagged)
     split = training_split(windows.subject[keep], train_subjects=cfg.train_subjects, n_subjects=cfg.subjects,
-                           validation_fraction=cfg.validation_fraction, seed=cfg.seed)
+                           validation_fraction=None if cfg.recipe == "probe" else cfg.validation_fraction,
+                           seed=cfg.seed)
     train_mask, val_mask, _ = split.masks(windows.subject)
     train_idx, val_idx = np.flatnonzero(train_mask & keep), np.flatnonzero(val_mask & keep)
 
-    model = build_classifier(backbone, len(windows.classes), cfg.train, dropout=cfg.dropout)
+    model = build_classifier(backbone, len(windows.classes), cfg.train, dropout=cfg.dropout, recipe=cfg.recipe,
+                             n_channels=len(montage.channels))
     meta = ChannelMeta.from_montage(montage)
     cfg.out.mkdir(parents=True, exist_ok=True)
     state_path = cfg.out / STATE_FILE
@@ -324,15 +361,13 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
                                                distrust=backbone.channel_embedding.reads_activity)
     run_config = {"adapt": cfg.model_dump(mode="json", exclude={"resume", "device", "threads"}),
                   "base_sha256": info.weights_sha256, "montage_hash": montage.content_hash}
-    result = fit(
-        model, windows.x, windows.y, meta, list(windows.classes), cfg.settings(cfg.seed),
-        train_index=train_idx, val_index=val_idx,
-        device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
-        channel_mask=channel_mask, distrust=distrust,
-    )
+    result, selection, notes = train_classifier(
+        cfg, model, windows, meta, train_idx, val_idx, seed=cfg.seed, device=device, precision=precision,
+        state_path=state_path, run_config=run_config, progress=progress, channel_mask=channel_mask, distrust=distrust)
     contacts = poor_contact_counts(channel_mask, distrust, np.concatenate([train_idx, val_idx]))
     metrics = run_metrics(result, split, windows, train_idx, val_idx) | {"channel_quality": quality,
-                                                                         "poor_contacts": contacts}
+                                                                         "poor_contacts": contacts,
+                                                                         "selection": selection, "warnings": notes}
     # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
     metrics["amplitude"] = amplitude_profile(window_qualities.values())
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
@@ -340,6 +375,50 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     state_path.unlink(missing_ok=True)
     return AdaptResult(bundle=bundle, metrics=metrics, trainable=sorted(
         n for n, p in model.named_parameters() if p.requires_grad), summary=trainable_summary(model))
+
+
+def train_classifier(
+    cfg: RecipeOptions, model: Any, windows: Any, meta: Any, train_idx: np.ndarray, val_idx: np.ndarray, *, seed: int,
+    device: Any, precision: Any, state_path: Path | None = None, run_config: dict[str, Any] | None = None,
+    progress: ProgressFn | None = None, channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
+) -> tuple[FitResult, dict[str, Any], list[str]]:
+    """Return the fit of ``model`` by ``cfg.recipe``, its selection block and the warnings for the user.
+
+    The one training step of ``adapt`` and ``evaluate``. ``probe``: the head is fitted on the
+    training and validation rows together, selecting by cross-validation over their subjects
+    (:func:`~passport_kit.training.probe.fit_probe`); ``finetune``: gradient steps on the
+    training rows, selection on the validation rows (:func:`~passport_kit.training.finetune.fit`).
+    """
+    from passport_kit.training.probe import fit_probe, probe_summary, probe_warnings
+
+    classes = list(windows.classes)
+    if cfg.recipe == "probe":
+        rows = np.sort(np.concatenate([train_idx, val_idx]))
+        probe = fit_probe(model, windows.x, windows.y, meta, classes, rows, windows.subject, seed=seed,
+                          batch_size=max(cfg.batch_size, 64), device=device, precision=precision,
+                          channel_mask=channel_mask, distrust=distrust)
+        if progress is not None:
+            progress(1, 1, {} if probe.selection_score is None else {"val": probe.selection_score})
+        result = FitResult(best_step=0, steps=0, best_score=probe.selection_score, validation=probe.validation,
+                           seconds=probe.seconds)
+        return result, probe_summary(probe), probe.warnings
+    result = fit(
+        model, windows.x, windows.y, meta, classes, cfg.settings(seed), train_index=train_idx, val_index=val_idx,
+        device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
+        channel_mask=channel_mask, distrust=distrust,
+    )
+    metric = "auroc" if len(classes) == 2 else "kappa"
+    n_val = len(unique_subjects(windows.subject[val_idx])) if len(val_idx) else 0
+    notes = probe_warnings(np.asarray(windows.y)[train_idx], classes, n_groups=2)
+    if n_val < 2:
+        notes.append(f"{n_val} validation subject(s): the kept state was chosen on "
+                     f"{len(val_idx)} windows of one person or none; its score says little")
+    if result.best_score is not None and result.best_score < (0.55 if metric == "auroc" else 0.05):
+        notes.append(f"validation {metric} {result.best_score:.3f} is near chance")
+    selection = {"recipe": "finetune", "metric": metric,
+                 "score": None if result.best_score is None else round(result.best_score, 4),
+                 "method": f"best of every evaluation on {n_val} validation subject(s)", "best_step": result.best_step}
+    return result, selection, notes
 
 
 def dataset_quality(windows: Any, qualities: dict[str, Any] | None = None) -> dict[str, Any]:

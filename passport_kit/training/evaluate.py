@@ -38,9 +38,9 @@ from passport_kit.training.adapt import (
     build_classifier,
     dataset_preprocess,
     parse_options,
+    train_classifier,
     usable_windows,
 )
-from passport_kit.training.finetune import fit
 from passport_kit.training.metrics import METRIC_NAMES, classification_metrics
 from passport_kit.training.splits import (
     SubjectSplit,
@@ -187,13 +187,11 @@ def evaluate(
         run_backbone = copy.deepcopy(backbone)
         # channel-id: freshly initialised rows for channels the base never saw (no-op for other kinds).
         run_backbone.add_channels(meta.names)
-        model = build_classifier(run_backbone, len(windows.classes), cfg.train, dropout=cfg.dropout)
-        fit_result = fit(
-            model, windows.x, windows.y, meta, list(windows.classes), cfg.settings(seed),
-            train_index=train_idx, val_index=val_idx,
-            device=device, precision=precision, progress=step_progress, channel_mask=channel_mask,
-            distrust=distrust,
-        )
+        model = build_classifier(run_backbone, len(windows.classes), cfg.train, dropout=cfg.dropout, recipe=cfg.recipe,
+                                 n_channels=len(meta.names))
+        fit_result, _, _ = train_classifier(cfg, model, windows, meta, train_idx, val_idx, seed=seed, device=device,
+                                            precision=precision, progress=step_progress, channel_mask=channel_mask,
+                                            distrust=distrust)
         if cfg.save_adapters:
             _save_run_adapter(cfg, model, fit_result, method=method, checkpoint=ckpt, info=info, montage=montage,
                               preprocess=preprocess,

@@ -1,0 +1,128 @@
+"""The ``probe`` recipe (issue 18): probe head, cross-validated logistic regression, recipe choice, reporting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from passport_kit.cli.app import app
+from passport_kit.errors import ConfigError
+from passport_kit.model import ChannelMeta, build_backbone, model_config
+from passport_kit.model.heads import Classifier, log_band_power
+from passport_kit.training.adapt import make_config
+from passport_kit.training.probe import MAX_CLASS_WEIGHT, capped_class_weights, fit_probe, read_out_features
+
+RUN = CliRunner()
+
+
+def _meta(n: int) -> ChannelMeta:
+    positions = torch.tensor([[0.07 * np.cos(k), 0.07 * np.sin(k), 0.05] for k in range(n)], dtype=torch.float32)
+    return ChannelMeta.create([f"C{k}" for k in range(n)], positions, torch.full((n, 3), float("nan")))
+
+
+def _windows(n_per_class: int, n_subjects: int, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(N, 2, 4, 200)`` windows: class 1 carries a 10 Hz rhythm, class 0 only noise; subjects in turn."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(800) / 200.0
+    x, y = [], []
+    for label in (0, 1):
+        for _ in range(n_per_class):
+            w = rng.normal(0, 0.3, (2, 800))
+            if label:
+                w += 0.4 * np.sin(2 * np.pi * 10 * t + rng.uniform(0, 6))
+            x.append(w.reshape(2, 4, 200))
+            y.append(label)
+    subjects = np.array([f"s{k % n_subjects}" for k in range(len(y))])
+    return np.asarray(x, dtype=np.float32), np.asarray(y), subjects
+
+
+def _probe_model(seed: int = 0) -> Classifier:
+    torch.manual_seed(seed)
+    return Classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 2, kind="probe", n_channels=2)
+
+
+def test_capped_class_weights_never_exceed_the_cap() -> None:
+    y = np.array([0] * 300 + [1] * 5 + [3] * 60)
+    w = capped_class_weights(y, 5)
+    assert w[1] == MAX_CLASS_WEIGHT and w[2] == 0 and w[4] == 0
+    assert 0 < w[0] < 1 < w[3] < MAX_CLASS_WEIGHT
+
+
+def test_log_band_power_finds_a_rhythm_in_its_band() -> None:
+    t = torch.arange(800) / 200.0
+    x = (torch.sin(2 * torch.pi * 10 * t)).reshape(1, 1, 4, 200)
+    bands = log_band_power(x)[0, 0]
+    assert int(bands.argmax()) == 3  # 8-12 Hz
+    assert bands[3] - bands.max() == 0 and (bands[3] - bands[[0, 1, 5]]).min() > 2
+
+
+def test_probe_separates_a_rhythm_and_folds_the_regression_into_the_head() -> None:
+    x, y, subjects = _windows(24, 4)
+    model = _probe_model()
+    rows = np.arange(len(y))
+    result = fit_probe(model, x, y, _meta(2), ["rest", "alpha"], rows, subjects)
+    assert result.selection_metric == "auroc" and result.inner_folds == 4
+    assert result.selection_score is not None and result.selection_score > 0.9
+    assert len(result.grid) == 8 and result.warnings == []
+    # The head's linear layer now computes what the regression computes on standardised features.
+    with torch.no_grad():
+        logits = model(torch.from_numpy(x), _meta(2))
+    assert (logits.argmax(1).numpy() == y).mean() > 0.9
+    z = read_out_features(model, x, _meta(2), rows)
+    assert z.shape == (len(y), 200 + 2 * 6)
+
+
+def test_probe_with_one_subject_uses_the_fallback_and_says_so() -> None:
+    x, y, _ = _windows(10, 1)
+    model = _probe_model()
+    result = fit_probe(model, x, y, _meta(2), ["rest", "alpha"], np.arange(len(y)), np.array(["s0"] * len(y)))
+    assert result.inner_folds == 0 and result.selection_score is None
+    assert any("only 1 training subject" in w for w in result.warnings)
+
+
+def test_probe_warns_about_rare_and_absent_classes() -> None:
+    x, y, subjects = _windows(30, 3)
+    y = y.copy()
+    y[:5] = 2  # a rare third class
+    model = Classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 4, kind="probe", n_channels=2)
+    result = fit_probe(model, x, y, _meta(2), ["a", "b", "c", "d"], np.arange(len(y)), subjects)
+    text = " ".join(result.warnings)
+    assert "c (5)" in text and "never be predicted: d" in text
+    # The absent class gets a bias that keeps it from being predicted.
+    assert float(model.head.linear.bias[3].detach()) < -10
+
+
+@pytest.mark.parametrize(("options", "recipe"), [
+    ({}, "probe"),
+    ({"max_steps": 5}, "finetune"),
+    ({"quality_gate": True}, "finetune"),
+    ({"recipe": "finetune"}, "finetune"),
+])
+def test_recipe_follows_the_options_given(options: dict, recipe: str) -> None:
+    assert make_config(montage="m", data="d", **options).recipe == recipe
+
+
+def test_explicit_probe_with_gradient_options_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="only apply to recipe 'finetune'"):
+        make_config(montage="m", data="d", recipe="probe", max_steps=5)
+
+
+def test_default_adapt_prints_its_selection_and_predicts(tmp_path: Path, montage_yaml: Path, dataset: Path,
+                                                         checkpoint: str) -> None:
+    out = tmp_path / "adapter"
+    result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
+                              checkpoint, "--out", str(out), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "selected by kappa" in result.output and "cross-validation over training subjects" in result.output
+    meta = json.loads((out / "adapter.json").read_text())
+    assert meta["head"]["kind"] == "probe" and meta["training"]["recipe"] == "probe"
+    assert meta["metrics"]["selection"]["metric"] == "kappa" and "warnings" in meta["metrics"]
+    assert meta["metrics"]["validation_subjects"] == []  # every subject trains; selection is cross-validated
+    pred = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
+    assert pred.exit_code == 0, pred.output
+    assert (tmp_path / "p" / "s01" / "s01_predictions.csv").is_file()
