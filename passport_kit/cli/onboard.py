@@ -290,14 +290,18 @@ def predict_command(
                                          "that are all flat or 30x off the adapter's training amplitude (unit errors)."),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
-    from passport_kit.inference.predict import predict
+    from passport_kit.inference.predict import PredictionFailures, predict
 
-    results = predict(adapter, recordings, out, edf_annotations=edf_annotations, base=base, batch_size=batch_size,
-                      device=device, precision=precision,
-                      mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
-                      distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
-                      mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
-                      h_freq=h_freq, amplitude_check=amplitude_check)
+    failed = None
+    try:
+        results = predict(adapter, recordings, out, edf_annotations=edf_annotations, base=base,
+                          batch_size=batch_size, device=device, precision=precision,
+                          mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
+                          distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
+                          mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
+                          h_freq=h_freq, amplitude_check=amplitude_check)
+    except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
+        results, failed = exc.results, exc
     for r in results:
         stats = r.summary.get("sleep_statistics")
         if r.summary.get("statistics_withheld"):
@@ -320,6 +324,10 @@ def predict_command(
                       f"; masked ({_mask_rule(masking)}) in {masking['windows_with_masked_channels']} windows")
             typer.echo(f"  bad channels: {bad}{masked}")
         typer.echo(f"  files in {r.files['summary'].parent}")
+    if failed is not None:
+        for row in failed.failures:
+            typer.echo(f"{row['recording']}: FAILED - {row['error']}")
+        raise failed
 
 
 def _mask_rule(masking: dict[str, Any]) -> str:
