@@ -212,8 +212,10 @@ def predict(
         masked, distrusted = channel_masks(quality, windows.onset_s, config.window_seconds,
                                            mask_below=mask_bad_channels, distrust_below=distrust_bad_channels,
                                            mask_uncorrelated=mask_uncorrelated_channels)
+        # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
         proba = predict_proba(model, windows.x, channel_meta, batch_size=batch_size, device=torch_device,
-                              precision=prec, channel_mask=masked, distrust=distrusted)
+                              precision=prec, channel_mask=masked if masked is not None and masked.any() else None,
+                              distrust=distrusted)
         return write_prediction(out_dir / _stem(path), path, proba, windows.onset_s, windows.flags,
                                 classes=list(meta.classes), window_seconds=config.window_seconds,
                                 task=str(meta.window.get("task", "")), adapter=Path(adapter),
