@@ -40,7 +40,17 @@ class DataError(PassportError):
 
 
 class ChannelMappingError(DataError):
-    """Channels of a recording do not fit the montage they are mapped to."""
+    """Channels of a recording do not fit the montage they are mapped to.
+
+    ``missing`` lists the montage channels not found (empty for other mapping problems), and
+    ``detail`` is the message without its advice, so that a caller whose user fixes names
+    another way (``predict --rename``) can advise that instead.
+    """
+
+    def __init__(self, message: str, *, missing: list[str] | None = None, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.missing = list(missing or [])
+        self.detail = " ".join((detail or message).split())
 
 
 class LabelError(DataError):

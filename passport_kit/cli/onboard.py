@@ -86,6 +86,18 @@ def _notch(value: str) -> float | None:
     return optional_float(value, "--notch", "a frequency in Hz (50, 60)")
 
 
+def _renames(values: list[str]) -> dict[str, str] | None:
+    """Return ``{montage channel: name in the file}`` from ``--rename ELA='EEG ELA-REF'`` options."""
+    renames = {}
+    for value in values:
+        montage_name, sep, file_name = value.partition("=")
+        if not sep or not montage_name.strip() or not file_name.strip():
+            raise ConfigError(f"--rename takes MONTAGE_CHANNEL=NAME_IN_FILE, e.g. --rename ELA='EEG ELA-REF'; "
+                              f"got {value!r}")
+        renames[montage_name.strip()] = file_name.strip()
+    return renames or None
+
+
 def _sweep(value: str | None) -> tuple[int, ...] | None:
     """Return the subject counts of ``--subjects-sweep 1,2,4``."""
     if value is None:
@@ -288,6 +300,8 @@ def predict_command(
                                         "trained, lowered for recordings sampled too slowly for it)."),
     amplitude_check: bool = typer.Option(True, "--amplitude-check/--no-amplitude-check", help="Refuse recordings "
                                          "that are all flat or 30x off the adapter's training amplitude (unit errors)."),
+    rename: list[str] = typer.Option([], "--rename", help="MONTAGE_CHANNEL=NAME_IN_FILE for a channel whose name in "
+                                     "the recordings neither the montage nor its aliases know; repeat per channel."),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
     from passport_kit.inference.predict import PredictionFailures, predict
@@ -299,7 +313,7 @@ def predict_command(
                           mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
                           distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
                           mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
-                          h_freq=h_freq, amplitude_check=amplitude_check)
+                          h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename))
     except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
         results, failed = exc.results, exc
     for r in results:

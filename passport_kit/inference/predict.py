@@ -53,7 +53,14 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from passport_kit.errors import CheckpointError, ConfigError, DataError, PassportError, file_system_message
+from passport_kit.errors import (
+    ChannelMappingError,
+    CheckpointError,
+    ConfigError,
+    DataError,
+    PassportError,
+    file_system_message,
+)
 from passport_kit.inference import reports
 from passport_kit.inference.forward import predict_proba
 from passport_kit.inference.hypnogram import (
@@ -203,8 +210,16 @@ def predict(
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
 
     def predict_one(path: Path) -> PredictionResult:
-        quality = recording_quality(path, montage, renames=renames, window_seconds=config.window_seconds,
-                                    mains_freq=config.notch_freq)
+        try:
+            quality = recording_quality(path, montage, renames=renames, window_seconds=config.window_seconds,
+                                        mains_freq=config.notch_freq)
+        except ChannelMappingError as exc:
+            if not exc.missing:
+                raise
+            # predict reads no dataset.yaml and uses the bundle's montage: advise what works here.
+            raise ChannelMappingError(f"{exc.detail}; map them with --rename {exc.missing[0]}='<name in file>' "
+                                      f"(renames={{'{exc.missing[0]}': ...}} in Python), once per channel",
+                                      missing=exc.missing, detail=exc.detail) from None
         if amplitude_check:
             check_amplitude(quality, meta.metrics.get("amplitude"), source=f"recording '{path}'")
         rec_config = recording_preprocess(config, path, h_freq=h_freq)

@@ -108,12 +108,12 @@ def channel_sources(
                 continue
         missing.append(ch.name)
     if missing:
+        detail = (f"{source}: montage '{montage.name}' needs {', '.join(missing)}, not found in the recording "
+                  f"(tried names, aliases, case, TUH '-REF'/'-LE', T3=T7 T4=T8 T5=P7 T6=P8, bipolar pairs); "
+                  f"the recording has: {', '.join(raw_names)}")
         raise ChannelMappingError(
-            f"{source}: montage '{montage.name}' needs {', '.join(missing)}, not found in the recording "
-            f"(tried names, aliases, case, TUH '-REF'/'-LE', T3=T7 T4=T8 T5=P7 T6=P8, bipolar pairs); "
-            f"the recording has: {', '.join(raw_names)}; map them with 'channels: {{{missing[0]}: <name in file>}}' "
-            f"in dataset.yaml or add an alias to the montage"
-        )
+            f"{detail}; map them with 'channels: {{{missing[0]}: <name in file>}}' in dataset.yaml or add an alias "
+            f"to the montage", missing=missing, detail=detail)
     return sources
 
 

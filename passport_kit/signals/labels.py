@@ -239,6 +239,33 @@ def majority_per_window(classes: Sequence[str | None], per_window: int) -> list[
     return out
 
 
+#: Values of R&K hypnograms (DREAMS, Sleep-EDF exports): 5=W 4=REM 3..0=S1..S4, negatives and 6-9 for movement/unscored.
+_RK_CODES = frozenset({"0", "1", "2", "3", "4", "5", "6", "7", "9", "-1", "-2", "-3"})
+
+
+def _unknown_label_hints(unknown: list[str], label_map: LabelMap, policy: str) -> str:
+    """Return the ways out of an unknown-label error other than listing every value (so that fixing it cannot loop)."""
+    hints = []
+    if policy == "raise":
+        hints.append("or set 'on_unknown_label: drop' to leave every value the map does not list unlabeled")
+    if label_map.name != "rk" and set(unknown) <= _RK_CODES:
+        hints.append("if these are R&K scores (DREAMS: 5=W 4=REM 3..0=S1..S4, one value per 5 s), "
+                     "'label_map: rk' maps them and sets label_seconds: 5")
+    return "; " + "; ".join(hints) if hints else ""
+
+
+def _label_seconds_hint(n_values: int, n_windows: int, per_value: float) -> str:
+    """Return a hint when ``n_values`` look like several values per window (e.g. R&K's one per 5 s), else ''."""
+    if n_windows < 1 or n_values < 2 * n_windows:
+        return ""
+    per_window = n_values // n_windows
+    if n_values - per_window * n_windows >= per_window:  # more left over than one window's worth: not that
+        return ""
+    seconds = per_value / per_window
+    return (f"; {n_values} values for {n_windows} windows look like one value per {seconds:g} s: set "
+            f"'label_seconds: {seconds:g}' in dataset.yaml (the 'rk' map sets 5)")
+
+
 def encode_labels(
     values: Sequence[str | None],
     label_map: LabelMap,
@@ -274,7 +301,7 @@ def encode_labels(
         knows = f"classes are {known}" if label_map.name == "classes" else f"map '{label_map.name}' knows {known}"
         raise LabelError(
             f"{source}: unknown label values {shown} ({knows}); add them to label_map in dataset.yaml "
-            f"(a class name, or null to drop them)"
+            f"(a class name, or null to drop them){_unknown_label_hints(distinct_unknown, label_map, policy)}"
         )
     per_value = label_map.label_seconds or window_seconds
     ratio = window_seconds / per_value
@@ -293,6 +320,7 @@ def encode_labels(
             f"{source}: labels cover {detail} but the recording holds {n_windows} {unit} "
             f"({abs(diff):g} windows {'more' if diff > 0 else 'fewer'}); give exactly one label per "
             f"window, or check the file is the right one for this recording"
+            f"{_label_seconds_hint(len(mapped), n_windows, per_value) if ratio == 1 else ''}"
         )
     if ratio > 1:
         mapped = majority_per_window(mapped, ratio)

@@ -10,6 +10,7 @@ import pytest
 from passport_kit.errors import LabelError
 from passport_kit.signals.labels import (
     AASM_CLASSES,
+    LabelMap,
     encode_labels,
     get_label_map,
     identity_map,
@@ -123,3 +124,21 @@ def test_intervals_label_the_windows_their_midpoints_fall_in() -> None:
     values = labels_from_intervals(np.array([0.0, 60.0, 95.0]), np.array([60.0, 30.0, 0.0]),
                                    ["Sleep stage W", "Sleep stage 1", "Lights on"], 5, 30.0)
     assert values == ["Sleep stage W", "Sleep stage W", "Sleep stage 1", "Lights on", None]
+
+
+def test_unknown_values_error_offers_on_unknown_label_drop() -> None:
+    # Listing values one error at a time can loop; the message names the way out.
+    with pytest.raises(LabelError, match=r"or set 'on_unknown_label: drop'"):
+        encode_labels(["W", "N5"], get_label_map("aasm"), CLASSES, n_windows=2, window_seconds=30.0)
+
+
+def test_rk_looking_values_suggest_the_rk_map() -> None:
+    with pytest.raises(LabelError, match=r"'label_map: rk' maps them and sets label_seconds: 5"):
+        encode_labels(["5", "4", "3", "-1"], identity_map(CLASSES), CLASSES, n_windows=4, window_seconds=30.0)
+
+
+def test_several_values_per_window_suggest_label_seconds() -> None:
+    # What a user who mapped R&K values by hand meets next: six 5-s values per 30-s window.
+    by_hand = LabelMap(name="dataset.yaml", mapping={"5": "W", "4": "REM"})
+    with pytest.raises(LabelError, match=r"62 values for 10 windows look like one value per 5 s: set 'label_seconds: 5'"):
+        encode_labels(["5"] * 60 + ["4", "4"], by_hand, CLASSES, n_windows=10, window_seconds=30.0)
