@@ -19,8 +19,8 @@ data_app = typer.Typer(name="data", help="Inspect datasets and manage the window
 
 @data_app.command("inspect")
 def inspect_cmd(
-    path: Annotated[Path, typer.Argument(help="Dataset folder (dataset.yaml, BIDS, or a folder of recordings) or a dataset.yaml.")],
-    montage: Annotated[str, typer.Option("--montage", "-m", help="Montage name or YAML path.")],
+    path: Annotated[Path, typer.Argument(help="A recording file, a dataset folder (dataset.yaml, BIDS, or a folder of recordings) or a dataset.yaml.")],
+    montage: Annotated[Optional[str], typer.Option("--montage", "-m", help="Montage name or YAML path (a dataset needs it; for one file it adds the mapping).")] = None,
     window_seconds: Annotated[Optional[float], typer.Option(help="Window length in seconds (default: dataset.yaml's, else 30).")] = None,
     notch: Annotated[Optional[float], typer.Option(help="Mains frequency in Hz for the notch (default 50).")] = None,
     no_notch: Annotated[bool, typer.Option("--no-notch", help="Skip the notch filter.")] = False,
@@ -28,12 +28,19 @@ def inspect_cmd(
     label_column: Annotated[Optional[str], typer.Option(help="Column of *_events.tsv holding the labels.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the window cache.")] = False,
 ) -> None:
-    """Load a dataset and print recordings, subjects, windows, classes, flags and the channel mapping."""
+    """Print one recording's own channels, rate and length, or load a dataset: recordings, windows, classes, mapping."""
+    from passport_kit.errors import ConfigError
     from passport_kit.montage import resolve_montage
     from passport_kit.signals import PreprocessConfig, load_dataset, load_dataset_spec
     from passport_kit.signals.channels import describe_mapping
-    from passport_kit.signals.readers import read_recording
+    from passport_kit.signals.readers import is_recording_file, read_recording
 
+    if path.is_file() and is_recording_file(path, text=True):
+        _inspect_recording(path, None if montage is None else resolve_montage(montage))
+        return
+    if montage is None:
+        raise ConfigError(f"data inspect of a dataset needs --montage NAME (to map and window its recordings); "
+                          f"give a recording file instead of '{path}' to see its own channels and rate")
     m = resolve_montage(montage)
     spec = load_dataset_spec(path)
     overrides: dict[str, object] = {}
@@ -48,6 +55,10 @@ def inspect_cmd(
     if h_freq is not None:
         overrides["h_freq"] = h_freq
     config = PreprocessConfig.from_dict(overrides)
+    if h_freq is None:  # as adapt: a dataset too slow for the default band gets one below its Nyquist frequency
+        from passport_kit.signals.dataset import fit_band_to_dataset
+
+        config = fit_band_to_dataset(config, spec)
     from rich.console import Console
     from rich.progress import Progress
 
@@ -80,6 +91,31 @@ def inspect_cmd(
     for rec in spec.recordings:
         n = int((ws.recording == rec.file).sum())
         echo(f"  {rec.subject:<14} {rec.file}  {n} windows")
+
+
+def _inspect_recording(path: Path, montage: object | None) -> None:
+    """Print a recording's format, rate, length, start, channels and annotations (and its mapping onto ``montage``)."""
+    from collections import Counter
+
+    from passport_kit.signals.channels import describe_mapping
+    from passport_kit.signals.readers import FORMATS, read_recording, recording_suffix
+
+    raw = read_recording(path)
+    seconds = raw.n_times / raw.info["sfreq"]
+    echo = typer.echo
+    echo(f"recording: {path} ({FORMATS[recording_suffix(path)]})")
+    echo(f"sampling rate: {raw.info['sfreq']:g} Hz; length {int(seconds // 3600)}:{int(seconds % 3600 // 60):02d}:"
+         f"{seconds % 60:04.1f} ({raw.n_times} samples)")
+    echo(f"start: {raw.info['meas_date'] or 'unknown'}")
+    types = raw.get_channel_types()
+    echo(f"channels ({len(raw.ch_names)}): " + ", ".join(f"{n} ({t})" for n, t in zip(raw.ch_names, types)))
+    counts = Counter(raw.annotations.description)
+    echo(f"annotations: {len(raw.annotations)}" + (" (" + ", ".join(f"{d} ×{k}" for d, k in counts.most_common(8))
+                                                   + (", ..." if len(counts) > 8 else "") + ")" if counts else ""))
+    if montage is not None:
+        echo(f"channel mapping onto {montage.name}:")  # type: ignore[attr-defined]
+        for name, origin in describe_mapping(list(raw.ch_names), montage, source=f"recording '{path}'"):  # type: ignore[arg-type]
+            echo(f"  {name:<12} ← {origin}")
 
 
 @data_app.command("quality")

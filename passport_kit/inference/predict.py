@@ -85,17 +85,17 @@ class PredictionResult(BaseModel):
 
 
 def find_recordings(inputs: Sequence[str | Path]) -> list[Path]:
-    """Return the recording files named by ``inputs`` (files, or folders searched recursively)."""
-    from passport_kit.signals.readers import FORMATS, recording_suffix
+    """Return the recording files named by ``inputs`` (files, or folders searched recursively), each once."""
+    from passport_kit.signals.readers import FORMATS, is_recording_file
 
     found: list[Path] = []
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            hits = sorted(p for p in path.rglob("*") if p.is_file() and recording_suffix(p) in FORMATS
-                          and recording_suffix(p) != ".txt" and not p.name.endswith("_annotations.edf"))
+            hits = sorted(p for p in path.rglob("*") if p.is_file() and is_recording_file(p))
             if not hits:
-                raise DataError(f"no recordings (EDF, BDF, FIF, SET, BrainVision) found in folder '{path}'")
+                kinds = ", ".join(dict.fromkeys(name for suffix, name in FORMATS.items() if suffix != ".txt"))
+                raise DataError(f"no recordings ({kinds}) found in folder '{path}'")
             found.extend(hits)
         elif path.is_file():
             found.append(path)
@@ -103,7 +103,21 @@ def find_recordings(inputs: Sequence[str | Path]) -> list[Path]:
             raise DataError(f"recording '{path}' does not exist; give a recording file or a folder of them")
     if not found:
         raise DataError("no recordings given; pass one or more recording files or folders")
-    return found
+    # A file named alone and again through its folder is one recording, predicted once.
+    unique: dict[Path, Path] = {}
+    for p in found:
+        unique.setdefault(p.resolve(), p)
+    return list(unique.values())
+
+
+def output_names(files: Sequence[Path]) -> list[str]:
+    """Return each recording's output folder name: its stem, or ``<parent>_<stem>`` where stems collide.
+
+    ``night1/s01.edf`` and ``night2/s01.edf`` must not overwrite each other's reports.
+    """
+    stems = [_stem(p) for p in files]
+    names = [s if stems.count(s) == 1 else f"{p.parent.name}_{s}" for p, s in zip(files, stems)]
+    return [n if names.count(n) == 1 else f"{n}-{names[:i].count(n) + 1}" for i, n in enumerate(names)]
 
 
 def _stem(path: Path) -> str:
@@ -231,7 +245,7 @@ def predict(
         proba = predict_proba(model, windows.x, channel_meta, batch_size=batch_size, device=torch_device,
                               precision=prec, channel_mask=masked if masked is not None and masked.any() else None,
                               distrust=distrusted)
-        return write_prediction(out_dir / _stem(path), path, proba, windows.onset_s, windows.flags,
+        return write_prediction(out_dir / folder_of[path], path, proba, windows.onset_s, windows.flags,
                                 classes=list(meta.classes), window_seconds=config.window_seconds,
                                 task=str(meta.window.get("task", "")), adapter=Path(adapter),
                                 base_name=meta.base_name, edf_annotations=edf_annotations,
@@ -241,6 +255,7 @@ def predict(
                                 uncorrelated_below=mask_uncorrelated_channels,
                                 preprocessing=rec_config.model_dump(mode="json"))
 
+    folder_of = dict(zip(files, output_names(files)))
     results: list[PredictionResult] = []
     log: list[dict[str, Any]] = []
     for path in files:

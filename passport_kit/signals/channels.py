@@ -38,10 +38,12 @@ def channel_key(name: str) -> str:
 
     Example::
 
-        >>> channel_key("EEG T3-REF"), channel_key("eeg fp1-le"), channel_key("EEG A2-A1")
-        ('t7', 'fp1', 'a2-a1')
+        >>> channel_key("EEG T3-REF"), channel_key("eeg fp1-le"), channel_key("EEG A2-A1"), channel_key("Fc1.")
+        ('t7', 'fp1', 'a2-a1', 'fc1')
+
+    Trailing dots are padding (PhysioNet's EEG Motor Movement/Imagery files, BCI2000: ``C3..``).
     """
-    key = " ".join(name.split()).casefold()
+    key = " ".join(name.split()).casefold().rstrip(".")
     key = _TYPE_PREFIX.sub("", key)
     key = _REFERENCE_SUFFIX.sub("", key).replace(" ", "")
     return "-".join(OLD_TO_NEW_1020.get(part, part) for part in key.split("-"))
@@ -60,6 +62,19 @@ def _find(raw_names: list[str], wanted: list[str]) -> str | None:
         if hit is not None:
             return hit
     return None
+
+
+#: A BioSemi ABC cap label: a bank letter and an electrode number (A1..A32, B1..B32, ...).
+_ABC_LABEL = re.compile(r"^[A-H]([1-9]|[12][0-9]|3[0-2])$")
+
+
+def _is_biosemi_abc(raw_names: list[str]) -> bool:
+    """Return True when a recording names its channels by BioSemi ABC cap position (at least A1..A32 and B1).
+
+    There ``C3`` or ``A1`` are electrode numbers, not the 10-20 sites of the same name.
+    """
+    labels = {n.strip() for n in raw_names if _ABC_LABEL.match(n.strip())}
+    return {f"A{i}" for i in range(1, 33)} <= labels and "B1" in labels
 
 
 def _bipolar_parts(name: str) -> tuple[str, str] | None:
@@ -86,6 +101,7 @@ def channel_sources(
         )
     sources: list[tuple[str, str | None]] = []
     missing: list[str] = []
+    biosemi = _is_biosemi_abc(raw_names)
     for ch in montage.channels:
         if ch.name in renames:
             hit = _find(raw_names, [renames[ch.name]])
@@ -97,6 +113,12 @@ def channel_sources(
             sources.append((hit, None))
             continue
         hit = _find(raw_names, [ch.name, *ch.aliases])
+        if hit is not None and biosemi and _ABC_LABEL.match(hit):
+            raise ChannelMappingError(
+                f"{source}: the recording names its channels by BioSemi ABC cap position (A1..A32, B1..), so its "
+                f"'{hit}' is not the 10-20 site {ch.name} of montage '{montage.name}'; map every montage channel "
+                f"to its cap electrode explicitly ('channels:' in dataset.yaml, --rename in predict), after the "
+                f"cap's layout (e.g. mne.channels.make_standard_montage('biosemi64'))")
         if hit is not None:
             sources.append((hit, None))
             continue

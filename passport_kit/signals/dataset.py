@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 import mne
 import numpy as np
 
-from passport_kit.errors import ConfigError, DataError, LabelError
+from passport_kit.errors import ConfigError, DataError, LabelError, PassportWarning
 from passport_kit.signals.cache import entry_key, file_sha256, read_entry, write_entry, write_entry_chunks
 from passport_kit.signals.channels import map_channels
 from passport_kit.signals.dataset_spec import DatasetSpec, RecordingSpec, load_dataset_spec
 from passport_kit.signals.labels import LabelMap, encode_labels, labels_from_intervals, read_events_tsv, read_label_file
-from passport_kit.signals.preprocess import PreprocessConfig, check_sampling_rate, preprocess_array
+from passport_kit.signals.preprocess import PreprocessConfig, check_sampling_rate, fit_band_to_rate, preprocess_array
 from passport_kit.signals.readers import content_files, read_recording
 from passport_kit.signals.windows import check_length, describe_flags, instance_normalise, make_windows, window_flags
 
@@ -184,6 +185,19 @@ def lowest_sampling_rate(spec: DatasetSpec) -> tuple[float, str]:
             rate = _read(spec.path_of(rec.file), sfreq=None, bids=spec.origin == "bids").info["sfreq"]
         rates.append((float(rate), rec.file))
     return min(rates)
+
+
+def fit_band_to_dataset(config: PreprocessConfig, spec: DatasetSpec) -> PreprocessConfig:
+    """Return ``config`` with ``h_freq`` fitted to the dataset's most slowly sampled recording.
+
+    One band for the whole dataset (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`);
+    a lowered one is announced with a :class:`~passport_kit.errors.PassportWarning`.
+    """
+    sfreq, file = lowest_sampling_rate(spec)
+    fitted = fit_band_to_rate(config, sfreq, source=f"recording '{file}'")
+    if fitted is not config:
+        warnings.warn(str(fitted.h_freq_note), PassportWarning, stacklevel=2)
+    return fitted
 
 
 def _recording_windows(

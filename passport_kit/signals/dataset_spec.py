@@ -47,7 +47,7 @@ from passport_kit.signals.labels import (
     get_label_map,
     identity_map,
 )
-from passport_kit.signals.readers import FORMATS, recording_suffix
+from passport_kit.signals.readers import FORMATS, is_recording_file, recording_suffix
 
 DATASET_FILE = "dataset.yaml"
 Task = Literal["sleep-staging", "classification"]
@@ -286,7 +286,7 @@ def discover_folder(folder: Path) -> DatasetSpec:
     recordings = []
     for path in files:
         suffix = recording_suffix(path)
-        if suffix not in _DISCOVER_SUFFIXES or (suffix == ".edf" and _is_label_file(path)):
+        if not is_recording_file(path) or (suffix == ".edf" and _is_label_file(path)):
             continue
         stem = path.name[: -len(suffix)]
         labels = _label_file_for(path, files)

@@ -1,8 +1,10 @@
 """Reading one recording into an :class:`mne.io.BaseRaw`, whatever its format.
 
 Formats, by file suffix (through MNE): EDF/EDF+ (``.edf``), BDF (``.bdf``), FIF (``.fif``,
-``.fif.gz``), EEGLAB (``.set`` with or without ``.fdt``), BrainVision (``.vhdr``), and the
-DREAMS text format (``.txt``: a ``[C3-A1]`` header line, then one µV sample per line; the file
+``.fif.gz``), EEGLAB (``.set`` with or without ``.fdt``), BrainVision (``.vhdr``, ``.ahdr``),
+GDF (``.gdf``), Nihon Kohden (``.eeg`` with its ``.21e``/``.pnt``/``.log``; a ``.eeg`` next to a
+BrainVision header is that header's data), Persyst (``.lay`` + ``.dat``), eXimia (``.nxe``),
+Neuroscan (``.cnt``), Curry (``.cdt``), Neuroelectrics (``.nedf``), and the DREAMS text format (``.txt``: a ``[C3-A1]`` header line, then one µV sample per line; the file
 does not hold its sampling rate, so ``sfreq`` must be given, e.g. as ``sfreq:`` of the recording
 in ``dataset.yaml``).
 
@@ -29,8 +31,25 @@ FORMATS: dict[str, str] = {
     ".fif.gz": "FIF",
     ".set": "EEGLAB",
     ".vhdr": "BrainVision",
+    ".ahdr": "BrainVision",
+    ".gdf": "GDF",
+    ".eeg": "Nihon Kohden",
+    ".lay": "Persyst",
+    ".nxe": "eXimia",
+    ".cnt": "Neuroscan CNT",
+    ".cdt": "Curry",
+    ".nedf": "NEDF",
     ".txt": "DREAMS text",
 }
+#: Files that belong to a recording of the key's format (their bytes are part of its content hash).
+_COMPANIONS: dict[str, tuple[str, ...]] = {
+    ".eeg": (".21e", ".pnt", ".log"),
+    ".lay": (".dat",),
+    ".cdt": (".cdt.dpa", ".cdt.cef", ".dpa", ".cef"),
+}
+_BRAINVISION_HEADERS = (".vhdr", ".ahdr")
+#: Formats an EDF viewer opens; for the others the read error suggests MNE itself.
+_EDF_FAMILY = (".edf", ".bdf", ".gdf")
 
 _DREAMS_HEADER = re.compile(r"^\s*\[([^\]]+)\]\s*$")
 
@@ -53,9 +72,36 @@ def content_files(path: Path) -> list[Path]:
     files = [path]
     if suffix == ".set":
         files += [p for p in (path.with_suffix(".fdt"),) if p.is_file()]
-    elif suffix == ".vhdr":
+    elif suffix in _BRAINVISION_HEADERS:
         files += _brainvision_companions(path)
+    elif suffix in _COMPANIONS:
+        stem = path.name[: -len(suffix)].casefold()
+        files += sorted(p for p in path.parent.iterdir() if p != path and p.is_file()
+                        and any(p.name.casefold() == stem + tail for tail in _COMPANIONS[suffix]))
     return files
+
+
+def brainvision_header_of(path: Path) -> Path | None:
+    """Return the BrainVision header next to ``path`` when ``path`` is that header's ``.eeg`` data file."""
+    if recording_suffix(path) != ".eeg":
+        return None
+    for tail in _BRAINVISION_HEADERS:
+        for header in (path.with_suffix(tail), path.with_suffix(tail.upper())):
+            if header.is_file():
+                return header
+    return None
+
+
+def is_recording_file(path: Path, *, text: bool = False) -> bool:
+    """Return True when ``path`` is a recording :func:`read_recording` reads (``text``: DREAMS text files too).
+
+    A BrainVision ``.eeg`` data file is not (its header is), nor is an annotation file that
+    ``predict`` wrote next to a recording (``*_annotations.edf``).
+    """
+    suffix = recording_suffix(path)
+    if suffix not in FORMATS or (suffix == ".txt" and not text):
+        return False
+    return brainvision_header_of(path) is None and not path.name.endswith("_annotations.edf")
 
 
 def _brainvision_companions(vhdr: Path) -> list[Path]:
@@ -92,6 +138,10 @@ def read_recording(path: str | Path, *, sfreq: float | None = None) -> mne.io.Ba
     if suffix not in FORMATS:
         known = ", ".join(sorted(FORMATS))
         raise DataError(f"recording '{path}': unknown format '{suffix}'; supported suffixes are {known}")
+    header = brainvision_header_of(path)
+    if header is not None:
+        raise DataError(f"recording '{path}' is the data file of the BrainVision recording '{header}'; give the "
+                        "header file instead")
     if suffix == ".txt":
         if sfreq is None:
             raise DataError(
@@ -119,6 +169,14 @@ def _read_with_mne(path: Path, suffix: str) -> mne.io.BaseRaw:
         ".fif.gz": mne.io.read_raw_fif,
         ".set": mne.io.read_raw_eeglab,
         ".vhdr": mne.io.read_raw_brainvision,
+        ".ahdr": mne.io.read_raw_brainvision,
+        ".gdf": mne.io.read_raw_gdf,
+        ".eeg": mne.io.read_raw_nihon,
+        ".lay": mne.io.read_raw_persyst,
+        ".nxe": mne.io.read_raw_eximia,
+        ".cnt": mne.io.read_raw_cnt,
+        ".cdt": mne.io.read_raw_curry,
+        ".nedf": mne.io.read_raw_nedf,
     }
     try:
         with warnings.catch_warnings():
@@ -126,11 +184,24 @@ def _read_with_mne(path: Path, suffix: str) -> mne.io.BaseRaw:
             warnings.simplefilter("ignore", RuntimeWarning)
             return readers[suffix](path, preload=False, verbose="error")
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file, said in one line
-        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-        raise DataError(
-            f"cannot read '{path}' as {FORMATS[suffix]} ({reason}); check that the file is complete "
-            f"and really is {FORMATS[suffix]}, e.g. by opening it in EDFbrowser or MNE"
-        ) from None
+        raise DataError(_read_error(path, suffix, exc)) from None
+
+
+def _read_error(path: Path, suffix: str, exc: Exception) -> str:
+    """Return the one-line message for an MNE reader's failure: its cause where known, else how to check the file."""
+    text = " ".join(str(exc).split())
+    package = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    match = re.search(r"pip install ([\w.-]+)", text)
+    if package or match:
+        package = match.group(1) if match else package
+        return (f"cannot read '{path}' as {FORMATS[suffix]}: MNE needs the optional Python package '{package}' for "
+                f"this file; install it (pip install {package}) and retry")
+    if "Internal Active Shielding" in text:
+        return (f"cannot read '{path}': it holds raw MaxShield (Internal Active Shielding) data, which must go "
+                "through MaxFilter or mne.preprocessing.maxwell_filter first; give the processed file")
+    viewer = "EDFbrowser or MNE" if suffix in _EDF_FAMILY else "MNE (mne.io.read_raw)"
+    return (f"cannot read '{path}' as {FORMATS[suffix]} ({text[:200] or type(exc).__name__}); check that the file "
+            f"is complete and really is {FORMATS[suffix]}, e.g. by opening it in {viewer}")
 
 
 def _check_edf_size(path: Path, *, bytes_per_sample: int) -> None:

@@ -15,7 +15,6 @@ Example (a notebook)::
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -23,7 +22,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from passport_kit.errors import ConfigError, DataError, PassportWarning
+from passport_kit.errors import ConfigError, DataError
 from passport_kit.training.finetune import Balance, FinetuneSettings, FitResult, TrainPolicy, fit
 from passport_kit.training.splits import SubjectSplit, subsample_training, unique_subjects, with_validation
 
@@ -496,9 +495,8 @@ def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = No
     :class:`~passport_kit.errors.PassportWarning`; the model's 200 Hz input stays.
     """
     from passport_kit.signals import PreprocessConfig
-    from passport_kit.signals.dataset import lowest_sampling_rate
+    from passport_kit.signals.dataset import fit_band_to_dataset
     from passport_kit.signals.dataset_spec import load_dataset_spec
-    from passport_kit.signals.preprocess import fit_band_to_rate
 
     fields = PreprocessConfig.model_fields
     # The checkpoint's contract also documents things PreprocessConfig does not set (units,
@@ -515,12 +513,7 @@ def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = No
     if h_freq is not None:
         contract["h_freq"] = h_freq
     config = PreprocessConfig.from_dict(contract)
-    if h_freq is None:
-        sfreq, file = lowest_sampling_rate(spec)
-        config = fit_band_to_rate(config, sfreq, source=f"recording '{file}'")
-        if config.h_freq_note:
-            warnings.warn(config.h_freq_note, PassportWarning, stacklevel=2)
-    return config
+    return fit_band_to_dataset(config, spec) if h_freq is None else config
 
 
 def run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx: np.ndarray,

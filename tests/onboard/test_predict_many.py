@@ -55,3 +55,20 @@ def test_a_single_bad_recording_gives_its_own_error(bundle: Path, folder: Path, 
     assert result.exit_code == 2
     assert result.output.startswith("error: recording") and "truncated" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_file_and_its_folder_are_predicted_once(bundle: Path, dataset: Path, tmp_path: Path) -> None:
+    from passport_kit.inference.predict import find_recordings
+
+    found = find_recordings([dataset / "s01.edf", dataset])
+    assert [p.name for p in found].count("s01.edf") == 1 and len(found) == 4
+
+
+def test_recordings_with_the_same_name_get_their_own_folders(bundle: Path, dataset: Path, tmp_path: Path) -> None:
+    for night in ("night1", "night2"):
+        (tmp_path / night).mkdir()
+        shutil.copy(dataset / "s01.edf", tmp_path / night / "s01.edf")
+    result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(tmp_path / "night1"), str(tmp_path / "night2"),
+                              "--out", str(tmp_path / "pred")])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "pred").iterdir() if p.is_dir()) == ["night1_s01", "night2_s01"]

@@ -58,3 +58,34 @@ def test_clear_cache_removes_entries(tmp_path: Path, write_dataset, _isolated_ho
     result = CliRunner().invoke(app, ["data", "clear-cache"])
     assert result.exit_code == 0 and "cleared" in result.output
     assert not (_isolated_home / "cache").exists()
+
+
+def test_inspect_a_single_file_needs_no_montage(tmp_path: Path) -> None:
+    write_edf(synthetic_raw(["C3..", "C4..", "O1.."], sfreq=100.0, seconds=90), tmp_path / "night.edf")
+    result = CliRunner().invoke(app, ["data", "inspect", str(tmp_path / "night.edf")])
+    assert result.exit_code == 0, result.output
+    assert "sampling rate: 100 Hz; length 0:01:30.0 (9000 samples)" in result.output
+    assert "channels (3): C3.. (eeg), C4.. (eeg), O1.. (eeg)" in result.output
+
+
+def test_inspect_a_single_file_with_a_montage_shows_the_mapping(tmp_path: Path) -> None:
+    write_edf(synthetic_raw(["EEG C3-REF", "C4", "O1"], seconds=40), tmp_path / "night.edf")
+    result = CliRunner().invoke(app, ["data", "inspect", str(tmp_path / "night.edf"), "-m",
+                                      str(_montage_yaml(tmp_path))])
+    assert result.exit_code == 0, result.output
+    assert "C3           ← EEG C3-REF" in result.output
+
+
+def test_inspect_a_dataset_without_montage_says_what_to_do(tmp_path: Path, write_dataset) -> None:
+    folder = _dataset(tmp_path, write_dataset)
+    result = CliRunner().invoke(app, ["data", "inspect", str(folder)])
+    assert result.exit_code == 2 and "needs --montage" in result.output
+
+
+def test_inspect_a_100_hz_dataset_lowers_the_band(tmp_path: Path, write_dataset) -> None:
+    write_edf(synthetic_raw(["C3", "C4", "O1"], sfreq=100.0, seconds=60), tmp_path / "s01.edf")
+    (tmp_path / "s01.csv").write_text("W\nN2\n", encoding="utf-8")
+    folder = write_dataset({"recordings": [{"subject": "s01", "file": "s01.edf", "labels": "s01.csv"}]})
+    result = CliRunner().invoke(app, ["data", "inspect", str(folder), "-m", str(_montage_yaml(tmp_path))])
+    assert result.exit_code == 0, result.output
+    assert "lowered to 45 Hz" in result.output and "windows: 2" in result.output
