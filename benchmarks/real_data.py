@@ -28,6 +28,9 @@ Methods, all trained on exactly the training subjects of each fold and scored on
   features alone (the issue's diagnostic), C = 1.
 - ``probe (spectral only)``: the probe head's own log band powers alone, with the probe's inner
   cross-validation (ablation of the backbone block).
+- ``passport-kit, context 0`` / ``context 2`` (sleep only): the default with the temporal
+  context of the probe head forced off, or to ±2 epochs (the default chooses it by the inner
+  cross-validation, which needs two training recordings).
 - ``yasa``: YASA's pretrained sleep staging (``dreams`` only; pip ``yasa``), on the raw signal.
 
 Per-fold and pooled scores, paired differences (passport-kit minus each method) per fold with
@@ -211,6 +214,7 @@ def spectral_probe_proba(x: np.ndarray, y: np.ndarray, groups: np.ndarray, train
             self.head = nn.Module()
             self.head.linear = nn.Linear(n_channels * 6, len(classes))
             self.head.n_backbone_features = 0
+            self.head.set_context = lambda k: None  # no temporal context in this ablation (contexts=(0,))
 
         def read_out_features(self, xb: torch.Tensor, meta: Any, **_: Any) -> torch.Tensor:
             return log_band_power(xb).flatten(1)
@@ -334,6 +338,8 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
         t0 = time.perf_counter()
         fold_out = out / name / test_subject
         runs = {"passport-kit": {}} | {f"random backbone {i}": {"checkpoint": str(b)} for i, b in enumerate(randoms)}
+        if len(classes) > 2:  # the sleep sequence context, forced off and on (the default chooses by inner CV)
+            runs |= {"passport-kit, context 0": {"context": 0}, "passport-kit, context 2": {"context": 2}}
         if with_finetune:
             runs["passport-kit finetune"] = {"recipe": "finetune"}
         for method, options in runs.items():

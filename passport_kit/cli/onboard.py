@@ -16,6 +16,8 @@ import typer
 
 from passport_kit.cli.options import EXIT_INTERRUPTED, optional_float
 from passport_kit.errors import ConfigError
+_CONTEXT_HELP = ("Probe recipe: sleep epochs of temporal context on each side that the read-out also sees "
+                 "(default: chosen by cross-validation among 0 and 2 for sleep staging, 0 otherwise).")
 _TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recipe), head, or full."
 _RECIPE_HELP = ("probe: a linear read-out of the frozen model's pooled features and band powers, regularisation "
                 "chosen by cross-validation over subjects; finetune: the paper's gradient recipe (--train, --lr, "
@@ -49,7 +51,8 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
                 f"{m['steps']} steps, best at step {m['best_step']}" if sel.get("recipe") != "probe" else "")]
     if sel:
         score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
-        chosen = f" (C {sel['C']:g}, backbone weight {sel['backbone_weight']:g})" if sel.get("recipe") == "probe" else ""
+        chosen = (f" (C {sel['C']:g}, backbone weight {sel['backbone_weight']:g}, context {sel.get('context', 0)})"
+                  if sel.get("recipe") == "probe" else "")
         lines.append(f"selected by {sel['metric']} {score}: {sel['method']}{chosen}")
     if m.get("validation"):
         v = m["validation"]
@@ -117,15 +120,35 @@ def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
     if not enabled:
         yield None
         return
+    import sys
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    first: list[int] = []
+
+    def text(step: int, total: int, info: dict[str, Any]) -> str:
+        if not first:
+            first.append(step)
+            if step > 1:  # the run picked up an interrupted one's state
+                typer.echo(f"{description}: resuming from step {step - 1} of {total}", err=True)
+        return f"loss {info['loss']:.3f}" + (f"  val {info['val']:.3f}" if "val" in info else "")
+
+    if not sys.stderr.isatty():
+        # No terminal (a log file, a job scheduler): a rich bar would print nothing, so plain lines,
+        # about every tenth of the run.
+        def log(step: int, total: int, info: dict[str, Any]) -> None:
+            line = text(step, total, info)
+            if step == total or step == first[0] or step % max(1, total // 10) == 0:
+                typer.echo(f"{description}: step {step}/{total}  {line}", err=True)
+
+        yield log
+        return
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[info]}"), TimeRemainingColumn(), transient=True) as bar:
         task = bar.add_task(description, total=None, info="")
 
         def update(step: int, total: int, info: dict[str, Any]) -> None:
-            text = f"loss {info['loss']:.3f}" + (f"  val {info['val']:.3f}" if "val" in info else "")
-            bar.update(task, completed=step, total=total, info=text)
+            bar.update(task, completed=step, total=total, info=text(step, total, info))
 
         yield update
 
@@ -136,6 +159,7 @@ def adapt_command(
     out: Path | None = typer.Option(None, "--out", help="Adapter bundle folder, new or empty (default runs/<montage>)."),
     checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
     recipe: str | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
+    context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP),
     train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
     subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw)."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget (no early stopping)."),
@@ -172,7 +196,7 @@ def adapt_command(
     try:
         with _step_bar(progress, "adapt") as bar:
             result = adapt(
-                montage=montage, data=data, out=out, checkpoint=checkpoint, recipe=recipe, train=train,
+                montage=montage, data=data, out=out, checkpoint=checkpoint, recipe=recipe, context=context, train=train,
                 subjects=subjects,
                 max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
@@ -184,8 +208,9 @@ def adapt_command(
                 progress_quality=lambda summary: typer.echo(quality_line(summary), err=True),
             )
     except KeyboardInterrupt:
-        typer.echo(f"interrupted; the last evaluation's state is in {out}: run the same command to continue",
-                   err=True)
+        from passport_kit.training.adapt import interrupted_note
+
+        typer.echo(interrupted_note(out, montage), err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     m = result.metrics
     typer.echo(result.summary)
@@ -194,8 +219,9 @@ def adapt_command(
     contacts = m.get("poor_contacts") or {}
     if contacts.get("channel_windows"):
         parts = [f"{contacts[k]} {k}" for k in ("masked", "distrusted") if contacts.get(k) is not None]
-        typer.echo(f"poor contacts: {', '.join(parts)} of {contacts['channel_windows']} channel-windows "
-                   f"(--mask-bad-channels, --mask-uncorrelated-channels, --distrust-bad-channels)")
+        # Window by window: a channel good over its whole recording can still lose contact for a while.
+        typer.echo(f"poor contacts in single windows: {', '.join(parts)} of {contacts['channel_windows']} "
+                   f"channel-windows (--mask-bad-channels, --mask-uncorrelated-channels, --distrust-bad-channels)")
     typer.echo(f"adapter bundle {'left as it was in' if result.reused else 'written to'} {result.bundle}")
 
 
@@ -211,6 +237,7 @@ def evaluate_command(
     seeds: int = typer.Option(1, "--seeds", help="Fine-tuning seeds per fold."),
     metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ..."),
     recipe: str | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
+    context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP),
     train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget per run."),
     epochs: int = typer.Option(50, "--epochs"),
@@ -243,7 +270,7 @@ def evaluate_command(
         report = evaluate(
             montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,
             test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
-            metric=metric, recipe=recipe, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
+            metric=metric, recipe=recipe, context=context, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
             lr=lr, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch), h_freq=h_freq,
             corrupt_prob=corrupt_prob,
             quality_gate=quality_gate, channel_dropout=channel_dropout,

@@ -1,4 +1,4 @@
-"""Batched forward passes: class probabilities for a stack of windows.
+"""Batched forward passes: class probabilities (or a probe head's inputs) for a stack of windows.
 
 One function serves validation during ``adapt``, ``evaluate`` and ``predict``, so that the
 three see exactly the same numbers for the same model and windows.
@@ -6,14 +6,64 @@ three see exactly the same numbers for the same model and windows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from passport_kit.model.heads import ProbeHead
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.training.runtime import Precision, autocast
+
+#: Why a probe head's inputs are always computed in fp32: they feed a fitted regression whose
+#: standardisation is folded into its weights; bf16 rounding (8 bits of mantissa) of the pooled
+#: features would make the same bundle give other numbers on a bf16 machine than where it was
+#: fitted. It is one forward pass without gradients: fp32 costs little.
+PROBE_PRECISION: Precision = "fp32"
+
+
+def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarray, *, batch_size: int,
+             device: torch.device, precision: Precision, channel_mask: np.ndarray | None,
+             distrust: np.ndarray | None, call: Callable[..., torch.Tensor]) -> Iterator[torch.Tensor]:
+    """Yield ``call(xb, meta, **extra)`` for consecutive batches of ``rows`` of ``x`` (eval mode, no grad)."""
+    was_training = model.training
+    model.eval()
+    meta = meta.to(device)
+    try:
+        with torch.inference_mode():
+            for start in range(0, len(rows), batch_size):
+                # A copy: memmaps are read-only, and torch wants writable memory.
+                batch = rows[start : start + batch_size]
+                xb = torch.from_numpy(np.array(x[batch], dtype=np.float32))
+                extra: dict[str, torch.Tensor] = {}
+                if channel_mask is not None:
+                    mask = torch.from_numpy(np.asarray(channel_mask[batch], dtype=bool))[:, :, None]
+                    extra["mask"] = mask.expand(-1, -1, xb.shape[2]).to(device)
+                if distrust is not None:
+                    extra["distrust"] = torch.from_numpy(np.asarray(distrust[batch], dtype=bool)).to(device)
+                with autocast(device, precision):
+                    yield call(xb.to(device), meta, **extra)
+    finally:
+        model.train(was_training)
+
+
+def read_out_features(
+    model: nn.Module, x: np.ndarray, meta: ChannelMeta, index: np.ndarray | None = None, *, batch_size: int = 64,
+    device: torch.device | None = None, channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """Return a probe head's inputs ``(N, F)`` float64 for rows ``index`` of ``x`` ``(N, C, P, 200)`` (fp32 forward)."""
+    rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
+    out = []
+    for z in _batches(model, x, meta, rows, batch_size=batch_size, device=device or torch.device("cpu"),
+                      precision=PROBE_PRECISION, channel_mask=channel_mask, distrust=distrust,
+                      call=model.read_out_features):
+        out.append(z.float().cpu().numpy())
+        if on_batch is not None:
+            on_batch(len(z))
+    return np.concatenate(out).astype(np.float64) if out else np.zeros((0, 0))
 
 
 def predict_proba(
@@ -28,8 +78,13 @@ def predict_proba(
     on_batch: Callable[[int], None] | None = None,
     channel_mask: np.ndarray | None = None,
     distrust: np.ndarray | None = None,
+    groups: Sequence[Any] | None = None,
 ) -> np.ndarray:
     """Return softmax class probabilities, shape (N, n_classes) float32.
+
+    A probe head (:class:`~passport_kit.model.heads.ProbeHead`) reads inputs computed in fp32
+    whatever ``precision`` says (``PROBE_PRECISION``); one with temporal context reads the
+    rows as consecutive windows of the recordings ``groups`` names (None: one recording).
 
     Parameters
     ----------
@@ -50,33 +105,28 @@ def predict_proba(
     distrust : np.ndarray, shape (N, C) bool, optional
         Channels that keep their signal but whose own activity must not shape their channel
         code (expert kinds): ``predict --distrust-bad-channels``.
+    groups : sequence, optional
+        The recording of each predicted row (one entry per row of ``index``), for a probe head
+        with temporal context; None: the rows are one recording.
     """
     device = device or torch.device("cpu")
-    was_training = model.training
-    model.eval()
-    meta = meta.to(device)
-    out: list[np.ndarray] = []
-    try:
+    rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
+    head = getattr(model, "head", None)
+    if isinstance(head, ProbeHead):
+        z = read_out_features(model, x, meta, rows, batch_size=batch_size, device=device, channel_mask=channel_mask,
+                              distrust=distrust, on_batch=on_batch)
+        if len(z) == 0:
+            return np.zeros((0, 0), dtype=np.float32)
         with torch.inference_mode():
-            rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
-            for start in range(0, len(rows), batch_size):
-                # A copy: memmaps are read-only, and torch wants writable memory.
-                batch = rows[start : start + batch_size]
-                xb = torch.from_numpy(np.array(x[batch], dtype=np.float32))
-                extra: dict[str, torch.Tensor] = {}
-                if channel_mask is not None:
-                    mask = torch.from_numpy(np.asarray(channel_mask[batch], dtype=bool))[:, :, None]
-                    extra["mask"] = mask.expand(-1, -1, xb.shape[2]).to(device)
-                if distrust is not None:
-                    extra["distrust"] = torch.from_numpy(np.asarray(distrust[batch], dtype=bool)).to(device)
-                with autocast(device, precision):
-                    logits = model(xb.to(device), meta, **extra)
-                # Softmax in fp32: bf16 probabilities round visibly in the CSV.
-                out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
-                if on_batch is not None:
-                    on_batch(len(xb))
-    finally:
-        model.train(was_training)
+            logits = head.read_out(torch.from_numpy(z).float().to(device), None if groups is None else list(groups))
+        return torch.softmax(logits.float(), dim=-1).cpu().numpy().astype(np.float32, copy=False)
+    out: list[np.ndarray] = []
+    for logits in _batches(model, x, meta, rows, batch_size=batch_size, device=device, precision=precision,
+                           channel_mask=channel_mask, distrust=distrust, call=model):
+        # Softmax in fp32: bf16 probabilities round visibly in the CSV.
+        out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
+        if on_batch is not None:
+            on_batch(len(logits))
     if not out:
         return np.zeros((0, 0), dtype=np.float32)
     return np.concatenate(out).astype(np.float32, copy=False)

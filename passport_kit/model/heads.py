@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import torch
@@ -36,6 +37,32 @@ def log_band_power(x: Tensor, bands: tuple[tuple[float, float], ...] = SPECTRAL_
     return torch.log10(torch.stack(cols, dim=-1) + 1e-10)
 
 
+def sequence_features(z: Tensor, context: int, groups: Sequence[Any] | None = None) -> Tensor:
+    """Return ``[z, centred running mean of z over ±context rows]`` ``(N, 2F)`` for rows ``z`` ``(N, F)`` in time order.
+
+    ``groups`` (N,) names the recording of each row: the mean never crosses a recording's
+    edge (at an edge it covers the rows that exist). ``context=0`` returns ``z`` unchanged.
+    This is the probe head's temporal context for sleep staging: the stage of a 30-s epoch is
+    scored with the minutes around it, as YASA's rolling features and sequence models do.
+    """
+    if context <= 0:
+        return z
+    keys = [0] * len(z) if groups is None else list(groups)
+    out = torch.empty_like(z)
+    start = 0
+    while start < len(z):
+        stop = start + 1
+        while stop < len(z) and keys[stop] == keys[start]:
+            stop += 1
+        seg = z[start:stop]
+        cum = torch.cat([torch.zeros_like(seg[:1]), seg.cumsum(dim=0)])
+        idx = torch.arange(len(seg), device=z.device)
+        lo, hi = (idx - context).clamp(min=0), (idx + context + 1).clamp(max=len(seg))
+        out[start:stop] = (cum[hi] - cum[lo]) / (hi - lo).unsqueeze(1).to(z.dtype)
+        start = stop
+    return torch.cat([z, out], dim=1)
+
+
 class ProbeHead(nn.Module):
     """A linear read-out of pooled encoder features and each channel's log band power.
 
@@ -50,14 +77,21 @@ class ProbeHead(nn.Module):
     backbone trail a band-power classifier (docs/RESULTS.md, issue 18); a read-out that sees
     both is never starved of what the classic baseline uses, and the backbone adds what it
     knows on top. The fitted weights are per channel, so the head belongs to one montage.
+
+    ``context`` > 0 (sleep staging): the read-out also sees the running mean of these inputs
+    over ±``context`` neighbouring windows (:func:`sequence_features`), so its input doubles.
+    Such a head scores a recording as a sequence: ``forward`` treats its batch as consecutive
+    windows of one recording, and :func:`~passport_kit.inference.forward.predict_proba`
+    passes whole recordings.
     """
 
-    def __init__(self, d_model: int, n_classes: int, n_channels: int) -> None:
+    def __init__(self, d_model: int, n_classes: int, n_channels: int, context: int = 0) -> None:
         super().__init__()
-        if n_classes < 1 or n_channels < 1:
+        if n_classes < 1 or n_channels < 1 or context < 0:
             raise ConfigError(f"a probe head needs classes and channels, got {n_classes} and {n_channels}")
-        self.d_model, self.n_channels = d_model, n_channels
-        self.linear = nn.Linear(d_model + n_channels * len(SPECTRAL_BANDS), n_classes)
+        self.d_model, self.n_channels, self.context = d_model, n_channels, context
+        n_inputs = d_model + n_channels * len(SPECTRAL_BANDS)
+        self.linear = nn.Linear(n_inputs * (2 if context else 1), n_classes)
         nn.init.zeros_(self.linear.weight)
         nn.init.zeros_(self.linear.bias)
 
@@ -73,9 +107,22 @@ class ProbeHead(nn.Module):
                             "predict with the montage the adapter was trained on")
         return torch.cat([feats.mean(dim=(1, 2)), log_band_power(x.float()).flatten(1)], dim=1)
 
+    def set_context(self, context: int) -> None:
+        """Give the head ``context`` windows on each side; a new, zero read-out layer of the matching width."""
+        n_inputs = self.linear.in_features // (2 if self.context else 1)
+        self.context = context
+        self.linear = nn.Linear(n_inputs * (2 if context else 1), self.linear.out_features)
+        nn.init.zeros_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    def read_out(self, z: Tensor, groups: Sequence[Any] | None = None) -> Tensor:
+        """Return logits ``(N, n_classes)`` from read-out inputs ``z`` ``(N, F)`` (rows in time order per group)."""
+        z = sequence_features(z.to(self.linear.weight.dtype), self.context, groups)
+        return self.linear(z)
+
     def forward(self, feats: Tensor, x: Tensor) -> Tensor:
-        """Return logits ``(B, n_classes)``."""
-        return self.linear(self.features(feats, x).to(self.linear.weight.dtype))
+        """Return logits ``(B, n_classes)`` (with ``context``: the batch is one recording's consecutive windows)."""
+        return self.read_out(self.features(feats, x))
 
 
 class ClassificationHead(nn.Module):
@@ -140,6 +187,7 @@ class Classifier(FrozenStaysEval, nn.Module):
         dropout: float = 0.1,
         kind: HeadKind = "mlp",
         n_channels: int | None = None,
+        context: int = 0,
     ) -> None:
         super().__init__()
         self.backbone = backbone
@@ -147,7 +195,7 @@ class Classifier(FrozenStaysEval, nn.Module):
         if kind == "probe":
             if not n_channels:
                 raise ConfigError("a probe head needs n_channels (the montage's channel count)")
-            self.head = ProbeHead(backbone.config.d_model, n_classes, n_channels)
+            self.head = ProbeHead(backbone.config.d_model, n_classes, n_channels, context)
             self._head_settings: dict[str, Any] = {"kind": "probe", "n_classes": n_classes, "n_channels": n_channels}
         elif kind == "mlp":
             self.head = ClassificationHead(
@@ -173,6 +221,8 @@ class Classifier(FrozenStaysEval, nn.Module):
     @property
     def head_settings(self) -> dict[str, Any]:
         """Return the keyword arguments that rebuild this head (stored in adapter bundles)."""
+        if isinstance(self.head, ProbeHead):  # its context is chosen when it is fitted
+            return self._head_settings | {"context": self.head.context}
         return dict(self._head_settings)
 
     def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,

@@ -62,6 +62,9 @@ class RecipeOptions(BaseModel):
                            "'finetune': the paper's recipe (AdamW on the adapter and an MLP head, early stopping "
                            "on validation subjects). Not given: 'finetune' when an option only it uses is set "
                            "(FINETUNE_ONLY), else 'probe'")
+    context: int | None = Field(None, ge=0, le=20, description="probe recipe: windows of temporal context on each "
+                                "side of a sleep epoch; None: chosen by cross-validation among 0 and 2 for sleep "
+                                "staging, 0 otherwise")
     train: TrainPolicy = "adapter"
     validation_fraction: float = Field(0.2, gt=0, lt=1)
     max_steps: int | None = Field(None, gt=0)
@@ -109,6 +112,8 @@ class RecipeOptions(BaseModel):
         elif data["recipe"] == "probe" and given:
             raise ValueError(f"{', '.join(given)} only apply to recipe 'finetune' (gradient training); "
                              "drop them or pass --recipe finetune")
+        if data["recipe"] == "finetune" and data.get("context") is not None:
+            raise ValueError("context applies to recipe 'probe' only; drop it or drop the finetune options")
         return data
 
     def settings(self, seed: int) -> FinetuneSettings:
@@ -388,14 +393,17 @@ def train_classifier(
     (:func:`~passport_kit.training.probe.fit_probe`); ``finetune``: gradient steps on the
     training rows, selection on the validation rows (:func:`~passport_kit.training.finetune.fit`).
     """
-    from passport_kit.training.probe import fit_probe, probe_summary, probe_warnings
+    from passport_kit.training.probe import CONTEXTS, fit_probe, probe_summary, probe_warnings
 
     classes = list(windows.classes)
     if cfg.recipe == "probe":
         rows = np.sort(np.concatenate([train_idx, val_idx]))
+        # Temporal context only where windows are consecutive epochs of a night (sleep staging).
+        sleep = windows.info.get("task") == "sleep-staging"
+        contexts = (cfg.context,) if cfg.context is not None else CONTEXTS if sleep else (0,)
         probe = fit_probe(model, windows.x, windows.y, meta, classes, rows, windows.subject, seed=seed,
-                          batch_size=max(cfg.batch_size, 64), device=device, precision=precision,
-                          channel_mask=channel_mask, distrust=distrust)
+                          batch_size=max(cfg.batch_size, 64), device=device, channel_mask=channel_mask,
+                          distrust=distrust, recordings=windows.recording, contexts=contexts)
         if progress is not None:
             progress(1, 1, {} if probe.selection_score is None else {"val": probe.selection_score})
         result = FitResult(best_step=0, steps=0, best_score=probe.selection_score, validation=probe.validation,

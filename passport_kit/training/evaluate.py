@@ -197,7 +197,8 @@ def evaluate(
                               preprocess=preprocess,
                               windows=windows, split=split, n=n, seed=seed, train_idx=train_idx, val_idx=val_idx)
         # Test windows masked by the same rule as training: what predict does with the bundle.
-        proba = predict_proba(model, windows.x, meta, index=test_idx, batch_size=max(cfg.batch_size, 64),
+        proba = predict_proba(model, windows.x, meta, index=test_idx, groups=windows.recording[test_idx],
+                              batch_size=max(cfg.batch_size, 64),
                               device=device, precision=precision, channel_mask=channel_mask,
                               distrust=distrust)
         pred = proba.argmax(1)

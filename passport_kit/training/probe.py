@@ -38,15 +38,18 @@ from torch import nn
 from passport_kit.errors import DataError
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
-from passport_kit.training.runtime import Precision, autocast
+from passport_kit.inference.forward import read_out_features
+from passport_kit.model.heads import sequence_features
 
 #: The largest class weight: inverse frequency, capped (issue 18: 28x on a 5-window class).
 MAX_CLASS_WEIGHT = 5.0
 #: Grid of the inner cross-validation: inverse L2 strength and the encoder block's scale.
 C_GRID = (0.03, 0.1, 0.3, 1.0)
 BACKBONE_WEIGHTS = (0.1, 0.3)
-#: Used when fewer than two training subjects leave nothing to cross-validate over.
-FALLBACK = (0.3, 0.2)
+#: Temporal context (windows on each side) tried for sleep staging: none, or ±2 epochs (2.5 min).
+CONTEXTS = (0, 2)
+#: Used when fewer than two training subjects leave nothing to cross-validate over (no context).
+FALLBACK = (0.3, 0.2, 0)
 #: Most inner folds (grouped by subject).
 MAX_INNER_FOLDS = 5
 #: A class with fewer training windows than this is flagged as too rare to learn reliably.
@@ -59,6 +62,7 @@ class ProbeResult:
 
     c: float
     backbone_weight: float
+    context: int
     selection_metric: str
     selection_score: float | None
     inner_folds: int
@@ -66,36 +70,6 @@ class ProbeResult:
     seconds: float
     warnings: list[str] = field(default_factory=list)
     grid: list[dict[str, Any]] = field(default_factory=list)
-
-
-def read_out_features(
-    model: nn.Module, x: np.ndarray, meta: ChannelMeta, index: np.ndarray, *, batch_size: int = 64,
-    device: torch.device | None = None, precision: Precision = "fp32",
-    channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
-) -> np.ndarray:
-    """Return the probe head's input ``(len(index), F)`` float64 for rows ``index`` of ``x`` ``(N, C, P, 200)``."""
-    device = device or torch.device("cpu")
-    was_training = model.training
-    model.eval()
-    meta = meta.to(device)
-    out = []
-    try:
-        with torch.inference_mode():
-            for start in range(0, len(index), batch_size):
-                rows = index[start : start + batch_size]
-                xb = torch.from_numpy(np.array(x[rows], dtype=np.float32)).to(device)
-                extra: dict[str, torch.Tensor] = {}
-                if channel_mask is not None:
-                    mask = torch.from_numpy(np.asarray(channel_mask[rows], dtype=bool))[:, :, None]
-                    extra["mask"] = mask.expand(-1, -1, xb.shape[2]).to(device)
-                if distrust is not None:
-                    extra["distrust"] = torch.from_numpy(np.asarray(distrust[rows], dtype=bool)).to(device)
-                with autocast(device, precision):
-                    feats = model.read_out_features(xb, meta, **extra)
-                out.append(feats.float().cpu().numpy())
-    finally:
-        model.train(was_training)
-    return np.concatenate(out).astype(np.float64) if out else np.zeros((0, 0))
 
 
 def capped_class_weights(y: np.ndarray, n_classes: int, cap: float = MAX_CLASS_WEIGHT) -> np.ndarray:
@@ -110,12 +84,12 @@ def capped_class_weights(y: np.ndarray, n_classes: int, cap: float = MAX_CLASS_W
 class _Standardiser:
     """Per-feature standardisation with the encoder block scaled by ``backbone_weight``."""
 
-    def __init__(self, z: np.ndarray, n_backbone: int, backbone_weight: float) -> None:
+    def __init__(self, z: np.ndarray, backbone_columns: np.ndarray, backbone_weight: float) -> None:
         self.mean = z.mean(axis=0)
         self.scale = z.std(axis=0)
         self.scale[self.scale < 1e-8] = 1.0  # constant features (an absent band) stay at zero
         self.weight = np.ones(z.shape[1])
-        self.weight[:n_backbone] = backbone_weight
+        self.weight[backbone_columns] = backbone_weight
 
     def __call__(self, z: np.ndarray) -> np.ndarray:
         return (z - self.mean) / self.scale * self.weight
@@ -157,14 +131,18 @@ def fit_probe(
     seed: int = 0,
     batch_size: int = 64,
     device: torch.device | None = None,
-    precision: Precision = "fp32",
     channel_mask: np.ndarray | None = None,
     distrust: np.ndarray | None = None,
+    recordings: np.ndarray | None = None,
+    contexts: tuple[int, ...] = (0,),
 ) -> ProbeResult:
     """Fit ``model``'s probe head on rows ``train_index`` of ``x`` ``(N, C, P, 200)``; return the choice made.
 
     ``groups`` ``(N,)`` names the subject of every row (inner folds never split a subject).
-    On return the head's linear layer holds the refitted read-out and the model is in eval mode.
+    ``contexts``: the head's temporal context (windows on each side) is chosen among these by
+    the same cross-validation; ``recordings`` ``(N,)`` then says which rows are consecutive
+    windows of one recording (rows of a recording in time order). On return the head holds
+    the refitted read-out (and the chosen context) and the model is in eval mode.
     """
     from sklearn.model_selection import GroupKFold
 
@@ -178,8 +156,10 @@ def fit_probe(
                         "adapt needs at least two classes")
     n_classes = len(classes)
     head = model.head
-    z = read_out_features(model, x, meta, train_index, batch_size=batch_size, device=device, precision=precision,
-                          channel_mask=channel_mask, distrust=distrust)
+    z_plain = read_out_features(model, x, meta, train_index, batch_size=batch_size, device=device,
+                                channel_mask=channel_mask, distrust=distrust)
+    seq = None if recordings is None else list(np.asarray(recordings)[train_index])
+    inputs = {k: sequence_features(torch.from_numpy(z_plain), k, seq).numpy() for k in contexts}
     weights = capped_class_weights(y_train, n_classes)
     sample_weight = weights[y_train]
     g = np.asarray(groups)[train_index]
@@ -188,34 +168,44 @@ def fit_probe(
     notes = probe_warnings(y_train, classes, n_groups)
 
     grid: list[dict[str, Any]] = []
-    best: tuple[float, float] = FALLBACK
+    best: tuple[float, float, int] = (FALLBACK[0], FALLBACK[1], min(contexts, key=abs))
     best_score: float | None = None
     best_metrics: ClassificationMetrics | None = None
     folds = min(MAX_INNER_FOLDS, n_groups)
     if folds >= 2:
-        splits = list(GroupKFold(n_splits=folds).split(z, y_train, g))
-        for w in BACKBONE_WEIGHTS:
-            for c in C_GRID:
-                oof = np.zeros((len(z), n_classes))
-                for fit_rows, test_rows in splits:
-                    standardise = _Standardiser(z[fit_rows], head.n_backbone_features, w)
-                    lr = _fit_lr(standardise(z[fit_rows]), y_train[fit_rows], sample_weight[fit_rows], c, seed)
-                    oof[test_rows] = _proba(lr, standardise(z[test_rows]), n_classes)
-                score, metrics = _score(y_train, oof, classes)
-                grid.append({"C": c, "backbone_weight": w, metric: round(float(score), 4)})
-                if best_score is None or score > best_score + 1e-9:
-                    best, best_score, best_metrics = (c, w), float(score), metrics
+        splits = list(GroupKFold(n_splits=folds).split(z_plain, y_train, g))
+        for k, z in inputs.items():
+            n_backbone = _backbone_columns(head.n_backbone_features, z_plain.shape[1], k)
+            for w in BACKBONE_WEIGHTS:
+                for c in C_GRID:
+                    oof = np.zeros((len(z), n_classes))
+                    for fit_rows, test_rows in splits:
+                        standardise = _Standardiser(z[fit_rows], n_backbone, w)
+                        lr = _fit_lr(standardise(z[fit_rows]), y_train[fit_rows], sample_weight[fit_rows], c, seed)
+                        oof[test_rows] = _proba(lr, standardise(z[test_rows]), n_classes)
+                    score, metrics = _score(y_train, oof, classes)
+                    grid.append({"C": c, "backbone_weight": w, "context": k, metric: round(float(score), 4)})
+                    if best_score is None or score > best_score + 1e-9:
+                        best, best_score, best_metrics = (c, w, k), float(score), metrics
         if best_score is not None and _near_chance(best_score, metric):
             notes.append(f"cross-validated {metric} {best_score:.3f} is near chance: the classes may not be "
                          "separable with this montage and these labels")
-    c, w = best
-    standardise = _Standardiser(z, head.n_backbone_features, w)
+    c, w, k = best
+    z = inputs[k]
+    standardise = _Standardiser(z, _backbone_columns(head.n_backbone_features, z_plain.shape[1], k), w)
     lr = _fit_lr(standardise(z), y_train, sample_weight, c, seed)
+    head.set_context(k)
     _fold_into_linear(head.linear, lr, standardise, n_classes)
     model.eval()
-    return ProbeResult(c=c, backbone_weight=w, selection_metric=metric, selection_score=best_score,
+    return ProbeResult(c=c, backbone_weight=w, context=k, selection_metric=metric, selection_score=best_score,
                        inner_folds=folds if folds >= 2 else 0, validation=best_metrics,
                        seconds=time.perf_counter() - start, warnings=notes, grid=grid)
+
+
+def _backbone_columns(n_backbone: int, n_plain: int, context: int) -> np.ndarray:
+    """Return the column indices of the encoder block in read-out inputs with ``context`` (its running mean too)."""
+    cols = np.arange(n_backbone)
+    return np.concatenate([cols, n_plain + cols]) if context else cols
 
 
 def _near_chance(score: float, metric: str) -> bool:
@@ -235,7 +225,8 @@ def probe_warnings(y_train: np.ndarray, classes: list[str], n_groups: int) -> li
         notes.append(f"classes absent from the training windows will never be predicted: {', '.join(absent)}")
     if n_groups < 2:
         notes.append(f"only {n_groups} training subject: nothing to cross-validate over, so the "
-                     f"regularisation is the fixed fallback (C {FALLBACK[0]:g}) and no validation score exists")
+                     f"regularisation is the fixed fallback (C {FALLBACK[0]:g}, no temporal context) and no "
+                     "validation score exists")
     return notes
 
 
@@ -268,9 +259,10 @@ def probe_summary(result: ProbeResult) -> dict[str, Any]:
                    if result.inner_folds else "none (fewer than 2 training subjects): fixed fallback"),
         "C": result.c,
         "backbone_weight": result.backbone_weight,
+        "context": result.context,
         "grid": result.grid,
     }
 
 
-__all__ = ["MAX_CLASS_WEIGHT", "ProbeResult", "capped_class_weights", "fit_probe", "probe_summary", "probe_warnings",
-           "read_out_features"]
+__all__ = ["CONTEXTS", "MAX_CLASS_WEIGHT", "ProbeResult", "capped_class_weights", "fit_probe", "probe_summary",
+           "probe_warnings"]

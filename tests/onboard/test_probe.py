@@ -126,3 +126,35 @@ def test_default_adapt_prints_its_selection_and_predicts(tmp_path: Path, montage
     pred = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
     assert pred.exit_code == 0, pred.output
     assert (tmp_path / "p" / "s01" / "s01_predictions.csv").is_file()
+
+
+def test_sequence_features_average_within_each_recording_only() -> None:
+    from passport_kit.model.heads import sequence_features
+
+    z = torch.arange(6, dtype=torch.float32)[:, None]
+    out = sequence_features(z, 1, ["a", "a", "a", "b", "b", "b"])
+    assert out.shape == (6, 2) and torch.equal(out[:, 0], z[:, 0])
+    assert out[:, 1].tolist() == [0.5, 1.0, 1.5, 3.5, 4.0, 4.5]
+    assert torch.equal(sequence_features(z, 0), z)
+
+
+def test_probe_with_context_predicts_a_recording_as_a_sequence(tmp_path: Path, montage_yaml: Path, dataset: Path,
+                                                               checkpoint: str) -> None:
+    out = tmp_path / "ctx"
+    result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
+                              checkpoint, "--out", str(out), "--context", "2", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "context 2" in result.output
+    meta = json.loads((out / "adapter.json").read_text())
+    assert meta["head"]["context"] == 2 and meta["training"]["context"] == 2
+    from passport_kit.checkpoint import load_adapter_bundle
+
+    model, _ = load_adapter_bundle(out)
+    assert model.head.context == 2 and model.head.linear.in_features == 2 * (200 + 3 * 6)
+    pred = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
+    assert pred.exit_code == 0, pred.output
+
+
+def test_context_with_the_finetune_recipe_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="context applies to recipe 'probe'"):
+        make_config(montage="m", data="d", recipe="finetune", context=2)
