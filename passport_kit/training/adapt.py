@@ -15,6 +15,7 @@ Example (a notebook)::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -22,7 +23,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from passport_kit.errors import ConfigError, DataError
+from passport_kit.errors import ConfigError, DataError, PassportWarning
 from passport_kit.training.finetune import Balance, FinetuneSettings, FitResult, TrainPolicy, fit
 from passport_kit.training.splits import SubjectSplit, subsample_training, unique_subjects, with_validation
 
@@ -231,6 +232,24 @@ def training_split(
     return split
 
 
+def interrupted_note(out: Path | None, montage: str) -> str:
+    """Return what to tell a user who stopped ``adapt`` (Ctrl-C): whether the same command continues or starts over.
+
+    ``out`` and ``montage`` as given to adapt (``out`` None: ``runs/<montage name>``).
+    """
+    from passport_kit.errors import PassportError
+    from passport_kit.montage import resolve_montage
+
+    if out is None:
+        try:
+            out = Path("runs") / resolve_montage(montage).name
+        except PassportError:
+            return "interrupted"
+    if (Path(out) / STATE_FILE).is_file():
+        return f"interrupted; the last evaluation's state is in {out}: run the same command to continue from it"
+    return f"interrupted before the first evaluation, so nothing was saved in {out}: the same command starts over"
+
+
 #: Files an adapt run may find in its output folder: its own bundle, history or resumable state.
 _OWN_FILES = frozenset({STATE_FILE, "adapter.json", "adapter.safetensors", "history.csv", "history.png"})
 
@@ -353,6 +372,10 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
                            seed=cfg.seed)
     train_mask, val_mask, _ = split.masks(windows.subject)
     train_idx, val_idx = np.flatnonzero(train_mask & keep), np.flatnonzero(val_mask & keep)
+    if cfg.recipe == "finetune" and not len(val_idx):  # the probe recipe says so itself (probe_warnings)
+        warnings.warn(f"no validation subject ({len(split.train)} training subject(s) in the data): nothing selects "
+                      "the best step or stops the training early, and no validation score exists; add recordings "
+                      "of more subjects", PassportWarning, stacklevel=2)
 
     model = build_classifier(backbone, len(windows.classes), cfg.train, dropout=cfg.dropout, recipe=cfg.recipe,
                              n_channels=len(montage.channels))
@@ -489,6 +512,10 @@ def dataset_window_quality(windows: Any, data: Path) -> dict[str, Any]:
     return qualities
 
 
+#: Mains frequencies (Hz); a notch elsewhere is almost certainly a typo.
+MAINS_HZ = (50.0, 60.0)
+
+
 def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = None,
                        notch_freq: float | None | str = "keep", h_freq: float | None = None) -> Any:
     """Return the preprocessing of a run: the checkpoint's contract, the dataset's window length.
@@ -517,6 +544,11 @@ def dataset_preprocess(info: Any, data: Path, *, instance_norm: bool | None = No
         contract["instance_norm"] = instance_norm
     if notch_freq != "keep":
         contract["notch_freq"] = notch_freq
+        if notch_freq is not None and notch_freq not in MAINS_HZ:
+            warnings.warn(f"notch at {notch_freq:g} Hz: mains power is {' or '.join(f'{f:g}' for f in MAINS_HZ)} Hz "
+                          f"everywhere, so this notch removes EEG at {notch_freq:g} Hz and leaves the hum; use "
+                          "--notch 50 (Europe, Asia, Africa, Australia) or 60 (the Americas), or 'none'",
+                          PassportWarning, stacklevel=2)
     h_freq = h_freq if h_freq is not None else spec.h_freq
     if h_freq is not None:
         contract["h_freq"] = h_freq

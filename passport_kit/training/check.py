@@ -132,13 +132,18 @@ def check(
     report.add("checkpoint", "ok", f"'{info.name}': {info.model.arch}, {kind} embedding, "
                f"{info.n_parameters:,} parameters, SHA-256 {info.weights_sha256[:12]} verified")
 
-    with warnings.catch_warnings():
-        # A lowered band-pass top is reported below as a 'sampling & shapes' warning, not twice.
-        warnings.simplefilter("ignore", PassportWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        # Said in the report instead (a lowered band-pass top in 'sampling & shapes', below), not twice.
+        warnings.simplefilter("always", PassportWarning)
         preprocess = _guard(report, "preprocessing", lambda: dataset_preprocess(
             info, Path(data), instance_norm=instance_norm, notch_freq=notch_freq, h_freq=h_freq))
     if preprocess is None:
         return report
+    for w in caught:
+        if not issubclass(w.category, PassportWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif str(w.message) != preprocess.h_freq_note:
+            report.add("preprocessing", "warn", str(w.message))
     # Load without instance normalisation so the raw amplitude scale can be checked; the
     # batch below is normalised as adapt would.
     raw_config = preprocess.model_copy(update={"instance_norm": False})

@@ -70,7 +70,8 @@ def test_adapt_counts_the_poor_contacts_it_masked_and_distrusted(noisy_adapt) ->
     # EL2 of s02 is white noise in all its 10 windows: uncorrelated with EL1 (masked) and low-scoring (distrusted).
     assert contacts["masked"] == 10 and contacts["distrusted"] >= 10
     assert contacts["channel_windows"] == 3 * 10 * 3
-    assert f"poor contacts: 10 masked, {contacts['distrusted']} distrusted of 90 channel-windows" in result.output
+    assert (f"poor contacts in single windows: 10 masked, {contacts['distrusted']} distrusted of 90 channel-windows"
+            in result.output)
 
 
 def test_adapt_bundle_stores_quality_per_recording(noisy_adapt) -> None:
