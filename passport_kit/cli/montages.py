@@ -43,11 +43,13 @@ def register_montage_cmd(
 ) -> None:
     """Validate a montage YAML and store it in the user registry."""
     from passport_kit.montage import Montage, register_montage
+    from passport_kit.montage.registry import is_registered
 
     montage = Montage.from_yaml(file)
+    unchanged = is_registered(montage)
     path = register_montage(montage, force=force)
-    typer.echo(f"registered montage '{montage.name}': {montage.n_channels} channels, "
-               f"hash {montage.content_hash[:12]}, stored at {path}")
+    typer.echo(f"{'montage already registered, unchanged' if unchanged else 'registered montage'} "
+               f"'{montage.name}': {montage.n_channels} channels, hash {montage.content_hash[:12]}, stored at {path}")
 
 
 @montages_app.command("list")

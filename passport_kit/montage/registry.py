@@ -163,10 +163,21 @@ def _registry_writable(target: Path):  # noqa: ANN202 - a context manager
                          f"make it writable or set {HOME_ENV} to a writable folder")
 
 
+def is_registered(montage: Montage) -> bool:
+    """Return True when the user registry already holds exactly ``montage`` (same name, same stored YAML)."""
+    target = user_montage_dir() / f"{montage.name}.yaml"
+    try:
+        return target.read_text(encoding="utf-8") == montage.to_yaml_str(units="m")
+    except OSError:
+        return False
+
+
 def register_montage(montage: Montage | str | Path, *, force: bool = False) -> Path:
     """Store ``montage`` (a Montage or a YAML path) in the user registry; return the stored file.
 
-    Refuses a name of a built-in montage, and an existing user montage unless ``force=True``.
+    Refuses a name of a built-in montage, and an existing, different user montage unless
+    ``force=True``; registering the very same montage again changes nothing (a no-op, as
+    re-running a notebook cell should be).
     """
     if not isinstance(montage, Montage):
         montage = Montage.from_yaml(Path(montage))
@@ -182,9 +193,11 @@ def register_montage(montage: Montage | str | Path, *, force: bool = False) -> P
     try:
         with _lock():
             target = user_montage_dir() / f"{name}.yaml"
+            if is_registered(montage):
+                return target
             if target.exists() and not force:
-                raise MontageError(f"montage '{name}' is already registered ({target}); pass --force "
-                                   "(force=True) to replace it, or choose another name")
+                raise MontageError(f"a different montage '{name}' is already registered ({target}); pass "
+                                   "--force (force=True) to replace it, or choose another name")
             with _registry_writable(target):
                 atomic_write_text(target, text)
     except Timeout:

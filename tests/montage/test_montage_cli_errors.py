@@ -190,3 +190,12 @@ def test_unwritable_output_exits_2(tmp_path: Path, command: list[str]) -> None:
     blocker.write_text("x")
     _assert_one_line_exit_2([*command, str(blocker / "out.png" if "plot" in command else blocker / "m.yaml")],
                             "cannot write")
+
+
+def test_registering_identical_content_again_exits_0_and_says_unchanged(
+        ear_dict: dict[str, Any], write_yaml: Callable[..., Path], registry_with_one: dict[str, bytes]) -> None:
+    path = write_yaml({**ear_dict, "name": "existing-ear"})
+    result = runner.invoke(app, ["register-montage", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "montage already registered, unchanged 'existing-ear'" in result.output
+    assert _registry_snapshot() == registry_with_one

@@ -153,3 +153,10 @@ def test_racing_registrations_of_one_name_let_exactly_one_win(ear_dict: dict[str
     assert outcomes.count("ok") == 1, outcomes
     assert all("already registered" in o for o in outcomes if o != "ok")
     assert get_montage("my-ear").description.startswith("writer ")
+
+
+def test_registering_the_same_montage_again_is_a_no_op(ear_dict: dict[str, Any]) -> None:
+    # The README's Python snippet after the tour's register-montage: re-running must not fail.
+    first = register_montage(Montage.from_dict(ear_dict))
+    before = first.read_bytes()
+    assert register_montage(Montage.from_dict(ear_dict)) == first and first.read_bytes() == before
