@@ -469,7 +469,9 @@ def write_prediction(
         summary["caveat"] = ("Automatic staging is a draft for a trained scorer to review; N1 is the least "
                              "reliable stage, and statistics inherit every staging error.")
         files["hypnogram"] = reports.write_text(folder / f"{stem}_hypnogram.json", hyp.to_json())
-        files["hypnogram_plot"] = reports.plot_hypnogram(folder / f"{stem}_hypnogram.png", hyp, title=stem)
+        files["hypnogram_plot"] = reports.plot_hypnogram(
+            folder / f"{stem}_hypnogram.png", hyp, title=f"{recording.name} (adapter {Path(adapter).name})",
+            note=_plot_note(summary, withheld))
     else:
         events = [{"onset": float(o), "duration": window_seconds, "value": int(k), "trial_type": classes[k],
                    "low_confidence": int(u)} for o, k, u in zip(onsets_s, pred, unsure)]
@@ -484,6 +486,21 @@ def write_prediction(
     files["summary"] = reports.write_json(folder / f"{stem}_summary.json", summary)
     return PredictionResult(recording=recording, files=files, classes=classes, n_windows=int(len(pred)),
                             summary=summary)
+
+
+def _plot_note(summary: dict[str, Any], withheld: str | None) -> str:
+    """Return the line of numbers printed on the hypnogram: sleep statistics (or that they are withheld), confidence."""
+    stats = summary.get("sleep_statistics")
+    if withheld or not stats:
+        head = "sleep statistics withheld: most epochs are low confidence or flagged"
+    else:
+        parts = [f"TST {stats['TST']:.0f} min", f"SE {stats['SE']:.0f} %"]
+        parts += [f"{k} {stats[k]:.0f} min" for k in ("SOL", "WASO") if stats.get(k) is not None]
+        head = " · ".join(parts)
+    confidence = summary.get("mean_confidence")
+    tail = "" if confidence is None else f" · mean confidence {confidence:.2f}"
+    unsure = summary.get("low_confidence_windows")
+    return head + tail + (f" · {unsure} low-confidence epochs (shaded)" if unsure else "")
 
 
 #: Summary statistics are withheld when more than this share of the windows is flagged or low confidence.

@@ -111,19 +111,22 @@ def _save_figure(fig: Any, path: Path | str) -> Path:
 
 
 def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogram | None = None,
-                   title: str = "") -> Path:
+                   title: str = "", note: str = "") -> Path:
     """Draw the hypnogram (step plot, REM in red) above the hypnodensity; write a PNG.
 
     With ``reference`` (a scorer's hypnogram), it is drawn under the prediction in grey.
-    Low-confidence epochs (:meth:`Hypnogram.low_confidence`) are shaded in the hypnogram.
+    Low-confidence epochs (:meth:`Hypnogram.low_confidence`) are shaded in the hypnogram. The
+    time axis is clock time when the hypnogram's ``start`` is known (as the recording stores
+    it), else hours from the start; ``note`` (e.g. the sleep statistics) is printed under the title.
     """
     from matplotlib.figure import Figure
 
     has_density = hypnogram.proba is not None
     fig = Figure(figsize=(11, 5.5 if has_density else 3))
     axes = fig.subplots(2 if has_density else 1, 1, sharex=True, squeeze=False)[:, 0]
-    hours = hypnogram.onsets_s / 3600.0
-    step = hypnogram.epoch_seconds / 3600.0
+    origin, unit, xlabel = _time_axis(hypnogram)
+    hours = origin + hypnogram.onsets_s / unit  # x positions: matplotlib dates, or hours from the start
+    step = hypnogram.epoch_seconds / unit
     # Conventional hypnogram order, top to bottom: W, REM, N1, N2, N3 (UNS/ART above W).
     levels = {"ART": 6, "UNS": 5, "W": 4, "REM": 3, "N1": 2, "N2": 1, "N3": 0}
     ax = axes[0]
@@ -135,7 +138,7 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
             continue
         # Repeat the last stage so the final epoch is drawn over its whole duration.
         y = [levels[s] for s in hyp.stages] + [levels[hyp.stages[-1]]]
-        x = np.append(hyp.onsets_s / 3600.0, hyp.onsets_s[-1] / 3600.0 + step)
+        x = origin + np.append(hyp.onsets_s / unit, hyp.onsets_s[-1] / unit + step)
         ax.step(x, y, where="post", **style)
     rem = np.array([s == "REM" for s in hypnogram.stages], dtype=bool)
     if rem.any():
@@ -152,8 +155,8 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
                         label="low confidence")
     if reference is not None or unsure.any():
         ax.legend(loc="upper right", fontsize=8)
-    if title:
-        ax.set_title(title)
+    if title or note:
+        ax.set_title("\n".join(t for t in (title, note) if t), fontsize=10)
     if has_density:
         ax2 = axes[1]
         proba = np.asarray(hypnogram.proba)
@@ -171,8 +174,25 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
         ax2.set_ylim(0, 1)
         ax2.set_ylabel("probability")
         ax2.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    axes[-1].set_xlabel("time from recording start (h)")
+    axes[-1].set_xlabel(xlabel)
+    if hypnogram.start is not None:
+        from matplotlib.dates import AutoDateLocator, DateFormatter
+
+        # The x values are plain date numbers, so the axis needs the date locator to tick on round times.
+        axes[-1].xaxis.set_major_locator(AutoDateLocator(minticks=4, maxticks=12))
+        axes[-1].xaxis.set_major_formatter(DateFormatter("%H:%M"))
     return _save_figure(fig, path)
+
+
+def _time_axis(hypnogram: Hypnogram) -> tuple[float, float, str]:
+    """Return ``(origin, seconds per x unit, axis label)``: clock time (matplotlib dates) if the start is known."""
+    if hypnogram.start is None:
+        return 0.0, 3600.0, "time from recording start (h)"
+    from matplotlib.dates import date2num
+
+    # The wall-clock time the recording stores (EDF: local time, which MNE labels UTC), shown as is.
+    start = hypnogram.start.replace(tzinfo=None)
+    return float(date2num(start)), 86400.0, f"clock time (recording started {start:%Y-%m-%d %H:%M:%S})"
 
 
 def plot_confusion(path: Path | str, confusion: Sequence[Sequence[int]], classes: Sequence[str], *,

@@ -109,3 +109,43 @@ def test_quality_tsv_uses_the_table_writer() -> None:
 
     rows = [{"name": "ELA", "score": 0.123456, "std_uv": float("nan")}]
     assert format_tsv(rows) == format_table(rows, delimiter="\t", digits=TABLE_DIGITS) == "name\tscore\tstd_uv\nELA\t0.1235\tn/a\n"
+
+
+def _drawn(monkeypatch: pytest.MonkeyPatch, hypnogram: Hypnogram, **kwargs):
+    """Return the figure plot_hypnogram draws (captured instead of saved)."""
+    figures = []
+    monkeypatch.setattr(reports, "_save_figure", lambda fig, path: figures.append(fig) or Path(path))
+    reports.plot_hypnogram(Path("h.png"), hypnogram, **kwargs)
+    return figures[0]
+
+
+def test_hypnogram_plot_uses_clock_time_when_the_start_is_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import datetime, timezone
+
+    h = _hypnogram()
+    h.start = datetime(2020, 1, 1, 23, 7, tzinfo=timezone.utc)
+    fig = _drawn(monkeypatch, h, title="night.edf", note="TST 5 min · SE 50 %")
+    assert fig.axes[-1].get_xlabel() == "clock time (recording started 2020-01-01 23:07:00)"
+    fig.canvas.draw()
+    ticks = [t.get_text() for t in fig.axes[-1].get_xticklabels() if t.get_text()]
+    assert ticks and all(len(t) == 5 and t[2] == ":" for t in ticks)  # HH:MM
+    assert fig.axes[0].get_title() == "night.edf\nTST 5 min · SE 50 %"
+
+
+def test_hypnogram_plot_without_a_start_counts_hours(monkeypatch: pytest.MonkeyPatch) -> None:
+    fig = _drawn(monkeypatch, _hypnogram())
+    assert fig.axes[-1].get_xlabel() == "time from recording start (h)"
+
+
+def test_predict_puts_the_recording_and_its_statistics_on_the_plot(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from passport_kit.inference.predict import write_prediction
+
+    titles = []
+    real = reports.plot_hypnogram
+    monkeypatch.setattr(reports, "plot_hypnogram", lambda path, hyp, **kw: titles.append(kw) or real(path, hyp, **kw))
+    proba = np.tile([0.9, 0.05, 0.02, 0.02, 0.01], (4, 1))
+    write_prediction(tmp_path, Path("data/night3.edf"), proba, np.arange(4) * 30.0, np.zeros((4, 1), dtype=np.uint8),
+                     classes=CLASSES, window_seconds=30.0, task="sleep-staging", adapter=Path("runs/ear"), base_name="b")
+    assert titles[0]["title"] == "night3.edf (adapter ear)"
+    assert titles[0]["note"].startswith("TST 0 min · SE 0 %") and "mean confidence 0.90" in titles[0]["note"]
