@@ -12,14 +12,14 @@ from __future__ import annotations
 import warnings
 
 import typer
-from typer.core import TyperGroup
 
+from passport_kit.cli.options import HelpfulGroup
 from passport_kit.errors import PassportError, PassportWarning, file_system_message
 
 EXIT_USER_ERROR = 2
 
 
-class _PassportGroup(TyperGroup):
+class _PassportGroup(HelpfulGroup):
     """Root command group that turns user errors into exit code 2 and one line."""
 
     def invoke(self, ctx):  # noqa: ANN001 - click's signature
@@ -51,13 +51,27 @@ app = typer.Typer(
     name="passport-kit",
     help="Onboard a new EEG device layout onto a pretrained EEG foundation model.",
     no_args_is_help=True,
-    add_completion=False,
+    # Shell completion: `passport-kit --install-completion` (bash, zsh, fish, PowerShell).
+    add_completion=True,
     pretty_exceptions_enable=False,
+    # Plain help: rich panels cut long option names ('--mask-bad-channe…') at 80 columns.
+    rich_markup_mode=None,
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from passport_kit import __version__
+
+        typer.echo(f"passport-kit {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print the passport-kit version and exit."),
+) -> None:
     """Onboard a new EEG device layout onto a pretrained EEG foundation model."""
 
 

@@ -12,10 +12,14 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from passport_kit.cli.options import HelpfulGroup
+
 checkpoints_app = typer.Typer(
     name="checkpoints",
     help="List and show base checkpoints; import the official CBraMod weights.",
     no_args_is_help=True,
+    cls=HelpfulGroup,
+    rich_markup_mode=None,
 )
 
 

@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from passport_kit.cli.options import HelpfulGroup, echo_json
+
 if TYPE_CHECKING:  # pragma: no cover
     from passport_kit.signals.quality import ChannelQuality
 
-data_app = typer.Typer(name="data", help="Inspect datasets and manage the window cache.", no_args_is_help=True)
+data_app = typer.Typer(name="data", help="Inspect datasets and manage the window cache.", no_args_is_help=True,
+                       cls=HelpfulGroup, rich_markup_mode=None)
 
 
 @data_app.command("inspect")
@@ -27,6 +30,7 @@ def inspect_cmd(
     h_freq: Annotated[Optional[float], typer.Option(help="Upper band-pass edge in Hz (default 75).")] = None,
     label_column: Annotated[Optional[str], typer.Option(help="Column of *_events.tsv holding the labels.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the window cache.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Print one recording's own channels, rate and length, or load a dataset: recordings, windows, classes, mapping."""
     from passport_kit.errors import ConfigError
@@ -36,7 +40,7 @@ def inspect_cmd(
     from passport_kit.signals.readers import is_recording_file, read_recording
 
     if path.is_file() and is_recording_file(path, text=True):
-        _inspect_recording(path, None if montage is None else resolve_montage(montage))
+        _inspect_recording(path, None if montage is None else resolve_montage(montage), as_json=as_json)
         return
     if montage is None:
         raise ConfigError(f"data inspect of a dataset needs --montage NAME (to map and window its recordings); "
@@ -74,26 +78,34 @@ def inspect_cmd(
     raw = read_recording(spec.path_of(first.file), sfreq=first.sfreq)
     mapping = describe_mapping(list(raw.ch_names), m, first.channels or None, source=f"recording '{first.file}'")
 
+    counts = ws.class_counts()
+    unlabeled = int((ws.y < 0).sum())
+    flags = ws.flag_summary()
+    windows = {rec.file: int((ws.recording == rec.file).sum()) for rec in spec.recordings}
+    if as_json:
+        echo_json({"dataset": path, "origin": spec.origin, "task": spec.task, "montage": m.name,
+                   "montage_hash": m.content_hash, "windows": len(ws), "window_seconds": ws.x.shape[2],
+                   "preprocessing": config.model_dump(mode="json"), "classes": counts, "unlabeled": unlabeled,
+                   "flags": flags, "mapping": {"recording": first.file, "channels": dict(mapping)},
+                   "recordings": [{"subject": rec.subject, "file": rec.file, "windows": windows[rec.file]}
+                                  for rec in spec.recordings]})
+        return
     echo = typer.echo
     echo(f"dataset: {path} ({spec.origin}), task {spec.task}")
     echo(f"montage: {m.name} ({len(m.ch_names)} channels, hash {m.content_hash[:12]})")
     echo(f"windows: {len(ws)} × {ws.x.shape[1]} ch × {ws.x.shape[2]} s "
          f"from {len(set(ws.recording.tolist()))} recordings of {len(set(ws.subject.tolist()))} subjects")
-    counts = ws.class_counts()
-    unlabeled = int((ws.y < 0).sum())
     echo("classes: " + (", ".join(f"{k} {v}" for k, v in counts.items()) or "none") + f"; unlabeled {unlabeled}")
-    flags = ws.flag_summary()
     echo("flags (window × channel): " + ", ".join(f"{k} {v}" for k, v in flags.items()))
     echo(f"channel mapping of {first.file}:")
     for name, origin in mapping:
         echo(f"  {name:<12} ← {origin}")
     echo("recordings:")
     for rec in spec.recordings:
-        n = int((ws.recording == rec.file).sum())
-        echo(f"  {rec.subject:<14} {rec.file}  {n} windows")
+        echo(f"  {rec.subject:<14} {rec.file}  {windows[rec.file]} windows")
 
 
-def _inspect_recording(path: Path, montage: object | None) -> None:
+def _inspect_recording(path: Path, montage: object | None, *, as_json: bool = False) -> None:
     """Print a recording's format, rate, length, start, channels and annotations (and its mapping onto ``montage``)."""
     from collections import Counter
 
@@ -102,19 +114,27 @@ def _inspect_recording(path: Path, montage: object | None) -> None:
 
     raw = read_recording(path)
     seconds = raw.n_times / raw.info["sfreq"]
+    types = raw.get_channel_types()
+    counts = Counter(raw.annotations.description)
+    mapping = None if montage is None else describe_mapping(list(raw.ch_names), montage,  # type: ignore[arg-type]
+                                                            source=f"recording '{path}'")
+    if as_json:
+        echo_json({"recording": path, "format": FORMATS[recording_suffix(path)], "sfreq": raw.info["sfreq"],
+                   "n_times": int(raw.n_times), "seconds": float(seconds), "start": raw.info["meas_date"],
+                   "channels": [{"name": n, "type": t} for n, t in zip(raw.ch_names, types)],
+                   "annotations": dict(counts), "mapping": None if mapping is None else dict(mapping)})
+        return
     echo = typer.echo
     echo(f"recording: {path} ({FORMATS[recording_suffix(path)]})")
     echo(f"sampling rate: {raw.info['sfreq']:g} Hz; length {int(seconds // 3600)}:{int(seconds % 3600 // 60):02d}:"
          f"{seconds % 60:04.1f} ({raw.n_times} samples)")
     echo(f"start: {raw.info['meas_date'] or 'unknown'}")
-    types = raw.get_channel_types()
     echo(f"channels ({len(raw.ch_names)}): " + ", ".join(f"{n} ({t})" for n, t in zip(raw.ch_names, types)))
-    counts = Counter(raw.annotations.description)
     echo(f"annotations: {len(raw.annotations)}" + (" (" + ", ".join(f"{d} ×{k}" for d, k in counts.most_common(8))
                                                    + (", ..." if len(counts) > 8 else "") + ")" if counts else ""))
-    if montage is not None:
+    if mapping is not None:
         echo(f"channel mapping onto {montage.name}:")  # type: ignore[attr-defined]
-        for name, origin in describe_mapping(list(raw.ch_names), montage, source=f"recording '{path}'"):  # type: ignore[arg-type]
+        for name, origin in mapping:
             echo(f"  {name:<12} ← {origin}")
 
 

@@ -6,16 +6,19 @@ root app turns into exit code 2 and one line.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from passport_kit.cli.options import HelpfulGroup, echo_json
+
 montages_app = typer.Typer(
     name="montages",
     help="List, show, plot, remove and import montages (named electrode layouts).",
     no_args_is_help=True,
+    cls=HelpfulGroup,
+    rich_markup_mode=None,
 )
 
 
@@ -24,11 +27,6 @@ def _console():  # noqa: ANN202 - rich type
 
     # Created per call so that output follows the current sys.stdout (CliRunner, pipes).
     return Console(highlight=False, soft_wrap=False)
-
-
-def _echo_json(data: object) -> None:
-    # default=str: free-form metadata may hold YAML dates.
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def _fmt_mm(p: tuple[float, float, float] | None) -> list[str]:
@@ -63,7 +61,7 @@ def list_cmd(
 
     rows = list_montages()
     if as_json:
-        _echo_json([{"name": r.name, "source": r.source, "n_channels": r.n_channels,
+        echo_json([{"name": r.name, "source": r.source, "n_channels": r.n_channels,
                      "content_hash": r.content_hash, "path": str(r.path),
                      "description": r.description} for r in rows])
         return
@@ -94,7 +92,7 @@ def show_cmd(
 
     m = resolve_montage(name)
     if as_json:
-        _echo_json({**m.to_dict(units="m"), "content_hash": m.content_hash,
+        echo_json({**m.to_dict(units="m"), "content_hash": m.content_hash,
                     "n_channels": m.n_channels})
         return
     console = _console()

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from passport_kit.cli.options import EXIT_INTERRUPTED, optional_float
+from passport_kit.cli.options import EXIT_INTERRUPTED, echo_json, optional_float
 from passport_kit.errors import ConfigError
 _CONTEXT_HELP = ("Probe recipe: sleep epochs of temporal context on each side that the read-out also sees "
                  "(default: chosen by cross-validation among 0 and 2 for sleep staging, 0 otherwise).")
@@ -258,6 +258,7 @@ def evaluate_command(
     precision: str = typer.Option("auto", "--precision"),
     threads: int | None = typer.Option(None, "--threads"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON instead of the table."),
 ) -> None:
     """Evaluate checkpoints subject-wise (LOSO or split); write tables, plots and JSON."""
     from passport_kit.training.evaluate import evaluate
@@ -279,6 +280,10 @@ def evaluate_command(
             mask_uncorrelated_channels=_uncorrelated(mask_uncorrelated_channels), device=device, precision=precision,
             threads=threads, progress=runs, step_progress=bar,
         )
+    if as_json:
+        echo_json({"metric": report.metric, "summary": report.summary, "per_subject": report.per_subject,
+                   "files": report.files})
+        return
     print_table(report)
     for name, path in report.files.items():
         typer.echo(f"{name}: {path}")
@@ -329,6 +334,7 @@ def predict_command(
                                          "that are all flat or 30x off the adapter's training amplitude (unit errors)."),
     rename: list[str] = typer.Option([], "--rename", help="MONTAGE_CHANNEL=NAME_IN_FILE for a channel whose name in "
                                      "the recordings neither the montage nor its aliases know; repeat per channel."),
+    as_json: bool = typer.Option(False, "--json", help="Print every recording's summary as JSON."),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
     from passport_kit.inference.predict import PredictionFailures, predict
@@ -343,6 +349,13 @@ def predict_command(
                           h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename))
     except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
         results, failed = exc.results, exc
+    if as_json:
+        echo_json({"recordings": [{"recording": r.recording, "windows": r.n_windows,
+                                   "folder": r.files["summary"].parent, "summary": r.summary} for r in results],
+                   "failed": [] if failed is None else failed.failures})
+        if failed is not None:
+            raise failed
+        return
     for r in results:
         stats = r.summary.get("sleep_statistics")
         if r.summary.get("statistics_withheld"):
@@ -393,13 +406,18 @@ def check_command(
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
     h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP),
     batch_size: int = typer.Option(8, "--batch-size", help="Windows in the test batch."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Push one real batch through every contract; print a short report before training."""
     from passport_kit.training.check import check
 
     report = check(montage=montage, data=data, checkpoint=checkpoint, instance_norm=instance_norm,
                    notch_freq=_notch(notch), h_freq=h_freq, batch_size=batch_size)
-    typer.echo(report.render())
+    if as_json:
+        echo_json({"passed": not report.failures,
+                   "items": [{"name": i.name, "status": i.status, "detail": i.detail} for i in report.items]})
+    else:
+        typer.echo(report.render())
     report.raise_for_failures()
 
 

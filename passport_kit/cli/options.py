@@ -1,11 +1,32 @@
-"""Option parsing shared by several commands (one rule per kind of value)."""
+"""What the commands share: option parsing (one rule per kind of value), JSON output, the group class."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
 
 from passport_kit.errors import ConfigError
 
 #: Exit code after Ctrl-C, once the training state has been saved (128 + SIGINT).
 EXIT_INTERRUPTED = 130
+
+
+class HelpfulGroup(TyperGroup):
+    """A command group that, called without a command, prints its help and exits 0 (as git and pip do)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+
+def echo_json(data: object) -> None:
+    """Print ``data`` as indented JSON on stdout (``--json`` of every command); ``default=str`` for dates and paths."""
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def optional_float(value: str, option: str, what: str) -> float | None:

@@ -1,0 +1,48 @@
+"""CLI conventions a user of git, pip or MNE expects (issue 19, item 8)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from passport_kit import __version__
+from passport_kit.cli.app import app
+
+
+def test_version_option() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"passport-kit {__version__}"
+
+
+@pytest.mark.parametrize("args", [[], ["data"], ["montages"], ["checkpoints"]])
+def test_a_group_without_a_command_prints_help_and_exits_0(args: list[str]) -> None:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0 and "Usage:" in result.output
+
+
+@pytest.mark.parametrize("command", ["adapt", "predict", "evaluate"])
+def test_help_at_80_columns_keeps_every_option_name(command: str) -> None:
+    result = CliRunner(env={"COLUMNS": "80"}).invoke(app, [command, "--help"])
+    assert result.exit_code == 0
+    assert "…" not in result.output and "--mask-uncorrelated-channels" in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+
+
+def test_shell_completion_is_offered() -> None:
+    result = CliRunner().invoke(app, ["--help"])
+    assert "--install-completion" in result.output and "--show-completion" in result.output
+
+
+def test_data_inspect_json(tmp_path: Path) -> None:
+    import mne
+    import numpy as np
+
+    raw = mne.io.RawArray(np.zeros((2, 2560)) + 1e-6, mne.create_info(["C3", "C4"], 256.0, "eeg"), verbose="error")
+    mne.export.export_raw(tmp_path / "r.edf", raw, fmt="edf", verbose="error")
+    result = CliRunner().invoke(app, ["data", "inspect", str(tmp_path / "r.edf"), "--json"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output)
+    assert info["sfreq"] == 256.0 and info["n_times"] == 2560 and [c["name"] for c in info["channels"]] == ["C3", "C4"]
