@@ -270,7 +270,8 @@ class _Run:
             window_sets = []
             for source in self.cfg.sources:
                 montage = resolve_montage(source.montage)
-                window_sets.append((str(source.path), load_dataset(source.path, montage, preprocess)))
+                window_sets.append((str(source.path), load_dataset(source.path, montage,
+                                                                   source_preprocess(source.path, preprocess))))
         return pdata.build_corpus(window_sets, val_fraction=self.cfg.val_fraction, seed=self.cfg.seed)
 
     def _build_model(self, corpus: pdata.PretrainCorpus) -> nn.Module:
@@ -571,3 +572,27 @@ def parse_sources(data: list[str], montages: list[str]) -> list[DataSource]:
             "give one --montage for all, one per --data, or use --data DIR:MONTAGE"
         )
     return [DataSource(path=Path(p), montage=m if m is not None else next(names)) for p, m in split]
+
+
+def source_preprocess(path: Path, preprocess: Any) -> Any:
+    """Return ``preprocess`` for one pretraining dataset: its dataset.yaml ``h_freq``, else a top its slowest recording carries.
+
+    The rule of ``adapt`` (:func:`~passport_kit.training.adapt.dataset_preprocess`): the 200 Hz
+    input stays; a recording too slow for the band-pass top gets the top lowered below its
+    Nyquist frequency, with a warning.
+    """
+    import warnings as _warnings
+
+    from passport_kit.errors import PassportWarning
+    from passport_kit.signals.dataset import lowest_sampling_rate
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+    from passport_kit.signals.preprocess import fit_band_to_rate
+
+    spec = load_dataset_spec(path)
+    if spec.h_freq is not None:
+        return type(preprocess).from_dict(preprocess.model_dump() | {"h_freq": spec.h_freq})
+    sfreq, file = lowest_sampling_rate(spec)
+    fitted = fit_band_to_rate(preprocess, sfreq, source=f"recording '{file}'")
+    if fitted.h_freq_note:
+        _warnings.warn(fitted.h_freq_note, PassportWarning, stacklevel=2)
+    return fitted
