@@ -26,13 +26,19 @@ SPECTRAL_BANDS: tuple[tuple[float, float], ...] = ((0.5, 2.0), (2.0, 4.0), (4.0,
 def log_band_power(x: Tensor, bands: tuple[tuple[float, float], ...] = SPECTRAL_BANDS) -> Tensor:
     """Return log10 band powers ``(B, C, len(bands))`` of windows ``x`` ``(B, C, P, 200)`` (200 Hz, 100 µV).
 
-    Periodogram of each one-second patch (Hann taper, 1 Hz bins), averaged over the patches
-    (Welch's method with one-second segments), then averaged over each band's bins.
+    Welch's estimate as a band-power classifier computes it (scipy's ``welch`` defaults at
+    ``nperseg`` = 2 s): two-second segments with 50 % overlap, each mean-removed and tapered by
+    a periodic Hann window, periodograms averaged, then averaged over each band's 0.5-Hz bins.
+    A one-second window uses one-second segments.
     """
-    n = x.shape[-1]
-    taper = torch.hann_window(n, periodic=False, dtype=x.dtype, device=x.device)
-    power = torch.fft.rfft(x * taper, dim=-1).abs().pow(2).mean(dim=2) / taper.pow(2).sum()  # (B, C, F)
-    freqs = torch.fft.rfftfreq(n, d=1.0 / n, device=x.device)  # one-second patches: bin k is k Hz
+    sfreq = x.shape[-1]  # one-second patches
+    signal = x.reshape(x.shape[0], x.shape[1], -1)
+    n = min(2 * sfreq, signal.shape[-1])
+    frames = signal.unfold(-1, n, n // 2)  # (B, C, segments, n)
+    taper = torch.hann_window(n, periodic=True, dtype=x.dtype, device=x.device)
+    frames = (frames - frames.mean(dim=-1, keepdim=True)) * taper
+    power = torch.fft.rfft(frames, dim=-1).abs().pow(2).mean(dim=2) / taper.pow(2).sum()  # (B, C, F)
+    freqs = torch.fft.rfftfreq(n, d=1.0 / sfreq, device=x.device)
     cols = [power[..., (freqs >= lo) & (freqs < hi)].mean(-1) for lo, hi in bands]
     return torch.log10(torch.stack(cols, dim=-1) + 1e-10)
 

@@ -61,6 +61,18 @@ def test_log_band_power_finds_a_rhythm_in_its_band() -> None:
     assert bands[3] - bands.max() == 0 and (bands[3] - bands[[0, 1, 5]]).min() > 2
 
 
+def test_log_band_power_is_welchs_estimate_up_to_a_constant() -> None:
+    from scipy.signal import welch
+
+    from passport_kit.model.heads import SPECTRAL_BANDS
+
+    x = np.random.default_rng(0).normal(size=(3, 2, 10, 200)).astype(np.float32)
+    freqs, psd = welch(x.reshape(3, 2, -1).astype(np.float64), fs=200, nperseg=400, axis=-1)
+    ref = np.log10(np.stack([psd[..., (freqs >= lo) & (freqs < hi)].mean(-1) for lo, hi in SPECTRAL_BANDS], -1))
+    diff = log_band_power(torch.from_numpy(x)).numpy() - ref
+    assert np.abs(diff - diff.mean()).max() < 1e-5
+
+
 def test_probe_separates_a_rhythm_and_folds_the_regression_into_the_head() -> None:
     x, y, subjects = _windows(24, 4)
     model = _probe_model()
