@@ -225,6 +225,14 @@ def check(
                    f"batch {tuple(xb.shape)} -> logits {tuple(logits.shape)}, loss {loss.item():.3f}; "
                    f"{n_train:,} trainable parameters get gradients"
                    + (f" (zero gradient: {zero[:3]})" if zero else ""))
+    # The default recipe (probe) reads pooled features and band powers instead: check them too.
+    probe = build_classifier(backbone, len(windows.classes), "adapter", recipe="probe", n_channels=len(mont.channels))
+    with torch.no_grad():
+        z = probe.read_out_features(torch.from_numpy(xb), ChannelMeta.from_montage(mont))
+    finite = bool(torch.isfinite(z).all())
+    report.add("probe read-out", "ok" if finite else "fail",
+               f"batch -> read-out inputs {tuple(z.shape)} (pooled features + band powers)"
+               + ("" if finite else ": not finite; check the recordings for flat or NaN channels"))
     return report
 
 

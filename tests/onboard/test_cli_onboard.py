@@ -101,7 +101,8 @@ def test_check_prints_its_report(montage_yaml: Path, dataset: Path, checkpoint: 
     result = RUN.invoke(app, ["check", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
                               checkpoint])
     assert result.exit_code == 0, result.output
-    for contract in ("channels", "sampling & shapes", "amplitude", "channel quality", "labels", "forward/backward"):
+    for contract in ("channels", "sampling & shapes", "amplitude", "channel quality", "labels", "forward/backward",
+                     "probe read-out"):
         assert f"] {contract}:" in result.output
     assert "[ok  ] channel quality: no bad channels in 4 recording(s)" in result.output
     assert "check passed" in result.output
