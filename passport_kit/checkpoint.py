@@ -73,6 +73,31 @@ CheckpointSource = Literal["shipped", "user", "path"]
 
 
 # ------------------------------------------------------------------------- file models
+class InitSource(BaseModel):
+    """Where an upcycled base checkpoint started (``pretrain --init-from``) and what was trained.
+
+    ``trained`` is ``experts`` (the expert bank and mixture network only; every tensor of the
+    source backbone is kept bit for bit) or ``all``; ``frozen_tensors`` lists the tensors that
+    were not trained (empty for ``all``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    sha256: str
+    embedding: str  # the source's channel embedding kind
+    trained: Literal["experts", "all"]
+    temporal_position: str  # of the new checkpoint: "acpe-conv" (kept) or "sinusoid"
+    frozen_tensors: list[str] = Field(default_factory=list)
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex_digest(cls, value: str) -> str:
+        if not _SHA256.match(value):
+            raise ValueError("must be a 64-character lowercase SHA-256 hex digest")
+        return value
+
+
 class BaseCheckpointConfig(BaseModel):
     """Contents of ``config.json`` in a base checkpoint folder."""
 
@@ -84,6 +109,8 @@ class BaseCheckpointConfig(BaseModel):
     model: ModelConfig
     preprocessing: dict[str, Any] = Field(default_factory=lambda: dict(CBRAMOD_PREPROCESSING))
     training: dict[str, Any] = Field(default_factory=dict)
+    #: Set when the backbone was taken from another base checkpoint (``pretrain --init-from``).
+    init_from: InitSource | None = None
     weights_sha256: str
     n_parameters: int
     package_version: str = __version__
@@ -268,12 +295,14 @@ def save_base_checkpoint(
     card: str = "",
     training_info: Mapping[str, Any] | None = None,
     preprocessing: Mapping[str, Any] | None = None,
+    init_from: InitSource | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Return the folder after writing ``backbone`` as a base checkpoint (atomically).
 
     ``card`` is free Markdown prepended to the generated MODEL_CARD.md; ``training_info``
-    (pretraining data, montages, epochs, ...) goes to ``config.json`` as given.
+    (pretraining data, montages, epochs, ...) goes to ``config.json`` as given; ``init_from``
+    records the checkpoint an upcycled backbone came from.
     """
     check_name(name)
     state = _state_for_saving(backbone.state_dict())
@@ -283,6 +312,7 @@ def save_base_checkpoint(
         model=backbone.config,
         preprocessing=dict(preprocessing or CBRAMOD_PREPROCESSING),
         training=dict(training_info or {}),
+        init_from=init_from,
         weights_sha256=sha256_bytes(data),
         n_parameters=sum(p.numel() for p in backbone.parameters()),
         created=_now(),
@@ -306,13 +336,20 @@ def _model_card(config: BaseCheckpointConfig, card: str) -> str:
         "",
         f"- architecture: {m.arch} ({m.n_layers} criss-cross layers, d={m.d_model},"
         f" {m.n_heads} heads, feed-forward {m.d_ff})",
-        f"- channel embedding: {m.embedding}",
+        f"- channel embedding: {m.embedding}"
+        + (" (time: the kept ACPE convolution)" if m.temporal_position == "acpe-conv" else ""),
         f"- parameters: {config.n_parameters:,}",
         f"- input: (batch, channels, patches, 200) at {config.preprocessing.get('sfreq', 200.0)} Hz"
         f" in units of {config.preprocessing.get('units', '100 uV')}",
         f"- preprocessing contract: {json.dumps(config.preprocessing, ensure_ascii=False)}",
         f"- training: {json.dumps(config.training, ensure_ascii=False, default=str)}",
         f"- weights SHA-256: {config.weights_sha256}",
+    ]
+    if config.init_from is not None:
+        src = config.init_from
+        lines.append(f"- upcycled from: {src.name} ({src.embedding}, SHA-256 {src.sha256}); trained: {src.trained}"
+                     f" ({len(src.frozen_tensors)} tensors kept bit for bit)")
+    lines += [
         f"- written by passport-kit {config.package_version} on {config.created}",
         "",
     ]
@@ -671,6 +708,7 @@ __all__ = [
     "AdapterMeta",
     "BaseCheckpointConfig",
     "BaseCheckpointInfo",
+    "InitSource",
     "LoadReport",
     "adapter_tensors",
     "check_name",

@@ -24,7 +24,9 @@ def pretrain_command(
     embedding: str = typer.Option(
         ..., "--embedding", help="Channel embedding: ape, channel-id, xyz, acpe, mlp-experts, xattn-experts."
     ),
-    config: str = typer.Option("cbramod-small", "--config", help="Architecture: cbramod-base, cbramod-small, cbramod-tiny."),
+    config: str | None = typer.Option(
+        None, "--config", help="Architecture: cbramod-base, cbramod-small (default), cbramod-tiny; with --init-from, the source's."
+    ),
     out: Path = typer.Option(..., "--out", help="Run folder; the base checkpoint is written here."),
     steps: int = typer.Option(1000, "--steps", help="Optimisation steps (the cosine schedule spans them)."),
     batch_size: int = typer.Option(16, "--batch-size", help="Windows per step and process."),
@@ -44,16 +46,32 @@ def pretrain_command(
     threads: int | None = typer.Option(None, "--threads", help="CPU threads per process."),
     name: str | None = typer.Option(None, "--name", help="Checkpoint name (default: the --out folder name)."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    init_from: str | None = typer.Option(
+        None, "--init-from", help="Upcycle: start from this base checkpoint's backbone (name or folder), e.g. an "
+        "imported CBraMod; --embedding must be mlp-experts or xattn-experts."
+    ),
+    train: str | None = typer.Option(
+        None, "--train", help="With --init-from: 'experts' (default; the expert bank + mixture only, every backbone "
+        "tensor frozen) or 'all'."
+    ),
+    temporal_position: str | None = typer.Option(
+        None, "--temporal-position", help="With --init-from: 'acpe-conv' keeps an acpe source's convolution for time "
+        "(default for acpe sources), 'sinusoid' replaces it by the fixed patch-index sinusoid."
+    ),
 ) -> None:
     """Pretrain a backbone and channel embedding by masked patch reconstruction.
 
+    With --init-from, grow an expert bank around another base checkpoint's backbone (e.g. the
+    official CBraMod weights after `checkpoints import-cbramod`) instead of starting from scratch.
     Run it under `torchrun --nproc_per_node=N` for several processes (DDP). Ctrl-C saves the
     state; rerun with --resume to continue.
     """
     from passport_kit.training.pretrain import PretrainConfig, TrainingInterrupted, parse_sources, pretrain
 
+    given = {key: value for key, value in (("arch", config), ("init_from", init_from), ("train", train),
+                                           ("temporal_position", temporal_position)) if value is not None}
     cfg = PretrainConfig.from_options(
-        sources=parse_sources(data, montage), embedding=embedding, arch=config, out=out, steps=steps,
+        **given, sources=parse_sources(data, montage), embedding=embedding, out=out, steps=steps,
         batch_size=batch_size, seed=seed, lr=lr, resume=resume, device=device, precision=precision,
         checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
         val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv), corrupt_prob=corrupt_prob,

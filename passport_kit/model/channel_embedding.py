@@ -3,7 +3,9 @@
 Every kind maps patch embeddings ``(B, C, P, D)`` to positionally encoded patch embeddings of
 the same shape. ``acpe`` encodes channel and time together (CBraMod's depthwise convolution);
 every other kind adds a per-channel vector plus a fixed sinusoid over the patch index (the
-paper leaves the temporal position of these kinds open; see docs/model.md).
+paper leaves the temporal position of these kinds open; see docs/model.md). An expert kind
+grown on an imported `acpe` backbone (``pretrain --init-from``) may keep that backbone's
+convolution for time instead of the sinusoid (``ModelConfig.temporal_position``).
 
 The module sits at ``patch_embedding.positional_encoding`` of the backbone for every kind, so
 that ``acpe`` keeps the exact state-dict names of the CBraMod release.
@@ -110,9 +112,17 @@ class ChannelEmbedding(nn.Module):
         channel = self.gate(self.channel_vectors(emb, meta, mask, distrust))  # (C, D) or (B, C, D)
         if channel.dim() == 2:
             channel = channel.unsqueeze(0)
+        return emb + self.position_terms(emb, channel.unsqueeze(2))
+
+    def position_terms(self, emb: Tensor, channel: Tensor) -> Tensor:
+        """Return what is added to ``emb`` ``(B, C, P, D)``: ``channel`` ``(B|1, C, 1, D)`` plus time.
+
+        Time is the fixed sinusoid over the patch index (see :class:`_ExpertEmbedding` for the
+        kept ACPE convolution of an upcycled backbone).
+        """
         temporal = sinusoid(torch.arange(emb.shape[2], device=emb.device), self.d_model)
         # Sum the small position terms first: one pass over the large embedding, not two.
-        return emb + (channel.unsqueeze(2) + temporal).to(emb.dtype)
+        return (channel + temporal).to(emb.dtype)
 
     def channel_vectors(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
                         distrust: Tensor | None = None) -> Tensor:
@@ -219,8 +229,7 @@ class ACPEEmbedding(ChannelEmbedding):
 
     def __init__(self, d_model: int) -> None:
         super().__init__(d_model)
-        conv = nn.Conv2d(d_model, d_model, kernel_size=(19, 7), padding=(9, 3), groups=d_model)
-        self.add_module("0", conv)
+        self.add_module("0", acpe_conv(d_model))
 
     @property
     def conv(self) -> nn.Conv2d:
@@ -230,9 +239,18 @@ class ACPEEmbedding(ChannelEmbedding):
     def forward(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
                 distrust: Tensor | None = None) -> Tensor:
         """Return ``emb + conv(emb)`` for ``emb`` ``(B, C, P, D)`` (``distrust`` does not apply)."""
-        # (B, C, P, D) contiguous *is* (B, D, C, P) in channels_last layout: no copy needed.
-        grid = emb.permute(0, 3, 1, 2)
-        return emb + self.conv(grid).permute(0, 2, 3, 1)
+        return emb + apply_grid_conv(self.conv, emb)
+
+
+def acpe_conv(d_model: int) -> nn.Conv2d:
+    """Return CBraMod's depthwise (19, 7) convolution over the channel × patch grid."""
+    return nn.Conv2d(d_model, d_model, kernel_size=(19, 7), padding=(9, 3), groups=d_model)
+
+
+def apply_grid_conv(conv: nn.Conv2d, emb: Tensor) -> Tensor:
+    """Return ``conv`` applied to ``emb`` ``(B, C, P, D)`` as a (D, C, P) grid, as ``(B, C, P, D)``."""
+    # (B, C, P, D) contiguous *is* (B, D, C, P) in channels_last layout: no copy needed.
+    return conv(emb.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
 
 
 class _ExpertEmbedding(ChannelEmbedding):
@@ -255,11 +273,31 @@ class _ExpertEmbedding(ChannelEmbedding):
     #: Initial std of the mixture's output layer.
     output_init_std = 0.3
 
-    def __init__(self, d_model: int, n_experts: int) -> None:
+    def __init__(self, d_model: int, n_experts: int, temporal_position: str = "sinusoid") -> None:
         super().__init__(d_model)
         self.experts = nn.Parameter(torch.empty(n_experts, d_model))
         std = self.expert_init_std
         nn.init.trunc_normal_(self.experts, std=std, a=-3 * std, b=3 * std)
+        if temporal_position == "acpe-conv":
+            # An upcycled ACPE backbone keeps its convolution (named as in CBraMod) for time.
+            self.add_module("0", acpe_conv(d_model))
+
+    @property
+    def temporal_conv(self) -> nn.Conv2d | None:
+        """Return the kept ACPE convolution, or None when time is the fixed sinusoid."""
+        return self._modules.get("0")  # type: ignore[return-value]
+
+    def position_terms(self, emb: Tensor, channel: Tensor) -> Tensor:
+        """Return the expert mixture ``channel`` ``(B, C, 1, D)`` plus time (sinusoid or kept conv).
+
+        The kept convolution is applied exactly as in `acpe` (``emb + conv(emb)``), so a frozen
+        encoder upcycled from an `acpe` base sees the temporal (and neighbour) term it was
+        pretrained with; the experts add the channel code on top (docs/model.md).
+        """
+        conv = self.temporal_conv
+        if conv is None:
+            return super().position_terms(emb, channel)
+        return apply_grid_conv(conv, emb) + channel.to(emb.dtype)
 
     def _init_mixture(self, first: nn.Linear, last: nn.Linear) -> None:
         """Start the mixture as a smooth function of electrode position.
@@ -300,6 +338,14 @@ class _ExpertEmbedding(ChannelEmbedding):
         meta_feats = meta_feats.unsqueeze(0).expand(emb.shape[0], -1, -1)
         return torch.cat([summary, meta_feats], dim=-1)
 
+    def bank_parameter_names(self) -> list[str]:
+        """Return the expert bank's and mixture's names (what ``pretrain --train experts`` trains).
+
+        Everything of this module except a kept ACPE convolution (part of the imported backbone)
+        and the noise expert (an adaptation-time addition).
+        """
+        return [name for name, _ in self.named_parameters() if not name.startswith("0.") and name != NOISE_EXPERT]
+
     def adapter_parameter_names(self) -> list[str]:
         """Return the mixture's parameter names (and the noise expert's): experts (and keys) stay frozen."""
         return [name for name, _ in self.named_parameters()
@@ -335,8 +381,8 @@ class MLPExpertEmbedding(_ExpertEmbedding):
 
     kind = "mlp-experts"
 
-    def __init__(self, d_model: int, n_experts: int, hidden: int) -> None:
-        super().__init__(d_model, n_experts)
+    def __init__(self, d_model: int, n_experts: int, hidden: int, temporal_position: str = "sinusoid") -> None:
+        super().__init__(d_model, n_experts, temporal_position)
         self.mixture = nn.Sequential(
             nn.Linear(d_model + self.n_meta, hidden), nn.GELU(), nn.Linear(hidden, n_experts)
         )
@@ -358,8 +404,9 @@ class XAttnExpertEmbedding(_ExpertEmbedding):
 
     kind = "xattn-experts"
 
-    def __init__(self, d_model: int, n_experts: int, hidden: int, key_dim: int) -> None:
-        super().__init__(d_model, n_experts)
+    def __init__(self, d_model: int, n_experts: int, hidden: int, key_dim: int,
+                 temporal_position: str = "sinusoid") -> None:
+        super().__init__(d_model, n_experts, temporal_position)
         self.keys = nn.Parameter(torch.empty(n_experts, key_dim))
         nn.init.trunc_normal_(self.keys, std=1.0)
         self.mixture = nn.Sequential(
@@ -393,7 +440,8 @@ def build_channel_embedding(config: ModelConfig) -> ChannelEmbedding:
     if kind == "acpe":
         return ACPEEmbedding(d)
     if kind == "mlp-experts":
-        return MLPExpertEmbedding(d, config.n_experts, config.mixture_hidden)
+        return MLPExpertEmbedding(d, config.n_experts, config.mixture_hidden, config.temporal_position)
     if kind == "xattn-experts":
-        return XAttnExpertEmbedding(d, config.n_experts, config.mixture_hidden, config.expert_key_dim)
+        return XAttnExpertEmbedding(d, config.n_experts, config.mixture_hidden, config.expert_key_dim,
+                                    config.temporal_position)
     raise AssertionError(f"unhandled embedding kind {kind!r}")  # ModelConfig validates the name

@@ -14,6 +14,9 @@ from passport_kit.errors import ConfigError
 
 EmbeddingKind = Literal["ape", "channel-id", "xyz", "acpe", "mlp-experts", "xattn-experts"]
 EMBEDDING_KINDS: tuple[str, ...] = get_args(EmbeddingKind)
+#: How a kind other than `acpe` encodes the patch index: the fixed sinusoid, or the depthwise
+#: ACPE convolution kept from an imported backbone (``pretrain --init-from``; docs/model.md).
+TemporalPosition = Literal["sinusoid", "acpe-conv"]
 
 #: Samples per patch: one second at 200 Hz. Hard-wired in CBraMod (the spectral branch has
 #: exactly 101 rfft bins), so it is a constant here rather than a setting.
@@ -46,6 +49,8 @@ class ModelConfig(BaseModel):
     expert_key_dim: int = Field(default=64, gt=0)
     #: Rows of the `channel-id` table, in order (compared case-insensitively).
     channel_vocab: list[str] = Field(default_factory=list)
+    #: Temporal position of the kinds other than `acpe` (which has its own convolution).
+    temporal_position: TemporalPosition = "sinusoid"
 
     @model_validator(mode="after")
     def _cbramod_shape(self) -> ModelConfig:
@@ -55,6 +60,8 @@ class ModelConfig(BaseModel):
             raise ValueError(f"d_model must be {PATCH_SAMPLES} (one patch), got {self.d_model}")
         if self.n_heads % 2 or (self.d_model // 2) % (self.n_heads // 2):
             raise ValueError(f"n_heads={self.n_heads} cannot be split 50/50 over d_model/2")
+        if self.temporal_position == "acpe-conv" and not self.embedding.endswith("-experts"):
+            raise ValueError(f"temporal_position 'acpe-conv' is for the expert kinds, not {self.embedding!r}")
         return self
 
 

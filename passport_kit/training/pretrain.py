@@ -35,11 +35,19 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from torch import Tensor, nn
 
 from passport_kit.errors import ConfigError
@@ -102,6 +110,10 @@ class PretrainConfig(BaseModel):
     threads: int | None = Field(None, gt=0)
     resume: bool = False
     progress: bool = True
+    # Upcycling (training.upcycle): start from this base checkpoint's backbone (name or folder).
+    init_from: str | None = None
+    train: Literal["experts", "all"] | None = None  # with init_from; default "experts"
+    temporal_position: Literal["acpe-conv", "sinusoid"] | None = None  # with init_from; see upcycle
 
     @field_validator("embedding", "arch")
     @classmethod
@@ -113,6 +125,24 @@ class PretrainConfig(BaseModel):
             what = "embedding" if info.field_name == "embedding" else "architecture"
             raise ValueError(f"unknown {what} {value!r}; choose one of {known}")
         return value
+
+    @model_validator(mode="after")
+    def _upcycling_options(self) -> PretrainConfig:
+        from passport_kit.training.upcycle import EXPERT_KINDS
+
+        if self.init_from is None:
+            for option, value in (("--train", self.train), ("--temporal-position", self.temporal_position)):
+                if value is not None:
+                    raise ValueError(f"{option} applies to upcycling only; add --init-from BASE or drop {option}")
+        elif self.embedding not in EXPERT_KINDS:
+            raise ValueError(f"--init-from grows an expert bank, so --embedding must be one of {list(EXPERT_KINDS)}, "
+                             f"not {self.embedding!r}")
+        return self
+
+    @property
+    def trained_part(self) -> str:
+        """Return what an upcycling run trains: ``experts`` (default) or ``all``."""
+        return self.train or "experts"
 
     @classmethod
     def from_options(cls, **options: Any) -> PretrainConfig:
@@ -238,6 +268,10 @@ class _Run:
         self.out = Path(config.out)
         self.state_path = self.out / STATE_FILE
         self.stop_requested = False
+        # Upcycling (init_from): the source's (info, tensors), its record, the frozen tensor names.
+        self.source: tuple[Any, dict[str, Tensor]] | None = None
+        self.init_record: Any = None
+        self.frozen: list[str] = []
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -286,12 +320,35 @@ class _Run:
             overrides["channel_vocab"] = vocab
         if self.cfg.dropout is not None:
             overrides["dropout"] = self.cfg.dropout
-        self.model_cfg = model_config(self.cfg.arch, self.cfg.embedding, **overrides)
         self.metas = [ChannelMeta.from_montage(p.montage).to(self.device) for p in corpus.train]
         self.val_metas = [ChannelMeta.from_montage(p.montage).to(self.device) for p in corpus.val]
         # Same initial weights on every rank: DDP also broadcasts rank 0's, this keeps it explicit.
         torch.manual_seed(self.cfg.seed)
+        if self.source is not None:
+            return self._build_upcycled().to(self.device)
+        self.model_cfg = model_config(self.cfg.arch, self.cfg.embedding, **overrides)
         return build_backbone(self.model_cfg).to(self.device)
+
+    def _read_source(self) -> None:
+        """Read the ``init_from`` checkpoint and check the options against it (before the data)."""
+        from passport_kit.training import upcycle
+
+        if self.cfg.init_from is None:
+            return
+        info, tensors = upcycle.read_source(self.cfg.init_from)
+        arch = self.cfg.arch if "arch" in self.cfg.model_fields_set else None
+        self.model_cfg = upcycle.upcycled_config(info.model, self.cfg.embedding, arch=arch, dropout=self.cfg.dropout,
+                                                 temporal_position=self.cfg.temporal_position)
+        self.source = (info, tensors)
+
+    def _build_upcycled(self) -> nn.Module:
+        from passport_kit.training import upcycle
+
+        info, tensors = self.source
+        backbone = upcycle.build_upcycled(info, tensors, self.model_cfg)
+        self.frozen = upcycle.freeze_for(backbone, self.cfg.trained_part)
+        self.init_record = upcycle.init_source_record(info, self.model_cfg, self.cfg.trained_part, self.frozen)
+        return backbone
 
     # -- the run --------------------------------------------------------------------------
 
@@ -301,6 +358,7 @@ class _Run:
         runtime.seed_everything(cfg.seed)
         if ctx.is_main:
             self._check_out_folder()
+        self._read_source()
         # Rank 0 reads first so that the preprocessing cache is written once, then the others.
         if ctx.is_main:
             corpus = self._load_corpus()
@@ -327,6 +385,13 @@ class _Run:
                     f"the saved run used {saved_world} process(es), this one {ctx.world_size}; the data "
                     f"position depends on it - resume with {saved_world} process(es)"
                 )
+            saved_source = state.data.get("init_sha256")
+            if self.source is not None and saved_source not in (None, self.source[0].weights_sha256):
+                raise ConfigError(
+                    f"--init-from {cfg.init_from} has changed since the run started (SHA-256 "
+                    f"{self.source[0].weights_sha256[:12]}... now, {str(saved_source)[:12]}... then); restore it "
+                    "or choose a new --out folder"
+                )
             state.restore(backbone, optimizer, scheduler)
             step = state.step
             epoch, position = int(state.data["epoch"]), int(state.data["position"])
@@ -344,7 +409,8 @@ class _Run:
         def snapshot() -> TrainingState:
             return TrainingState.capture(
                 backbone, optimizer, scheduler, step=step,
-                data={"epoch": epoch, "position": position, "world_size": ctx.world_size},
+                data={"epoch": epoch, "position": position, "world_size": ctx.world_size,
+                      **({"init_sha256": self.source[0].weights_sha256} if self.source else {})},
                 config=cfg.model_dump(mode="json"),
                 metrics={"loss": last_loss, "elapsed_s": elapsed_before + time.perf_counter() - started},
             )
@@ -424,9 +490,19 @@ class _Run:
         final = last_val or self._validate(backbone)
         if cfg.resume and math.isnan(last_loss):  # no step ran in this session
             last_loss = float(state.metrics.get("loss", float("nan")))
+        if self.source is not None:
+            self._check_frozen_kept(backbone)
         folder = self._write_checkpoint(backbone, final, last_loss, wall)
         dist_tools.barrier(ctx)
         return folder
+
+    def _check_frozen_kept(self, backbone: nn.Module) -> None:
+        """Raise RuntimeError (a bug, not a user error) if a frozen source tensor changed."""
+        from passport_kit.training.upcycle import changed_tensors
+
+        changed = changed_tensors(self.source[1], backbone.state_dict(), self.frozen)
+        if changed:
+            raise RuntimeError(f"frozen tensors changed during upcycling: {changed[:5]}")
 
     # -- validation and outputs -----------------------------------------------------------
 
@@ -486,12 +562,13 @@ class _Run:
                              runtime_line=runtime.describe(self.device, self.precision))
         if self.cfg.corrupt_prob > 0:
             info["corrupt_prob"] = self.cfg.corrupt_prob
-        card = model_card(self.cfg, self.model_cfg, info)
+        card = model_card(self.cfg, self.model_cfg, info, self.init_record)
         staging = self.out / ".checkpoint.tmp"
         if staging.exists():
             shutil.rmtree(staging)
         save_base_checkpoint(backbone, staging, name=self.cfg.checkpoint_name, card=card,
-                             training_info=info, preprocessing=self._input_contract())
+                             training_info=info, preprocessing=self._input_contract(),
+                             init_from=self.init_record)
         for file in (WEIGHTS_FILE, CARD_FILE, CONFIG_FILE):
             os.replace(staging / file, self.out / file)
         shutil.rmtree(staging, ignore_errors=True)

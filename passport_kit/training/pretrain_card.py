@@ -19,7 +19,14 @@ def reproduce_command(cfg: Any) -> str:
     parts = ["passport-kit", "pretrain"]
     for source in cfg.sources:
         parts += ["--data", f"{source.path}:{source.montage}"]
-    parts += ["--embedding", cfg.embedding, "--config", cfg.arch, "--steps", str(cfg.steps),
+    parts += ["--embedding", cfg.embedding]
+    if cfg.init_from is None:
+        parts += ["--config", cfg.arch]
+    else:  # the architecture is the source's
+        parts += ["--init-from", str(cfg.init_from), "--train", cfg.trained_part]
+        if cfg.temporal_position is not None:
+            parts += ["--temporal-position", cfg.temporal_position]
+    parts += ["--steps", str(cfg.steps),
               "--batch-size", str(cfg.batch_size), "--lr", f"{cfg.lr:g}", "--seed", str(cfg.seed),
               "--val-fraction", f"{cfg.val_fraction:g}", "--val-max-windows", str(cfg.val_max_windows),
               "--amplitude-limit-uv", "none" if cfg.amplitude_limit_uv is None else f"{cfg.amplitude_limit_uv:g}",
@@ -70,8 +77,8 @@ def training_info(
     }
 
 
-def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
-    """Return MODEL_CARD.md for a pretraining run."""
+def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any], init_from: Any = None) -> str:
+    """Return MODEL_CARD.md for a pretraining run (``init_from``: the upcycling record, if any)."""
     val = info["validation"]
     lines = [
         f"A passport-kit base checkpoint: the CBraMod criss-cross backbone (`{model_cfg.arch}`, "
@@ -79,6 +86,21 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
         + (f" ({model_cfg.n_experts} experts and their mixture network)" if model_cfg.embedding.endswith("experts") else "")
         + ", pretrained by masked patch reconstruction.",
         "",
+    ]
+    if init_from is not None:
+        what = ("the expert bank and mixture network only; every other tensor, "
+                f"{len(init_from.frozen_tensors)} in all, is the source's bit for bit"
+                if init_from.trained == "experts" else "every tensor, starting from the source's")
+        time = ("its ACPE convolution, kept" if model_cfg.temporal_position == "acpe-conv"
+                else "the fixed patch-index sinusoid")
+        lines += [
+            f"**Upcycled** from the base checkpoint `{init_from.name}` ({init_from.embedding}, weights SHA-256 "
+            f"`{init_from.sha256}`): its patch embedding, encoder and reconstruction head were loaded strictly; "
+            f"trained here: {what}. Temporal position: {time}. What the source saw in its own pretraining is in "
+            "its own model card; the data below is what this run trained on.",
+            "",
+        ]
+    lines += [
         "## What produced it",
         "",
         "| dataset | montage | subjects | recordings | train windows | held-out windows (subjects) | dropped (flagged) |",
@@ -130,14 +152,19 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any]) -> str:
             lines += ["", warning]
     else:
         lines.append("No subjects were held out (`--val-fraction 0` or one subject per dataset).")
+    not_tuh = (
+        "- This run trained on the data above only; unless the source checkpoint was itself pretrained on a "
+        "large corpus (its card says), expect much weaker features than a TUH-scale model."
+        if init_from is not None else
+        "- It was **not** pretrained on the TUH EEG corpus, unlike the Device Passport paper and CBraMod: "
+        "it saw the data above only, for a short CPU run. Expect much weaker features than a TUH-scale "
+        "model; use it to try the pipeline, to compare embedding kinds under equal conditions, or as a start "
+        "for your own pretraining.")
     lines += [
         "",
         "## What it is not",
         "",
-        "- It was **not** pretrained on the TUH EEG corpus, unlike the Device Passport paper and CBraMod: "
-        "it saw the data above only, for a short CPU run. Expect much weaker features than a TUH-scale "
-        "model; use it to try the pipeline, to compare embedding kinds under equal conditions, or as a start "
-        "for your own pretraining.",
+        not_tuh,
         "- Simulated recordings come from passport-kit's physics-based simulator, not from people.",
         "- Not a medical device; not validated for any clinical use.",
         "",
