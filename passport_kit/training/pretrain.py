@@ -506,38 +506,9 @@ class _Run:
 
     # -- validation and outputs -----------------------------------------------------------
 
-    @torch.no_grad()
     def _validate(self, backbone: nn.Module) -> dict[str, Any]:
-        """Return held-out masked-reconstruction MSE and the MSE of predicting zeros.
-
-        ``val_loss``/``val_zero_loss`` pool every held-out window; ``per_dataset`` maps each
-        dataset to its own pair. Masks are drawn from a fixed seed, so values are comparable
-        across steps and runs.
-        """
-        if not self.corpus.val:
-            return {}
-        backbone.eval()
-        gen = torch.Generator().manual_seed(pdata.validation_seed(self.cfg.seed))
-        totals = np.zeros(3)
-        per_dataset: dict[str, dict[str, float]] = {}
-        for pool, meta in zip(self.corpus.val, self.val_metas):
-            sums = np.zeros(3)  # squared error of the model, of zeros, masked values counted
-            for rows in pdata.validation_batches(pool, self.cfg.batch_size, self.cfg.val_max_windows):
-                x = torch.from_numpy(pool.gather(rows)).to(self.device)
-                mask = random_mask(tuple(x.shape[:3]), self.cfg.mask_prob, gen).to(self.device)
-                with runtime.autocast(self.device, self.precision):
-                    recon = backbone.reconstruct(x, meta, mask)
-                target = x[mask]
-                sums += (float((recon.float()[mask] - target).pow(2).sum()), float(target.pow(2).sum()),
-                         float(target.numel()))
-            if sums[2]:
-                per_dataset[pool.labels[0]] = {"val_loss": sums[0] / sums[2], "val_zero_loss": sums[1] / sums[2],
-                                               "windows": len(pdata.validation_rows(pool, self.cfg.val_max_windows))}
-            totals += sums
-        if not totals[2]:
-            return {}
-        return {"val_loss": totals[0] / totals[2], "val_zero_loss": totals[1] / totals[2],
-                "per_dataset": per_dataset}
+        """Return held-out masked-reconstruction MSE and the MSE of predicting zeros (see :func:`heldout_mse`)."""
+        return heldout_mse(backbone, self.corpus, self.val_metas, self.cfg, self.device, self.precision)
 
     def _input_contract(self) -> dict[str, Any]:
         """Return the checkpoint's preprocessing contract: CBraMod's, with this run's values."""
@@ -573,6 +544,41 @@ class _Run:
             os.replace(staging / file, self.out / file)
         shutil.rmtree(staging, ignore_errors=True)
         return self.out
+
+
+@torch.no_grad()
+def heldout_mse(backbone: nn.Module, corpus: pdata.PretrainCorpus, metas: list[Any], cfg: PretrainConfig,
+                device: torch.device, precision: runtime.Precision) -> dict[str, Any]:
+    """Return held-out masked-reconstruction MSE and the MSE of predicting zeros.
+
+    ``val_loss``/``val_zero_loss`` pool every held-out window of ``corpus.val`` (``metas``: their
+    channel metadata, in order); ``per_dataset`` maps each dataset to its own pair. Masks are
+    drawn from a fixed seed, so values are comparable across steps and runs.
+    """
+    if not corpus.val:
+        return {}
+    backbone.eval()
+    gen = torch.Generator().manual_seed(pdata.validation_seed(cfg.seed))
+    totals = np.zeros(3)
+    per_dataset: dict[str, dict[str, float]] = {}
+    for pool, meta in zip(corpus.val, metas):
+        sums = np.zeros(3)  # squared error of the model, of zeros, masked values counted
+        for rows in pdata.validation_batches(pool, cfg.batch_size, cfg.val_max_windows):
+            x = torch.from_numpy(pool.gather(rows)).to(device)
+            mask = random_mask(tuple(x.shape[:3]), cfg.mask_prob, gen).to(device)
+            with runtime.autocast(device, precision):
+                recon = backbone.reconstruct(x, meta, mask)
+            target = x[mask]
+            sums += (float((recon.float()[mask] - target).pow(2).sum()), float(target.pow(2).sum()),
+                     float(target.numel()))
+        if sums[2]:
+            per_dataset[pool.labels[0]] = {"val_loss": sums[0] / sums[2], "val_zero_loss": sums[1] / sums[2],
+                                           "windows": len(pdata.validation_rows(pool, cfg.val_max_windows))}
+        totals += sums
+    if not totals[2]:
+        return {}
+    return {"val_loss": totals[0] / totals[2], "val_zero_loss": totals[1] / totals[2],
+            "per_dataset": per_dataset}
 
 
 def _check_resume_config(saved: dict[str, Any], current: PretrainConfig) -> None:

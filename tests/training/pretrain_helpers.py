@@ -6,10 +6,13 @@ model can learn to reconstruct masked patches from their neighbours within a few
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
+from passport_kit.checkpoint import import_cbramod
 from passport_kit.montage import get_montage
 from passport_kit.signals import PreprocessConfig, WindowSet
 from passport_kit.training.pretrain import DataSource, PretrainConfig
@@ -58,3 +61,13 @@ def tiny_config(out: Path, **overrides: object) -> PretrainConfig:
     }
     options.update(overrides)
     return PretrainConfig(**options)
+
+
+def imported_cbramod(folder: Path, n_layers: int) -> Path:
+    """Return a base checkpoint imported from a random CBraMod release file with ``n_layers`` (12: the official layout)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkpoint"))
+    from checkpoint_helpers import random_cbramod_state
+
+    release = folder / "pretrained_weights.pth"
+    torch.save(random_cbramod_state(n_layers), release)
+    return import_cbramod(release, folder / "base", name=f"cbramod-{n_layers}")

@@ -4,40 +4,29 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from pretrain_helpers import tiny_config, two_montage_data
+from pretrain_helpers import imported_cbramod, tiny_config, two_montage_data
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
-from passport_kit.checkpoint import find_checkpoint, import_cbramod, load_base_checkpoint
+from passport_kit.checkpoint import find_checkpoint, load_base_checkpoint
 from passport_kit.cli.app import app
 from passport_kit.model import ChannelMeta
 from passport_kit.montage import get_montage
 from passport_kit.training import upcycle
 from passport_kit.training.pretrain import StepEvent, TrainingInterrupted, pretrain
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkpoint"))
-from checkpoint_helpers import random_cbramod_state  # noqa: E402
-
 runner = CliRunner()
 PE = upcycle.EMBEDDING_PREFIX
-
-
-def _imported(folder: Path, n_layers: int) -> Path:
-    """Return a base checkpoint imported from a random CBraMod release file with ``n_layers``."""
-    release = folder / "pretrained_weights.pth"
-    torch.save(random_cbramod_state(n_layers), release)
-    return import_cbramod(release, folder / "base", name=f"cbramod-{n_layers}")
 
 
 @pytest.fixture(scope="module")
 def cbramod(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The official 211-tensor layout (12 layers), imported as an `acpe` base checkpoint."""
-    return _imported(tmp_path_factory.mktemp("release"), 12)
+    return imported_cbramod(tmp_path_factory.mktemp("release"), 12)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +106,7 @@ def test_upcycled_checkpoint_adapts_and_predicts(upcycled: Path, simulated: Path
 @pytest.fixture(scope="module")
 def tiny_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer CBraMod-shaped `acpe` base (random weights, trained-looking scale)."""
-    return _imported(tmp_path_factory.mktemp("tiny-release"), 2)
+    return imported_cbramod(tmp_path_factory.mktemp("tiny-release"), 2)
 
 
 def _tiny(out: Path, source: Path, **overrides: object):
