@@ -14,8 +14,8 @@ is this module: the CBraMod fine-tuning recipe as the Device Passport paper uses
 - Cross-entropy with label smoothing 0.1 (two-class tasks too: a two-logit softmax, so AUROC and
   the multi-class metrics share one code path), gradient clipping at global norm 1, head
   dropout 0.1 (set when the classifier is built).
-- Skewed classes (N1 is rare in sleep) get inverse-frequency class weights in the loss
-  (``balance='weights'``, default) or class-balanced sampling (``'sampler'``).
+- Skewed classes (N1 is rare in sleep) get inverse-frequency class weights, capped at 5, in the
+  loss (``balance='weights'``, default) or class-balanced sampling (``'sampler'``).
 - Beyond the paper (issue 8, poor-contact channels; both off by default, which is the paper's
   recipe): ``corrupt_prob`` replaces random channels of that share of training windows by
   synthetic faults (:mod:`passport_kit.training.corruption`); ``quality_gate`` adds the
@@ -109,12 +109,17 @@ def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu().clone() for k, v in model.state_dict().items() if k in names}
 
 
-def class_weights(y: np.ndarray, n_classes: int) -> np.ndarray:
-    """Return inverse-frequency weights n / (k · count_c), 0 for classes absent from ``y``."""
+#: The largest class weight (issue 18: an uncapped 28x on a 5-window class turned most N2 and N3
+#: epochs of a real night into that class).
+MAX_CLASS_WEIGHT = 5.0
+
+
+def class_weights(y: np.ndarray, n_classes: int, cap: float = MAX_CLASS_WEIGHT) -> np.ndarray:
+    """Return inverse-frequency weights n / (k · count_c) capped at ``cap``, 0 for classes absent from ``y``."""
     counts = np.bincount(y[y >= 0], minlength=n_classes).astype(np.float64)
     present = counts > 0
     weights = np.zeros(n_classes)
-    weights[present] = counts[present].sum() / (present.sum() * counts[present])
+    weights[present] = np.minimum(counts[present].sum() / (present.sum() * counts[present]), cap)
     return weights
 
 

@@ -39,10 +39,9 @@ from passport_kit.errors import DataError
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
 from passport_kit.inference.forward import read_out_features
+from passport_kit.training.finetune import MAX_CLASS_WEIGHT, class_weights, selection_score
 from passport_kit.model.heads import sequence_features
 
-#: The largest class weight: inverse frequency, capped (issue 18: 28x on a 5-window class).
-MAX_CLASS_WEIGHT = 5.0
 #: Grid of the inner cross-validation: inverse L2 strength and the encoder block's scale.
 C_GRID = (0.03, 0.1, 0.3, 1.0)
 BACKBONE_WEIGHTS = (0.1, 0.3)
@@ -70,15 +69,6 @@ class ProbeResult:
     seconds: float
     warnings: list[str] = field(default_factory=list)
     grid: list[dict[str, Any]] = field(default_factory=list)
-
-
-def capped_class_weights(y: np.ndarray, n_classes: int, cap: float = MAX_CLASS_WEIGHT) -> np.ndarray:
-    """Return inverse-frequency weights ``n / (k · count_c)`` capped at ``cap`` (0 for absent classes)."""
-    counts = np.bincount(y, minlength=n_classes).astype(np.float64)
-    present = counts > 0
-    weights = np.zeros(n_classes)
-    weights[present] = np.minimum(counts[present].sum() / (present.sum() * counts[present]), cap)
-    return weights
 
 
 class _Standardiser:
@@ -113,8 +103,6 @@ def _proba(model: Any, z: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 def _score(y: np.ndarray, proba: np.ndarray, classes: list[str]) -> tuple[float, ClassificationMetrics]:
-    from passport_kit.training.finetune import selection_score
-
     metrics = classification_metrics(y, proba.argmax(1), classes, proba)
     return selection_score(metrics), metrics
 
@@ -160,7 +148,7 @@ def fit_probe(
                                 channel_mask=channel_mask, distrust=distrust)
     seq = None if recordings is None else list(np.asarray(recordings)[train_index])
     inputs = {k: sequence_features(torch.from_numpy(z_plain), k, seq).numpy() for k in contexts}
-    weights = capped_class_weights(y_train, n_classes)
+    weights = class_weights(y_train, n_classes)
     sample_weight = weights[y_train]
     g = np.asarray(groups)[train_index]
     n_groups = len(np.unique(g))
@@ -264,5 +252,4 @@ def probe_summary(result: ProbeResult) -> dict[str, Any]:
     }
 
 
-__all__ = ["CONTEXTS", "MAX_CLASS_WEIGHT", "ProbeResult", "capped_class_weights", "fit_probe", "probe_summary",
-           "probe_warnings"]
+__all__ = ["CONTEXTS", "ProbeResult", "fit_probe", "probe_summary", "probe_warnings"]

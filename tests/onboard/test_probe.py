@@ -15,7 +15,9 @@ from passport_kit.errors import ConfigError
 from passport_kit.model import ChannelMeta, build_backbone, model_config
 from passport_kit.model.heads import Classifier, log_band_power
 from passport_kit.training.adapt import make_config
-from passport_kit.training.probe import MAX_CLASS_WEIGHT, capped_class_weights, fit_probe, read_out_features
+from passport_kit.inference.forward import read_out_features
+from passport_kit.training.finetune import MAX_CLASS_WEIGHT, class_weights
+from passport_kit.training.probe import fit_probe
 
 RUN = CliRunner()
 
@@ -48,7 +50,7 @@ def _probe_model(seed: int = 0) -> Classifier:
 
 def test_capped_class_weights_never_exceed_the_cap() -> None:
     y = np.array([0] * 300 + [1] * 5 + [3] * 60)
-    w = capped_class_weights(y, 5)
+    w = class_weights(y, 5)
     assert w[1] == MAX_CLASS_WEIGHT and w[2] == 0 and w[4] == 0
     assert 0 < w[0] < 1 < w[3] < MAX_CLASS_WEIGHT
 
