@@ -29,6 +29,7 @@ def reproduce_command(cfg: Any) -> str:
     parts += ["--steps", str(cfg.steps),
               "--batch-size", str(cfg.batch_size), "--lr", f"{cfg.lr:g}", "--seed", str(cfg.seed),
               "--val-fraction", f"{cfg.val_fraction:g}", "--val-max-windows", str(cfg.val_max_windows),
+              "--notch", "none" if cfg.notch_freq is None else f"{cfg.notch_freq:g}",
               "--amplitude-limit-uv", "none" if cfg.amplitude_limit_uv is None else f"{cfg.amplitude_limit_uv:g}",
               "--out", str(cfg.out)]
     return shlex.join(parts)

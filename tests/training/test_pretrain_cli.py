@@ -43,6 +43,7 @@ def test_pretrain_command_writes_a_checkpoint(simulated: Path, tmp_path: Path) -
         (["--embedding", "acpe", "--config", "cbramod-huge"], "unknown architecture 'cbramod-huge'"),
         (["--embedding", "acpe", "--device", "tpu"], "unknown device 'tpu'"),
         (["--embedding", "acpe", "--amplitude-limit-uv", "loud"], "--amplitude-limit-uv must be"),
+        (["--embedding", "acpe", "--notch", "mains"], "--notch must be a frequency in Hz"),
         (["--embedding", "acpe", "--steps", "0"], "invalid pretraining option steps"),
     ],
 )
