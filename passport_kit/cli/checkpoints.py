@@ -87,6 +87,10 @@ def show_cmd(
         f"sha256:        {info.weights_sha256}",
         f"format:        {info.format} v{info.format_version}, passport-kit {info.package_version}",
     ]
+    if info.init_from is not None:  # pretrain --init-from
+        src = info.init_from
+        lines.insert(3, f"upcycled from: {src.name} ({src.embedding}, sha256 {src.sha256[:12]}...), trained: "
+                        f"{src.trained}, time: {m.temporal_position}, {len(src.frozen_tensors)} tensors kept")
     typer.echo("\n".join(lines))
 
 

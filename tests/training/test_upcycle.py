@@ -86,6 +86,8 @@ def test_config_records_the_source_and_what_was_trained(cbramod: Path, upcycled:
     card = (upcycled / "MODEL_CARD.md").read_text()
     assert "Upcycled" in card and source["weights_sha256"] in card
     assert "--init-from" in config["training"]["command"]
+    shown = runner.invoke(app, ["checkpoints", "show", str(upcycled)])
+    assert shown.exit_code == 0 and "upcycled from: cbramod-12 (acpe" in shown.output
 
 
 def test_upcycled_checkpoint_adapts_and_predicts(upcycled: Path, simulated: Path, tmp_path: Path) -> None:
