@@ -2,8 +2,8 @@
 
 Grows an `mlp-experts` bank on the frozen backbone of an `acpe` base checkpoint
 (``pretrain --init-from BASE --train experts``) in four variants - temporal position kept
-(``acpe-conv``) or replaced (``sinusoid``), experts started at the kind's usual std 1 or at zero
-- and prints the held-out masked-reconstruction MSE over the MSE of predicting zeros, at the
+(``acpe-conv``) or replaced (``sinusoid``), experts started at zero (what upcycling does) or
+re-drawn with the expert kinds' usual std 1 (what pretraining from scratch does) - and prints the held-out masked-reconstruction MSE over the MSE of predicting zeros, at the
 start (the source model itself) and every ``--val-every`` steps. Data: a labeled folder read
 once into memory; subjects held out as pretraining does. The result is in docs/model.md:
 
@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--out", default="/tmp/upcycle-position")
     args = parser.parse_args()
 
+    runtime.set_threads(1)
     pre = PreprocessConfig.from_dict({"window_seconds": 30, "amplitude_limit_uv": None})
     windows = load_dataset(args.data, resolve_montage(args.montage), pre)
     datasets = [(args.data, windows)]
@@ -62,17 +63,19 @@ def main() -> None:
     corpus = pdata.build_corpus(datasets, val_fraction=cfg.val_fraction, seed=cfg.seed)
     source, _ = load_base_checkpoint(args.base)
     metas = [ChannelMeta.from_montage(p.montage) for p in corpus.val]
+    scored = len(pdata.validation_rows(corpus.val[0], cfg.val_max_windows))
     print(f"source {args.base}: held-out ratio {ratio(heldout_mse(source, corpus, metas, cfg, torch.device('cpu'), 'fp32')):.3f}"
-          f" ({len(corpus.val[0])} held-out windows, {len(corpus.train[0])} training windows)")
+          f" ({scored} of {len(corpus.val[0])} held-out windows scored, {len(corpus.train[0])} training windows)")
 
     build = upcycle.build_upcycled
     for position in ("acpe-conv", "sinusoid"):
-        for start in ("std1", "zero"):
+        for start in ("zero", "std1"):
             def build_variant(info, tensors, config, _start=start):  # noqa: ANN001, ANN202
-                backbone = build(info, tensors, config)
-                if _start == "zero":
-                    with torch.no_grad():
-                        backbone.channel_embedding.experts.zero_()
+                backbone = build(info, tensors, config)  # experts at zero
+                if _start == "std1":
+                    experts = backbone.channel_embedding.experts
+                    std = backbone.channel_embedding.expert_init_std
+                    torch.nn.init.trunc_normal_(experts, std=std, a=-3 * std, b=3 * std)
                 return backbone
 
             upcycle.build_upcycled = build_variant

@@ -91,11 +91,16 @@ def imported_tensor_names(backbone: Backbone) -> list[str]:
 def build_upcycled(info: BaseCheckpointInfo, tensors: dict[str, Tensor], config: ModelConfig) -> Backbone:
     """Return a backbone for ``config`` whose imported tensors are the source's (strictly).
 
-    The expert bank and mixture keep their fresh initialisation (seed the global generator
-    first for reproducible runs). The source must provide every imported tensor with its
-    shape; its own channel embedding is dropped (except a kept ACPE convolution).
+    The source must provide every imported tensor with its shape; its own channel embedding is
+    dropped (except a kept ACPE convolution). The experts start at **zero** (the mixture keeps
+    its usual initialisation; seed the global generator first for reproducible runs): with the
+    kept convolution the upcycled model then starts as exactly the source model, and the bank
+    grows from there. Measured against the kind's usual std-1 start, which perturbs the frozen
+    encoder's input at once: docs/model.md.
     """
     backbone = build_backbone(config)
+    with torch.no_grad():
+        backbone.channel_embedding.experts.zero_()
     state = backbone.state_dict()
     imported = imported_tensor_names(backbone)
     offered = {name: t for name, t in tensors.items()

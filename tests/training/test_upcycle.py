@@ -169,13 +169,12 @@ def test_upcycled_run_resumes_exactly(tiny_source: Path, tmp_path: Path) -> None
         assert torch.equal(value, resumed[key]), key
 
 
-def test_upcycled_forward_uses_the_kept_convolution(tiny_source: Path) -> None:
-    """With the experts' contribution removed, the upcycled model computes the source model exactly."""
+@pytest.mark.parametrize("kind", ["mlp-experts", "xattn-experts"])
+def test_upcycled_model_starts_as_the_source_model(tiny_source: Path, kind: str) -> None:
+    """The experts start at zero and the convolution is kept: the first forward is the source's."""
     source, info = load_base_checkpoint(tiny_source)
     _, tensors = upcycle.read_source(str(tiny_source))
-    backbone = upcycle.build_upcycled(info, tensors, upcycle.upcycled_config(info.model, "mlp-experts")).eval()
-    with torch.no_grad():
-        backbone.channel_embedding.experts.zero_()
+    backbone = upcycle.build_upcycled(info, tensors, upcycle.upcycled_config(info.model, kind)).eval()
     meta = ChannelMeta.from_montage(get_montage("tuh-standard"))
     x = torch.randn(2, meta.n_channels, 3, 200)
     with torch.no_grad():
