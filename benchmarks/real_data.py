@@ -142,8 +142,8 @@ def logreg_proba(features: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
     return out
 
 
-def random_base(folder: Path, seed: int) -> Path:
-    """Return a base checkpoint folder: passport-small-mlp's architecture, randomly initialised."""
+def random_base(folder: Path, seed: int, checkpoint: str = CHECKPOINT) -> Path:
+    """Return a base checkpoint folder: ``checkpoint``'s architecture, randomly initialised."""
     import torch
 
     from passport_kit.checkpoint import find_checkpoint, save_base_checkpoint
@@ -151,11 +151,11 @@ def random_base(folder: Path, seed: int) -> Path:
 
     if (folder / "config.json").exists():
         return folder
-    info = find_checkpoint(CHECKPOINT)
+    info = find_checkpoint(checkpoint)
     torch.manual_seed(seed)
     backbone = build_backbone(info.model)
     return save_base_checkpoint(backbone, folder, name=f"random-{seed}", preprocessing=info.preprocessing,
-                                card=f"Random initialisation (seed {seed}) of {CHECKPOINT}'s architecture: a control.")
+                                card=f"Random initialisation (seed {seed}) of {info.name}'s architecture: a control.")
 
 
 def passport_proba(data: Path, montage: Path, train: list[str], test_files: list[Path], rows: dict[tuple[str, float], int],
@@ -296,7 +296,7 @@ def t_interval(values: list[float]) -> tuple[float, float] | None:
 
 # ----------------------------------------------------------------------------- one task
 def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_seeds: int, with_finetune: bool,
-             log: Callable[[str], None]) -> dict[str, Any]:
+             log: Callable[[str], None], checkpoint: str = CHECKPOINT) -> dict[str, Any]:
     """Return the per-fold and pooled table of one task (all methods on the same folds)."""
     from passport_kit.checkpoint import find_checkpoint
     from passport_kit.montage import Montage
@@ -307,7 +307,7 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
     montage = Montage.from_yaml(montage_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        preprocess = dataset_preprocess(find_checkpoint(CHECKPOINT), data)
+        preprocess = dataset_preprocess(find_checkpoint(checkpoint), data)
         windows = load_dataset(data, montage, preprocess)
     spec = load_dataset_spec(data)
     keep = usable_windows(windows)
@@ -323,8 +323,8 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
         files[rec.subject].append(spec.path_of(rec.file))
     x = np.asarray(windows.x)
     bp = band_power(x)
-    feats = backbone_features(CHECKPOINT, x, montage)
-    randoms = [random_base(out / "bases" / f"random-{s}", s) for s in range(random_seeds)]
+    feats = backbone_features(checkpoint, x, montage)
+    randoms = [random_base(out / "bases" / f"random-{s}", s, checkpoint) for s in range(random_seeds)]
     methods: dict[str, np.ndarray] = {}
 
     def slot(method: str) -> np.ndarray:
@@ -337,7 +337,8 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
         test_rows = np.flatnonzero(keep & (subjects == test_subject))
         t0 = time.perf_counter()
         fold_out = out / name / test_subject
-        runs = {"passport-kit": {}} | {f"random backbone {i}": {"checkpoint": str(b)} for i, b in enumerate(randoms)}
+        runs = {"passport-kit": {} if checkpoint == CHECKPOINT else {"checkpoint": checkpoint}}
+        runs |= {f"random backbone {i}": {"checkpoint": str(b)} for i, b in enumerate(randoms)}
         if len(classes) > 2:  # the sleep sequence context, forced off and on (the default chooses by inner CV)
             runs |= {"passport-kit, context 0": {"context": 0}, "passport-kit, context 2": {"context": 2}}
         if with_finetune:
@@ -415,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--random-seeds", type=int, default=3)
     parser.add_argument("--with-finetune", action="store_true", help="also the paper's fine-tuning recipe")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--checkpoint", default=CHECKPOINT, help="base checkpoint of 'passport-kit' (name or folder; "
+                        "default: adapt's default); the random control copies its architecture")
     args = parser.parse_args(argv)
     if not (args.data / "eegmat").is_dir() and not (args.data / "dreams-spindles").is_dir():
         print(f"real_data: no real recordings under {args.data} (eegmat/, dreams-spindles/); skipped")
@@ -430,11 +433,11 @@ def main(argv: list[str] | None = None) -> int:
         if task == "eegmat" and (args.data / "eegmat").is_dir():
             data = eegmat_folder(args.data / "eegmat", args.out / "data-eegmat")
             results.append(run_task("eegmat", data, EEGMAT_MONTAGE, args.out, random_seeds=args.random_seeds,
-                                    with_finetune=args.with_finetune, log=print))
+                                    with_finetune=args.with_finetune, log=print, checkpoint=args.checkpoint))
         elif task == "dreams" and (args.data / "dreams-spindles").is_dir():
             data = dreams_folder(args.data / "dreams-spindles", args.out / "data-dreams")
             results.append(run_task("dreams", data, DREAMS_MONTAGE, args.out, random_seeds=args.random_seeds,
-                                    with_finetune=args.with_finetune, log=print))
+                                    with_finetune=args.with_finetune, log=print, checkpoint=args.checkpoint))
     sys.path.insert(0, str(HERE))
     import torch
     from machine import machine_line

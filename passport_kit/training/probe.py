@@ -47,8 +47,9 @@ C_GRID = (0.03, 0.1, 0.3, 1.0)
 BACKBONE_WEIGHTS = (0.1, 0.3)
 #: Temporal context (windows on each side) tried for sleep staging: none, or ±2 epochs (2.5 min).
 CONTEXTS = (0, 2)
-#: Used when fewer than two training subjects leave nothing to cross-validate over (no context).
-FALLBACK = (0.3, 0.2, 0)
+#: Used when fewer than two training subjects leave nothing to cross-validate over: C, the grid's
+#: smallest backbone weight (without evidence, lean on the backbone least), no context.
+FALLBACK = (0.3, min(BACKBONE_WEIGHTS), 0)
 #: Most inner folds (grouped by subject).
 MAX_INNER_FOLDS = 5
 #: A class with fewer training windows than this is flagged as too rare to learn reliably.
