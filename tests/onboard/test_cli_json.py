@@ -25,3 +25,13 @@ def test_predict_json(bundle: Path, dataset: Path, tmp_path: Path) -> None:
     out = json.loads(result.output)
     assert out["failed"] == [] and out["recordings"][0]["windows"] == 10
     assert out["recordings"][0]["summary"]["n_windows"] == 10
+
+
+def test_evaluate_json(montage_yaml: Path, dataset: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["evaluate", "--montage", str(montage_yaml), "--data", str(dataset),
+                                      "--checkpoint", "tiny-mlp", "--test-subject", "s01", "--out", str(tmp_path),
+                                      "--no-progress", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["metric"] == "kappa" and [r["subject"] for r in out["per_subject"]] == ["s01"]
+    assert "tiny-mlp" in out["summary"] and out["files"]["per_subject"].endswith("per_subject.csv")
