@@ -131,7 +131,8 @@ def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
             first.append(step)
             if step > 1:  # the run picked up an interrupted one's state
                 typer.echo(f"{description}: resuming from step {step - 1} of {total}", err=True)
-        return f"loss {info['loss']:.3f}" + (f"  val {info['val']:.3f}" if "val" in info else "")
+        # The probe recipe reports one step without a loss (only its selection score, if any).
+        return "  ".join(f"{k} {info[k]:.3f}" for k in ("loss", "val") if info.get(k) is not None)
 
     if not sys.stderr.isatty():
         # No terminal (a log file, a job scheduler): a rich bar would print nothing, so plain lines,
