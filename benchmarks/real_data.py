@@ -337,12 +337,12 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
         test_rows = np.flatnonzero(keep & (subjects == test_subject))
         t0 = time.perf_counter()
         fold_out = out / name / test_subject
-        runs = {"passport-kit": {} if checkpoint == CHECKPOINT else {"checkpoint": checkpoint}}
-        runs |= {f"random backbone {i}": {"checkpoint": str(b)} for i, b in enumerate(randoms)}
+        base = {} if checkpoint == CHECKPOINT else {"checkpoint": checkpoint}
+        runs = {"passport-kit": base} | {f"random backbone {i}": {"checkpoint": str(b)} for i, b in enumerate(randoms)}
         if len(classes) > 2:  # the sleep sequence context, forced off and on (the default chooses by inner CV)
-            runs |= {"passport-kit, context 0": {"context": 0}, "passport-kit, context 2": {"context": 2}}
+            runs |= {"passport-kit, context 0": base | {"context": 0}, "passport-kit, context 2": base | {"context": 2}}
         if with_finetune:
-            runs["passport-kit finetune"] = {"recipe": "finetune"}
+            runs["passport-kit finetune"] = base | {"recipe": "finetune"}
         for method, options in runs.items():
             proba = passport_proba(data, montage_path, train, files[test_subject], rows, len(y), len(classes),
                                    fold_out / method.replace(" ", "-"), **options)
