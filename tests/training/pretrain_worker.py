@@ -1,6 +1,6 @@
 """A pretraining process for the tests that need real processes (torchrun DDP, SIGKILL).
 
-Usage: ``python pretrain_worker.py FOLDER STEPS CHECKPOINT_EVERY [--resume]``. Each rank
+Usage: ``python pretrain_worker.py FOLDER STEPS CHECKPOINT_EVERY [--resume] [--init-from BASE]``. Each rank
 records which windows it trained on and its final weights under FOLDER; the pretraining
 itself writes the run (FOLDER/run) from rank 0 only.
 """
@@ -17,7 +17,7 @@ from safetensors.torch import save_file
 from passport_kit.training.pretrain import StepEvent, pretrain
 
 
-def main(folder: Path, steps: int, checkpoint_every: int, resume: bool) -> None:
+def main(folder: Path, steps: int, checkpoint_every: int, resume: bool, init_from: str | None = None) -> None:
     seen: list[dict] = []
 
     def record(event: StepEvent) -> None:
@@ -28,9 +28,13 @@ def main(folder: Path, steps: int, checkpoint_every: int, resume: bool) -> None:
         save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / f"rank{rank}.safetensors"))
         (folder / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "steps": seen}))
 
-    cfg = tiny_config(folder / "run", steps=steps, checkpoint_every=checkpoint_every, val_fraction=0.0, resume=resume)
+    upcycling = {"init_from": init_from} if init_from else {}
+    cfg = tiny_config(folder / "run", steps=steps, checkpoint_every=checkpoint_every, val_fraction=0.0, resume=resume,
+                      **upcycling)
     pretrain(cfg, datasets=two_montage_data(), on_step=record, on_end=dump)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), "--resume" in sys.argv[4:])
+    options = sys.argv[4:]
+    source = options[options.index("--init-from") + 1] if "--init-from" in options else None
+    main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), "--resume" in options, source)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from pretrain_helpers import tiny_config, two_montage_data
+from pretrain_helpers import imported_cbramod, tiny_config, two_montage_data
 from safetensors.torch import load_file
 
 from passport_kit.training.pretrain import STATE_FILE, pretrain
@@ -30,12 +30,18 @@ def _worker(folder: Path, *extra: str) -> subprocess.Popen:
 
 @pytest.mark.slow  # two fresh processes and a reference run: about 30 s on 2 shared cores
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
-def test_sigkilled_run_resumes_to_the_uninterrupted_result(tmp_path: Path) -> None:
+@pytest.mark.parametrize("upcycled", [False, True], ids=["from-scratch", "init-from"])
+def test_sigkilled_run_resumes_to_the_uninterrupted_result(tmp_path: Path, upcycled: bool) -> None:
+    extra: tuple[str, ...] = ()
+    if upcycled:  # pretrain --init-from an imported 2-layer CBraMod, --train experts
+        (tmp_path / "source").mkdir()
+        extra = ("--init-from", str(imported_cbramod(tmp_path / "source", 2)))
     reference: dict[str, torch.Tensor] = {}
-    pretrain(tiny_config(tmp_path / "reference", steps=STEPS, checkpoint_every=EVERY, val_fraction=0.0),
+    pretrain(tiny_config(tmp_path / "reference", steps=STEPS, checkpoint_every=EVERY, val_fraction=0.0,
+                         **({"init_from": extra[1]} if upcycled else {})),
              datasets=two_montage_data(), on_end=lambda model, rank: reference.update(model.state_dict()))
 
-    proc = _worker(tmp_path)
+    proc = _worker(tmp_path, *extra)
     assert proc.stdout is not None
     for line in proc.stdout:  # step 3 starts only after the state of step 2 was written
         if line.startswith("rank 0 step 3"):
@@ -46,7 +52,7 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_result(tmp_path: Path) -> No
     killed_at = load_training_state(tmp_path / "run" / STATE_FILE).step
     assert EVERY <= killed_at < STEPS and not (tmp_path / "run" / "model.safetensors").exists()
 
-    resumed = _worker(tmp_path, "--resume")
+    resumed = _worker(tmp_path, "--resume", *extra)
     output, _ = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, output[-3000:]
     assert load_training_state(tmp_path / "run" / STATE_FILE).step == STEPS
