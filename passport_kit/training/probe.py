@@ -86,8 +86,21 @@ class _Standardiser:
         return (z - self.mean) / self.scale * self.weight
 
 
+class _OneClass:
+    """What an inner fold whose training part holds one class can predict: that class, always."""
+
+    def __init__(self, label: int) -> None:
+        self.classes_ = np.array([label])
+
+    def predict_proba(self, z: np.ndarray) -> np.ndarray:
+        return np.ones((len(z), 1))
+
+
 def _fit_lr(z: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, c: float, seed: int) -> Any:
     from sklearn.linear_model import LogisticRegression
+
+    if len(np.unique(y)) < 2:  # an inner fold of a very skewed data set (the full fit has two classes)
+        return _OneClass(int(y[0]))
 
     model = LogisticRegression(C=c, max_iter=2000, random_state=seed)
     with warnings.catch_warnings():

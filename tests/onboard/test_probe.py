@@ -172,3 +172,12 @@ def test_probe_with_context_predicts_a_recording_as_a_sequence(tmp_path: Path, m
 def test_context_with_the_finetune_recipe_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="context applies to recipe 'probe'"):
         make_config(montage="m", data="d", recipe="finetune", context=2)
+
+
+def test_an_inner_fold_with_one_class_does_not_stop_the_fit() -> None:
+    x, y, subjects = _windows(12, 4)
+    y = np.zeros_like(y)
+    y[subjects == "s0"] = 1  # only subject s0 holds class 1: the fold that tests on s0 trains on one class
+    model = _probe_model()
+    result = fit_probe(model, x, y, _meta(2), ["a", "b"], np.arange(len(y)), subjects)
+    assert result.inner_folds == 4 and result.selection_score is not None
