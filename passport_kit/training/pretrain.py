@@ -128,15 +128,17 @@ class PretrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _upcycling_options(self) -> PretrainConfig:
-        from passport_kit.training.upcycle import EXPERT_KINDS
+        from passport_kit.training.upcycle import require_expert_kind
 
         if self.init_from is None:
             for option, value in (("--train", self.train), ("--temporal-position", self.temporal_position)):
                 if value is not None:
                     raise ValueError(f"{option} applies to upcycling only; add --init-from BASE or drop {option}")
-        elif self.embedding not in EXPERT_KINDS:
-            raise ValueError(f"--init-from grows an expert bank, so --embedding must be one of {list(EXPERT_KINDS)}, "
-                             f"not {self.embedding!r}")
+            return self
+        try:
+            require_expert_kind(self.embedding)
+        except ConfigError as exc:  # pydantic turns a ValueError into a validation error
+            raise ValueError(str(exc)) from None
         return self
 
     @property

@@ -41,6 +41,15 @@ def read_source(name_or_path: str) -> tuple[BaseCheckpointInfo, dict[str, Tensor
     return info, {name: t.detach().clone() for name, t in backbone.state_dict().items()}
 
 
+def require_expert_kind(embedding: str) -> None:
+    """Raise ConfigError unless ``embedding`` is a kind that upcycling can grow (an expert kind)."""
+    if embedding not in EXPERT_KINDS:
+        raise ConfigError(
+            f"--init-from grows an expert bank, so --embedding must be one of {list(EXPERT_KINDS)}, not "
+            f"{embedding!r}; to train another kind, pretrain from scratch without --init-from"
+        )
+
+
 def upcycled_config(
     source: ModelConfig,
     embedding: str,
@@ -54,11 +63,7 @@ def upcycled_config(
     ``arch`` (when the user named one) must be the source's; ``temporal_position`` None keeps an
     `acpe` source's convolution and gives any other source the sinusoid.
     """
-    if embedding not in EXPERT_KINDS:
-        raise ConfigError(
-            f"--init-from grows an expert bank, so --embedding must be one of {list(EXPERT_KINDS)}, not "
-            f"{embedding!r}; to train another kind, pretrain from scratch without --init-from"
-        )
+    require_expert_kind(embedding)
     if arch is not None and arch != source.arch:
         raise ConfigError(
             f"--config {arch} does not match the source checkpoint's architecture {source.arch} "
