@@ -24,6 +24,10 @@ Methods, all trained on exactly the training subjects of each fold and scored on
 - ``bandpower-logreg``: log10 power in the probe head's bands per channel (Welch, 2-s
   segments) + standardisation + logistic regression (balanced class weights), scikit-learn, on
   the same preprocessed windows.
+- ``bandpower-logreg, z-scored per subject``: the same features z-scored within each subject,
+  test subjects included (needs all of a subject's windows at once; an ablation of per-subject
+  normalisation, which ``predict`` does not do: it sees one recording at a time, and an eegmat
+  recording holds one class).
 - ``frozen probe (backbone only)``: logistic regression on the frozen backbone's mean-pooled
   features alone (the issue's diagnostic), C = 1.
 - ``probe (spectral only)``: the probe head's own log band powers alone, with the probe's inner
@@ -139,6 +143,15 @@ def logreg_proba(features: np.ndarray, y: np.ndarray, train: np.ndarray, test: n
         model.fit(features[train], y[train])
     out = np.zeros((len(test), n_classes))
     out[:, model.classes_] = model.predict_proba(features[test])
+    return out
+
+
+def per_subject_z(features: np.ndarray, subjects: np.ndarray) -> np.ndarray:
+    """Return ``features`` z-scored within each subject (a test-time normalisation over that subject's windows)."""
+    out = np.empty_like(features)
+    for s in np.unique(subjects):
+        rows = subjects == s
+        out[rows] = (features[rows] - features[rows].mean(0)) / (features[rows].std(0) + 1e-8)
     return out
 
 
@@ -348,6 +361,9 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
                                    fold_out / method.replace(" ", "-"), **options)
             slot(method)[test_rows] = proba[test_rows]
         slot("bandpower-logreg")[test_rows] = logreg_proba(bp, y, train_rows, test_rows, len(classes))
+        bp_z = per_subject_z(bp, subjects)
+        slot("bandpower-logreg, z-scored per subject")[test_rows] = logreg_proba(bp_z, y, train_rows, test_rows,
+                                                                                  len(classes))
         slot("frozen probe (backbone only)")[test_rows] = logreg_proba(feats, y, train_rows, test_rows, len(classes))
         slot("probe (spectral only)")[test_rows] = spectral_probe_proba(x, y, subjects, train_rows, test_rows, classes)
         log(f"{name} fold {k + 1}/{len(folds)} ({test_subject}): {time.perf_counter() - t0:.0f} s")
