@@ -153,8 +153,10 @@ class PretrainConfig(BaseModel):
             return cls.model_validate(options)
         except ValidationError as exc:
             err = exc.errors()[0]
-            where = ".".join(str(p) for p in err.get("loc", ())) or "options"
+            where = ".".join(str(p) for p in err.get("loc", ()))
             msg = str(err.get("msg", "invalid")).replace("Value error, ", "")
+            if not where:  # a rule across options (the message names them)
+                raise ConfigError(msg) from None
             raise ConfigError(f"invalid pretraining option {where}: {msg}") from None
 
     @property
