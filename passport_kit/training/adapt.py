@@ -400,8 +400,13 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=preprocess,
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
     state_path.unlink(missing_ok=True)
+    summary = trainable_summary(model)
+    if cfg.recipe == "probe":  # the policy's tensors are stored, but only the read-out was fitted
+        fitted = sum(p.numel() for p in model.head.parameters())
+        summary = (f"fitted: the read-out head.linear ({fitted:,} params); backbone, experts and mixture adapter as "
+                   f"pretrained (stored with it: {summary})")
     return AdaptResult(bundle=bundle, metrics=metrics, trainable=sorted(
-        n for n, p in model.named_parameters() if p.requires_grad), summary=trainable_summary(model))
+        n for n, p in model.named_parameters() if p.requires_grad), summary=summary)
 
 
 def train_classifier(
