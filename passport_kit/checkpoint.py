@@ -556,7 +556,7 @@ def load_adapter_bundle(
     folder = Path(folder)
     meta = read_adapter_meta(folder)
     _check_montage_copy(meta, folder)
-    backbone, info = load_base_checkpoint(base if base is not None else meta.base_name)
+    backbone, info = load_base_checkpoint(base if base is not None else _recorded_base(meta))
     if info.weights_sha256 != meta.base_sha256:
         raise CheckpointError(
             f"adapter '{folder}' was trained on base checkpoint '{meta.base_name}' with SHA-256"
@@ -601,6 +601,22 @@ def load_adapter_bundle(
     classifier.load_state_dict(tensors, strict=False)  # the rest is the verified base
     classifier.eval()
     return classifier, meta
+
+
+def _recorded_base(meta: AdapterMeta) -> str | Path:
+    """Return the base to load for a bundle: its name, or the folder ``adapt`` was given when no checkpoint has that name.
+
+    A base given to ``adapt`` as a folder (not a shipped or user checkpoint) is found again
+    through ``training.checkpoint``; its SHA-256 is checked like any other.
+    """
+    try:
+        find_checkpoint(meta.base_name)
+    except CheckpointError:
+        recorded = meta.training.get("checkpoint")
+        if isinstance(recorded, str) and Path(recorded).is_dir():
+            return Path(recorded)
+        raise
+    return meta.base_name
 
 
 def _check_montage_copy(meta: AdapterMeta, folder: Path) -> None:

@@ -181,3 +181,18 @@ def test_an_inner_fold_with_one_class_does_not_stop_the_fit() -> None:
     model = _probe_model()
     result = fit_probe(model, x, y, _meta(2), ["a", "b"], np.arange(len(y)), subjects)
     assert result.inner_folds == 4 and result.selection_score is not None
+
+
+def test_a_bundle_from_a_base_folder_predicts_without_naming_the_base(tmp_path: Path, montage_yaml: Path,
+                                                                      dataset: Path) -> None:
+    from passport_kit.checkpoint import save_base_checkpoint
+
+    torch.manual_seed(3)
+    base = save_base_checkpoint(build_backbone(model_config("cbramod-tiny", "mlp-experts")), tmp_path / "my-base",
+                                name="not-registered")
+    out = tmp_path / "adapter"
+    result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
+                              str(base), "--out", str(out), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    pred = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
+    assert pred.exit_code == 0, pred.output
