@@ -54,7 +54,7 @@ from passport_kit.model import (  # noqa: E402
     model_config,
 )
 from passport_kit.model.policy import _frozen_to_eval  # noqa: E402  (same frozen→eval rule for braindecode)
-from passport_kit.training.runtime import autocast, resolve_precision  # noqa: E402
+from passport_kit.runtime import autocast, resolve_precision  # noqa: E402
 
 N_CLASSES = 5
 CPU = torch.device("cpu")

@@ -129,7 +129,7 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     from passport_kit.training.adapt import build_classifier, usable_windows
     from passport_kit.training.finetune import FinetuneSettings, fit
     from passport_kit.training.metrics import classification_metrics
-    from passport_kit.training.runtime import resolve_device, seed_everything
+    from passport_kit.runtime import resolve_device, seed_everything
     from passport_kit.training.splits import SubjectSplit, with_validation
 
     key, corrupt, gate, masked_training, distrusted, uncorrelated = VARIANTS[variant]

@@ -26,7 +26,7 @@ from passport_kit.montage import resolve_montage
 from passport_kit.signals import load_dataset
 from passport_kit.signals.preprocess import PreprocessConfig
 from passport_kit.training import pretrain_data as pdata
-from passport_kit.training import runtime, upcycle
+from passport_kit import runtime, upcycle
 from passport_kit.training.pretrain import DataSource, PretrainConfig, heldout_mse, pretrain
 
 

@@ -15,7 +15,7 @@ from torch import nn
 
 from passport_kit.model.heads import ProbeHead
 from passport_kit.model.meta import ChannelMeta
-from passport_kit.training.runtime import Precision, autocast
+from passport_kit.runtime import Precision, autocast
 
 #: Why a probe head's inputs are always computed in fp32: they feed a fitted regression whose
 #: standardisation is folded into its weights; bf16 rounding (8 bits of mantissa) of the pooled

@@ -44,9 +44,7 @@ from typing import Any
 import numpy as np
 
 from passport_kit.errors import LabelError
-
-#: AASM stage names in their conventional integer order (0=W ... 4=REM).
-AASM_STAGES: tuple[str, ...] = ("W", "N1", "N2", "N3", "REM")
+from passport_kit.signals.labels import AASM_STAGES
 #: Epochs that carry no stage: excluded from TST and from sleep/wake decisions.
 UNSCORED: tuple[str, ...] = ("UNS", "ART")
 SLEEP_STAGES: tuple[str, ...] = ("N1", "N2", "N3", "REM")

@@ -193,7 +193,7 @@ def predict(
     from passport_kit.signals import PreprocessConfig, load_recording
     from passport_kit.signals.amplitude import check_amplitude
     from passport_kit.signals.quality import recording_quality
-    from passport_kit.training.runtime import resolve_device, resolve_precision
+    from passport_kit.runtime import resolve_device, resolve_precision
 
     score_hint = "a quality score between 0 and 1 (exclusive), got {:g}; 0.5 is the score at which a channel counts as bad"
     for option, value, hint in (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -12,8 +12,23 @@ from torch import Tensor
 
 from passport_kit.errors import ChannelMappingError
 
-if TYPE_CHECKING:  # the montage package is imported lazily: the model does not need it
-    from passport_kit.montage import Montage
+
+
+class ChannelLayoutSource(Protocol):
+    """What :meth:`ChannelMeta.from_montage` reads (a ``passport_kit.montage.Montage`` has it).
+
+    A protocol, not an import: the model never imports the montage registry or the data layer;
+    positions arrive as tensors (DESIGN.md §5, dependency directions).
+    """
+
+    @property
+    def ch_names(self) -> Sequence[str]: ...
+
+    @property
+    def positions(self) -> Any: ...
+
+    @property
+    def reference_positions(self) -> Any: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,7 +73,7 @@ class ChannelMeta:
         return cls(tuple(str(n) for n in names), pos, ref)
 
     @classmethod
-    def from_montage(cls, montage: Montage) -> ChannelMeta:
+    def from_montage(cls, montage: ChannelLayoutSource) -> ChannelMeta:
         """Return the metadata of a montage (its channel order, positions, reference positions)."""
         return cls.create(montage.ch_names, montage.positions, montage.reference_positions)
 

@@ -35,6 +35,10 @@ from pydantic import BaseModel, ConfigDict
 
 from passport_kit.errors import LabelError
 
+#: AASM stage names in their conventional integer order (0=W ... 4=REM): the simulator's,
+#: the label readers' and the hypnogram's (passport_kit.inference.hypnogram) vocabulary.
+AASM_STAGES: tuple[str, ...] = ("W", "N1", "N2", "N3", "REM")
+
 AASM_CLASSES: tuple[str, ...] = ("W", "N1", "N2", "N3", "REM")
 
 OnUnknown = Literal["raise", "drop"]

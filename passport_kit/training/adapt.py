@@ -342,7 +342,7 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     from passport_kit.signals import load_dataset
     from passport_kit.signals.amplitude import amplitude_profile
     from passport_kit.signals.quality import windowset_quality
-    from passport_kit.training.runtime import resolve_device, resolve_precision, seed_everything, set_threads
+    from passport_kit.runtime import resolve_device, resolve_precision, seed_everything, set_threads
 
     cfg = make_config(config, **options)
     device = resolve_device(cfg.device)

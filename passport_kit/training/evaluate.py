@@ -136,7 +136,7 @@ def evaluate(
     from passport_kit.model import ChannelMeta
     from passport_kit.montage import resolve_montage
     from passport_kit.signals import load_dataset
-    from passport_kit.training.runtime import resolve_device, resolve_precision, seed_everything, set_threads
+    from passport_kit.runtime import resolve_device, resolve_precision, seed_everything, set_threads
 
     cfg = make_config(config, **options)
     device = resolve_device(cfg.device)

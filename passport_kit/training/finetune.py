@@ -50,10 +50,10 @@ from passport_kit.inference.forward import predict_proba
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.training.corruption import corrupt_windows, drop_channels
 from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
-from passport_kit.training.runtime import Precision, autocast, step_seed
+from passport_kit.runtime import Precision, autocast, step_seed
 from passport_kit.training.state import TrainingState, load_training_state, save_training_state
 
-#: Key of the corruption draws in :func:`~passport_kit.training.runtime.step_seed` (step, stream).
+#: Key of the corruption draws in :func:`~passport_kit.runtime.step_seed` (step, stream).
 _CORRUPTION_STREAM = 8
 #: Key of the channel-dropout draws (``drop_prob``), and of the head's dropout draws.
 _DROP_STREAM, _DROPOUT_STREAM = 9, 10

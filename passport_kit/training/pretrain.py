@@ -53,7 +53,7 @@ from torch import Tensor, nn
 from passport_kit.errors import ConfigError
 from passport_kit.training import distributed as dist_tools
 from passport_kit.training import pretrain_data as pdata
-from passport_kit.training import runtime
+from passport_kit import runtime
 from passport_kit.training.corruption import corrupt_windows
 from passport_kit.training.pretrain_log import MetricsLog, ProgressReporter
 from passport_kit.training.state import TrainingState, load_training_state, save_training_state

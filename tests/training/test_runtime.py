@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from passport_kit.errors import ConfigError
-from passport_kit.training import runtime
+from passport_kit import runtime
 
 
 @pytest.mark.parametrize("name", ["auto", "cpu", "CPU"])

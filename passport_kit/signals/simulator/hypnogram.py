@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from passport_kit.inference.hypnogram import AASM_STAGES as STAGES
+from passport_kit.signals.labels import AASM_STAGES as STAGES
 
 W, N1, N2, N3, REM = range(5)
 

@@ -1,0 +1,60 @@
+"""The package's import directions (DESIGN.md §5; issue 17): read with ``ast``, imports inside functions included."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "passport_kit"
+
+
+def imported_modules(path: Path, top: Path = PACKAGE.parent) -> set[str]:
+    """Return every module a file imports (absolute names; relative imports resolved against ``top``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    parts = list(path.relative_to(top).with_suffix("").parts)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = parts[: len(parts) - node.level]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE) -> list[str]:
+    """Return ``file: module`` for every import below ``package/folder`` that starts with a forbidden package."""
+    root = package / folder
+    files = [root] if root.suffix == ".py" else sorted(root.rglob("*.py"))
+    return [f"{f.relative_to(package.parent)}: {m}" for f in files for m in sorted(imported_modules(f, package.parent))
+            if any(m == p or m.startswith(p + ".") for p in forbidden)]
+
+
+@pytest.mark.parametrize(("folder", "forbidden"), [
+    ("inference", ("passport_kit.training",)),  # prediction never imports training
+    ("model", ("passport_kit.montage",)),  # positions arrive as tensors
+    ("signals/simulator", ("passport_kit.inference",)),  # stage names live in signals.labels
+    ("runtime.py", ("passport_kit.training", "passport_kit.inference", "passport_kit.model", "passport_kit.signals",
+                    "passport_kit.montage", "passport_kit.checkpoint", "passport_kit.cli")),  # the ground floor
+])
+def test_dependency_direction(folder: str, forbidden: tuple[str, ...]) -> None:
+    assert violations(folder, forbidden) == []
+
+
+def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:
+    folder = tmp_path / "passport_kit" / "inference"
+    folder.mkdir(parents=True)
+    (folder / "a.py").write_text("def f():\n    from passport_kit.training.adapt import adapt\n")
+    (folder / "b.py").write_text("from ..training import finetune\n")
+    assert violations("inference", ("passport_kit.training",), tmp_path / "passport_kit") == [
+        "passport_kit/inference/a.py: passport_kit.training.adapt",
+        "passport_kit/inference/a.py: passport_kit.training.adapt.adapt",
+        "passport_kit/inference/b.py: passport_kit.training",
+        "passport_kit/inference/b.py: passport_kit.training.finetune"]
