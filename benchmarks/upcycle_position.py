@@ -20,13 +20,14 @@ from pathlib import Path
 
 import torch
 
+from passport_kit import runtime
 from passport_kit.checkpoint import load_base_checkpoint
 from passport_kit.model import ChannelMeta
 from passport_kit.montage import resolve_montage
 from passport_kit.signals import load_dataset
 from passport_kit.signals.preprocess import PreprocessConfig
 from passport_kit.training import pretrain_data as pdata
-from passport_kit import runtime, upcycle
+from passport_kit.training import upcycle
 from passport_kit.training.pretrain import DataSource, PretrainConfig, heldout_mse, pretrain
 
 
