@@ -39,7 +39,8 @@ from passport_kit.errors import LabelError
 #: the label readers' and the hypnogram's (passport_kit.inference.hypnogram) vocabulary.
 AASM_STAGES: tuple[str, ...] = ("W", "N1", "N2", "N3", "REM")
 
-AASM_CLASSES: tuple[str, ...] = ("W", "N1", "N2", "N3", "REM")
+#: The default class list of a sleep-staging dataset (dataset.yaml without ``classes``): the stage names.
+AASM_CLASSES: tuple[str, ...] = AASM_STAGES
 
 OnUnknown = Literal["raise", "drop"]
 
