@@ -218,14 +218,14 @@ def spectral_probe_proba(x: np.ndarray, y: np.ndarray, groups: np.ndarray, train
     import torch
     from torch import nn
 
-    from passport_kit.model.heads import log_band_power
+    from passport_kit.model.heads import SPECTRAL_BANDS, log_band_power
     from passport_kit.training import probe as probe_mod
 
     class SpectralOnly(nn.Module):
         def __init__(self, n_channels: int) -> None:
             super().__init__()
             self.head = nn.Module()
-            self.head.linear = nn.Linear(n_channels * 6, len(classes))
+            self.head.linear = nn.Linear(n_channels * len(SPECTRAL_BANDS), len(classes))
             self.head.n_backbone_features = 0
             self.head.set_context = lambda k: None  # no temporal context in this ablation (contexts=(0,))
 

@@ -24,7 +24,15 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from passport_kit.errors import ConfigError, DataError, PassportWarning
-from passport_kit.training.finetune import Balance, FinetuneSettings, FitResult, TrainPolicy, fit
+from passport_kit.training.finetune import (
+    Balance,
+    FinetuneSettings,
+    FitResult,
+    TrainPolicy,
+    fit,
+    near_chance,
+    selection_metric,
+)
 from passport_kit.training.splits import SubjectSplit, subsample_training, unique_subjects, with_validation
 
 #: The shipped Device Passport checkpoint that ``adapt`` starts from when none is named.
@@ -372,7 +380,7 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
                            seed=cfg.seed)
     train_mask, val_mask, _ = split.masks(windows.subject)
     train_idx, val_idx = np.flatnonzero(train_mask & keep), np.flatnonzero(val_mask & keep)
-    if cfg.recipe == "finetune" and not len(val_idx):  # the probe recipe says so itself (probe_warnings)
+    if cfg.recipe == "finetune" and not len(val_idx):  # the probe recipe says so itself (fit_probe)
         warnings.warn(f"no validation subject ({len(split.train)} training subject(s) in the data): nothing selects "
                       "the best step or stops the training early, and no validation score exists; add recordings "
                       "of more subjects", PassportWarning, stacklevel=2)
@@ -421,7 +429,7 @@ def train_classifier(
     (:func:`~passport_kit.training.probe.fit_probe`); ``finetune``: gradient steps on the
     training rows, selection on the validation rows (:func:`~passport_kit.training.finetune.fit`).
     """
-    from passport_kit.training.probe import CONTEXTS, fit_probe, probe_summary, probe_warnings
+    from passport_kit.training.probe import CONTEXTS, class_warnings, fit_probe, probe_summary
 
     classes = list(windows.classes)
     if cfg.recipe == "probe":
@@ -442,13 +450,13 @@ def train_classifier(
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
         channel_mask=channel_mask, distrust=distrust,
     )
-    metric = "auroc" if len(classes) == 2 else "kappa"
+    metric = selection_metric(len(classes))
     n_val = len(unique_subjects(windows.subject[val_idx])) if len(val_idx) else 0
-    notes = probe_warnings(np.asarray(windows.y)[train_idx], classes, n_groups=2)
+    notes = class_warnings(np.asarray(windows.y)[train_idx], classes)
     if n_val < 2:
         notes.append(f"{n_val} validation subject(s): the kept state was chosen on "
                      f"{len(val_idx)} windows of one person or none; its score says little")
-    if result.best_score is not None and result.best_score < (0.55 if metric == "auroc" else 0.05):
+    if result.best_score is not None and near_chance(result.best_score, metric):
         notes.append(f"validation {metric} {result.best_score:.3f} is near chance")
     selection = {"recipe": "finetune", "metric": metric,
                  "score": None if result.best_score is None else round(result.best_score, 4),

@@ -170,6 +170,16 @@ def selection_score(metrics: ClassificationMetrics) -> float:
     return metrics.kappa
 
 
+def selection_metric(n_classes: int) -> str:
+    """Return the name of :func:`selection_score`'s metric for ``n_classes`` classes."""
+    return "auroc" if n_classes == 2 else "kappa"
+
+
+def near_chance(score: float, metric: str) -> bool:
+    """Return whether a selection score says the model barely beats chance (AUROC < 0.55, kappa < 0.05)."""
+    return score < (0.55 if metric == "auroc" else 0.05)
+
+
 def fit(
     model: nn.Module,
     x: np.ndarray,

@@ -37,10 +37,16 @@ from torch import nn
 
 from passport_kit.errors import DataError
 from passport_kit.model.meta import ChannelMeta
-from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
 from passport_kit.inference.forward import read_out_features
-from passport_kit.training.finetune import MAX_CLASS_WEIGHT, class_weights, selection_score
 from passport_kit.model.heads import sequence_features
+from passport_kit.training.finetune import (
+    MAX_CLASS_WEIGHT,
+    class_weights,
+    near_chance,
+    selection_metric,
+    selection_score,
+)
+from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
 
 #: Grid of the inner cross-validation: inverse L2 strength and the encoder block's scale.
 C_GRID = (0.03, 0.1, 0.3, 1.0)
@@ -166,8 +172,12 @@ def fit_probe(
     sample_weight = weights[y_train]
     g = np.asarray(groups)[train_index]
     n_groups = len(np.unique(g))
-    metric = "auroc" if n_classes == 2 else "kappa"
-    notes = probe_warnings(y_train, classes, n_groups)
+    metric = selection_metric(n_classes)
+    notes = class_warnings(y_train, classes)
+    if n_groups < 2:
+        notes.append(f"only {n_groups} training subject: nothing to cross-validate over, so the "
+                     f"regularisation is the fixed fallback (C {FALLBACK[0]:g}, no temporal context) and no "
+                     "validation score exists")
 
     grid: list[dict[str, Any]] = []
     best: tuple[float, float, int] = (FALLBACK[0], FALLBACK[1], min(contexts, key=abs))
@@ -189,7 +199,7 @@ def fit_probe(
                     grid.append({"C": c, "backbone_weight": w, "context": k, metric: round(float(score), 4)})
                     if best_score is None or score > best_score + 1e-9:
                         best, best_score, best_metrics = (c, w, k), float(score), metrics
-        if best_score is not None and _near_chance(best_score, metric):
+        if best_score is not None and near_chance(best_score, metric):
             notes.append(f"cross-validated {metric} {best_score:.3f} is near chance: the classes may not be "
                          "separable with this montage and these labels")
     c, w, k = best
@@ -210,12 +220,8 @@ def _backbone_columns(n_backbone: int, n_plain: int, context: int) -> np.ndarray
     return np.concatenate([cols, n_plain + cols]) if context else cols
 
 
-def _near_chance(score: float, metric: str) -> bool:
-    return score < (0.55 if metric == "auroc" else 0.05)
-
-
-def probe_warnings(y_train: np.ndarray, classes: list[str], n_groups: int) -> list[str]:
-    """Return the warnings about the training data that a user must see (rare classes, too few subjects)."""
+def class_warnings(y_train: np.ndarray, classes: list[str]) -> list[str]:
+    """Return the warnings about the training classes that a user must see (rare or absent classes); both recipes."""
     notes = []
     counts = np.bincount(y_train, minlength=len(classes))
     rare = [f"{c} ({n})" for c, n in zip(classes, counts) if 0 < n < RARE_CLASS_WINDOWS]
@@ -225,10 +231,6 @@ def probe_warnings(y_train: np.ndarray, classes: list[str], n_groups: int) -> li
                      f"{', '.join(rare)}; their class weight is capped at {MAX_CLASS_WEIGHT:g}")
     if absent:
         notes.append(f"classes absent from the training windows will never be predicted: {', '.join(absent)}")
-    if n_groups < 2:
-        notes.append(f"only {n_groups} training subject: nothing to cross-validate over, so the "
-                     f"regularisation is the fixed fallback (C {FALLBACK[0]:g}, no temporal context) and no "
-                     "validation score exists")
     return notes
 
 
@@ -266,4 +268,4 @@ def probe_summary(result: ProbeResult) -> dict[str, Any]:
     }
 
 
-__all__ = ["CONTEXTS", "ProbeResult", "fit_probe", "probe_summary", "probe_warnings"]
+__all__ = ["CONTEXTS", "ProbeResult", "class_warnings", "fit_probe", "probe_summary"]
