@@ -94,7 +94,8 @@ class ProbeHead(nn.Module):
     def __init__(self, d_model: int, n_classes: int, n_channels: int, context: int = 0) -> None:
         super().__init__()
         if n_classes < 1 or n_channels < 1 or context < 0:
-            raise ConfigError(f"a probe head needs classes and channels, got {n_classes} and {n_channels}")
+            raise ConfigError(f"a probe head needs classes, channels and a context of 0 or more, got {n_classes}, "
+                              f"{n_channels} and {context}")
         self.d_model, self.n_channels, self.context = d_model, n_channels, context
         n_inputs = d_model + n_channels * len(SPECTRAL_BANDS)
         self.linear = nn.Linear(n_inputs * (2 if context else 1), n_classes)

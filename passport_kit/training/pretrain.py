@@ -666,20 +666,12 @@ def source_preprocess(path: Path, preprocess: Any) -> Any:
 
     The rule of ``adapt`` (:func:`~passport_kit.training.adapt.dataset_preprocess`): the 200 Hz
     input stays; a recording too slow for the band-pass top gets the top lowered below its
-    Nyquist frequency, with a warning.
+    Nyquist frequency, with a warning (:func:`~passport_kit.signals.dataset.fit_band_to_dataset`).
     """
-    import warnings as _warnings
-
-    from passport_kit.errors import PassportWarning
-    from passport_kit.signals.dataset import lowest_sampling_rate
+    from passport_kit.signals.dataset import fit_band_to_dataset
     from passport_kit.signals.dataset_spec import load_dataset_spec
-    from passport_kit.signals.preprocess import fit_band_to_rate
 
     spec = load_dataset_spec(path)
     if spec.h_freq is not None:
         return type(preprocess).from_dict(preprocess.model_dump() | {"h_freq": spec.h_freq})
-    sfreq, file = lowest_sampling_rate(spec)
-    fitted = fit_band_to_rate(preprocess, sfreq, source=f"recording '{file}'")
-    if fitted.h_freq_note:
-        _warnings.warn(fitted.h_freq_note, PassportWarning, stacklevel=2)
-    return fitted
+    return fit_band_to_dataset(preprocess, spec)
