@@ -29,7 +29,11 @@ Methods, all trained on exactly the training subjects of each fold and scored on
   normalisation, which ``predict`` does not do: it sees one recording at a time, and an eegmat
   recording holds one class).
 - ``frozen probe (backbone only)``: logistic regression on the frozen backbone's mean-pooled
-  features alone (the issue's diagnostic), C = 1.
+  output features alone (the issue's diagnostic), C = 1; ``(backbone only, layer 0)``: the same
+  on the mean-pooled patch and channel embedding, the layer the default probe head reads.
+- ``passport-kit, read-out at layer N``: the default with the probe head reading the
+  backbone's output (after its N criss-cross layers) instead of layer 0: the ablation of the
+  read-out layer.
 - ``probe (spectral only)``: the probe head's own log band powers alone, with the probe's inner
   cross-validation (ablation of the backbone block).
 - ``passport-kit, context 0`` / ``context 2`` (sleep only): the default with the temporal
@@ -195,8 +199,8 @@ def passport_proba(data: Path, montage: Path, train: list[str], test_files: list
     return proba
 
 
-def backbone_features(checkpoint: str, x: np.ndarray, montage: Any) -> np.ndarray:
-    """Return the frozen backbone's mean-pooled features ``(N, D)`` (no head)."""
+def backbone_features(checkpoint: str, x: np.ndarray, montage: Any, depth: int | None = None) -> np.ndarray:
+    """Return the frozen backbone's mean-pooled features ``(N, D)`` after ``depth`` layers (None: all; no head)."""
     import torch
 
     from passport_kit.checkpoint import load_base_checkpoint
@@ -207,8 +211,8 @@ def backbone_features(checkpoint: str, x: np.ndarray, montage: Any) -> np.ndarra
     out = []
     with torch.inference_mode():
         for start in range(0, len(x), 64):
-            out.append(backbone(torch.from_numpy(np.array(x[start : start + 64], dtype=np.float32)), meta)
-                       .mean(dim=(1, 2)).numpy())
+            out.append(backbone(torch.from_numpy(np.array(x[start : start + 64], dtype=np.float32)), meta,
+                                depth=depth).mean(dim=(1, 2)).numpy())
     return np.concatenate(out)
 
 
@@ -218,25 +222,24 @@ def spectral_probe_proba(x: np.ndarray, y: np.ndarray, groups: np.ndarray, train
     import torch
     from torch import nn
 
-    from passport_kit.model.heads import SPECTRAL_BANDS, log_band_power
+    from passport_kit.model.heads import ProbeHead
     from passport_kit.training import probe as probe_mod
 
     class SpectralOnly(nn.Module):
+        """The probe head with a backbone block of width 0: its read-out sees the band powers only."""
+
         def __init__(self, n_channels: int) -> None:
             super().__init__()
-            self.head = nn.Module()
-            self.head.linear = nn.Linear(n_channels * len(SPECTRAL_BANDS), len(classes))
-            self.head.n_backbone_features = 0
-            self.head.set_context = lambda k: None  # no temporal context in this ablation (contexts=(0,))
+            self.head = ProbeHead(0, len(classes), n_channels)
 
-        def read_out_features(self, xb: torch.Tensor, meta: Any, **_: Any) -> torch.Tensor:
-            return log_band_power(xb).flatten(1)
+        def read_out_features(self, xb: torch.Tensor, meta: Any, pooling: str | None = None, **_: Any) -> torch.Tensor:
+            return self.head.features(xb.new_zeros(*xb.shape[:3], 0), xb, pooling)
 
         def forward(self, xb: torch.Tensor, meta: Any) -> torch.Tensor:
-            return self.head.linear(self.read_out_features(xb, meta))
+            return self.head(xb.new_zeros(*xb.shape[:3], 0), xb)
 
     model = SpectralOnly(x.shape[1])
-    probe_mod.fit_probe(model, x, y, _NoMeta(), classes, train, groups)
+    probe_mod.fit_probe(model, x, y, _NoMeta(), classes, train, groups, poolings=("mean",))
     with torch.inference_mode():
         logits = model(torch.from_numpy(np.array(x[test], dtype=np.float32)), None)
     return torch.softmax(logits.double(), dim=-1).numpy()
@@ -337,6 +340,8 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
     x = np.asarray(windows.x)
     bp = band_power(x)
     feats = backbone_features(checkpoint, x, montage)
+    feats0 = backbone_features(checkpoint, x, montage, depth=0)
+    n_layers = find_checkpoint(checkpoint).model.n_layers
     randoms = [random_base(out / "bases" / f"random-{s}", s, checkpoint) for s in range(random_seeds)]
     methods: dict[str, np.ndarray] = {}
 
@@ -354,6 +359,7 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
         runs = {"passport-kit": base} | {f"random backbone {i}": {"checkpoint": str(b)} for i, b in enumerate(randoms)}
         if len(classes) > 2:  # the sleep sequence context, forced off and on (the default chooses by inner CV)
             runs |= {"passport-kit, context 0": base | {"context": 0}, "passport-kit, context 2": base | {"context": 2}}
+        runs[f"passport-kit, read-out at layer {n_layers}"] = base | {"probe_layer": n_layers}
         if with_finetune:
             runs["passport-kit finetune"] = base | {"recipe": "finetune"}
         for method, options in runs.items():
@@ -365,6 +371,8 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
         slot("bandpower-logreg, z-scored per subject")[test_rows] = logreg_proba(bp_z, y, train_rows, test_rows,
                                                                                   len(classes))
         slot("frozen probe (backbone only)")[test_rows] = logreg_proba(feats, y, train_rows, test_rows, len(classes))
+        slot("frozen probe (backbone only, layer 0)")[test_rows] = logreg_proba(feats0, y, train_rows, test_rows,
+                                                                                len(classes))
         slot("probe (spectral only)")[test_rows] = spectral_probe_proba(x, y, subjects, train_rows, test_rows, classes)
         log(f"{name} fold {k + 1}/{len(folds)} ({test_subject}): {time.perf_counter() - t0:.0f} s")
     if len(classes) > 2:

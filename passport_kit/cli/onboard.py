@@ -18,6 +18,10 @@ from passport_kit.cli.options import EXIT_INTERRUPTED, echo_json, optional_float
 from passport_kit.errors import ConfigError
 _CONTEXT_HELP = ("Probe recipe: sleep epochs of temporal context on each side that the read-out also sees "
                  "(default: chosen by cross-validation among 0 and 2 for sleep staging, 0 otherwise).")
+#: RecipeOptions.probe_layer's default (model.heads.PROBE_LAYER), kept equal by a test: the CLI imports no torch.
+_PROBE_LAYER_DEFAULT = 0
+_PROBE_LAYER_HELP = ("Probe recipe: the backbone layer the read-out reads: 0 = the patch and channel embedding "
+                     "(default), the backbone's layer count = its output.")
 _TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recipe), head, or full."
 _RECIPE_HELP = ("probe: a linear read-out of the frozen model's pooled features and band powers, regularisation "
                 "chosen by cross-validation over subjects; finetune: the paper's gradient recipe (--train, --lr, "
@@ -51,7 +55,8 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
                 f"{m['steps']} steps, best at step {m['best_step']}" if sel.get("recipe") != "probe" else "")]
     if sel:
         score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
-        chosen = (f" (C {sel['C']:g}, backbone weight {sel['backbone_weight']:g}, context {sel.get('context', 0)})"
+        chosen = (f" (C {sel['C']:g}, backbone weight {sel['backbone_weight']:g}, context {sel.get('context', 0)}"
+                  + (f", pooling {sel['pooling']}" if "pooling" in sel else "") + ")"
                   if sel.get("recipe") == "probe" else "")
         lines.append(f"selected by {sel['metric']} {score}: {sel['method']}{chosen}")
     if m.get("validation"):
@@ -161,6 +166,7 @@ def adapt_command(
     checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
     recipe: str | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
     context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP),
+    probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP),
     train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
     subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw)."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget (no early stopping)."),
@@ -197,7 +203,9 @@ def adapt_command(
     try:
         with _step_bar(progress, "adapt") as bar:
             result = adapt(
-                montage=montage, data=data, out=out, checkpoint=checkpoint, recipe=recipe, context=context, train=train,
+                montage=montage, data=data, out=out, checkpoint=checkpoint, recipe=recipe, context=context,
+                probe_layer=probe_layer,
+                train=train,
                 subjects=subjects,
                 max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
                 patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
@@ -239,6 +247,7 @@ def evaluate_command(
     metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ..."),
     recipe: str | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
     context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP),
+    probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP),
     train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget per run."),
     epochs: int = typer.Option(50, "--epochs"),
@@ -272,7 +281,7 @@ def evaluate_command(
         report = evaluate(
             montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,
             test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
-            metric=metric, recipe=recipe, context=context, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
+            metric=metric, recipe=recipe, context=context, probe_layer=probe_layer, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
             lr=lr, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch), h_freq=h_freq,
             corrupt_prob=corrupt_prob,
             quality_gate=quality_gate, channel_dropout=channel_dropout,

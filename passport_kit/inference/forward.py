@@ -6,6 +6,7 @@ three see exactly the same numbers for the same model and windows.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -52,14 +53,17 @@ def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarra
 def read_out_features(
     model: nn.Module, x: np.ndarray, meta: ChannelMeta, index: np.ndarray | None = None, *, batch_size: int = 64,
     device: torch.device | None = None, channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
-    on_batch: Callable[[int], None] | None = None,
+    on_batch: Callable[[int], None] | None = None, pooling: str | None = None,
 ) -> np.ndarray:
-    """Return a probe head's inputs ``(N, F)`` float64 for rows ``index`` of ``x`` ``(N, C, P, 200)`` (fp32 forward)."""
+    """Return a probe head's inputs ``(N, F)`` float64 for rows ``index`` of ``x`` ``(N, C, P, 200)`` (fp32 forward).
+
+    ``pooling`` overrides the head's pooling of the backbone features (``ProbeHead.features``).
+    """
     rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
     out = []
+    call = model.read_out_features if pooling is None else functools.partial(model.read_out_features, pooling=pooling)
     for z in _batches(model, x, meta, rows, batch_size=batch_size, device=device or torch.device("cpu"),
-                      precision=PROBE_PRECISION, channel_mask=channel_mask, distrust=distrust,
-                      call=model.read_out_features):
+                      precision=PROBE_PRECISION, channel_mask=channel_mask, distrust=distrust, call=call):
         out.append(z.float().cpu().numpy())
         if on_batch is not None:
             on_batch(len(z))

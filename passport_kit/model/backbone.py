@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
-from passport_kit.errors import DataError
+from passport_kit.errors import ConfigError, DataError
 from passport_kit.model.channel_embedding import (
     ChannelEmbedding,
     ChannelIdEmbedding,
@@ -73,17 +73,21 @@ class Backbone(FrozenStaysEval, nn.Module):
         return emb.add_channels(names) if isinstance(emb, ChannelIdEmbedding) else []
 
     def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
-                distrust: Tensor | None = None) -> Tensor:
+                distrust: Tensor | None = None, depth: int | None = None) -> Tensor:
         """Return encoder features ``(B, C, P, D)`` for ``x`` ``(B, C, P, 200)`` in 100 µV units.
 
         ``mask`` ``(B, C, P)`` bool marks patches replaced by the mask token (pretraining).
         ``distrust`` ``(B, C)`` bool marks poor contacts whose activity must not shape their
         channel code (expert kinds; others ignore it).
+        ``depth``: the features after the first ``depth`` criss-cross layers (0: the patch and
+        channel embedding's output; None: after every layer).
         """
         self._check_input(x, meta, mask)
         if distrust is not None and tuple(distrust.shape) != tuple(x.shape[:2]):
             raise DataError(f"distrust has shape {tuple(distrust.shape)}; expected {tuple(x.shape[:2])}")
-        return self.encoder(self.patch_embedding(x, meta, mask, distrust))
+        if depth is not None and not 0 <= depth <= len(self.encoder.layers):
+            raise ConfigError(f"depth {depth} is outside 0..{len(self.encoder.layers)} (this backbone's layers)")
+        return self.encoder(self.patch_embedding(x, meta, mask, distrust), depth)
 
     def reconstruct(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None) -> Tensor:
         """Return reconstructed patches ``(B, C, P, 200)`` (the pretraining head's output)."""

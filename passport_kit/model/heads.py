@@ -69,15 +69,32 @@ def sequence_features(z: Tensor, context: int, groups: Sequence[Any] | None = No
     return torch.cat([z, out], dim=1)
 
 
+#: How a probe head pools the encoder features over channels and patches: their mean (D values),
+#: or their mean and their spread over the window's patches (2 D values).
+ProbePooling = Literal["mean", "meanstd"]
+PROBE_POOLINGS: tuple[str, ...] = ("mean", "meanstd")
+#: The layer a new probe head reads: 0 = the patch and channel embedding's output, before any
+#: criss-cross layer. Measured (docs/RESULTS.md § Real EEG, read-out layer): the shipped backbones'
+#: two transformer layers, pretrained on little data for reconstruction, add nothing a linear
+#: read-out can use, while the pretrained embedding is well ahead of a random one.
+PROBE_LAYER = 0
+
+
 class ProbeHead(nn.Module):
-    """A linear read-out of pooled encoder features and each channel's log band power.
+    """A linear read-out of pooled backbone features and each channel's log band power.
 
     The default head of ``adapt`` (docs/onboarding.md, recipe ``probe``). Its input is
-    ``[mean of the encoder features over channels and patches (D), log10 power in
-    SPECTRAL_BANDS of every channel (C · 6)]``; one linear layer maps it to logits. It is
-    fitted as a regularised logistic regression on frozen features
+    ``[backbone features pooled over channels and patches (D, or 2 D with pooling "meanstd"),
+    log10 power in SPECTRAL_BANDS of every channel (C · 6)]``; one linear layer maps it to
+    logits. It is fitted as a regularised logistic regression on frozen features
     (:mod:`passport_kit.training.probe`), whose standardisation is folded into the weights, so
     the bundle holds only ``linear.weight`` and ``linear.bias``.
+
+    ``layer``: the backbone features are those after the first ``layer`` criss-cross layers
+    (0: the patch and channel embedding; None, as in bundles written before the option
+    existed: after every layer). ``pooling``: ``"mean"`` averages the features over channels
+    and patches; ``"meanstd"`` adds each feature's standard deviation over the patches
+    (averaged over channels), i.e. how much it varies within the window.
 
     Why the spectral part: on small real data sets the pooled features of a small pretrained
     backbone trail a band-power classifier (docs/RESULTS.md, issue 18); a read-out that sees
@@ -91,36 +108,57 @@ class ProbeHead(nn.Module):
     passes whole recordings.
     """
 
-    def __init__(self, d_model: int, n_classes: int, n_channels: int, context: int = 0) -> None:
+    def __init__(self, d_model: int, n_classes: int, n_channels: int, context: int = 0, layer: int | None = None,
+                 pooling: ProbePooling = "mean") -> None:
         super().__init__()
-        if n_classes < 1 or n_channels < 1 or context < 0:
-            raise ConfigError(f"a probe head needs classes, channels and a context of 0 or more, got {n_classes}, "
-                              f"{n_channels} and {context}")
+        if n_classes < 1 or n_channels < 1 or context < 0 or (layer is not None and layer < 0):
+            raise ConfigError(f"a probe head needs classes, channels and a context and layer of 0 or more, got "
+                              f"{n_classes}, {n_channels}, {context} and {layer}")
+        if pooling not in PROBE_POOLINGS:
+            raise ConfigError(f"unknown probe pooling {pooling!r}; choose one of {', '.join(PROBE_POOLINGS)}")
         self.d_model, self.n_channels, self.context = d_model, n_channels, context
-        n_inputs = d_model + n_channels * len(SPECTRAL_BANDS)
-        self.linear = nn.Linear(n_inputs * (2 if context else 1), n_classes)
+        self.layer, self.pooling = layer, pooling
+        self.linear = nn.Linear(self._width(context, pooling), n_classes)
         nn.init.zeros_(self.linear.weight)
         nn.init.zeros_(self.linear.bias)
+
+    def _width(self, context: int, pooling: str) -> int:
+        n_inputs = self.d_model * (2 if pooling == "meanstd" else 1) + self.n_channels * len(SPECTRAL_BANDS)
+        return n_inputs * (2 if context else 1)
 
     @property
     def n_backbone_features(self) -> int:
-        """Return how many leading input features come from the encoder (the rest are spectral)."""
-        return self.d_model
+        """Return how many leading input features come from the backbone (the rest are spectral)."""
+        return self.d_model * (2 if self.pooling == "meanstd" else 1)
 
-    def features(self, feats: Tensor, x: Tensor) -> Tensor:
-        """Return the read-out's input ``(B, D + C·6)`` for encoder features ``(B, C, P, D)`` and windows ``x``."""
+    def features(self, feats: Tensor, x: Tensor, pooling: ProbePooling | None = None) -> Tensor:
+        """Return the read-out's input ``(B, F)`` for backbone features ``(B, C, P, D)`` and windows ``x``.
+
+        ``pooling`` overrides the head's own (the probe recipe computes "meanstd" once and
+        chooses between the poolings by cross-validation).
+        """
         if x.shape[1] != self.n_channels:
             raise DataError(f"this head was fitted on {self.n_channels} channels, got {x.shape[1]}; "
                             "predict with the montage the adapter was trained on")
-        return torch.cat([feats.mean(dim=(1, 2)), log_band_power(x.float()).flatten(1)], dim=1)
+        pooled = [feats.mean(dim=(1, 2))]
+        if (pooling or self.pooling) == "meanstd" and feats.shape[-1]:  # (a width-0 block has no spread)
+            pooled.append(feats.std(dim=2, correction=0).mean(dim=1))
+        return torch.cat([*pooled, log_band_power(x.float()).flatten(1)], dim=1)
+
+    def set_read_out(self, context: int, pooling: ProbePooling | None = None) -> None:
+        """Give the head ``context`` windows on each side (and ``pooling``); a new, zero read-out layer to match."""
+        if pooling is not None:
+            if pooling not in PROBE_POOLINGS:
+                raise ConfigError(f"unknown probe pooling {pooling!r}; choose one of {', '.join(PROBE_POOLINGS)}")
+            self.pooling = pooling
+        self.context = context
+        self.linear = nn.Linear(self._width(context, self.pooling), self.linear.out_features)
+        nn.init.zeros_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
 
     def set_context(self, context: int) -> None:
         """Give the head ``context`` windows on each side; a new, zero read-out layer of the matching width."""
-        n_inputs = self.linear.in_features // (2 if self.context else 1)
-        self.context = context
-        self.linear = nn.Linear(n_inputs * (2 if context else 1), self.linear.out_features)
-        nn.init.zeros_(self.linear.weight)
-        nn.init.zeros_(self.linear.bias)
+        self.set_read_out(context)
 
     def read_out(self, z: Tensor, groups: Sequence[Any] | None = None) -> Tensor:
         """Return logits ``(N, n_classes)`` from read-out inputs ``z`` ``(N, F)`` (rows in time order per group)."""
@@ -195,6 +233,8 @@ class Classifier(FrozenStaysEval, nn.Module):
         kind: HeadKind = "mlp",
         n_channels: int | None = None,
         context: int = 0,
+        layer: int | None = None,
+        pooling_probe: ProbePooling = "mean",
     ) -> None:
         super().__init__()
         self.backbone = backbone
@@ -202,7 +242,7 @@ class Classifier(FrozenStaysEval, nn.Module):
         if kind == "probe":
             if not n_channels:
                 raise ConfigError("a probe head needs n_channels (the montage's channel count)")
-            self.head = ProbeHead(backbone.config.d_model, n_classes, n_channels, context)
+            self.head = ProbeHead(backbone.config.d_model, n_classes, n_channels, context, layer, pooling_probe)
             self._head_settings: dict[str, Any] = {"kind": "probe", "n_classes": n_classes, "n_channels": n_channels}
         elif kind == "mlp":
             self.head = ClassificationHead(
@@ -228,19 +268,26 @@ class Classifier(FrozenStaysEval, nn.Module):
     @property
     def head_settings(self) -> dict[str, Any]:
         """Return the keyword arguments that rebuild this head (stored in adapter bundles)."""
-        if isinstance(self.head, ProbeHead):  # its context is chosen when it is fitted
-            return self._head_settings | {"context": self.head.context}
+        if isinstance(self.head, ProbeHead):  # its context and pooling are chosen when it is fitted
+            settings = self._head_settings | {"context": self.head.context}
+            if self.head.layer is not None:  # bundles written before the option existed read every layer
+                settings |= {"layer": self.head.layer, "pooling_probe": self.head.pooling}
+            return settings
         return dict(self._head_settings)
 
     def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
                 distrust: Tensor | None = None) -> Tensor:
         """Return logits ``(B, n_classes)`` for ``x`` ``(B, C, P, 200)`` (``mask``, ``distrust``: see Backbone)."""
-        feats = self.backbone(x, meta, mask, distrust)
-        return self.head(feats, x) if isinstance(self.head, ProbeHead) else self.head(feats)
+        if isinstance(self.head, ProbeHead):
+            return self.head(self.backbone(x, meta, mask, distrust, self.head.layer), x)
+        return self.head(self.backbone(x, meta, mask, distrust))
 
     def read_out_features(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
-                          distrust: Tensor | None = None) -> Tensor:
-        """Return a probe head's input ``(B, F)`` for ``x`` ``(B, C, P, 200)`` (what its linear layer reads)."""
+                          distrust: Tensor | None = None, pooling: ProbePooling | None = None) -> Tensor:
+        """Return a probe head's input ``(B, F)`` for ``x`` ``(B, C, P, 200)`` (what its linear layer reads).
+
+        ``pooling`` overrides the head's own (see :meth:`ProbeHead.features`).
+        """
         if not isinstance(self.head, ProbeHead):
             raise ConfigError("read_out_features needs a probe head (Classifier(kind='probe'))")
-        return self.head.features(self.backbone(x, meta, mask, distrust), x)
+        return self.head.features(self.backbone(x, meta, mask, distrust, self.head.layer), x, pooling)

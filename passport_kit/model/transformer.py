@@ -166,10 +166,16 @@ class CrissCrossEncoder(nn.Module):
             return False
         return x.requires_grad or any(q.requires_grad for q in self.parameters())
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Return encoder features ``(B, C, P, D)`` for ``x`` ``(B, C, P, D)``."""
+    def forward(self, x: Tensor, depth: int | None = None) -> Tensor:
+        """Return encoder features ``(B, C, P, D)`` for ``x`` ``(B, C, P, D)``.
+
+        ``depth``: run only the first ``depth`` layers (0 returns ``x``; None: all of them).
+        """
+        layers = self.layers if depth is None else self.layers[:depth]
+        if len(layers) == 0:
+            return x
         if self._needs_graph(x) or x.device.type != "cpu" or torch.is_autocast_enabled(x.device.type):
-            for layer in self.layers:
+            for layer in layers:
                 x = layer(x)
             return x
         b, c, p, _ = x.shape
@@ -178,7 +184,7 @@ class CrissCrossEncoder(nn.Module):
         with torch.no_grad():
             for start in range(0, b, step):
                 h = x[start : start + step]
-                for layer in self.layers:
+                for layer in layers:
                     h = layer.forward_no_graph(h)
                 chunks.append(h)
         return chunks[0] if len(chunks) == 1 else torch.cat(chunks)

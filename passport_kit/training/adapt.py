@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from passport_kit.errors import ConfigError, DataError, PassportWarning
+from passport_kit.model.heads import PROBE_LAYER
 from passport_kit.training.finetune import (
     Balance,
     FinetuneSettings,
@@ -74,6 +75,9 @@ class RecipeOptions(BaseModel):
     context: int | None = Field(None, ge=0, le=20, description="probe recipe: windows of temporal context on each "
                                 "side of a sleep epoch; None: chosen by cross-validation among 0 and 2 for sleep "
                                 "staging, 0 otherwise")
+    probe_layer: int = Field(PROBE_LAYER, ge=0, description="probe recipe: the backbone layer the read-out reads "
+                             "(0: the patch and channel embedding, before any criss-cross layer; the backbone's "
+                             "layer count: its output)")
     train: TrainPolicy = "adapter"
     validation_fraction: float = Field(0.2, gt=0, lt=1)
     max_steps: int | None = Field(None, gt=0)
@@ -123,6 +127,8 @@ class RecipeOptions(BaseModel):
                              "drop them or pass --recipe finetune")
         if data["recipe"] == "finetune" and data.get("context") is not None:
             raise ValueError("context applies to recipe 'probe' only; drop it or drop the finetune options")
+        if data["recipe"] == "finetune" and data.get("probe_layer", PROBE_LAYER) != PROBE_LAYER:
+            raise ValueError("probe_layer applies to recipe 'probe' only; drop it or drop the finetune options")
         return data
 
     def settings(self, seed: int) -> FinetuneSettings:
@@ -317,16 +323,21 @@ def finished_bundle(cfg: AdaptConfig) -> AdaptResult | None:
 
 
 def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: float = 0.1, recipe: Recipe = "finetune",
-                     n_channels: int | None = None) -> Any:
+                     n_channels: int | None = None, probe_layer: int = PROBE_LAYER) -> Any:
     """Return a Classifier over ``backbone`` with ``policy`` applied and checked.
 
     The ``probe`` recipe gets a :class:`~passport_kit.model.heads.ProbeHead` over ``n_channels``
-    channels, ``finetune`` the paper's MLP head.
+    channels reading the backbone after ``probe_layer`` criss-cross layers, ``finetune`` the
+    paper's MLP head.
     """
     from passport_kit.model import Classifier, apply_policy, check_policy
 
     if recipe == "probe":
-        model = Classifier(backbone, n_classes, kind="probe", n_channels=n_channels)
+        n_layers = backbone.config.n_layers
+        if probe_layer > n_layers:
+            raise ConfigError(f"probe_layer {probe_layer} is beyond this backbone's {n_layers} layers; "
+                              f"choose 0..{n_layers}")
+        model = Classifier(backbone, n_classes, kind="probe", n_channels=n_channels, layer=probe_layer)
     else:
         model = Classifier(backbone, n_classes, dropout=dropout)
     apply_policy(model, policy)
@@ -386,7 +397,7 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
                       "of more subjects", PassportWarning, stacklevel=2)
 
     model = build_classifier(backbone, len(windows.classes), cfg.train, dropout=cfg.dropout, recipe=cfg.recipe,
-                             n_channels=len(montage.channels))
+                             n_channels=len(montage.channels), probe_layer=cfg.probe_layer)
     meta = ChannelMeta.from_montage(montage)
     cfg.out.mkdir(parents=True, exist_ok=True)
     state_path = cfg.out / STATE_FILE

@@ -188,7 +188,7 @@ def evaluate(
         # channel-id: freshly initialised rows for channels the base never saw (no-op for other kinds).
         run_backbone.add_channels(meta.names)
         model = build_classifier(run_backbone, len(windows.classes), cfg.train, dropout=cfg.dropout, recipe=cfg.recipe,
-                                 n_channels=len(meta.names))
+                                 n_channels=len(meta.names), probe_layer=cfg.probe_layer)
         fit_result, _, _ = train_classifier(cfg, model, windows, meta, train_idx, val_idx, seed=seed, device=device,
                                             precision=precision, progress=step_progress, channel_mask=channel_mask,
                                             distrust=distrust)

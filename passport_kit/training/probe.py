@@ -53,6 +53,9 @@ C_GRID = (0.03, 0.1, 0.3, 1.0)
 BACKBONE_WEIGHTS = (0.1, 0.3)
 #: Temporal context (windows on each side) tried for sleep staging: none, or ±2 epochs (2.5 min).
 CONTEXTS = (0, 2)
+#: Pooling of the backbone features tried: their mean, or mean and spread over the window's patches
+#: (``ProbeHead``); the first is the fallback.
+POOLINGS = ("mean", "meanstd")
 #: Used when fewer than two training subjects leave nothing to cross-validate over: C, the grid's
 #: smallest backbone weight (without evidence, lean on the backbone least), no context.
 FALLBACK = (0.3, min(BACKBONE_WEIGHTS), 0)
@@ -69,6 +72,7 @@ class ProbeResult:
     c: float
     backbone_weight: float
     context: int
+    pooling: str
     selection_metric: str
     selection_score: float | None
     inner_folds: int
@@ -143,6 +147,7 @@ def fit_probe(
     distrust: np.ndarray | None = None,
     recordings: np.ndarray | None = None,
     contexts: tuple[int, ...] = (0,),
+    poolings: tuple[str, ...] = POOLINGS,
 ) -> ProbeResult:
     """Fit ``model``'s probe head on rows ``train_index`` of ``x`` ``(N, C, P, 200)``; return the choice made.
 
@@ -151,6 +156,8 @@ def fit_probe(
     the same cross-validation; ``recordings`` ``(N,)`` then says which rows are consecutive
     windows of one recording (rows of a recording in time order). On return the head holds
     the refitted read-out (and the chosen context) and the model is in eval mode.
+    ``poolings``: the head's pooling of the backbone features is chosen among these too
+    (the first is the fallback without cross-validation).
     """
     from sklearn.model_selection import GroupKFold
 
@@ -164,10 +171,14 @@ def fit_probe(
                         "adapt needs at least two classes")
     n_classes = len(classes)
     head = model.head
-    z_plain = read_out_features(model, x, meta, train_index, batch_size=batch_size, device=device,
-                                channel_mask=channel_mask, distrust=distrust)
+    # One forward pass gives both poolings: [mean (D), spread (D), band powers]; "mean" drops the spread.
+    z_both = read_out_features(model, x, meta, train_index, batch_size=batch_size, device=device,
+                               channel_mask=channel_mask, distrust=distrust, pooling="meanstd")
+    d = head.d_model
+    plain = {"meanstd": z_both, "mean": np.concatenate([z_both[:, :d], z_both[:, 2 * d:]], axis=1)}
     seq = None if recordings is None else list(np.asarray(recordings)[train_index])
-    inputs = {k: sequence_features(torch.from_numpy(z_plain), k, seq).numpy() for k in contexts}
+    inputs = {(p, k): sequence_features(torch.from_numpy(plain[p]), k, seq).numpy()
+              for p in poolings for k in contexts}
     weights = class_weights(y_train, n_classes)
     sample_weight = weights[y_train]
     g = np.asarray(groups)[train_index]
@@ -180,14 +191,14 @@ def fit_probe(
                      "validation score exists")
 
     grid: list[dict[str, Any]] = []
-    best: tuple[float, float, int] = (FALLBACK[0], FALLBACK[1], min(contexts, key=abs))
+    best: tuple[float, float, int, str] = (FALLBACK[0], FALLBACK[1], min(contexts, key=abs), poolings[0])
     best_score: float | None = None
     best_metrics: ClassificationMetrics | None = None
     folds = min(MAX_INNER_FOLDS, n_groups)
     if folds >= 2:
-        splits = list(GroupKFold(n_splits=folds).split(z_plain, y_train, g))
-        for k, z in inputs.items():
-            n_backbone = _backbone_columns(head.n_backbone_features, z_plain.shape[1], k)
+        splits = list(GroupKFold(n_splits=folds).split(z_both, y_train, g))
+        for (p, k), z in inputs.items():
+            n_backbone = _backbone_columns(d * (2 if p == "meanstd" else 1), plain[p].shape[1], k)
             for w in BACKBONE_WEIGHTS:
                 for c in C_GRID:
                     oof = np.zeros((len(z), n_classes))
@@ -196,20 +207,21 @@ def fit_probe(
                         lr = _fit_lr(standardise(z[fit_rows]), y_train[fit_rows], sample_weight[fit_rows], c, seed)
                         oof[test_rows] = _proba(lr, standardise(z[test_rows]), n_classes)
                     score, metrics = _score(y_train, oof, classes)
-                    grid.append({"C": c, "backbone_weight": w, "context": k, metric: round(float(score), 4)})
+                    grid.append({"C": c, "backbone_weight": w, "context": k, "pooling": p,
+                                 metric: round(float(score), 4)})
                     if best_score is None or score > best_score + 1e-9:
-                        best, best_score, best_metrics = (c, w, k), float(score), metrics
+                        best, best_score, best_metrics = (c, w, k, p), float(score), metrics
         if best_score is not None and near_chance(best_score, metric):
             notes.append(f"cross-validated {metric} {best_score:.3f} is near chance: the classes may not be "
                          "separable with this montage and these labels")
-    c, w, k = best
-    z = inputs[k]
-    standardise = _Standardiser(z, _backbone_columns(head.n_backbone_features, z_plain.shape[1], k), w)
+    c, w, k, p = best
+    z = inputs[(p, k)]
+    head.set_read_out(k, p)
+    standardise = _Standardiser(z, _backbone_columns(head.n_backbone_features, plain[p].shape[1], k), w)
     lr = _fit_lr(standardise(z), y_train, sample_weight, c, seed)
-    head.set_context(k)
     _fold_into_linear(head.linear, lr, standardise, n_classes)
     model.eval()
-    return ProbeResult(c=c, backbone_weight=w, context=k, selection_metric=metric, selection_score=best_score,
+    return ProbeResult(c=c, backbone_weight=w, context=k, pooling=p, selection_metric=metric, selection_score=best_score,
                        inner_folds=folds if folds >= 2 else 0, validation=best_metrics,
                        seconds=time.perf_counter() - start, warnings=notes, grid=grid)
 
@@ -264,6 +276,7 @@ def probe_summary(result: ProbeResult) -> dict[str, Any]:
         "C": result.c,
         "backbone_weight": result.backbone_weight,
         "context": result.context,
+        "pooling": result.pooling,
         "grid": result.grid,
     }
 

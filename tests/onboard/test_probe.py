@@ -82,13 +82,55 @@ def test_probe_separates_a_rhythm_and_folds_the_regression_into_the_head() -> No
     result = fit_probe(model, x, y, _meta(2), ["rest", "alpha"], rows, subjects)
     assert result.selection_metric == "auroc" and result.inner_folds == 4
     assert result.selection_score is not None and result.selection_score > 0.9
-    assert len(result.grid) == 8 and result.warnings == []
+    # 4 C x 2 backbone weights x 2 poolings, no context outside sleep staging
+    assert len(result.grid) == 16 and result.warnings == []
+    assert {g["pooling"] for g in result.grid} == {"mean", "meanstd"} and model.head.pooling == result.pooling
     # The head's linear layer now computes what the regression computes on standardised features.
     with torch.no_grad():
         logits = model(torch.from_numpy(x), _meta(2))
     assert (logits.argmax(1).numpy() == y).mean() > 0.9
     z = read_out_features(model, x, _meta(2), rows)
-    assert z.shape == (len(y), 200 + 2 * 6)
+    assert z.shape == (len(y), model.head.n_backbone_features + 2 * 6)
+    assert model.head.n_backbone_features == (400 if result.pooling == "meanstd" else 200)
+
+
+def test_probe_layer_reads_the_backbone_at_that_depth() -> None:
+    """Layer 0 is the patch and channel embedding's output; the last layer is the backbone's output."""
+    torch.manual_seed(0)
+    backbone = build_backbone(model_config("cbramod-tiny", "mlp-experts")).eval()
+    x = torch.from_numpy(_windows(2, 1)[0])
+    meta = _meta(2)
+    with torch.no_grad():
+        embedded = backbone.patch_embedding(x, meta)
+        after_one = backbone.encoder.layers[0](embedded)
+        assert torch.equal(backbone(x, meta, depth=0), embedded)
+        assert torch.allclose(backbone(x, meta, depth=1), after_one, atol=1e-5)
+        assert torch.allclose(backbone(x, meta, depth=2), backbone(x, meta), atol=1e-6)
+        for layer, expected in ((0, embedded), (None, backbone(x, meta))):
+            clf = Classifier(backbone, 2, kind="probe", n_channels=2, layer=layer, pooling_probe="meanstd").eval()
+            z = clf.read_out_features(x, meta)
+            assert torch.allclose(z[:, :200], expected.mean(dim=(1, 2)), atol=1e-5)
+            assert torch.allclose(z[:, 200:400], expected.std(dim=2, correction=0).mean(dim=1), atol=1e-5)
+    with pytest.raises(ConfigError, match="outside 0..2"):
+        backbone(x, meta, depth=3)
+
+
+def test_probe_head_settings_keep_layer_and_pooling_and_old_bundles_read_every_layer() -> None:
+    from passport_kit.training.adapt import build_classifier
+
+    torch.manual_seed(0)
+    backbone = build_backbone(model_config("cbramod-tiny", "mlp-experts"))
+    new = build_classifier(backbone, 2, "adapter", recipe="probe", n_channels=2)
+    new.head.set_read_out(2, "meanstd")
+    settings = new.head_settings
+    assert settings["layer"] == 0 and settings["pooling_probe"] == "meanstd" and settings["context"] == 2
+    rebuilt = Classifier(backbone, **settings)
+    assert rebuilt.head.linear.in_features == new.head.linear.in_features == 2 * (400 + 12)
+    # A bundle written before the read-out layer existed stores no "layer": its head reads the output.
+    old = Classifier(backbone, 2, kind="probe", n_channels=2, context=0)
+    assert old.head.layer is None and "layer" not in old.head_settings
+    with pytest.raises(ConfigError, match="beyond this backbone's 2 layers"):
+        build_classifier(backbone, 2, "adapter", recipe="probe", n_channels=2, probe_layer=3)
 
 
 def test_probe_with_one_subject_uses_the_fallback_and_says_so() -> None:
@@ -172,6 +214,8 @@ def test_probe_with_context_predicts_a_recording_as_a_sequence(tmp_path: Path, m
 def test_context_with_the_finetune_recipe_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="context applies to recipe 'probe'"):
         make_config(montage="m", data="d", recipe="finetune", context=2)
+    with pytest.raises(ConfigError, match="probe_layer applies to recipe 'probe'"):
+        make_config(montage="m", data="d", recipe="finetune", probe_layer=2)
 
 
 def test_an_inner_fold_with_one_class_does_not_stop_the_fit() -> None:
@@ -196,3 +240,11 @@ def test_a_bundle_from_a_base_folder_predicts_without_naming_the_base(tmp_path: 
     assert result.exit_code == 0, result.output
     pred = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
     assert pred.exit_code == 0, pred.output
+
+
+def test_cli_probe_layer_default_is_the_recipe_default() -> None:
+    from passport_kit.cli import onboard
+    from passport_kit.model.heads import PROBE_LAYER
+    from passport_kit.training.adapt import RecipeOptions
+
+    assert onboard._PROBE_LAYER_DEFAULT == PROBE_LAYER == RecipeOptions().probe_layer
