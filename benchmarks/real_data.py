@@ -33,7 +33,9 @@ Methods, all trained on exactly the training subjects of each fold and scored on
   on the mean-pooled patch and channel embedding, the layer the default probe head reads.
 - ``passport-kit, read-out at layer N``: the default with the probe head reading the
   backbone's output (after its N criss-cross layers) instead of layer 0: the ablation of the
-  read-out layer.
+  read-out layer. ``passport-kit, pooling mean``: the default with the pooling of the backbone
+  features fixed to their mean (the default chooses mean or mean + spread by the inner
+  cross-validation): the ablation of the spread.
 - ``probe (spectral only)``: the probe head's own log band powers alone, with the probe's inner
   cross-validation (ablation of the backbone block).
 - ``passport-kit, context 0`` / ``context 2`` (sleep only): the default with the temporal
@@ -360,6 +362,7 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
         if len(classes) > 2:  # the sleep sequence context, forced off and on (the default chooses by inner CV)
             runs |= {"passport-kit, context 0": base | {"context": 0}, "passport-kit, context 2": base | {"context": 2}}
         runs[f"passport-kit, read-out at layer {n_layers}"] = base | {"probe_layer": n_layers}
+        runs["passport-kit, pooling mean"] = base | {"probe_pooling": "mean"}
         if with_finetune:
             runs["passport-kit finetune"] = base | {"recipe": "finetune"}
         for method, options in runs.items():

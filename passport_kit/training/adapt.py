@@ -78,6 +78,9 @@ class RecipeOptions(BaseModel):
     probe_layer: int = Field(PROBE_LAYER, ge=0, description="probe recipe: the backbone layer the read-out reads "
                              "(0: the patch and channel embedding, before any criss-cross layer; the backbone's "
                              "layer count: its output)")
+    probe_pooling: Literal["auto", "mean", "meanstd"] = Field("auto", description="probe recipe: pool the backbone "
+                                                              "features by their mean, or mean and spread over the "
+                                                              "window's patches; auto: chosen by cross-validation")
     train: TrainPolicy = "adapter"
     validation_fraction: float = Field(0.2, gt=0, lt=1)
     max_steps: int | None = Field(None, gt=0)
@@ -127,8 +130,9 @@ class RecipeOptions(BaseModel):
                              "drop them or pass --recipe finetune")
         if data["recipe"] == "finetune" and data.get("context") is not None:
             raise ValueError("context applies to recipe 'probe' only; drop it or drop the finetune options")
-        if data["recipe"] == "finetune" and data.get("probe_layer", PROBE_LAYER) != PROBE_LAYER:
-            raise ValueError("probe_layer applies to recipe 'probe' only; drop it or drop the finetune options")
+        for key, default in (("probe_layer", PROBE_LAYER), ("probe_pooling", "auto")):
+            if data["recipe"] == "finetune" and data.get(key, default) != default:
+                raise ValueError(f"{key} applies to recipe 'probe' only; drop it or drop the finetune options")
         return data
 
     def settings(self, seed: int) -> FinetuneSettings:
@@ -440,7 +444,7 @@ def train_classifier(
     (:func:`~passport_kit.training.probe.fit_probe`); ``finetune``: gradient steps on the
     training rows, selection on the validation rows (:func:`~passport_kit.training.finetune.fit`).
     """
-    from passport_kit.training.probe import CONTEXTS, class_warnings, fit_probe, probe_summary
+    from passport_kit.training.probe import CONTEXTS, POOLINGS, class_warnings, fit_probe, probe_summary
 
     classes = list(windows.classes)
     if cfg.recipe == "probe":
@@ -450,7 +454,8 @@ def train_classifier(
         contexts = (cfg.context,) if cfg.context is not None else CONTEXTS if sleep else (0,)
         probe = fit_probe(model, windows.x, windows.y, meta, classes, rows, windows.subject, seed=seed,
                           batch_size=max(cfg.batch_size, 64), device=device, channel_mask=channel_mask,
-                          distrust=distrust, recordings=windows.recording, contexts=contexts)
+                          distrust=distrust, recordings=windows.recording, contexts=contexts,
+                          poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,))
         if progress is not None:
             progress(1, 1, {} if probe.selection_score is None else {"val": probe.selection_score})
         result = FitResult(best_step=0, steps=0, best_score=probe.selection_score, validation=probe.validation,

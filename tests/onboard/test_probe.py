@@ -216,6 +216,8 @@ def test_context_with_the_finetune_recipe_is_a_config_error() -> None:
         make_config(montage="m", data="d", recipe="finetune", context=2)
     with pytest.raises(ConfigError, match="probe_layer applies to recipe 'probe'"):
         make_config(montage="m", data="d", recipe="finetune", probe_layer=2)
+    with pytest.raises(ConfigError, match="probe_pooling applies to recipe 'probe'"):
+        make_config(montage="m", data="d", recipe="finetune", probe_pooling="mean")
 
 
 def test_an_inner_fold_with_one_class_does_not_stop_the_fit() -> None:
