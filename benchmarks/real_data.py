@@ -415,6 +415,11 @@ def summarise(name: str, methods: dict[str, np.ndarray], y: np.ndarray, subjects
             ci = t_interval(diffs)
             row["passport-kit minus this, per fold"] = round(float(np.nanmean(diffs)), 3)
             row["95% t-interval (folds)"] = None if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+            if method == "random backbone (mean of seeds)" and len(random_names) >= 3:
+                # Over initialisations: the pretrained backbone's mean per-fold score minus each seed's.
+                by_seed = [float(np.nanmean(per_fold["passport-kit"]) - np.nanmean(per_fold[m])) for m in random_names]
+                ci = t_interval(by_seed)
+                row["95% t-interval (random seeds)"] = None if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
             other = methods[method]
             ok = scored & ~np.isnan(other).any(axis=1)
             if ok.any():

@@ -40,6 +40,21 @@ def test_t_interval_needs_three_folds() -> None:
     assert lo < 0.2 < hi
 
 
+def test_summary_gives_the_random_control_an_interval_over_seeds() -> None:
+    rng = np.random.default_rng(0)
+    y = np.array([0, 1] * 30)
+    subjects = np.repeat(["a", "b", "c"], 20)
+    good = np.stack([1 - y, y], 1) * 0.6 + rng.random((60, 2)) * 0.4  # ranks every window right
+    methods = {"passport-kit": good}
+    for k in range(3):
+        methods[f"random backbone {k}"] = rng.random((60, 2))
+    methods["random backbone (mean of seeds)"] = np.full((60, 2), np.nan)
+    out = rd.summarise("t", methods, y, subjects, np.ones(60, bool), ["a", "b", "c"], ["x", "z"], 3)
+    row = next(r for r in out["table"] if r["method"] == "random backbone (mean of seeds)")
+    lo, hi = (float(v) for v in row["95% t-interval (random seeds)"].strip("[]").split(","))
+    assert 0 < lo <= row["passport-kit minus this, per fold"] <= hi
+
+
 def test_skips_cleanly_without_the_shared_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert rd.main(["--data", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 0
     assert "skipped" in capsys.readouterr().out
