@@ -30,6 +30,7 @@ from passport_kit.signals.channels import map_channels
 from passport_kit.signals.dataset_spec import DatasetSpec, RecordingSpec, load_dataset_spec
 from passport_kit.signals.labels import LabelMap, encode_labels, labels_from_intervals, read_events_tsv, read_label_file
 from passport_kit.signals.preprocess import PreprocessConfig, check_sampling_rate, fit_band_to_rate, preprocess_array
+from passport_kit.signals.quality import ChannelQuality, channel_quality
 from passport_kit.signals.readers import content_files, read_recording
 from passport_kit.signals.windows import check_length, describe_flags, instance_normalise, make_windows, window_flags
 
@@ -50,7 +51,9 @@ class WindowSet:
     (``-1`` = unlabeled), ``subject``/``recording`` ``(N,)`` str, ``onset_s`` ``(N,)`` float64
     (window start, seconds from the start of its recording), ``flags`` ``(N, C)`` uint8
     (bits: 1 NaN, 2 flat, 4 clipped, 8 over the amplitude limit; see
-    :mod:`passport_kit.signals.windows`).
+    :mod:`passport_kit.signals.windows`). ``raw_quality``: ``{recording: ChannelQuality}`` of
+    the mapped raw recordings, scored in the same read as the windows (``raw_quality=True`` of
+    :func:`load_dataset` / :func:`load_recording`; None when not asked for).
     """
 
     x: np.ndarray
@@ -63,6 +66,7 @@ class WindowSet:
     montage: Montage
     config: PreprocessConfig
     info: dict[str, Any] = field(default_factory=dict)
+    raw_quality: dict[str, ChannelQuality] | None = None
 
     def __len__(self) -> int:
         """Return N, the number of windows."""
@@ -104,6 +108,7 @@ class _Windows:
     x: np.ndarray
     flags: np.ndarray
     annotations: list[tuple[float, float, str]]
+    quality: ChannelQuality | None = None
 
 
 def _montage_identity(montage: Montage) -> dict[str, Any]:
@@ -142,11 +147,16 @@ def _annotations(raw: mne.io.BaseRaw) -> list[tuple[float, float, str]]:
 
 def _compute_windows(
     path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None,
-    sfreq: float | None, bids: bool,
-) -> tuple[np.ndarray, np.ndarray, list[tuple[float, float, str]]]:
-    """Return ``(x (N, C, P, 200), flags (N, C), annotations)`` computed from the file."""
+    sfreq: float | None, bids: bool, raw: mne.io.BaseRaw | None = None, raw_quality: bool = False,
+) -> tuple[np.ndarray, np.ndarray, list[tuple[float, float, str]], ChannelQuality | None]:
+    """Return ``(x (N, C, P, 200), flags (N, C), annotations, raw quality or None)`` computed from the file.
+
+    ``raw``: the recording already opened (its header read for the dataset's rates), so the
+    file is opened once; ``raw_quality``: also score the mapped raw samples
+    (:func:`~passport_kit.signals.quality.channel_quality`, as ``predict`` scores a recording).
+    """
     source = f"recording '{path}'"
-    raw = _read(path, sfreq=sfreq, bids=bids)
+    raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids)
     # Cheap checks before reading samples: the rate and the length are in the header.
     check_sampling_rate(raw.info["sfreq"], config, source=source)
     check_length(raw.n_times, raw.info["sfreq"], config, source=source)
@@ -159,7 +169,15 @@ def _compute_windows(
     flags = window_flags(data, sf, x, config)
     if config.instance_norm:
         x = instance_normalise(x)
-    return x, flags, _annotations(raw)
+    quality = _raw_quality(data, sf, montage, config, path) if raw_quality else None
+    return x, flags, _annotations(raw), quality
+
+
+def _raw_quality(data: np.ndarray, sfreq: float, montage: Montage, config: PreprocessConfig,
+                 path: Path) -> ChannelQuality:
+    """Return the quality of a mapped raw recording ``data`` ``(C, T)`` volts, windows and mains as ``config``'s."""
+    return channel_quality(data, sfreq, montage, window_seconds=config.window_seconds, mains_freq=config.notch_freq,
+                           source=str(path))
 
 
 def _read(path: Path, *, sfreq: float | None, bids: bool) -> mne.io.BaseRaw:
@@ -171,29 +189,55 @@ def _read(path: Path, *, sfreq: float | None, bids: bool) -> mne.io.BaseRaw:
     return read_recording(path, sfreq=sfreq)
 
 
-def lowest_sampling_rate(spec: DatasetSpec) -> tuple[float, str]:
+class RecordingReader:
+    """Opens each recording of a dataset once: the header read for its rate and the data pass share one Raw.
+
+    :meth:`rate` opens a recording (its header, no samples), remembers its rate and keeps it
+    open; :func:`load_dataset` takes it from here (:meth:`take`) instead of opening the file
+    again. Give one reader to :func:`fit_band_to_dataset` and :func:`load_dataset` to open
+    every recording once.
+    """
+
+    def __init__(self, spec: DatasetSpec) -> None:
+        self.spec = spec
+        self._opened: dict[str, mne.io.BaseRaw] = {}
+        self._rates: dict[str, float] = {}
+
+    def rate(self, rec: RecordingSpec) -> float:
+        """Return the sampling rate (Hz) of ``rec``: dataset.yaml's ``sfreq:``, else its header's (kept open)."""
+        if rec.sfreq is not None:
+            return float(rec.sfreq)
+        if rec.file not in self._rates:
+            raw = _read(self.spec.path_of(rec.file), sfreq=None, bids=self.spec.origin == "bids")
+            self._opened[rec.file] = raw
+            self._rates[rec.file] = float(raw.info["sfreq"])
+        return self._rates[rec.file]
+
+    def take(self, rec: RecordingSpec) -> mne.io.BaseRaw | None:
+        """Return the opened recording ``rec`` and forget it (None: not open)."""
+        return self._opened.pop(rec.file, None)
+
+
+def lowest_sampling_rate(spec: DatasetSpec, reader: RecordingReader | None = None) -> tuple[float, str]:
     """Return ``(sfreq in Hz, file)`` of the dataset's most slowly sampled recording.
 
     Reads headers only (a text recording's rate is its ``sfreq:`` in dataset.yaml); the
     dataset's band-pass must fit under this rate's Nyquist frequency
-    (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`).
+    (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`). ``reader`` keeps the opened
+    recordings for :func:`load_dataset`.
     """
-    rates = []
-    for rec in spec.recordings:
-        rate = rec.sfreq
-        if rate is None:
-            rate = _read(spec.path_of(rec.file), sfreq=None, bids=spec.origin == "bids").info["sfreq"]
-        rates.append((float(rate), rec.file))
-    return min(rates)
+    reader = reader or RecordingReader(spec)
+    return min((reader.rate(rec), rec.file) for rec in spec.recordings)
 
 
-def fit_band_to_dataset(config: PreprocessConfig, spec: DatasetSpec) -> PreprocessConfig:
+def fit_band_to_dataset(config: PreprocessConfig, spec: DatasetSpec,
+                        reader: RecordingReader | None = None) -> PreprocessConfig:
     """Return ``config`` with ``h_freq`` fitted to the dataset's most slowly sampled recording.
 
     One band for the whole dataset (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`);
     a lowered one is announced with a :class:`~passport_kit.errors.PassportWarning`.
     """
-    sfreq, file = lowest_sampling_rate(spec)
+    sfreq, file = lowest_sampling_rate(spec, reader)
     fitted = fit_band_to_rate(config, sfreq, source=f"recording '{file}'")
     if fitted is not config:
         warnings.warn(str(fitted.h_freq_note), PassportWarning, stacklevel=2)
@@ -202,9 +246,14 @@ def fit_band_to_dataset(config: PreprocessConfig, spec: DatasetSpec) -> Preproce
 
 def _recording_windows(
     path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None = None,
-    sfreq: float | None = None, bids: bool = False, cache: bool = True,
+    sfreq: float | None = None, bids: bool = False, cache: bool = True, raw: mne.io.BaseRaw | None = None,
+    raw_quality: bool = False,
 ) -> _Windows:
-    """Return one recording's windows, from the cache when an entry exists (then the file is not read)."""
+    """Return one recording's windows, from the cache when an entry exists.
+
+    From the cache the file is not read, unless ``raw_quality`` asks for the raw recording's
+    quality, which is then its one read. ``raw``: the recording already opened.
+    """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"recording '{path}' does not exist; check the path")
@@ -213,16 +262,22 @@ def _recording_windows(
         entry = read_entry(key)
         if entry is not None:
             log.debug("cache hit for %s (%s)", path, key[:12])
+            quality = None
+            if raw_quality:
+                raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids)
+                mapped = map_channels(raw, montage, renames, source=f"recording '{path}'")
+                quality = _raw_quality(mapped.get_data(), mapped.info["sfreq"], montage, config, path)
             return _Windows(key, entry.arrays["x"], entry.arrays["flags"],
-                            [tuple(a) for a in entry.meta["annotations"]])
-    x, flags, annotations = _compute_windows(path, montage, config, renames=renames, sfreq=sfreq, bids=bids)
+                            [tuple(a) for a in entry.meta["annotations"]], quality)
+    x, flags, annotations, quality = _compute_windows(path, montage, config, renames=renames, sfreq=sfreq, bids=bids,
+                                                      raw=raw, raw_quality=raw_quality)
     if not cache:
-        return _Windows(key, x, flags, annotations)
+        return _Windows(key, x, flags, annotations, quality)
     entry = write_entry(key, {"x": x, "flags": flags}, {
         "file": str(path), "annotations": [list(a) for a in annotations],
         "config": config.model_dump(mode="json"), "montage": montage.name,
     })
-    return _Windows(key, entry.arrays["x"], entry.arrays["flags"], annotations)
+    return _Windows(key, entry.arrays["x"], entry.arrays["flags"], annotations, quality)
 
 
 def _resolve(montage: Montage | str | Path) -> Montage:
@@ -237,21 +292,24 @@ def _resolve(montage: Montage | str | Path) -> Montage:
 def load_recording(
     path: str | Path, montage: Montage | str, config: PreprocessConfig | None = None, *,
     renames: dict[str, str] | None = None, sfreq: float | None = None, cache: bool = True,
+    raw_quality: bool = False,
 ) -> WindowSet:
     """Return the windows of one recording, unlabeled (``y`` all -1), e.g. for predict.
 
     ``sfreq`` is needed only for DREAMS text files; ``renames`` maps montage names to the
-    file's names where aliases do not cover them.
+    file's names where aliases do not cover them; ``raw_quality``: also score the raw
+    recording in the same read (``WindowSet.raw_quality``).
     """
     montage = _resolve(montage)
     config = config or PreprocessConfig()
     path = Path(path)
-    w = _recording_windows(path, montage, config, renames=renames, sfreq=sfreq, cache=cache)
+    w = _recording_windows(path, montage, config, renames=renames, sfreq=sfreq, cache=cache, raw_quality=raw_quality)
     n = w.x.shape[0]
     return WindowSet(
         x=w.x, y=np.full(n, -1, dtype=np.int64), subject=np.full(n, path.stem), recording=np.full(n, str(path)),
         onset_s=np.arange(n, dtype=np.float64) * config.window_seconds, flags=w.flags, classes=[],
         montage=montage, config=config, info={"annotations": w.annotations, "cache_key": w.key},
+        raw_quality={str(path): w.quality} if w.quality is not None else None,
     )
 
 
@@ -359,19 +417,24 @@ def _config_for(spec: DatasetSpec, config: PreprocessConfig | None) -> Preproces
 
 
 def load_dataset(
-    path: str | Path, montage: Montage | str, config: PreprocessConfig | None = None, *,
+    path: str | Path | DatasetSpec, montage: Montage | str, config: PreprocessConfig | None = None, *,
     cache: bool = True, label_column: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    raw_quality: bool = False, reader: RecordingReader | None = None,
 ) -> WindowSet:
     """Return every window of a dataset (``dataset.yaml``, BIDS, or a plain folder), labeled.
 
-    ``config`` defaults to the CBraMod contract with the dataset's ``window_seconds``;
-    ``label_column`` overrides the column read from ``*_events.tsv`` / label tables. With
-    ``cache`` a second call over unchanged files reads only the cache (memory-mapped).
-    ``progress(done, total, file)`` is called after each recording.
+    ``path`` is the dataset folder or its parsed :class:`DatasetSpec`. ``config`` defaults to
+    the CBraMod contract with the dataset's ``window_seconds``; ``label_column`` overrides the
+    column read from ``*_events.tsv`` / label tables. With ``cache`` a second call over
+    unchanged files reads only the cache (memory-mapped). ``progress(done, total, file)`` is
+    called after each recording. ``raw_quality``: also score every raw recording in the same
+    read (``WindowSet.raw_quality``); ``reader``: the :class:`RecordingReader` that already
+    opened recordings for their rates (they are not opened again).
     """
     montage = _resolve(montage)
-    spec = load_dataset_spec(path)
+    spec = path if isinstance(path, DatasetSpec) else load_dataset_spec(path)
+    reader = reader or RecordingReader(spec)
     if label_column is not None:
         spec = spec.model_copy(update={"label_column": label_column})
     config = _config_for(spec, config)
@@ -381,7 +444,8 @@ def load_dataset(
     parts: list[tuple[RecordingSpec, _Windows, _RawLabels]] = []
     for rec in spec.recordings:
         windows = _recording_windows(spec.path_of(rec.file), montage, config, renames=rec.channels or None,
-                                     sfreq=rec.sfreq, bids=spec.origin == "bids", cache=cache)
+                                     sfreq=rec.sfreq, bids=spec.origin == "bids", cache=cache, raw=reader.take(rec),
+                                     raw_quality=raw_quality)
         parts.append((rec, windows, _read_raw_labels(rec, spec, windows, window_seconds, label_map)))
         if progress is not None:
             progress(len(parts), len(spec.recordings), rec.file)
@@ -407,6 +471,7 @@ def load_dataset(
         config=config,
         info={"task": spec.task, "origin": spec.origin, "root": str(spec.root) if spec.root else None,
               "cache_keys": [w.key for _, w, _ in parts]},
+        raw_quality={rec.file: w.quality for rec, w, _ in parts if w.quality is not None} if raw_quality else None,
     )
 
 
