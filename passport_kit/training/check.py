@@ -111,8 +111,10 @@ def check(
     from passport_kit.model import ChannelMeta
     from passport_kit.montage import resolve_montage
     from passport_kit.signals import load_dataset
+    from passport_kit.signals.dataset import RecordingReader
+    from passport_kit.signals.dataset_spec import load_dataset_spec
     from passport_kit.signals.windows import FLAG_NAMES, instance_normalise
-    from passport_kit.training.adapt import build_classifier, dataset_preprocess
+    from passport_kit.training.run import build_classifier, dataset_preprocess
 
     report = CheckReport()
     mont = _guard(report, "montage", lambda: resolve_montage(montage))
@@ -132,11 +134,16 @@ def check(
     report.add("checkpoint", "ok", f"'{info.name}': {info.model.arch}, {kind} embedding, "
                f"{info.n_parameters:,} parameters, SHA-256 {info.weights_sha256[:12]} verified")
 
+    # The spec is parsed once and each recording opened once (its header for the rate, then its samples).
+    spec = _guard(report, "preprocessing", lambda: load_dataset_spec(Path(data)))
+    if spec is None:
+        return report
+    reader = RecordingReader(spec)
     with warnings.catch_warnings(record=True) as caught:
         # Said in the report instead (a lowered band-pass top in 'sampling & shapes', below), not twice.
         warnings.simplefilter("always", PassportWarning)
         preprocess = _guard(report, "preprocessing", lambda: dataset_preprocess(
-            info, Path(data), instance_norm=instance_norm, notch_freq=notch_freq, h_freq=h_freq))
+            info, spec, instance_norm=instance_norm, notch_freq=notch_freq, h_freq=h_freq, reader=reader))
     if preprocess is None:
         return report
     for w in caught:
@@ -147,7 +154,7 @@ def check(
     # Load without instance normalisation so the raw amplitude scale can be checked; the
     # batch below is normalised as adapt would.
     raw_config = preprocess.model_copy(update={"instance_norm": False})
-    windows = _guard(report, "channels", lambda: load_dataset(data, mont, raw_config))
+    windows = _guard(report, "channels", lambda: load_dataset(spec, mont, raw_config, reader=reader))
     if windows is None:
         return report
     n_rec = len(set(windows.recording.tolist()))
@@ -252,7 +259,7 @@ def pretraining_limit_uv(info: Any) -> float | None:
 def _check_quality(report: CheckReport, windows: Any) -> None:
     """Record the channel-quality verdict: bad channels per recording (from the windows, before normalisation)."""
     from passport_kit.signals.quality import quality_line
-    from passport_kit.training.adapt import dataset_quality
+    from passport_kit.training.run import dataset_quality
 
     summary = dataset_quality(windows)
     bad = any(entry["bad_channels"] for entry in summary.values())

@@ -32,15 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from passport_kit.errors import ConfigError, DataError
 from passport_kit.inference import reports
 from passport_kit.inference.forward import predict_proba
-from passport_kit.training.adapt import (
-    DEFAULT_CHECKPOINT,
-    RecipeOptions,
-    build_classifier,
-    dataset_preprocess,
-    parse_options,
-    train_classifier,
-    usable_windows,
-)
+from passport_kit.signals.dataset import RecordingReader
+from passport_kit.signals.dataset_spec import load_dataset_spec
+from passport_kit.training.adapt import DEFAULT_CHECKPOINT
+from passport_kit.training.options import RecipeOptions, parse_options
+from passport_kit.training.run import RunData, dataset_preprocess, prepare_run, train_once
 from passport_kit.training.metrics import METRIC_NAMES, classification_metrics
 from passport_kit.training.splits import (
     SubjectSplit,
@@ -133,9 +129,7 @@ def evaluate(
     (``evaluate(montage="eesm17-ear", data="ds", out="runs/eval", checkpoints=("a", "b"))``).
     """
     from passport_kit.checkpoint import load_base_checkpoint
-    from passport_kit.model import ChannelMeta
     from passport_kit.montage import resolve_montage
-    from passport_kit.signals import load_dataset
     from passport_kit.runtime import resolve_device, resolve_precision, seed_everything, set_threads
 
     cfg = make_config(config, **options)
@@ -143,7 +137,6 @@ def evaluate(
     precision = resolve_precision(cfg.precision, device)
     set_threads(cfg.threads)
     montage = resolve_montage(cfg.montage)
-    meta = ChannelMeta.from_montage(montage)
     bases = [load_base_checkpoint(name) for name in cfg.checkpoints]
     methods = [_method_name(name, info) for name, (_, info) in zip(cfg.checkpoints, bases)]
     if len(set(methods)) != len(methods):
@@ -153,28 +146,28 @@ def evaluate(
     rows: list[dict[str, Any]] = []
     pooled: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
     plans = []
-    datasets: dict[str, Any] = {}
+    # One RunData per preprocessing contract: checkpoints that share one share the windows.
+    runs: dict[str, RunData] = {}
+    distrust = any(b.channel_embedding.reads_activity for b, _ in bases)
+    spec = load_dataset_spec(cfg.data)
+    reader = RecordingReader(spec)
     for method, ckpt, (backbone, info) in zip(methods, cfg.checkpoints, bases):
         # h_freq: e.g. eegmat, whose recordings carry different prefilters above 45 Hz (../shared/data/README.md).
-        preprocess = dataset_preprocess(info, cfg.data, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq,
-                                        h_freq=cfg.h_freq)
+        preprocess = dataset_preprocess(info, spec, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq,
+                                        h_freq=cfg.h_freq, reader=reader)
         key = preprocess.model_dump_json()
-        if key not in datasets:
-            loaded = load_dataset(cfg.data, montage, preprocess)
-            datasets[key] = (loaded, *cfg.quality_masks(
-                loaded, cfg.data, distrust=any(b.channel_embedding.reads_activity for b, _ in bases)))
-        windows, channel_mask, distrust = datasets[key]
-        keep = usable_windows(windows, skip_flagged=cfg.skip_flagged)
+        if key not in runs:
+            runs[key] = prepare_run(cfg, info, montage, spec, distrust=distrust, reader=reader, preprocess=preprocess)
+        run = runs[key]
         for seed in range(cfg.seeds):
-            for fold in folds_for(cfg, windows.subject[keep]):
+            for fold in folds_for(cfg, run.windows.subject[run.keep]):
                 for n in sizes:
-                    plans.append((method, ckpt, backbone, info, preprocess, windows, channel_mask, distrust, keep, fold, n,
-                                  seed))
+                    plans.append((method, ckpt, backbone, info, run, fold, n, seed))
     total = len(plans)
-    for done, (method, ckpt, backbone, info, preprocess, windows, channel_mask, distrust, keep, fold, n,
-               seed) in enumerate(plans):
+    for done, (method, ckpt, backbone, info, run, fold, n, seed) in enumerate(plans):
         if progress is not None:
             progress(done, total, f"{method} {fold.name} n={n or 'all'} seed={seed}")
+        windows, keep = run.windows, run.keep
         split = with_validation(fold, fraction=cfg.validation_fraction, seed=seed)
         if n is not None:
             split = subsample_training(split, n, seed=seed)
@@ -184,23 +177,18 @@ def evaluate(
         test_idx = np.flatnonzero(test_mask & keep)
         seed_everything(seed)
         # A fresh copy per run: the adapter policy trains tensors inside the backbone.
-        run_backbone = copy.deepcopy(backbone)
-        # channel-id: freshly initialised rows for channels the base never saw (no-op for other kinds).
-        run_backbone.add_channels(meta.names)
-        model = build_classifier(run_backbone, len(windows.classes), cfg.train, dropout=cfg.dropout, recipe=cfg.recipe,
-                                 n_channels=len(meta.names), probe_layer=cfg.probe_layer)
-        fit_result, _, _ = train_classifier(cfg, model, windows, meta, train_idx, val_idx, seed=seed, device=device,
-                                            precision=precision, progress=step_progress, channel_mask=channel_mask,
-                                            distrust=distrust)
+        trained = train_once(cfg, copy.deepcopy(backbone), run, train_idx, val_idx, seed=seed, device=device,
+                             precision=precision, progress=step_progress)
+        model = trained.model
         if cfg.save_adapters:
-            _save_run_adapter(cfg, model, fit_result, method=method, checkpoint=ckpt, info=info, montage=montage,
-                              preprocess=preprocess,
+            _save_run_adapter(cfg, model, trained.fit, method=method, checkpoint=ckpt, info=info, montage=montage,
+                              preprocess=run.preprocess,
                               windows=windows, split=split, n=n, seed=seed, train_idx=train_idx, val_idx=val_idx)
         # Test windows masked by the same rule as training: what predict does with the bundle.
-        proba = predict_proba(model, windows.x, meta, index=test_idx, groups=windows.recording[test_idx],
+        proba = predict_proba(model, windows.x, run.meta, index=test_idx, groups=windows.recording[test_idx],
                               batch_size=max(cfg.batch_size, 64),
-                              device=device, precision=precision, channel_mask=channel_mask,
-                              distrust=distrust)
+                              device=device, precision=precision, channel_mask=run.channel_mask,
+                              distrust=run.distrust)
         pred = proba.argmax(1)
         for subject in split.test:
             sel = windows.subject[test_idx] == subject
@@ -224,7 +212,7 @@ def evaluate(
         progress(total, total, "done")
     if not rows:
         raise DataError("no test windows were scored; check --test-subject and the dataset labels")
-    classes = list(next(iter(datasets.values()))[0].classes)
+    classes = list(next(iter(runs.values())).windows.classes)
     return _write_reports(cfg, rows, pooled, classes, methods, sizes)
 
 

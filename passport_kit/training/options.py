@@ -1,0 +1,134 @@
+"""The options every training run shares (``adapt``, ``evaluate``): what is trained, how, on what signal.
+
+:class:`RecipeOptions` is a frozen pydantic model: the CLI fills it from its options, a notebook
+from keywords, ``adapt --config run.yaml`` from a file (:mod:`passport_kit.training.recipe_file`);
+:func:`parse_options` turns a validation error into one line a user can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from passport_kit.errors import ConfigError
+from passport_kit.model.heads import PROBE_LAYER
+from passport_kit.training.finetune import Balance, FinetuneSettings, TrainPolicy
+
+_Options = TypeVar("_Options", bound=BaseModel)
+#: How ``adapt`` trains (docs/onboarding.md § Recipes): the cross-validated probe, or gradient fine-tuning.
+Recipe = Literal["probe", "finetune"]
+#: Options only the ``finetune`` recipe uses, with their "not set" values.
+FINETUNE_ONLY: dict[str, Any] = {"max_steps": None, "eval_every": None, "corrupt_prob": 0.0, "quality_gate": False,
+                                 "channel_dropout": 0.0}
+ProgressFn = Callable[[int, int, dict[str, Any]], None]
+
+
+#: Default ``distrust_bad_channels``: the quality score under which a channel counts as bad.
+#: On by default (issue 8, docs/RESULTS.md § Robustness): it changes nothing where no channel is
+#: flagged, and it kept Device Passport level with or ahead of ACPE on subjects with poor contacts.
+DEFAULT_DISTRUST = 0.5
+#: Default ``mask_uncorrelated_channels``: the 1–40 Hz neighbour correlation under which a
+#: channel is noise rather than a weak contact (where the quality score's neighbour-correlation
+#: sub-score reaches 0: ``QualityThresholds.min_corr - corr_width``). Chosen in session 5 (see
+#: docs/RESULTS.md): with distrust it kept Device Passport level with or ahead of ACPE on
+#: subjects with poor contacts on both robustness benchmarks, and changed nothing on clean data.
+DEFAULT_UNCORRELATED = 0.2
+
+
+class RecipeOptions(BaseModel):
+    """Options shared by ``adapt`` and ``evaluate``: what is trained, how, and on what signal."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipe: Recipe = Field("probe", description="'probe': a linear read-out of frozen pooled features and band "
+                           "powers, regularisation chosen by cross-validation over subjects (default, issue 18); "
+                           "'finetune': the paper's recipe (AdamW on the adapter and an MLP head, early stopping "
+                           "on validation subjects). Not given: 'finetune' when an option only it uses is set "
+                           "(FINETUNE_ONLY), else 'probe'")
+    context: int | None = Field(None, ge=0, le=20, description="probe recipe: windows of temporal context on each "
+                                "side of a sleep epoch; None: chosen by cross-validation among 0 and 2 for sleep "
+                                "staging, 0 otherwise")
+    probe_layer: int = Field(PROBE_LAYER, ge=0, description="probe recipe: the backbone layer the read-out reads "
+                             "(0: the patch and channel embedding, before any criss-cross layer; the backbone's "
+                             "layer count: its output)")
+    probe_pooling: Literal["auto", "mean", "meanstd"] = Field("auto", description="probe recipe: pool the backbone "
+                                                              "features by their mean, or mean and spread over the "
+                                                              "window's patches; auto: chosen by cross-validation")
+    train: TrainPolicy = "adapter"
+    validation_fraction: float = Field(0.2, gt=0, lt=1)
+    max_steps: int | None = Field(None, gt=0)
+    epochs: int = Field(50, gt=0)
+    batch_size: int = Field(64, gt=0)
+    lr: float = Field(1e-4, gt=0)
+    head_lr: float | None = Field(None, gt=0)
+    patience: int = Field(5, ge=1)
+    eval_every: int | None = Field(None, gt=0)
+    balance: Balance = "weights"
+    dropout: float = Field(0.1, ge=0, lt=1)
+    instance_norm: bool | None = Field(None, description="None: keep the checkpoint's contract")
+    notch_freq: float | None = Field(50.0, gt=0, description="mains frequency; None: no notch")
+    skip_flagged: bool = True
+    corrupt_prob: float = Field(0.0, ge=0, le=1, description="share of training windows given synthetic channel "
+                                "faults (noise, drift, flat, line); 0 = the paper's recipe")
+    quality_gate: bool = Field(False, description="expert kinds: gate each channel's code toward a learned noise "
+                               "expert by its quality score")
+    channel_dropout: float = Field(0.0, ge=0, le=1, description="share of training windows in which 1 to a quarter "
+                                   "of the channels are replaced by the mask token")
+    mask_bad_channels: float | None = Field(None, gt=0, lt=1, description="mask channels whose raw quality score is "
+                                            "below this in a window, in training and at predict time; None: never")
+    distrust_bad_channels: float | None = Field(DEFAULT_DISTRUST, gt=0, lt=1, description="expert kinds: channels "
+                                                "whose raw quality score is below this in a window keep their "
+                                                "signal, but their expert mixture reads the nearest good channel's "
+                                                "activity instead of their own, in training and at predict time; "
+                                                "None: never (the paper's recipe)")
+    mask_uncorrelated_channels: float | None = Field(DEFAULT_UNCORRELATED, gt=0, lt=1, description="also mask a "
+                                                     "channel in the windows where its 1-40 Hz correlation with its "
+                                                     "neighbours is below this (its signal is noise), in training "
+                                                     "and at predict time; None: never")
+    device: str = "auto"
+    precision: str = "auto"
+    threads: int | None = Field(None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_recipe(cls, data: Any) -> Any:
+        # Gradient-only options say which recipe is meant; given with an explicit 'probe' they are a mistake.
+        if not isinstance(data, dict):
+            return data
+        given = [k for k, off in FINETUNE_ONLY.items() if data.get(k, off) != off]
+        if data.get("recipe") is None:
+            data = {**data, "recipe": "finetune" if given else "probe"}
+        elif data["recipe"] == "probe" and given:
+            raise ValueError(f"{', '.join(given)} only apply to recipe 'finetune' (gradient training); "
+                             "drop them or pass --recipe finetune")
+        if data["recipe"] == "finetune" and data.get("context") is not None:
+            raise ValueError("context applies to recipe 'probe' only; drop it or drop the finetune options")
+        for key, default in (("probe_layer", PROBE_LAYER), ("probe_pooling", "auto")):
+            if data["recipe"] == "finetune" and data.get(key, default) != default:
+                raise ValueError(f"{key} applies to recipe 'probe' only; drop it or drop the finetune options")
+        return data
+
+    def settings(self, seed: int) -> FinetuneSettings:
+        """Return the optimisation settings of one training run with ``seed``."""
+        return FinetuneSettings(
+            batch_size=self.batch_size, lr=self.lr, head_lr=self.head_lr, epochs=self.epochs,
+            max_steps=self.max_steps, eval_every=self.eval_every, patience=self.patience,
+            balance=self.balance, corrupt_prob=self.corrupt_prob, quality_gate=self.quality_gate,
+            drop_prob=self.channel_dropout, seed=seed,
+        )
+
+
+def parse_options(model: type[_Options], command: str, config: _Options | None, options: dict[str, Any]) -> _Options:
+    """Return ``model`` built from ``config`` updated with ``options``; ConfigError if invalid."""
+    try:
+        return model(**({**config.model_dump(), **options} if config is not None else options))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "options"
+        raise ConfigError(f"invalid {command} option {where}: {err['msg']}; fix it and retry") from None
+
+
+__all__ = ["DEFAULT_DISTRUST", "DEFAULT_UNCORRELATED", "FINETUNE_ONLY", "ProgressFn", "Recipe", "RecipeOptions",
+           "parse_options"]

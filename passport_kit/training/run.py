@@ -1,0 +1,313 @@
+"""One run from its parts: :func:`prepare_run` (the data) and :func:`train_once` (one model), shared by every command.
+
+``adapt``, ``evaluate`` and ``check`` assemble a run the same way, here:
+
+1. the dataset spec is parsed once (:func:`~passport_kit.signals.load_dataset_spec`);
+2. the preprocessing is the checkpoint's contract with the dataset's window
+   (:func:`dataset_preprocess`), its band fitted to the slowest recording, whose header is
+   read by a :class:`~passport_kit.signals.dataset.RecordingReader` that keeps it open;
+3. every recording is read **once**: windows, flags and, when a contact option needs them,
+   the raw-recording quality scores come from the same pass
+   (:func:`~passport_kit.signals.load_dataset` with ``raw_quality=True``; a cached recording
+   is read only for its quality);
+4. the masked and distrusted channel-windows follow predict's rule
+   (:func:`~passport_kit.inference.predict.channel_masks`), so a model is trained the way it
+   is used.
+
+:func:`train_once` builds a classifier over a backbone (rows for a ``channel-id`` table's
+unseen channels added first) and fits it by the recipe (:func:`train_classifier`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from passport_kit.errors import ConfigError, PassportWarning
+from passport_kit.inference.predict import channel_masks
+from passport_kit.model import ChannelMeta, Classifier, apply_policy, check_policy
+from passport_kit.model.heads import PROBE_LAYER
+from passport_kit.signals import PreprocessConfig, WindowSet, load_dataset
+from passport_kit.signals.dataset import RecordingReader, fit_band_to_dataset
+from passport_kit.signals.dataset_spec import DatasetSpec, load_dataset_spec
+from passport_kit.signals.quality import ChannelQuality, quality_summary, windowset_quality
+from passport_kit.signals.windows import FLAG_FLAT, FLAG_NAN
+from passport_kit.training.finetune import FitResult, fit, near_chance, selection_metric
+from passport_kit.training.options import ProgressFn, Recipe, RecipeOptions
+from passport_kit.training.probe import CONTEXTS, POOLINGS, class_warnings, fit_probe, probe_summary
+from passport_kit.training.splits import unique_subjects
+
+
+@dataclass
+class RunData:
+    """Return-value object of :func:`prepare_run`: everything a run knows about its data, read once.
+
+    ``windows`` ``(N, C, P, 200)`` with labels, subjects and flags; ``keep`` ``(N,)`` the windows
+    fit for training (:func:`usable_windows`); ``channel_mask`` / ``distrust`` ``(N, C)`` the
+    poor contacts to mask / to distrust (None: that option off). ``raw_quality``: per recording,
+    the raw-recording :class:`~passport_kit.signals.quality.ChannelQuality` (None when no
+    contact option asked for it).
+    """
+
+    spec: DatasetSpec
+    montage: Any
+    preprocess: PreprocessConfig
+    windows: WindowSet
+    keep: np.ndarray
+    channel_mask: np.ndarray | None = None
+    distrust: np.ndarray | None = None
+
+    @property
+    def raw_quality(self) -> dict[str, ChannelQuality] | None:
+        """Return ``{recording: ChannelQuality}`` of the raw recordings (None: not scored)."""
+        return self.windows.raw_quality
+
+    @cached_property
+    def window_quality(self) -> dict[str, ChannelQuality]:
+        """Return ``{recording: ChannelQuality}`` scored from the preprocessed windows (computed on first use)."""
+        return windowset_quality(self.windows)
+
+    @cached_property
+    def quality(self) -> dict[str, Any]:
+        """Return the per-recording channel quality summary (:func:`dataset_quality`) of the windows."""
+        return dataset_quality(self.windows, self.window_quality)
+
+    @cached_property
+    def meta(self) -> ChannelMeta:
+        """Return the channel metadata of the run's montage, as the model reads it."""
+        return ChannelMeta.from_montage(self.montage)
+
+
+def prepare_run(options: RecipeOptions, info: Any, montage: Any, data: Path | DatasetSpec, *,
+                distrust: bool = True, h_freq: float | None = None, reader: RecordingReader | None = None,
+                preprocess: PreprocessConfig | None = None) -> RunData:
+    """Return the data of one run: spec, preprocessing, windows, usable rows and poor contacts, each recording read once.
+
+    ``options`` gives the signal settings (``instance_norm``, ``notch_freq``), ``skip_flagged``
+    and the contact thresholds (``mask_bad_channels``, ``mask_uncorrelated_channels``,
+    ``distrust_bad_channels``); ``info`` is the base checkpoint's (its preprocessing
+    contract); ``distrust=False`` (a model whose channel codes do not read channel activity:
+    ``ChannelEmbedding.reads_activity``) skips the distrusted channels; ``h_freq`` as
+    :func:`dataset_preprocess`'s. A caller that already parsed the spec, opened recordings for
+    their rates or chose the preprocessing passes them (``data`` as a spec, ``reader``,
+    ``preprocess``), so nothing is parsed or opened twice.
+    """
+    spec = data if isinstance(data, DatasetSpec) else load_dataset_spec(data)
+    reader = reader or RecordingReader(spec)
+    if preprocess is None:
+        preprocess = dataset_preprocess(info, spec, instance_norm=options.instance_norm,
+                                        notch_freq=options.notch_freq, h_freq=h_freq, reader=reader)
+    distrust_below = options.distrust_bad_channels if distrust else None
+    contacts = (options.mask_bad_channels, options.mask_uncorrelated_channels, distrust_below)
+    scored = any(v is not None for v in contacts)
+    windows = load_dataset(spec, montage, preprocess, raw_quality=scored, reader=reader)
+    masked = distrusted = None
+    if scored:
+        masked, distrusted = dataset_channel_masks(windows.raw_quality or {}, windows,
+                                                   mask_below=options.mask_bad_channels, distrust_below=distrust_below,
+                                                   mask_uncorrelated=options.mask_uncorrelated_channels)
+    return RunData(spec=spec, montage=montage, preprocess=preprocess, windows=windows,
+                   keep=usable_windows(windows, skip_flagged=options.skip_flagged), channel_mask=masked,
+                   distrust=distrusted)
+
+
+@dataclass
+class TrainedRun:
+    """Return-value object of :func:`train_once`: the trained classifier, its fit, selection and warnings."""
+
+    model: Any
+    fit: FitResult
+    selection: dict[str, Any]
+    warnings: list[str]
+
+
+def train_once(
+    options: RecipeOptions, backbone: Any, run: RunData, train_idx: np.ndarray, val_idx: np.ndarray, *, seed: int,
+    device: Any, precision: Any, state_path: Path | None = None, run_config: dict[str, Any] | None = None,
+    progress: ProgressFn | None = None,
+) -> TrainedRun:
+    """Return a classifier over ``backbone`` built for ``run`` and trained by ``options.recipe`` on its rows.
+
+    The one model step of ``adapt`` and ``evaluate``: a ``channel-id`` table gets freshly
+    initialised rows for the montage's channels it has never seen (no-op for other kinds),
+    the classifier is built under ``options.train`` (:func:`build_classifier`) and fitted
+    (:func:`train_classifier`). ``backbone`` is changed in place: pass a copy to keep it.
+    """
+    backbone.add_channels(run.meta.names)
+    model = build_classifier(backbone, len(run.windows.classes), options.train, dropout=options.dropout,
+                             recipe=options.recipe, n_channels=len(run.meta.names), probe_layer=options.probe_layer)
+    fitted, selection, notes = train_classifier(
+        options, model, run.windows, run.meta, train_idx, val_idx, seed=seed, device=device, precision=precision,
+        state_path=state_path, run_config=run_config, progress=progress, channel_mask=run.channel_mask,
+        distrust=run.distrust)
+    return TrainedRun(model=model, fit=fitted, selection=selection, warnings=notes)
+
+
+def usable_windows(windows: Any, *, skip_flagged: bool = True) -> np.ndarray:
+    """Return a (N,) bool mask of windows fit for training: labeled, and not NaN/flat if asked.
+
+    NaN and flat channels carry no signal (NaN is zeroed by preprocessing); a window with one
+    is skipped. Clipped or over-limit windows are kept: poor-contact channels are part of the
+    device the adapter must learn to handle, as the paper's EESM17 subjects show.
+    """
+    keep = np.asarray(windows.y) >= 0
+    if skip_flagged:
+        bad = (np.asarray(windows.flags) & (FLAG_NAN | FLAG_FLAT)).any(axis=1)
+        keep &= ~bad
+    return keep
+
+
+def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: float = 0.1, recipe: Recipe = "finetune",
+                     n_channels: int | None = None, probe_layer: int = PROBE_LAYER) -> Any:
+    """Return a Classifier over ``backbone`` with ``policy`` applied and checked.
+
+    The ``probe`` recipe gets a :class:`~passport_kit.model.heads.ProbeHead` over ``n_channels``
+    channels reading the backbone after ``probe_layer`` criss-cross layers, ``finetune`` the
+    paper's MLP head.
+    """
+    if recipe == "probe":
+        n_layers = backbone.config.n_layers
+        if probe_layer > n_layers:
+            raise ConfigError(f"probe_layer {probe_layer} is beyond this backbone's {n_layers} layers; "
+                              f"choose 0..{n_layers}")
+        model = Classifier(backbone, n_classes, kind="probe", n_channels=n_channels, layer=probe_layer)
+    else:
+        model = Classifier(backbone, n_classes, dropout=dropout)
+    apply_policy(model, policy)
+    check_policy(model, policy)
+    return model
+
+
+def train_classifier(
+    cfg: RecipeOptions, model: Any, windows: Any, meta: Any, train_idx: np.ndarray, val_idx: np.ndarray, *, seed: int,
+    device: Any, precision: Any, state_path: Path | None = None, run_config: dict[str, Any] | None = None,
+    progress: ProgressFn | None = None, channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
+) -> tuple[FitResult, dict[str, Any], list[str]]:
+    """Return the fit of ``model`` by ``cfg.recipe``, its selection block and the warnings for the user.
+
+    The one training step of ``adapt`` and ``evaluate``. ``probe``: the head is fitted on the
+    training and validation rows together, selecting by cross-validation over their subjects
+    (:func:`~passport_kit.training.probe.fit_probe`); ``finetune``: gradient steps on the
+    training rows, selection on the validation rows (:func:`~passport_kit.training.finetune.fit`).
+    """
+    classes = list(windows.classes)
+    if cfg.recipe == "probe":
+        rows = np.sort(np.concatenate([train_idx, val_idx]))
+        # Temporal context only where windows are consecutive epochs of a night (sleep staging).
+        sleep = windows.info.get("task") == "sleep-staging"
+        contexts = (cfg.context,) if cfg.context is not None else CONTEXTS if sleep else (0,)
+        probe = fit_probe(model, windows.x, windows.y, meta, classes, rows, windows.subject, seed=seed,
+                          batch_size=max(cfg.batch_size, 64), device=device, channel_mask=channel_mask,
+                          distrust=distrust, recordings=windows.recording, contexts=contexts,
+                          poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,))
+        if progress is not None:
+            progress(1, 1, {} if probe.selection_score is None else {"val": probe.selection_score})
+        result = FitResult(best_step=0, steps=0, best_score=probe.selection_score, validation=probe.validation,
+                           seconds=probe.seconds)
+        return result, probe_summary(probe), probe.warnings
+    result = fit(
+        model, windows.x, windows.y, meta, classes, cfg.settings(seed), train_index=train_idx, val_index=val_idx,
+        device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
+        channel_mask=channel_mask, distrust=distrust,
+    )
+    metric = selection_metric(len(classes))
+    n_val = len(unique_subjects(windows.subject[val_idx])) if len(val_idx) else 0
+    notes = class_warnings(np.asarray(windows.y)[train_idx], classes)
+    if n_val < 2:
+        notes.append(f"{n_val} validation subject(s): the kept state was chosen on "
+                     f"{len(val_idx)} windows of one person or none; its score says little")
+    if result.best_score is not None and near_chance(result.best_score, metric):
+        notes.append(f"validation {metric} {result.best_score:.3f} is near chance")
+    selection = {"recipe": "finetune", "metric": metric,
+                 "score": None if result.best_score is None else round(result.best_score, 4),
+                 "method": f"best of every evaluation on {n_val} validation subject(s)", "best_step": result.best_step}
+    return result, selection, notes
+
+
+def dataset_quality(windows: Any, qualities: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return the channel quality of every recording of a WindowSet, per recording with its subject.
+
+    ``qualities``: the :func:`~passport_kit.signals.quality.windowset_quality` of ``windows``
+    when already computed.
+
+    Scored from the preprocessed windows (flat, variance against the other channels, variance
+    against the channel's own typical window, neighbour correlation; line noise and drift were
+    filtered away, and instance normalisation leaves only flatness and correlation):
+    :func:`passport_kit.signals.quality.windowset_quality`.
+    """
+    subjects = dict(zip(windows.recording.tolist(), windows.subject.tolist()))
+    return quality_summary(qualities if qualities is not None else windowset_quality(windows), subjects)
+
+
+def dataset_channel_masks(qualities: dict[str, Any], windows: Any, *, mask_below: float | None = None,
+                          distrust_below: float | None = None,
+                          mask_uncorrelated: float | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Return the ``(N, C)`` channels of ``windows`` to mask and to distrust (None: option off).
+
+    ``qualities``: the raw-recording quality per recording (``WindowSet.raw_quality``); per recording, predict's rule
+    (:func:`passport_kit.inference.predict.channel_masks`), so a model is trained the way it is used.
+    """
+    out: list[np.ndarray | None] = [None, None]
+    for name, quality in qualities.items():
+        rows = np.flatnonzero(windows.recording == name)
+        parts = channel_masks(quality, windows.onset_s[rows], windows.config.window_seconds, mask_below=mask_below,
+                              distrust_below=distrust_below, mask_uncorrelated=mask_uncorrelated)
+        for k, part in enumerate(parts):
+            if part is not None:
+                if out[k] is None:
+                    out[k] = np.zeros(windows.flags.shape, dtype=bool)
+                out[k][rows] = part  # type: ignore[index]
+    return out[0], out[1]
+
+
+#: Mains frequencies (Hz); a notch elsewhere is almost certainly a typo.
+MAINS_HZ = (50.0, 60.0)
+
+
+def dataset_preprocess(info: Any, data: Path | DatasetSpec, *, instance_norm: bool | None = None,
+                       notch_freq: float | None | str = "keep", h_freq: float | None = None,
+                       reader: RecordingReader | None = None) -> PreprocessConfig:
+    """Return the preprocessing of a run: the checkpoint's contract, the dataset's window length.
+
+    The dataset folder decides the window (30-s sleep epochs, N-s windows), the checkpoint
+    everything about the signal (rate, filters, units). ``instance_norm`` overrides the
+    checkpoint's choice when given (the paper normalises ear-EEG per window); ``notch_freq``
+    is the mains frequency of the recording site (``None``: no notch; ``"keep"``: default).
+    ``h_freq`` (Hz), else dataset.yaml's ``h_freq``, replaces the checkpoint's band-pass top;
+    with neither, a top that the most slowly sampled recording cannot carry is lowered below
+    its Nyquist frequency (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`), with a
+    :class:`~passport_kit.errors.PassportWarning`; the model's 200 Hz input stays. ``data``:
+    the dataset folder or its parsed spec; ``reader`` keeps the recordings opened for their
+    rates, for :func:`~passport_kit.signals.load_dataset`.
+    """
+    fields = PreprocessConfig.model_fields
+    # The checkpoint's contract also documents things PreprocessConfig does not set (units,
+    # patch length); keep the settings it shares with PreprocessConfig.
+    contract = {k: v for k, v in dict(info.preprocessing).items() if k in fields}
+    spec = data if isinstance(data, DatasetSpec) else load_dataset_spec(data)
+    if spec.window_seconds is not None:
+        contract["window_seconds"] = spec.window_seconds
+    if instance_norm is not None:
+        contract["instance_norm"] = instance_norm
+    if notch_freq != "keep":
+        contract["notch_freq"] = notch_freq
+        if notch_freq is not None and notch_freq not in MAINS_HZ:
+            warnings.warn(f"notch at {notch_freq:g} Hz: mains power is {' or '.join(f'{f:g}' for f in MAINS_HZ)} Hz "
+                          f"everywhere, so this notch removes EEG at {notch_freq:g} Hz and leaves the hum; use "
+                          "--notch 50 (Europe, Asia, Africa, Australia) or 60 (the Americas), or 'none'",
+                          PassportWarning, stacklevel=2)
+    h_freq = h_freq if h_freq is not None else spec.h_freq
+    if h_freq is not None:
+        contract["h_freq"] = h_freq
+    config = PreprocessConfig.from_dict(contract)
+    return fit_band_to_dataset(config, spec, reader) if h_freq is None else config
+
+
+__all__ = ["RunData", "TrainedRun", "build_classifier", "dataset_channel_masks", "dataset_preprocess",
+           "dataset_quality", "prepare_run", "train_classifier", "train_once",
+           "usable_windows"]
