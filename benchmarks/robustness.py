@@ -192,11 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.montage import get_montage
     from passport_kit.signals import load_dataset
-    from passport_kit.training.adapt import (
-        dataset_channel_masks,
-        dataset_preprocess,
-        dataset_window_quality,
-    )
+    from passport_kit.training.run import dataset_channel_masks, dataset_preprocess
 
     args = parse_args(argv)
     args.bad_list = bad_subjects(args.bad_channels)
@@ -212,8 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     checkpoints: dict[str, Any] = {}
     for key in sorted({VARIANTS[v][0] for v in variants}):
         backbone, info = load_base_checkpoint(CHECKPOINTS[key])
-        windows = load_dataset(data, montage, dataset_preprocess(info, data, instance_norm=args.instance_norm))
-        qualities = dataset_window_quality(windows, data)
+        windows = load_dataset(data, montage, dataset_preprocess(info, data, instance_norm=args.instance_norm),
+                               raw_quality=True)
+        qualities = windows.raw_quality
         masks, _ = dataset_channel_masks(qualities, windows, mask_below=args.mask_threshold)
         lonely, _ = dataset_channel_masks(qualities, windows, mask_uncorrelated=args.uncorrelated)
         loaded[key] = (backbone, windows, masks, lonely)

@@ -1,0 +1,50 @@
+"""adapt and check read every recording once (issue 20): counted at MNE's EDF reader."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import mne
+import pytest
+from conftest import make_dataset
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> Counter:
+    """Return a Counter of the EDF files MNE opens while the test runs (file name → openings)."""
+    counts: Counter = Counter()
+    real = mne.io.read_raw_edf
+
+    def counting(path, *args, **kwargs):  # noqa: ANN001, ANN202 - MNE's signature
+        counts[Path(path).name] += 1
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(mne.io, "read_raw_edf", counting)
+    return counts
+
+
+@pytest.mark.parametrize("recipe", [{}, {"max_steps": 2, "batch_size": 8}], ids=["probe", "finetune"])
+def test_adapt_reads_each_recording_once(tmp_path: Path, montage_yaml: Path, checkpoint: str, reads: Counter,
+                                         recipe: dict) -> None:
+    from passport_kit.training.adapt import adapt
+
+    data = make_dataset(tmp_path / "data", n_subjects=3, n_epochs=6)
+    recordings = {f"s{i:02d}.edf" for i in (1, 2, 3)}
+    # Default contact options (distrust, uncorrelated) need the raw recordings' quality scores,
+    # and dataset.yaml sets no h_freq, so the band is fitted to the recordings' rates (headers).
+    result = adapt(montage=str(montage_yaml), data=data, out=tmp_path / "first", checkpoint=checkpoint, **recipe)
+    assert result.metrics["poor_contacts"]["distrusted"] is not None
+    assert reads == Counter({name: 1 for name in recordings})
+    # Windows from the cache now: the one read left is the quality scores'.
+    reads.clear()
+    adapt(montage=str(montage_yaml), data=data, out=tmp_path / "second", checkpoint=checkpoint, **recipe)
+    assert reads == Counter({name: 1 for name in recordings})
+
+
+def test_check_reads_each_recording_once(tmp_path: Path, montage_yaml: Path, checkpoint: str, reads: Counter) -> None:
+    from passport_kit.training.check import check
+
+    data = make_dataset(tmp_path / "data", n_subjects=3, n_epochs=6)
+    check(str(montage_yaml), data, checkpoint)
+    assert reads == Counter({f"s{i:02d}.edf": 1 for i in (1, 2, 3)})
