@@ -212,7 +212,8 @@ class ChannelIdEmbedding(ChannelEmbedding):
             raise ChannelMappingError(
                 f"the channel-id embedding has no row for channels {unknown} (known:"
                 f" {self.vocab[:24]}{' ...' if len(self.vocab) > 24 else ''}); add rows with"
-                " add_channels(...) / allow_new_channels, or choose another embedding"
+                " Backbone.add_channels(names) (adapt and evaluate add them for their montage's channels),"
+                " or choose another embedding"
             )
         idx = torch.tensor([self._index[n.casefold()] for n in meta.names], device=self.table.device)
         return self.table[idx]

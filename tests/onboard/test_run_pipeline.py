@@ -1,4 +1,5 @@
-"""adapt and check read every recording once (issue 20): counted at MNE's EDF reader."""
+"""One run pipeline (issue 17): adapt and check read every recording once (issue 20), counted at MNE's EDF
+reader; adapt builds its model as evaluate does."""
 
 from __future__ import annotations
 
@@ -48,3 +49,20 @@ def test_check_reads_each_recording_once(tmp_path: Path, montage_yaml: Path, che
     data = make_dataset(tmp_path / "data", n_subjects=3, n_epochs=6)
     check(str(montage_yaml), data, checkpoint)
     assert reads == Counter({f"s{i:02d}.edf": 1 for i in (1, 2, 3)})
+
+
+def test_adapt_adds_channel_id_rows_for_unseen_channels(tmp_path: Path, montage_yaml: Path, dataset: Path,
+                                                        make_tiny_checkpoint) -> None:
+    # adapt and evaluate build their model the same way (train_once): a channel-id base that has
+    # never seen the montage's channels gets rows for them, and predict finds them in the bundle.
+    from passport_kit.checkpoint import load_adapter_bundle
+    from passport_kit.inference.predict import predict
+    from passport_kit.training.adapt import adapt
+
+    name = make_tiny_checkpoint("tiny-channel-id", "channel-id")
+
+    result = adapt(montage=str(montage_yaml), data=dataset, out=tmp_path / "bundle", checkpoint=name, max_steps=2,
+                   batch_size=8)
+    model, meta = load_adapter_bundle(result.bundle)
+    assert meta.model.channel_vocab == ["EL1", "ER1", "EL2"]
+    assert len(predict(result.bundle, dataset / "s01.edf", tmp_path / "pred")) == 1
