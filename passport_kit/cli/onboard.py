@@ -46,6 +46,19 @@ _UNCORRELATED_TRAIN_HELP = ("Also mask a channel in the windows where its 1-40 H
                             "contact; in training and (through the bundle) at predict time; 'none' = never.")
 
 
+_CONFIG_HELP = ("Run file (YAML) of adapt settings, e.g. 'data: ./eesm17' and 'max_steps: 200' (options with '_' for "
+                "'-'), or a bundle's adapter.json to repeat its run; options given here override the file. Not the "
+                "training recipe: that is --recipe.")
+#: adapt's command-line parameters whose AdaptConfig field has another name.
+_PARAMETER = {"notch_freq": "notch"}
+
+
+def _given(ctx: typer.Context, parameter: str) -> bool:
+    """Return whether the command line gave ``parameter`` (not its default), so it overrides a --config file."""
+    source = ctx.get_parameter_source(parameter)  # typer's (vendored click) ParameterSource; compared by name
+    return source is not None and source.name != "DEFAULT"
+
+
 def fit_lines(metrics: dict[str, Any]) -> list[str]:
     """Return the lines that say how a run was trained and selected, and its warnings (adapt's output)."""
     m = metrics
@@ -160,8 +173,12 @@ def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
 
 
 def adapt_command(
-    montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML."),
-    data: Path = typer.Option(..., "--data", help="Labeled dataset folder (dataset.yaml, BIDS or discovered)."),
+    ctx: typer.Context,
+    montage: str | None = typer.Option(None, "--montage", help="Registered montage name or montage YAML "
+                                       "(required unless the --config file gives it)."),
+    data: Path | None = typer.Option(None, "--data", help="Labeled dataset folder (dataset.yaml, BIDS or "
+                                     "discovered; required unless the --config file gives it)."),
+    config: Path | None = typer.Option(None, "--config", help=_CONFIG_HELP),
     out: Path | None = typer.Option(None, "--out", help="Adapter bundle folder, new or empty (default runs/<montage>)."),
     checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
     recipe: str | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
@@ -198,28 +215,36 @@ def adapt_command(
 ) -> None:
     """Train the mixture adapter and a head on labeled data; write an adapter bundle."""
     from passport_kit.signals.quality import quality_line
-    from passport_kit.training.adapt import adapt
+    from passport_kit.training.adapt import adapt, make_config
+    from passport_kit.training.run_file import adapt_config_from_file
 
+    options = dict(
+        montage=montage, data=data, out=out, checkpoint=checkpoint, recipe=recipe, context=context,
+        probe_layer=probe_layer, train=train, subjects=subjects, max_steps=max_steps, epochs=epochs,
+        batch_size=batch_size, lr=lr, head_lr=head_lr, patience=patience, balance=balance,
+        instance_norm=instance_norm, notch_freq=_notch(notch), h_freq=h_freq, corrupt_prob=corrupt_prob,
+        quality_gate=quality_gate, channel_dropout=channel_dropout, mask_bad_channels=_mask_threshold(mask_bad_channels),
+        distrust_bad_channels=_distrust_threshold(distrust_bad_channels),
+        mask_uncorrelated_channels=_uncorrelated(mask_uncorrelated_channels), seed=seed, device=device,
+        precision=precision, threads=threads, resume=resume, overwrite=overwrite,
+    )
+    if config is not None:
+        # The file's settings stand where the command line gave nothing: only options given override it.
+        given = {k: v for k, v in options.items() if _given(ctx, _PARAMETER.get(k, k))}
+        cfg = adapt_config_from_file(config, **given)
+    else:
+        for option, value in (("--montage", montage), ("--data", data)):
+            if value is None:
+                raise ConfigError(f"adapt needs {option} (or a --config run file that gives it)")
+        cfg = make_config(**options)
     try:
         with _step_bar(progress, "adapt") as bar:
-            result = adapt(
-                montage=montage, data=data, out=out, checkpoint=checkpoint, recipe=recipe, context=context,
-                probe_layer=probe_layer,
-                train=train,
-                subjects=subjects,
-                max_steps=max_steps, epochs=epochs, batch_size=batch_size, lr=lr, head_lr=head_lr,
-                patience=patience, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch),
-                h_freq=h_freq, corrupt_prob=corrupt_prob, quality_gate=quality_gate, channel_dropout=channel_dropout,
-                mask_bad_channels=_mask_threshold(mask_bad_channels),
-                distrust_bad_channels=_distrust_threshold(distrust_bad_channels),
-                mask_uncorrelated_channels=_uncorrelated(mask_uncorrelated_channels), seed=seed, device=device,
-                precision=precision, threads=threads, resume=resume, overwrite=overwrite, progress=bar,
-                progress_quality=lambda summary: typer.echo(quality_line(summary), err=True),
-            )
+            result = adapt(cfg, progress=bar,
+                           progress_quality=lambda summary: typer.echo(quality_line(summary), err=True))
     except KeyboardInterrupt:
         from passport_kit.training.adapt import interrupted_note
 
-        typer.echo(interrupted_note(out, montage), err=True)
+        typer.echo(interrupted_note(cfg.out, cfg.montage), err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     m = result.metrics
     typer.echo(result.summary)

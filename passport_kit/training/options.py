@@ -1,7 +1,7 @@
 """The options every training run shares (``adapt``, ``evaluate``): what is trained, how, on what signal.
 
 :class:`RecipeOptions` is a frozen pydantic model: the CLI fills it from its options, a notebook
-from keywords, ``adapt --config run.yaml`` from a file (:mod:`passport_kit.training.recipe_file`);
+from keywords, ``adapt --config run.yaml`` from a file (:mod:`passport_kit.training.run_file`);
 :func:`parse_options` turns a validation error into one line a user can act on.
 """
 

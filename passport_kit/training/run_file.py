@@ -1,0 +1,86 @@
+"""Run files: the settings of ``adapt`` written in a YAML file, so that a run can be kept and repeated.
+
+A run file is a mapping of :class:`~passport_kit.training.adapt.AdaptConfig` fields, the same
+typed object the command-line options fill::
+
+    # run.yaml
+    montage: eesm17-ear
+    data: ./eesm17          # relative paths: from the current folder, as on the command line
+    recipe: finetune        # the training recipe (probe | finetune), as --recipe
+    max_steps: 200
+    mask_bad_channels: 0.4
+
+    $ passport-kit adapt --config run.yaml --out runs/ear --seed 3    # options given override the file
+
+The ``training`` block of a bundle's ``adapter.json`` is such a file (JSON is YAML), so
+``passport-kit adapt --config runs/ear/adapter.json --out runs/ear-again`` repeats that run.
+Only ``yaml.safe_load`` reads it; a bad file is a :class:`~passport_kit.errors.ConfigError`
+with one line that says what to fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from passport_kit.errors import ConfigError
+
+#: ``format`` of adapter.json (checkpoint.ADAPTER_FORMAT; not imported: reading a run file needs no torch).
+_ADAPTER_FORMAT = "passport-kit/adapter-bundle"
+
+
+def read_run_file(path: str | Path) -> dict[str, Any]:
+    """Return the adapt settings in the run file at ``path`` (a YAML mapping, or an adapter.json's ``training``)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"run file '{path}' does not exist; check the path given to --config") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read run file '{path}' ({exc}); give a readable YAML file") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "not YAML"
+        raise ConfigError(f"run file '{path}' is not valid YAML{where} ({problem}); fix the file") from None
+    if isinstance(data, dict) and data.get("format") == _ADAPTER_FORMAT:
+        data = data.get("training")
+        if not isinstance(data, dict) or not data:
+            raise ConfigError(f"'{path}' is an adapter bundle's adapter.json without training settings; "
+                              "give a run file (YAML) instead")
+    if not isinstance(data, dict):
+        raise ConfigError(f"run file '{path}' must hold a mapping of adapt settings (e.g. 'montage: eesm17-ear', "
+                          f"'data: ./eesm17'), not {type(data).__name__}; fix the file")
+    return data
+
+
+def adapt_config_from_file(path: str | Path, **overrides: Any) -> Any:
+    """Return the :class:`~passport_kit.training.adapt.AdaptConfig` of a run file, ``overrides`` replacing its settings.
+
+    Unknown settings and invalid values are a :class:`ConfigError` naming the file and the setting.
+    """
+    from passport_kit.training.adapt import AdaptConfig
+
+    settings = read_run_file(path)
+    unknown = sorted(set(map(str, settings)) - set(AdaptConfig.model_fields))
+    if unknown:
+        raise ConfigError(f"run file '{path}': unknown setting(s) {', '.join(unknown)}; remove or rename them (the "
+                          f"settings are adapt's options with '_' for '-', e.g. max_steps)")
+    try:
+        return AdaptConfig.model_validate({**settings, **overrides})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        message = str(err["msg"]).removeprefix("Value error, ")
+        if not where:  # a rule between settings (recipe and its options)
+            raise ConfigError(f"run file '{path}' with the command line's options: {message}") from None
+        source = "on the command line" if where in overrides else f"in run file '{path}'"
+        raise ConfigError(f"invalid adapt setting {where} {source}: {message}; fix it there") from None
+
+
+__all__ = ["adapt_config_from_file", "read_run_file"]
