@@ -11,6 +11,8 @@ from passport_kit.model.channel_embedding import ChannelEmbedding
 from passport_kit.model.config import (
     ARCHITECTURES,
     EMBEDDING_KINDS,
+    EMBEDDINGS,
+    EXPERT_KINDS,
     PATCH_SAMPLES,
     EmbeddingKind,
     ModelConfig,
@@ -30,7 +32,9 @@ from passport_kit.model.policy import (
 
 __all__ = [
     "ARCHITECTURES",
+    "EMBEDDINGS",
     "EMBEDDING_KINDS",
+    "EXPERT_KINDS",
     "PATCH_SAMPLES",
     "POLICIES",
     "Backbone",

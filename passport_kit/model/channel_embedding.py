@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from passport_kit.errors import ChannelMappingError
-from passport_kit.model.config import ModelConfig
+from passport_kit.model.config import EMBEDDINGS, ModelConfig
 from passport_kit.model.meta import ChannelMeta
 
 #: Metres → decimetres: the expert kinds see positions on the scale of patch embeddings.
@@ -94,13 +94,30 @@ def borrow_summaries(summary: Tensor, distrust: Tensor, positions: Tensor) -> Te
 class ChannelEmbedding(nn.Module):
     """Base of every kind: ``forward(emb (B, C, P, D), meta, mask) -> (B, C, P, D)``."""
 
+    #: The kind's name in the registry :data:`~passport_kit.model.config.EMBEDDINGS`; a subclass
+    #: that sets it is the module of that kind (:func:`build_channel_embedding` finds it by it).
     kind: str = ""
     #: Whether the channel codes read channel activity (the expert kinds), so ``distrust`` applies.
     reads_activity: bool = False
+    #: Filled by subclassing: kind → module class (tests/model checks every kind has one).
+    _modules_by_kind: dict[str, type[ChannelEmbedding]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("kind")
+        if kind:
+            if kind not in EMBEDDINGS:
+                raise TypeError(f"{cls.__name__}.kind {kind!r} is not a kind of model.config.EMBEDDINGS; add it there")
+            ChannelEmbedding._modules_by_kind[kind] = cls
 
     def __init__(self, d_model: int) -> None:
         super().__init__()
         self.d_model = d_model
+
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> ChannelEmbedding:
+        """Return this kind's module for the architecture ``config``."""
+        return cls(config.d_model)
 
     def forward(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
                 distrust: Tensor | None = None) -> Tensor:
@@ -183,6 +200,11 @@ class ChannelIdEmbedding(ChannelEmbedding):
         self._index: dict[str, int] = {}
         self.table = nn.Parameter(torch.empty(0, d_model))
         self.add_channels(vocab)
+
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> ChannelIdEmbedding:
+        """Return the table with a row for every name of ``config.channel_vocab``."""
+        return cls(config.d_model, config.channel_vocab)
 
     def add_channels(self, names: Sequence[str]) -> list[str]:
         """Return the names that were new, after appending one learned row for each.
@@ -389,6 +411,11 @@ class MLPExpertEmbedding(_ExpertEmbedding):
         )
         self._init_mixture(self.mixture[0], self.mixture[2])
 
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> MLPExpertEmbedding:
+        """Return the expert bank and mixture network sized by ``config``."""
+        return cls(config.d_model, config.n_experts, config.mixture_hidden, config.temporal_position)
+
     def mixture_weights(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
                         distrust: Tensor | None = None) -> Tensor:
         """Return the mixture weights ``(B, C, K)`` (rows sum to 1)."""
@@ -415,6 +442,12 @@ class XAttnExpertEmbedding(_ExpertEmbedding):
         )
         self._init_mixture(self.mixture[0], self.mixture[2])
 
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> XAttnExpertEmbedding:
+        """Return the expert bank, keys and query network sized by ``config``."""
+        return cls(config.d_model, config.n_experts, config.mixture_hidden, config.expert_key_dim,
+                   config.temporal_position)
+
     def mixture_weights(self, emb: Tensor, meta: ChannelMeta, mask: Tensor | None,
                         distrust: Tensor | None = None) -> Tensor:
         """Return the attention weights ``(B, C, K)`` of each channel's query over the experts."""
@@ -429,20 +462,5 @@ class XAttnExpertEmbedding(_ExpertEmbedding):
 
 
 def build_channel_embedding(config: ModelConfig) -> ChannelEmbedding:
-    """Return the channel embedding named by ``config.embedding``."""
-    d = config.d_model
-    kind = config.embedding
-    if kind == "ape":
-        return AbsoluteEmbedding(d)
-    if kind == "xyz":
-        return XYZEmbedding(d)
-    if kind == "channel-id":
-        return ChannelIdEmbedding(d, config.channel_vocab)
-    if kind == "acpe":
-        return ACPEEmbedding(d)
-    if kind == "mlp-experts":
-        return MLPExpertEmbedding(d, config.n_experts, config.mixture_hidden, config.temporal_position)
-    if kind == "xattn-experts":
-        return XAttnExpertEmbedding(d, config.n_experts, config.mixture_hidden, config.expert_key_dim,
-                                    config.temporal_position)
-    raise AssertionError(f"unhandled embedding kind {kind!r}")  # ModelConfig validates the name
+    """Return the channel embedding named by ``config.embedding`` (the module registered under that kind)."""
+    return ChannelEmbedding._modules_by_kind[config.embedding].from_config(config)

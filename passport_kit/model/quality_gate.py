@@ -26,6 +26,7 @@ from torch import nn
 
 from passport_kit.errors import ConfigError
 from passport_kit.model.channel_embedding import NOISE_EXPERT, _ExpertEmbedding
+from passport_kit.model.config import EXPERT_KINDS
 
 _HOOK_ATTR = "_quality_gate_hook"
 
@@ -38,7 +39,7 @@ def enable_quality_gate(backbone: nn.Module) -> bool:
     """
     embedding = backbone.channel_embedding
     if not isinstance(embedding, _ExpertEmbedding):
-        raise ConfigError(f"the quality gate needs an expert-kind checkpoint (mlp-experts, xattn-experts); this one "
+        raise ConfigError(f"the quality gate needs an expert-kind checkpoint ({', '.join(EXPERT_KINDS)}); this one "
                           f"uses '{embedding.kind}' - drop --quality-gate or choose another checkpoint")
     added = embedding.add_noise_expert()
     patch_embedding = backbone.patch_embedding

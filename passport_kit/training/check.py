@@ -109,6 +109,7 @@ def check(
 
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.model import ChannelMeta
+    from passport_kit.model.config import EMBEDDINGS
     from passport_kit.montage import resolve_montage
     from passport_kit.signals import load_dataset
     from passport_kit.signals.dataset import RecordingReader
@@ -126,7 +127,7 @@ def check(
     backbone, info = loaded
     kind = info.model.embedding
     missing_pos = [c.name for c, p in zip(mont.channels, mont.positions) if not np.isfinite(p).all()]
-    if missing_pos and kind in ("xyz", "mlp-experts", "xattn-experts"):
+    if missing_pos and EMBEDDINGS[kind].positions:
         report.add("montage", "fail", f"the {kind} embedding needs positions; {missing_pos} have none")
     else:
         report.add("montage", "ok", f"'{mont.name}': {len(mont.channels)} channels ({', '.join(mont.ch_names[:6])}"

@@ -25,10 +25,9 @@ from torch import Tensor
 from passport_kit.checkpoint import BaseCheckpointInfo, InitSource, compare_tensors, load_base_checkpoint, load_strict
 from passport_kit.errors import CheckpointError, ConfigError
 from passport_kit.model import Backbone, build_backbone
-from passport_kit.model.config import ModelConfig, parse_model_config
+from passport_kit.model.config import EXPERT_KINDS, ModelConfig, parse_model_config
 
 TrainedPart = Literal["experts", "all"]
-EXPERT_KINDS = ("mlp-experts", "xattn-experts")
 #: Where every channel embedding lives in a backbone's state dict.
 EMBEDDING_PREFIX = "patch_embedding.positional_encoding."
 #: The kept ACPE convolution's names (CBraMod's, in `acpe` and in an expert kind that keeps it).

@@ -148,3 +148,21 @@ def test_expert_codes_start_similar_for_neighbouring_electrodes(kind: str, seed:
     near, far = cos[off & (dist < 0.06)], cos[off & (dist > 0.12)]
     assert near.numel() > 10 and far.numel() > 10
     assert near.mean() > far.mean() + 0.3
+
+
+@pytest.mark.parametrize("kind", EMBEDDING_KINDS)
+def test_each_registered_kind_builds_its_own_module(kind: str) -> None:
+    # One registry (model.config.EMBEDDINGS) names the kinds; each module registers under its kind.
+    from passport_kit.model.channel_embedding import ChannelEmbedding
+    from passport_kit.model.config import EMBEDDINGS
+
+    assert set(ChannelEmbedding._modules_by_kind) == set(EMBEDDINGS)
+    built = build_backbone(model_config("cbramod-tiny", kind)).channel_embedding
+    assert built.kind == kind and built.reads_activity == EMBEDDINGS[kind].experts
+
+
+def test_a_module_for_an_unregistered_kind_is_refused() -> None:
+    from passport_kit.model.channel_embedding import ChannelEmbedding
+
+    with pytest.raises(TypeError, match="not a kind of model.config.EMBEDDINGS"):
+        type("Stray", (ChannelEmbedding,), {"kind": "stray"})
