@@ -45,6 +45,11 @@ def pretrain_command(
                                        "replaced by synthetic faults (noise, drift, flat, line); the loss asks for the "
                                        "clean signal. 0 = CBraMod's recipe."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads per process."),
+    workers: int | None = typer.Option(
+        None, "--workers", help="DataLoader worker processes per process that read the cached windows ahead of "
+        "the training step (default: 0 on CPU, min(4, CPU cores per process - 1) on a GPU). The weights do not "
+        "depend on it; it may change on --resume."
+    ),
     name: str | None = typer.Option(None, "--name", help="Checkpoint name (default: the --out folder name)."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
     init_from: str | None = typer.Option(
@@ -77,7 +82,7 @@ def pretrain_command(
         checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
         val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv),
         notch_freq=optional_float(notch, "--notch", "a frequency in Hz"), corrupt_prob=corrupt_prob,
-        threads=threads, name=name, progress=progress,
+        threads=threads, workers=workers, name=name, progress=progress,
     )
     try:
         folder = pretrain(cfg)

@@ -53,6 +53,7 @@ from torch import Tensor, nn
 from passport_kit.errors import ConfigError
 from passport_kit.training import distributed as dist_tools
 from passport_kit.training import pretrain_data as pdata
+from passport_kit.training import pretrain_loader
 from passport_kit import runtime
 from passport_kit.training.corruption import corrupt_windows
 from passport_kit.training.pretrain_log import MetricsLog, ProgressReporter
@@ -64,7 +65,7 @@ METRICS_FILE = "train/metrics.csv"
 #: Settings that may change between a run and its ``--resume`` (they do not change the maths).
 _RESUMABLE_CHANGES = frozenset(
     {"out", "resume", "device", "precision", "threads", "checkpoint_every", "val_every",
-     "val_max_windows", "progress", "name"}
+     "val_max_windows", "progress", "name", "workers"}
 )
 
 
@@ -108,6 +109,8 @@ class PretrainConfig(BaseModel):
     device: str = "auto"
     precision: str = "auto"
     threads: int | None = Field(None, gt=0)
+    # DataLoader worker processes per training process; None: pretrain_loader.default_workers.
+    workers: int | None = Field(None, ge=0)
     resume: bool = False
     progress: bool = True
     # Upcycling (training.upcycle): start from this base checkpoint's backbone (name or folder).
@@ -401,14 +404,14 @@ class _Run:
             epoch, position = int(state.data["epoch"]), int(state.data["position"])
             elapsed_before = float(state.metrics.get("elapsed_s", 0.0))
 
-        pool_sizes = [len(p) for p in corpus.train]
         log = MetricsLog(self.out / METRICS_FILE, resume_step=step if cfg.resume else None) if ctx.is_main else None
         reporter = ProgressReporter(total=cfg.steps, start=step, enabled=ctx.is_main and cfg.progress)
         val_every = cfg.val_every or cfg.checkpoint_every
         started = time.perf_counter()
         last_loss = float("nan")
         last_val: dict[str, Any] = {}
-        schedule = pdata.epoch_schedule(pool_sizes, cfg.batch_size, ctx.world_size, cfg.seed, epoch)
+        batches = pretrain_loader.RankBatches(corpus.train, cfg.batch_size, ctx.world_size, ctx.rank, cfg.seed)
+        self.workers = self._resolve_workers()
 
         def snapshot() -> TrainingState:
             return TrainingState.capture(
@@ -424,17 +427,15 @@ class _Run:
             stack.enter_context(reporter)
             if log is not None:
                 stack.callback(log.close)
+            stream = stack.enter_context(pretrain_loader.batch_stream(
+                batches, (epoch, position), cfg.steps - step, workers=self.workers,
+                pin_memory=self.device.type == "cuda"))
             backbone.train()
-            while step < cfg.steps:
-                if position >= len(schedule):
-                    epoch, position = epoch + 1, 0
-                    schedule = pdata.epoch_schedule(pool_sizes, cfg.batch_size, ctx.world_size, cfg.seed, epoch)
-                pool_idx, batch_no = schedule[position]
+            t0 = time.perf_counter()
+            for batch in stream:
+                pool_idx, rows, x = batch.pool, batch.rows, batch.x
+                epoch, position = batch.epoch, batch.position
                 pool = corpus.train[pool_idx]
-                rows = pdata.batch_rows(len(pool), cfg.batch_size, ctx.world_size, ctx.rank, cfg.seed,
-                                        epoch, pool_idx, batch_no)
-                t0 = time.perf_counter()
-                x = torch.from_numpy(pool.gather(rows))
                 step_seed = runtime.step_seed(cfg.seed, step, ctx.rank)  # masks and dropout of this step and rank
                 gen = torch.Generator().manual_seed(step_seed)
                 target = None
@@ -460,7 +461,7 @@ class _Run:
                     last_loss = float(total.item()) / ctx.world_size
                 else:
                     last_loss = loss_value
-                dt = time.perf_counter() - t0
+                dt = time.perf_counter() - t0  # since the last step's end: waiting for the data counts
                 samples_per_s = len(rows) * ctx.world_size / max(dt, 1e-9)
                 if self.on_step is not None:
                     self.on_step(StepEvent(step, ctx.rank, ctx.world_size, pool.montage_name,
@@ -484,6 +485,7 @@ class _Run:
                 if stop:
                     dist_tools.barrier(ctx)
                     raise TrainingInterrupted(step, self.state_path)
+                t0 = time.perf_counter()
         if self.on_end is not None:
             self.on_end(backbone, ctx.rank)
         if not ctx.is_main:
@@ -499,6 +501,13 @@ class _Run:
         folder = self._write_checkpoint(backbone, final, last_loss, wall)
         dist_tools.barrier(ctx)
         return folder
+
+    def _resolve_workers(self) -> int:
+        """Return this run's DataLoader worker count: ``--workers``, else the device's default."""
+        if self.cfg.workers is not None:
+            return self.cfg.workers
+        per_machine = int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if self.ctx.enabled else 1
+        return pretrain_loader.default_workers(self.device.type, per_machine)
 
     def _check_frozen_kept(self, backbone: nn.Module) -> None:
         """Raise RuntimeError (a bug, not a user error) if a frozen source tensor changed."""
@@ -533,7 +542,7 @@ class _Run:
         from passport_kit.training.pretrain_card import model_card, training_info
 
         info = training_info(self.cfg, self.corpus, self.preprocess, final, last_loss, wall_s,
-                             world_size=self.ctx.world_size,
+                             world_size=self.ctx.world_size, workers=self.workers,
                              runtime_line=runtime.describe(self.device, self.precision))
         if self.cfg.corrupt_prob > 0:
             info["corrupt_prob"] = self.cfg.corrupt_prob

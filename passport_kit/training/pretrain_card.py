@@ -32,6 +32,8 @@ def reproduce_command(cfg: Any) -> str:
               "--notch", "none" if cfg.notch_freq is None else f"{cfg.notch_freq:g}",
               "--amplitude-limit-uv", "none" if cfg.amplitude_limit_uv is None else f"{cfg.amplitude_limit_uv:g}",
               "--out", str(cfg.out)]
+    if cfg.workers is not None:  # speed only: the weights do not depend on it
+        parts += ["--workers", str(cfg.workers)]
     return shlex.join(parts)
 
 
@@ -44,6 +46,7 @@ def training_info(
     wall_s: float,
     *,
     world_size: int,
+    workers: int = 0,
     runtime_line: str,
 ) -> dict[str, Any]:
     """Return the JSON-able description of a finished run (stored in config.json)."""
@@ -58,6 +61,7 @@ def training_info(
         "steps": cfg.steps,
         "batch_size_per_process": cfg.batch_size,
         "world_size": world_size,
+        "data_workers_per_process": workers,
         "seed": cfg.seed,
         "data": [
             {"path": s.path, "montage": s.montage, "subjects": s.n_subjects, "recordings": s.n_recordings,
@@ -127,7 +131,9 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any], init_from: Any = 
         f"to {opt['eta_min']:g}, gradient clipping {opt['grad_clip']:g}; {info['steps']} steps of "
         f"{info['batch_size_per_process']} windows × {info['world_size']} process(es); seed {info['seed']}.",
         f"- Wall time of the training loop: {info['wall_time_s'] / 60:.1f} min (reading the data excluded) on "
-        f"{info['runtime']}.",
+        f"{info['runtime']}"
+        + (f", {info['data_workers_per_process']} data worker(s) per process." if "data_workers_per_process" in info
+           else "."),
         f"- Final training loss (last step): {info['final_train_loss']:.4f}.",
         "",
         "## Validation: held-out subjects",

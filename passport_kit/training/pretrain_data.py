@@ -17,6 +17,7 @@ its own disjoint shard of each pool's windows.
 from __future__ import annotations
 
 import math
+import mmap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,30 @@ class SourceSummary:
         return self.train_windows * self.window_seconds / 3600.0
 
 
+@dataclass(frozen=True)
+class _MappedFile:
+    """Where a memory-mapped array lives, to open it again in another process."""
+
+    filename: str
+    dtype: str
+    shape: tuple[int, ...]
+    offset: int
+    order: str
+
+    @classmethod
+    def of(cls, array: np.ndarray) -> _MappedFile | None:
+        """Return the file of an array that maps a whole file region; None for other arrays (views, RAM)."""
+        if not isinstance(array, np.memmap) or not isinstance(array.base, mmap.mmap) or array.filename is None:
+            return None
+        order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+        return cls(str(array.filename), array.dtype.str, tuple(array.shape), int(array.offset), order)
+
+    def open(self) -> np.ndarray:
+        """Return the array mapped read-only."""
+        return np.memmap(self.filename, dtype=np.dtype(self.dtype), mode="r", offset=self.offset,
+                         shape=self.shape, order=self.order)
+
+
 @dataclass
 class Pool:
     """Windows of one montage: per-dataset arrays and ``(dataset, window)`` index pairs."""
@@ -60,6 +85,20 @@ class Pool:
 
     def __len__(self) -> int:
         return int(self.index.shape[0])
+
+    def __getstate__(self) -> dict:
+        """Return the pool for pickling, memory-mapped arrays as their file (not their contents).
+
+        A DataLoader worker started with 'spawn' or 'forkserver' receives the pool pickled; an
+        ``np.memmap`` would pickle as a copy of the whole cache file.
+        """
+        state = dict(self.__dict__)
+        state["arrays"] = [_MappedFile.of(a) or a for a in self.arrays]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state["arrays"] = [a.open() if isinstance(a, _MappedFile) else a for a in state["arrays"]]
+        self.__dict__.update(state)
 
     def add(self, array: np.ndarray, label: str, windows: np.ndarray) -> None:
         """Add the rows ``windows`` of ``array`` ``(N, C, P, 200)`` to this pool."""

@@ -1,6 +1,6 @@
 """A pretraining process for the tests that need real processes (torchrun DDP, SIGKILL).
 
-Usage: ``python pretrain_worker.py FOLDER STEPS CHECKPOINT_EVERY [--resume] [--init-from BASE]``. Each rank
+Usage: ``python pretrain_worker.py FOLDER STEPS CHECKPOINT_EVERY [--resume] [--init-from BASE] [--workers N]``. Each rank
 records which windows it trained on and its final weights under FOLDER; the pretraining
 itself writes the run (FOLDER/run) from rank 0 only.
 """
@@ -17,7 +17,8 @@ from safetensors.torch import save_file
 from passport_kit.training.pretrain import StepEvent, pretrain
 
 
-def main(folder: Path, steps: int, checkpoint_every: int, resume: bool, init_from: str | None = None) -> None:
+def main(folder: Path, steps: int, checkpoint_every: int, resume: bool, init_from: str | None = None,
+         workers: int = 0) -> None:
     seen: list[dict] = []
 
     def record(event: StepEvent) -> None:
@@ -30,11 +31,12 @@ def main(folder: Path, steps: int, checkpoint_every: int, resume: bool, init_fro
 
     upcycling = {"init_from": init_from} if init_from else {}
     cfg = tiny_config(folder / "run", steps=steps, checkpoint_every=checkpoint_every, val_fraction=0.0, resume=resume,
-                      **upcycling)
+                      workers=workers, **upcycling)
     pretrain(cfg, datasets=two_montage_data(), on_step=record, on_end=dump)
 
 
 if __name__ == "__main__":
     options = sys.argv[4:]
     source = options[options.index("--init-from") + 1] if "--init-from" in options else None
-    main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), "--resume" in options, source)
+    n_workers = int(options[options.index("--workers") + 1]) if "--workers" in options else 0
+    main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), "--resume" in options, source, n_workers)

@@ -30,15 +30,16 @@ def _worker(folder: Path, *extra: str) -> subprocess.Popen:
 
 @pytest.mark.slow  # two fresh processes and a reference run: about 30 s on 2 shared cores
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
-@pytest.mark.parametrize("upcycled", [False, True], ids=["from-scratch", "init-from"])
-def test_sigkilled_run_resumes_to_the_uninterrupted_result(tmp_path: Path, upcycled: bool) -> None:
-    extra: tuple[str, ...] = ()
+@pytest.mark.parametrize(("upcycled", "workers"), [(False, 0), (True, 0), (False, 2)],
+                         ids=["from-scratch", "init-from", "from-scratch-2-workers"])
+def test_sigkilled_run_resumes_to_the_uninterrupted_result(tmp_path: Path, upcycled: bool, workers: int) -> None:
+    extra: tuple[str, ...] = ("--workers", str(workers)) if workers else ()
     if upcycled:  # pretrain --init-from an imported 2-layer CBraMod, --train experts
         (tmp_path / "source").mkdir()
-        extra = ("--init-from", str(imported_cbramod(tmp_path / "source", 2)))
+        extra += ("--init-from", str(imported_cbramod(tmp_path / "source", 2)))
     reference: dict[str, torch.Tensor] = {}
     pretrain(tiny_config(tmp_path / "reference", steps=STEPS, checkpoint_every=EVERY, val_fraction=0.0,
-                         **({"init_from": extra[1]} if upcycled else {})),
+                         **({"init_from": extra[-1]} if upcycled else {})),
              datasets=two_montage_data(), on_end=lambda model, rank: reference.update(model.state_dict()))
 
     proc = _worker(tmp_path, *extra)
