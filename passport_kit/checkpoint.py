@@ -39,12 +39,16 @@ from passport_kit.errors import CheckpointError, ConfigError
 from passport_kit.model import (
     Backbone,
     Classifier,
+    EmbeddingKind,
     ModelConfig,
     Policy,
     apply_policy,
     build_backbone,
+    policy_of,
     policy_parameter_names,
 )
+from passport_kit.model.quality_gate import gate_classifier, has_quality_gate
+from passport_kit.signals.preprocess import PreprocessConfig
 
 FORMAT_VERSION = 1
 BASE_FORMAT = "passport-kit/base-checkpoint"
@@ -124,11 +128,36 @@ class BaseCheckpointInfo(BaseCheckpointConfig):
     source: CheckpointSource
 
 
+class AdapterVariant(BaseModel):
+    """What adapter a bundle holds, recorded when it is saved and read back as written (never guessed).
+
+    ``embedding``: the base's channel embedding kind, whose adapter part the policy trains;
+    ``policy``: which tensors were trained and are stored; ``head``: ``mlp`` (the paper's head)
+    or ``probe`` (the cross-validated read-out); ``quality_gate``: a learned noise expert gates
+    each channel's code by its quality score (``adapt --quality-gate``;
+    :mod:`passport_kit.model.quality_gate`).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    embedding: EmbeddingKind
+    policy: Policy
+    head: Literal["mlp", "probe"]
+    quality_gate: bool = False
+
+    @classmethod
+    def of(cls, classifier: Classifier) -> AdapterVariant:
+        """Return the variant of a classifier as it stands (its policy, head and gate)."""
+        return cls(embedding=classifier.backbone.config.embedding, policy=policy_of(classifier),
+                   head=classifier.head_settings.get("kind", "mlp"), quality_gate=has_quality_gate(classifier.backbone))
+
+
 class AdapterMeta(BaseModel):
     """Contents of ``adapter.json``: everything that binds an adapter to its base and its data.
 
-    Fill the first block when saving; ``policy``, ``model``, ``head`` and ``tensors`` are taken
-    from the classifier by :func:`save_adapter_bundle`.
+    Fill the first block when saving; ``policy``, ``model``, ``head``, ``variant`` and
+    ``tensors`` are taken from the classifier by :func:`save_adapter_bundle`. Bundles written
+    before ``variant`` existed read back with it None (their gate is known from their tensors).
     """
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
@@ -140,7 +169,7 @@ class AdapterMeta(BaseModel):
     montage: dict[str, Any]
     montage_hash: str
     classes: list[str]
-    preprocessing: dict[str, Any]
+    preprocessing: PreprocessConfig
     window: dict[str, Any] = Field(default_factory=dict)
     training: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)
@@ -150,9 +179,10 @@ class AdapterMeta(BaseModel):
     policy: Policy | None = None
     model: ModelConfig | None = None
     head: dict[str, Any] = Field(default_factory=dict)
+    variant: AdapterVariant | None = None
     tensors: list[str] = Field(default_factory=list)
 
-    @field_validator("montage", "preprocessing", "window", "training", mode="before")
+    @field_validator("montage", "window", "training", mode="before")
     @classmethod
     def _plain_dict(cls, value: Any) -> Any:
         # Accept pydantic models (Montage, PreprocessConfig) and store their plain form.
@@ -499,8 +529,7 @@ def _parse_safetensors(data: bytes, path: Path) -> dict[str, Tensor]:
 # ----------------------------------------------------------------------- adapter bundles
 def adapter_tensors(classifier: Classifier) -> dict[str, Tensor]:
     """Return the tensors an adapter bundle stores: exactly those its policy trains."""
-    policy = getattr(classifier, "policy", "full")
-    names = policy_parameter_names(classifier, policy)
+    names = policy_parameter_names(classifier, policy_of(classifier))
     state = classifier.state_dict()
     return {name: state[name] for name in sorted(names)}
 
@@ -512,14 +541,14 @@ def save_adapter_bundle(
 
     The policy, model config and head settings are taken from ``classifier``.
     """
-    policy = getattr(classifier, "policy", "full")
     tensors = _state_for_saving(adapter_tensors(classifier))
     data = save_safetensors_bytes(tensors, metadata={"format": ADAPTER_FORMAT})
     full = meta.model_copy(
         update={
-            "policy": policy,
+            "policy": policy_of(classifier),
             "model": classifier.backbone.config,
             "head": classifier.head_settings,
+            "variant": AdapterVariant.of(classifier),
             "tensors": sorted(tensors),
             "created": meta.created or _now(),
             "format": ADAPTER_FORMAT,
@@ -586,10 +615,7 @@ def load_adapter_bundle(
     except OSError:
         raise CheckpointError(f"adapter '{folder}' has no readable {ADAPTER_WEIGHTS_FILE}; re-run adapt") from None
     tensors = _parse_safetensors(data, weights)
-    # A quality-gated adapter (adapt --quality-gate) carries a noise expert its base lacks.
-    if any(name.endswith(".noise_expert") for name in tensors):
-        from passport_kit.model.quality_gate import gate_classifier
-
+    if _quality_gated(meta, tensors):  # a noise expert its base lacks
         gate_classifier(classifier, meta.policy)
     expected = adapter_tensors(classifier)
     report = compare_tensors(expected, tensors)
@@ -601,6 +627,14 @@ def load_adapter_bundle(
     classifier.load_state_dict(tensors, strict=False)  # the rest is the verified base
     classifier.eval()
     return classifier, meta
+
+
+def _quality_gated(meta: AdapterMeta, tensors: Mapping[str, Tensor]) -> bool:
+    """Return whether the bundle's adapter is quality-gated: as recorded, or for bundles older than ``variant``, as
+    its tensors show (the noise expert is stored only by a gated adapter)."""
+    if meta.variant is not None:
+        return meta.variant.quality_gate
+    return any(name.endswith(".noise_expert") for name in tensors)
 
 
 def _recorded_base(meta: AdapterMeta) -> str | Path:
@@ -722,6 +756,7 @@ __all__ = [
     "FORMAT_VERSION",
     "WEIGHTS_FILE",
     "AdapterMeta",
+    "AdapterVariant",
     "BaseCheckpointConfig",
     "BaseCheckpointInfo",
     "InitSource",

@@ -26,6 +26,7 @@ from passport_kit.model.policy import (
     Policy,
     apply_policy,
     check_policy,
+    policy_of,
     policy_parameter_names,
     trainable_summary,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "check_policy",
     "model_config",
     "parse_model_config",
+    "policy_of",
     "policy_parameter_names",
     "trainable_summary",
 ]

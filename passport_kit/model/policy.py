@@ -64,6 +64,14 @@ def policy_parameter_names(model: nn.Module, policy: str) -> set[str]:
     return selected
 
 
+def policy_of(model: nn.Module) -> Policy:
+    """Return the freezing policy :func:`apply_policy` last applied to ``model``; ``full`` if none was.
+
+    A module no policy touched trains every parameter (PyTorch's default), which is ``full``.
+    """
+    return getattr(model, "policy", "full")
+
+
 def apply_policy(model: nn.Module, policy: str) -> list[str]:
     """Return the sorted trainable parameter names after freezing ``model`` per ``policy``."""
     trainable = policy_parameter_names(model, policy)

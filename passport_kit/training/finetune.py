@@ -242,9 +242,10 @@ def fit(
     early_stop = settings.max_steps is None
 
     if settings.quality_gate:
+        from passport_kit.model.policy import policy_of
         from passport_kit.model.quality_gate import gate_classifier
 
-        gate_classifier(model, getattr(model, "policy", "adapter"))
+        gate_classifier(model, policy_of(model))
     model.to(device)
     meta_dev = meta.to(device)
     optimizer = torch.optim.AdamW(_param_groups(model, settings), weight_decay=settings.weight_decay)

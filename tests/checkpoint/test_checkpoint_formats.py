@@ -126,7 +126,7 @@ def test_crash_during_write_leaves_nothing_that_reads_as_valid(tmp_path: Path, m
 
 
 # ------------------------------------------------------------------------------ adapters
-def _adapter(tmp_path: Path, kind: str = "mlp-experts", policy: str = "adapter"):
+def _adapter(tmp_path: Path, kind: str = "mlp-experts", policy: str = "adapter", gate: bool = False):
     backbone, base_path = _save(kind, tmp_path / "base")
     _, info = load_base_checkpoint(base_path)
     montage = get_montage(MONTAGE)
@@ -134,6 +134,10 @@ def _adapter(tmp_path: Path, kind: str = "mlp-experts", policy: str = "adapter")
     if kind == "channel-id":
         backbone.add_channels(montage.ch_names)
     apply_policy(clf, policy)
+    if gate:
+        from passport_kit.model.quality_gate import gate_classifier
+
+        gate_classifier(clf, policy)
     with torch.no_grad():  # make the trained tensors differ from the base's
         for p in clf.parameters():
             if p.requires_grad:
@@ -162,6 +166,38 @@ def test_adapter_bundle_round_trips_and_predicts_the_same(tmp_path: Path, kind: 
     clf.eval()
     with torch.no_grad():
         torch.testing.assert_close(loaded(x, cm), clf(x, cm), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("gate", [False, True])
+def test_adapter_variant_is_recorded_and_read_back(tmp_path: Path, gate: bool) -> None:
+    from passport_kit.checkpoint import AdapterVariant
+    from passport_kit.model.quality_gate import has_quality_gate
+
+    _, folder, base_path, _ = _adapter(tmp_path, "mlp-experts", gate=gate)
+    loaded, meta = load_adapter_bundle(folder, base=base_path)
+    assert meta.variant == AdapterVariant(embedding="mlp-experts", policy="adapter", head="mlp", quality_gate=gate)
+    assert has_quality_gate(loaded.backbone) is gate
+
+
+def test_adapter_gate_is_read_from_the_record_not_guessed(tmp_path: Path) -> None:
+    _, folder, base_path, _ = _adapter(tmp_path, "mlp-experts", gate=True)
+    path = folder / ADAPTER_CONFIG_FILE
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps({**doc, "variant": {**doc["variant"], "quality_gate": False}}))
+    with pytest.raises(CheckpointError, match="unexpected"):  # the stored noise expert fits no ungated model
+        load_adapter_bundle(folder, base=base_path)
+
+
+def test_bundle_written_before_the_variant_record_still_loads_gated(tmp_path: Path) -> None:
+    from passport_kit.model.quality_gate import has_quality_gate
+
+    _, folder, base_path, _ = _adapter(tmp_path, "mlp-experts", gate=True)
+    path = folder / ADAPTER_CONFIG_FILE
+    doc = json.loads(path.read_text())
+    del doc["variant"]
+    path.write_text(json.dumps(doc))
+    loaded, meta = load_adapter_bundle(folder, base=base_path)
+    assert meta.variant is None and has_quality_gate(loaded.backbone)
 
 
 def test_adapter_file_holds_only_the_trainable_tensors(tmp_path: Path) -> None:
