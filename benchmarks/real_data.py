@@ -30,7 +30,8 @@ Methods, all trained on exactly the training subjects of each fold and scored on
   recording holds one class).
 - ``frozen probe (backbone only)``: logistic regression on the frozen backbone's mean-pooled
   output features alone (the issue's diagnostic), C = 1; ``(backbone only, layer 0)``: the same
-  on the mean-pooled patch and channel embedding, the layer the default probe head reads.
+  on the mean-pooled patch and channel embedding, the layer the default probe head reads;
+  ``..., random i``: the same on each random initialisation.
 - ``passport-kit, read-out at layer N``: the default with the probe head reading the
   backbone's output (after its N criss-cross layers) instead of layer 0: the ablation of the
   read-out layer. ``passport-kit, pooling mean``: the default with the pooling of the backbone
@@ -345,6 +346,7 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
     feats0 = backbone_features(checkpoint, x, montage, depth=0)
     n_layers = find_checkpoint(checkpoint).model.n_layers
     randoms = [random_base(out / "bases" / f"random-{s}", s, checkpoint) for s in range(random_seeds)]
+    feats0_random = [backbone_features(str(b), x, montage, depth=0) for b in randoms]
     methods: dict[str, np.ndarray] = {}
 
     def slot(method: str) -> np.ndarray:
@@ -376,6 +378,9 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
         slot("frozen probe (backbone only)")[test_rows] = logreg_proba(feats, y, train_rows, test_rows, len(classes))
         slot("frozen probe (backbone only, layer 0)")[test_rows] = logreg_proba(feats0, y, train_rows, test_rows,
                                                                                 len(classes))
+        for i, f0 in enumerate(feats0_random):
+            slot(f"frozen probe (backbone only, layer 0), random {i}")[test_rows] = logreg_proba(
+                f0, y, train_rows, test_rows, len(classes))
         slot("probe (spectral only)")[test_rows] = spectral_probe_proba(x, y, subjects, train_rows, test_rows, classes)
         log(f"{name} fold {k + 1}/{len(folds)} ({test_subject}): {time.perf_counter() - t0:.0f} s")
     if len(classes) > 2:
