@@ -59,16 +59,32 @@ CARD_FILE = "MODEL_CARD.md"
 ADAPTER_WEIGHTS_FILE = "adapter.safetensors"
 ADAPTER_CONFIG_FILE = "adapter.json"
 
-#: The CBraMod input contract every shipped backbone expects (cbramod.md §1.1, §3.1).
-CBRAMOD_PREPROCESSING: dict[str, Any] = {
-    "sfreq": 200.0,
-    "patch_samples": 200,
-    "l_freq": 0.3,
-    "h_freq": 75.0,
-    "notch": "mains frequency of the recording site (60 Hz for TUH)",
-    "scale_uv": 100.0,
-    "units": "100 uV",
-}
+
+
+class InputContract(BaseModel):
+    """The input a base checkpoint's backbone was pretrained on (``config.json`` → ``preprocessing``).
+
+    Rates in Hz, amplitudes in µV (``scale_uv``: model units per µV, "100 uV" units); ``notch``
+    documents the mains frequency of the pretraining recordings (a number, or words). ``adapt``
+    preprocesses new data by this contract with the dataset's window
+    (:func:`~passport_kit.training.run.dataset_preprocess`). The defaults are CBraMod's
+    (cbramod.md §1.1, §3.1), which every shipped backbone expects.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sfreq: float = 200.0
+    patch_samples: int = 200
+    l_freq: float = 0.3
+    h_freq: float = 75.0
+    notch: float | str | None = "mains frequency of the recording site (60 Hz for TUH)"
+    scale_uv: float = 100.0
+    units: str = "100 uV"
+
+
+#: The CBraMod input contract every shipped backbone expects, as a plain mapping.
+CBRAMOD_PREPROCESSING: dict[str, Any] = InputContract().model_dump(mode="json")
+
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -111,7 +127,7 @@ class BaseCheckpointConfig(BaseModel):
     format_version: int = FORMAT_VERSION
     name: str
     model: ModelConfig
-    preprocessing: dict[str, Any] = Field(default_factory=lambda: dict(CBRAMOD_PREPROCESSING))
+    preprocessing: InputContract = Field(default_factory=InputContract)
     training: dict[str, Any] = Field(default_factory=dict)
     #: Set when the backbone was taken from another base checkpoint (``pretrain --init-from``).
     init_from: InitSource | None = None
@@ -340,7 +356,7 @@ def save_base_checkpoint(
     config = BaseCheckpointConfig(
         name=name,
         model=backbone.config,
-        preprocessing=dict(preprocessing or CBRAMOD_PREPROCESSING),
+        preprocessing=InputContract.model_validate(dict(preprocessing or CBRAMOD_PREPROCESSING)),
         training=dict(training_info or {}),
         init_from=init_from,
         weights_sha256=sha256_bytes(data),
@@ -369,9 +385,9 @@ def _model_card(config: BaseCheckpointConfig, card: str) -> str:
         f"- channel embedding: {m.embedding}"
         + (" (time: the kept ACPE convolution)" if m.temporal_position == "acpe-conv" else ""),
         f"- parameters: {config.n_parameters:,}",
-        f"- input: (batch, channels, patches, 200) at {config.preprocessing.get('sfreq', 200.0)} Hz"
-        f" in units of {config.preprocessing.get('units', '100 uV')}",
-        f"- preprocessing contract: {json.dumps(config.preprocessing, ensure_ascii=False)}",
+        f"- input: (batch, channels, patches, 200) at {config.preprocessing.sfreq} Hz"
+        f" in units of {config.preprocessing.units}",
+        f"- preprocessing contract: {json.dumps(config.preprocessing.model_dump(mode='json'), ensure_ascii=False)}",
         f"- training: {json.dumps(config.training, ensure_ascii=False, default=str)}",
         f"- weights SHA-256: {config.weights_sha256}",
     ]
@@ -754,6 +770,7 @@ __all__ = [
     "CBRAMOD_PREPROCESSING",
     "CONFIG_FILE",
     "FORMAT_VERSION",
+    "InputContract",
     "WEIGHTS_FILE",
     "AdapterMeta",
     "AdapterVariant",

@@ -70,6 +70,7 @@ def show_cmd(
 ) -> None:
     """Show one checkpoint: architecture, embedding, preprocessing contract, training, hash."""
     from passport_kit.checkpoint import find_checkpoint
+    from passport_kit.model.config import EXPERT_KINDS
 
     info = find_checkpoint(name)
     if as_json:
@@ -80,9 +81,9 @@ def show_cmd(
         f"name:          {info.name} ({info.source}, {info.path})",
         f"architecture:  {m.arch}: {m.n_layers} layers, d={m.d_model}, {m.n_heads} heads, ff {m.d_ff}",
         f"embedding:     {m.embedding}"
-        + (f" ({m.n_experts} experts)" if m.embedding.endswith("experts") else ""),
+        + (f" ({m.n_experts} experts)" if m.embedding in EXPERT_KINDS else ""),
         f"parameters:    {info.n_parameters:,}",
-        f"preprocessing: {json.dumps(info.preprocessing, ensure_ascii=False)}",
+        f"preprocessing: {json.dumps(info.preprocessing.model_dump(mode='json'), ensure_ascii=False)}",
         f"training:      {json.dumps(info.training, ensure_ascii=False, default=str)}",
         f"sha256:        {info.weights_sha256}",
         f"format:        {info.format} v{info.format_version}, passport-kit {info.package_version}",
