@@ -44,8 +44,11 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -130,6 +133,92 @@ def _stem(path: Path) -> str:
     return re.sub(r"_(eeg|ieeg)$", "", name)
 
 
+@dataclass
+class Recording:
+    """One recording as predict uses it, from one read: windows, flags, raw quality, band, start.
+
+    ``x`` ``(N, C, P, 200)`` float32 windows in montage order; ``flags`` ``(N, C)`` uint8;
+    ``onset_s`` ``(N,)`` window starts (s); ``quality`` the raw recording's
+    :class:`~passport_kit.signals.quality.ChannelQuality`; ``config`` its PreprocessConfig
+    (the bundle's, band fitted to its rate); ``start`` its ``meas_date`` (None: unknown).
+    """
+
+    x: np.ndarray
+    flags: np.ndarray
+    onset_s: np.ndarray
+    quality: Any
+    config: Any
+    start: datetime | None
+
+
+def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[str, str] | None = None,
+                        h_freq: float | None = None, amplitude: dict[str, Any] | None = None,
+                        amplitude_check: bool = True) -> Recording:
+    """Return one recording read, mapped and preprocessed once, with its quality scored from the same samples.
+
+    In order: open the file (header), map the montage channels and read their samples
+    (:func:`~passport_kit.signals.channels.mapped_data`), score the raw samples
+    (:func:`~passport_kit.signals.quality.channel_quality`), refuse an implausible amplitude
+    against the bundle's profile ``amplitude`` (:func:`~passport_kit.signals.amplitude.check_amplitude`;
+    ``amplitude_check=False`` skips it), fit the band to the rate
+    (:func:`recording_preprocess`), then preprocess and window the same samples
+    (:func:`~passport_kit.signals.dataset.windows_from_data`). Nothing is cached: the file is
+    opened once per call.
+    """
+    from passport_kit.signals import read_recording
+    from passport_kit.signals.amplitude import check_amplitude
+    from passport_kit.signals.channels import mapped_data
+    from passport_kit.signals.dataset import windows_from_data
+    from passport_kit.signals.quality import channel_quality
+
+    source = f"recording '{path}'"
+    raw = read_recording(path)
+    try:
+        data = mapped_data(raw, montage, renames, source=source)
+    except ChannelMappingError as exc:
+        if not exc.missing:
+            raise
+        # predict reads no dataset.yaml and uses the bundle's montage: advise what works here.
+        raise ChannelMappingError(f"{exc.detail}; map them with --rename {exc.missing[0]}='<name in file>' "
+                                  f"(renames={{'{exc.missing[0]}': ...}} in Python), once per channel",
+                                  missing=exc.missing, detail=exc.detail) from None
+    sfreq = float(raw.info["sfreq"])
+    quality = channel_quality(data, sfreq, montage, window_seconds=config.window_seconds,
+                              mains_freq=config.notch_freq, source=str(path))
+    if amplitude_check:
+        check_amplitude(quality, amplitude, source=source)
+    rec_config = recording_preprocess(config, sfreq, source=source, h_freq=h_freq)
+    x, flags = windows_from_data(data, sfreq, rec_config, source=source)
+    return Recording(x=x, flags=flags, onset_s=np.arange(len(x), dtype=np.float64) * rec_config.window_seconds,
+                     quality=quality, config=rec_config, start=recording_start(raw))
+
+
+def _prefetched(files: Sequence[Path], prepare: Callable[[Path], Recording], *,
+                ahead: bool) -> Iterator[tuple[Path, Callable[[], Recording]]]:
+    """Yield ``(path, get)`` per file in order; ``get()`` returns ``prepare(path)`` or raises its error.
+
+    With ``ahead``, once file k is prepared the preparation of file k+1 starts in a worker
+    thread, so it overlaps the caller's work on file k (the model, the reports); at most two
+    recordings are in memory. The first file is prepared in the calling thread.
+    """
+    if not ahead or len(files) < 2:
+        for path in files:
+            yield path, functools.partial(prepare, path)
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="passport-kit-read") as pool:
+        started: dict[int, Future[Recording]] = {}
+
+        def get(i: int) -> Recording:
+            try:
+                return started.pop(i).result() if i in started else prepare(files[i])
+            finally:
+                if i + 1 < len(files):
+                    started[i + 1] = pool.submit(prepare, files[i + 1])
+
+        for i, path in enumerate(files):
+            yield path, functools.partial(get, i)
+
+
 def predict(
     adapter: str | Path,
     recordings: Sequence[str | Path] | str | Path,
@@ -147,6 +236,7 @@ def predict(
     mask_uncorrelated_channels: float | None | Literal["bundle"] = "bundle",
     h_freq: float | None = None,
     amplitude_check: bool = True,
+    prefetch: bool = True,
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -186,14 +276,15 @@ def predict(
         Refuse (DataError) a recording whose channels are all flat, or whose 1–40 Hz amplitude
         is more than 30 times above or below that of the adapter's training data: the sign of
         a unit error in its header (:mod:`passport_kit.signals.amplitude`).
+    prefetch : bool
+        Read and preprocess the next recording in a worker thread while the model works on the
+        current one (default). Each recording is read once either way.
     """
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
     from passport_kit.montage import Montage
-    from passport_kit.signals import PreprocessConfig, load_recording
-    from passport_kit.signals.amplitude import check_amplitude
-    from passport_kit.signals.quality import recording_quality
     from passport_kit.runtime import resolve_device, resolve_precision
+    from passport_kit.signals import PreprocessConfig
 
     score_hint = "a quality score between 0 and 1 (exclusive), got {:g}; 0.5 is the score at which a channel counts as bad"
     for option, value, hint in (
@@ -223,46 +314,38 @@ def predict(
     out_dir = Path(out) if out is not None else Path("predictions")
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
 
-    def predict_one(path: Path) -> PredictionResult:
-        try:
-            quality = recording_quality(path, montage, renames=renames, window_seconds=config.window_seconds,
-                                        mains_freq=config.notch_freq)
-        except ChannelMappingError as exc:
-            if not exc.missing:
-                raise
-            # predict reads no dataset.yaml and uses the bundle's montage: advise what works here.
-            raise ChannelMappingError(f"{exc.detail}; map them with --rename {exc.missing[0]}='<name in file>' "
-                                      f"(renames={{'{exc.missing[0]}': ...}} in Python), once per channel",
-                                      missing=exc.missing, detail=exc.detail) from None
-        if amplitude_check:
-            check_amplitude(quality, meta.metrics.get("amplitude"), source=f"recording '{path}'")
-        rec_config = recording_preprocess(config, path, h_freq=h_freq)
-        windows = load_recording(path, montage, rec_config, renames=renames)
-        masked, distrusted = channel_masks(quality, windows.onset_s, config.window_seconds,
+    def predict_one(path: Path, night: Recording) -> PredictionResult:
+        masked, distrusted = channel_masks(night.quality, night.onset_s, config.window_seconds,
                                            mask_below=mask_bad_channels, distrust_below=distrust_bad_channels,
                                            mask_uncorrelated=mask_uncorrelated_channels)
         # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
-        proba = predict_proba(model, windows.x, channel_meta, batch_size=batch_size, device=torch_device,
+        proba = predict_proba(model, night.x, channel_meta, batch_size=batch_size, device=torch_device,
                               precision=prec, channel_mask=masked if masked is not None and masked.any() else None,
                               distrust=distrusted)
-        return write_prediction(out_dir / folder_of[path], path, proba, windows.onset_s, windows.flags,
+        return write_prediction(out_dir / folder_of[path], path, proba, night.onset_s, night.flags,
                                 classes=list(meta.classes), window_seconds=config.window_seconds,
                                 task=str(meta.window.get("task", "")), adapter=Path(adapter),
                                 base_name=meta.base_name, edf_annotations=edf_annotations,
-                                start=recording_start(path), quality=quality, masked=masked,
+                                start=night.start, quality=night.quality, masked=masked,
                                 mask_threshold=mask_bad_channels, distrusted=distrusted,
                                 distrust_threshold=distrust_bad_channels,
                                 uncorrelated_below=mask_uncorrelated_channels,
-                                preprocessing=rec_config.model_dump(mode="json"))
+                                preprocessing=night.config.model_dump(mode="json"))
+
+    def prepare(path: Path) -> Recording:
+        return read_for_prediction(path, montage, config, renames=renames, h_freq=h_freq,
+                                   amplitude=meta.metrics.get("amplitude"), amplitude_check=amplitude_check)
 
     folder_of = dict(zip(files, output_names(files)))
     results: list[PredictionResult] = []
     log: list[dict[str, Any]] = []
-    for path in files:
+    # While the model works on one recording, the next one is read and preprocessed in a thread
+    # (file reading, FFT filtering and quality statistics release the GIL).
+    for path, night in _prefetched(files, prepare, ahead=prefetch):
         if progress is not None:
             progress(str(path))
         try:
-            results.append(predict_one(path))
+            results.append(predict_one(path, night()))
         except (PassportError, OSError) as exc:
             # One bad recording in a folder must not cost the others (issue 19): note it, go on.
             reason = str(exc) if isinstance(exc, PassportError) else file_system_message(exc)
@@ -302,22 +385,23 @@ class PredictionFailures(DataError):
         self.results, self.failures, self.log = results, failures, log
 
 
-def recording_preprocess(config: Any, path: Path, *, h_freq: float | None = None) -> Any:
+def recording_preprocess(config: Any, sfreq: float, *, source: str = "the recording",
+                         h_freq: float | None = None) -> Any:
     """Return the preprocessing of one recording: the bundle's ``config``, its band-pass top fitted to the rate.
 
-    ``h_freq`` (Hz) replaces the top; without it, a recording too slow for the bundle's top
-    gets one below its Nyquist frequency
+    ``sfreq`` (Hz) is the recording's rate; ``h_freq`` (Hz) replaces the top; without it, a
+    recording too slow for the bundle's top gets one below its Nyquist frequency
     (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`) and a PassportWarning.
     """
     import warnings
 
     from passport_kit.errors import PassportWarning
-    from passport_kit.signals import PreprocessConfig, read_recording
+    from passport_kit.signals import PreprocessConfig
     from passport_kit.signals.preprocess import fit_band_to_rate
 
     if h_freq is not None:
         return PreprocessConfig.from_dict(config.model_dump() | {"h_freq": h_freq, "h_freq_note": None})
-    fitted = fit_band_to_rate(config, read_recording(path).info["sfreq"], source=f"recording '{path}'")
+    fitted = fit_band_to_rate(config, sfreq, source=source)
     if fitted is not config:
         warnings.warn(f"{fitted.h_freq_note}; the adapter was trained with the band up to {config.h_freq:g} Hz, so "
                       "expect less reliable predictions (adapt on recordings at this rate for the best)",
@@ -381,19 +465,13 @@ def quality_mask(window_score: np.ndarray, onsets_s: np.ndarray, window_seconds:
     return mask
 
 
-def recording_start(path: Path) -> datetime | None:
-    """Return the recording's start (``meas_date`` as MNE reads it), or None when unknown.
+def recording_start(raw: Any) -> datetime | None:
+    """Return the start of the opened recording ``raw`` (``meas_date`` as MNE reads it), or None when unknown.
 
     EDF stores local time without a zone; MNE labels it UTC. The value is carried through
     unchanged, so annotation files line up with the recording in any viewer.
     """
-    from passport_kit.errors import PassportError
-    from passport_kit.signals import read_recording
-
-    try:
-        meas_date = read_recording(path).info["meas_date"]
-    except (PassportError, OSError, ValueError):
-        return None
+    meas_date = raw.info.get("meas_date")
     return meas_date if isinstance(meas_date, datetime) else None
 
 

@@ -148,13 +148,14 @@ def describe_mapping(
             for ch, (active, reference) in zip(montage.channels, pairs)]
 
 
-def map_channels(
+def mapped_data(
     raw: mne.io.BaseRaw, montage: Montage, renames: dict[str, str] | None = None, *, source: str | None = None
-) -> mne.io.BaseRaw:
-    """Return a Raw holding exactly ``montage.ch_names``, in montage order (data in volts).
+) -> np.ndarray:
+    """Return the samples of ``montage.ch_names`` in montage order, ``(C, T)`` float64 in volts.
 
-    Bipolar montage channels missing from the file are computed as active − reference.
-    Annotations and the measurement date are kept.
+    The array behind :func:`map_channels`, read from ``raw`` in one pass and without building a
+    Raw around it: where the file holds exactly the montage channels in montage order (no
+    derived bipolar channel), the samples MNE read are returned as they are, with no copy.
     """
     source = source or _describe(raw)
     sources = channel_sources(list(raw.ch_names), montage, renames, source=source)
@@ -164,12 +165,27 @@ def map_channels(
     except Exception as exc:  # noqa: BLE001 - a lazily read file can fail only now
         reason = " ".join(str(exc).split())[:160] or type(exc).__name__
         raise DataError(f"cannot read the samples of {source} ({reason}); check that the file is complete") from None
+    if [active for active, _ in sources] == needed and all(reference is None for _, reference in sources):
+        return data
     row = {name: i for i, name in enumerate(needed)}
     out = np.empty((len(sources), data.shape[1]), dtype=np.float64)
     for i, (active, reference) in enumerate(sources):
         out[i] = data[row[active]]
         if reference is not None:
             out[i] -= data[row[reference]]
+    return out
+
+
+def map_channels(
+    raw: mne.io.BaseRaw, montage: Montage, renames: dict[str, str] | None = None, *, source: str | None = None
+) -> mne.io.BaseRaw:
+    """Return a Raw holding exactly ``montage.ch_names``, in montage order (data in volts).
+
+    Bipolar montage channels missing from the file are computed as active − reference.
+    Annotations and the measurement date are kept. (:func:`mapped_data` gives the samples
+    alone, without the Raw around them.)
+    """
+    out = mapped_data(raw, montage, renames, source=source)
     kinds = [ch.kind if ch.kind in _MNE_KINDS else "misc" for ch in montage.channels]
     info = mne.create_info(list(montage.ch_names), raw.info["sfreq"], kinds)
     # Same first_samp as the file, so annotation onsets keep meaning the same samples.

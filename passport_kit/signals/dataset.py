@@ -26,7 +26,7 @@ import numpy as np
 
 from passport_kit.errors import ConfigError, DataError, LabelError, PassportWarning
 from passport_kit.signals.cache import entry_key, file_sha256, read_entry, write_entry, write_entry_chunks
-from passport_kit.signals.channels import map_channels
+from passport_kit.signals.channels import mapped_data
 from passport_kit.signals.dataset_spec import DatasetSpec, RecordingSpec, load_dataset_spec
 from passport_kit.signals.labels import LabelMap, encode_labels, labels_from_intervals, read_events_tsv, read_label_file
 from passport_kit.signals.preprocess import PreprocessConfig, check_sampling_rate, fit_band_to_rate, preprocess_array
@@ -160,17 +160,30 @@ def _compute_windows(
     # Cheap checks before reading samples: the rate and the length are in the header.
     check_sampling_rate(raw.info["sfreq"], config, source=source)
     check_length(raw.n_times, raw.info["sfreq"], config, source=source)
-    mapped = map_channels(raw, montage, renames, source=source)
-    data = mapped.get_data()
-    sf = mapped.info["sfreq"]
-    signal = preprocess_array(data, sf, config, source=source)
-    x = make_windows(signal, config.model_copy(update={"instance_norm": False}))
-    # Flags look at the raw samples and at µV amplitudes, so before instance normalisation.
-    flags = window_flags(data, sf, x, config)
-    if config.instance_norm:
-        x = instance_normalise(x)
+    data = mapped_data(raw, montage, renames, source=source)
+    sf = float(raw.info["sfreq"])
+    x, flags = windows_from_data(data, sf, config, source=source)
     quality = _raw_quality(data, sf, montage, config, path) if raw_quality else None
     return x, flags, _annotations(raw), quality
+
+
+def windows_from_data(data: np.ndarray, sfreq: float, config: PreprocessConfig, *,
+                      source: str = "recording") -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(x (N, C, P, 200) float32, flags (N, C) uint8)`` of mapped raw samples ``data``.
+
+    ``data`` is ``(C, T)`` in volts at ``sfreq`` Hz, channels in montage order
+    (:func:`~passport_kit.signals.channels.mapped_data`); preprocessing, windows, flags and
+    instance normalisation follow ``config``. The one path from samples to windows of
+    :func:`load_dataset`, :func:`load_recording` and ``predict``.
+    """
+    signal = preprocess_array(data, sfreq, config, source=source)
+    x = make_windows(signal, config.model_copy(update={"instance_norm": False}))
+    del signal  # (C, T) float32: as large as x, and no longer needed
+    # Flags look at the raw samples and at µV amplitudes, so before instance normalisation.
+    flags = window_flags(data, sfreq, x, config)
+    if config.instance_norm:
+        x = instance_normalise(x)
+    return x, flags
 
 
 def _raw_quality(data: np.ndarray, sfreq: float, montage: Montage, config: PreprocessConfig,
@@ -265,8 +278,8 @@ def _recording_windows(
             quality = None
             if raw_quality:
                 raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids)
-                mapped = map_channels(raw, montage, renames, source=f"recording '{path}'")
-                quality = _raw_quality(mapped.get_data(), mapped.info["sfreq"], montage, config, path)
+                data = mapped_data(raw, montage, renames, source=f"recording '{path}'")
+                quality = _raw_quality(data, float(raw.info["sfreq"]), montage, config, path)
             return _Windows(key, entry.arrays["x"], entry.arrays["flags"],
                             [tuple(a) for a in entry.meta["annotations"]], quality)
     x, flags, annotations, quality = _compute_windows(path, montage, config, renames=renames, sfreq=sfreq, bids=bids,

@@ -7,7 +7,7 @@ import pytest
 from signals_helpers import synthetic_raw
 
 from passport_kit.errors import ChannelMappingError
-from passport_kit.signals.channels import channel_key, map_channels
+from passport_kit.signals.channels import channel_key, map_channels, mapped_data
 
 
 @pytest.mark.parametrize(("name", "key"), [
@@ -93,3 +93,17 @@ def test_mapping_keeps_annotations(montage) -> None:
     mapped = map_channels(raw, montage)
     assert list(mapped.annotations.description) == ["Sleep stage W"]
     assert mapped.annotations.onset[0] == pytest.approx(1.0)
+
+
+
+@pytest.mark.parametrize("file_names", [["C3", "C4", "O1"], ["O1", "EEG C4", "C3", "ECG"]], ids=["as-is", "reordered"])
+def test_mapped_data_is_map_channels_samples(montage, file_names: list[str]) -> None:
+    raw = synthetic_raw(file_names, seconds=2.0)
+    np.testing.assert_array_equal(mapped_data(raw, montage), map_channels(raw, montage).get_data())
+
+
+def test_mapped_data_derives_bipolar_channels(bipolar_montage) -> None:
+    raw = synthetic_raw(["EEG T3-REF", "A2", "A1"], seconds=2.0)
+    data = mapped_data(raw, bipolar_montage)
+    np.testing.assert_array_equal(data, map_channels(raw, bipolar_montage).get_data())
+    np.testing.assert_allclose(data[1], raw.get_data(picks=["A2"])[0] - raw.get_data(picks=["A1"])[0])

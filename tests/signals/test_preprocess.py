@@ -134,3 +134,15 @@ def test_fit_band_to_rate_leaves_a_rate_that_carries_the_band_alone() -> None:
 def test_fit_band_to_rate_refuses_a_rate_below_the_band() -> None:
     with pytest.raises(DataError, match="too low to carry any EEG"):
         fit_band_to_rate(PreprocessConfig(l_freq=2.0), 4.0)
+
+
+def test_filter_threads_give_the_same_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # predict's outputs must not depend on how many processors preprocessed the recording.
+    import importlib
+
+    module = importlib.import_module("passport_kit.signals.preprocess")
+    data = np.random.default_rng(0).standard_normal((6, 20_000)) * 20e-6
+    monkeypatch.setattr(module, "FFT_WORKERS", 1)
+    one = preprocess_array(data, 250.0, PreprocessConfig())
+    monkeypatch.setattr(module, "FFT_WORKERS", 3)
+    np.testing.assert_array_equal(preprocess_array(data, 250.0, PreprocessConfig()), one)

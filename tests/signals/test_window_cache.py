@@ -29,7 +29,7 @@ def dataset(tmp_path: Path, write_dataset) -> Path:
 def test_second_load_does_not_read_the_recordings(dataset: Path, montage, monkeypatch: pytest.MonkeyPatch) -> None:
     first = load_dataset(dataset, montage)
     monkeypatch.setattr(dataset_module, "read_recording", _fail)
-    monkeypatch.setattr(dataset_module, "map_channels", _fail)
+    monkeypatch.setattr(dataset_module, "mapped_data", _fail)
     second = load_dataset(dataset, montage)
     assert isinstance(second.x, np.memmap) and not second.x.flags.writeable
     np.testing.assert_array_equal(second.x, first.x)
