@@ -43,6 +43,16 @@ def test_adapt_reads_each_recording_once(tmp_path: Path, montage_yaml: Path, che
     assert reads == Counter({name: 1 for name in recordings})
 
 
+def test_evaluate_reads_each_recording_once_for_two_checkpoints_of_one_contract(
+        tmp_path: Path, montage_yaml: Path, reads: Counter) -> None:
+    from passport_kit.training.evaluate import evaluate
+
+    data = make_dataset(tmp_path / "data", n_subjects=3, n_epochs=6)
+    evaluate(montage=str(montage_yaml), data=data, out=tmp_path / "eval", checkpoints=("tiny-mlp", "tiny-acpe"),
+             test_subjects=("s01",))
+    assert reads == Counter({f"s{i:02d}.edf": 1 for i in (1, 2, 3)})
+
+
 def test_check_reads_each_recording_once(tmp_path: Path, montage_yaml: Path, checkpoint: str, reads: Counter) -> None:
     from passport_kit.training.check import check
 
