@@ -22,11 +22,21 @@ our adapter step, and fp32-vs-bf16 agreement of predicted classes. Run::
 
     .venv/bin/python benchmarks/bench_model.py --batch-sizes 16,64 --channels 12 --patches 30 --repeats 3
     .venv/bin/python benchmarks/bench_model.py --quick     # smoke run, small batches, 1 repeat
+
+On a GPU (``--device cuda``; :func:`device_report`): at batch 64 (``--batch-sizes``), ours in the
+form ``adapt``/``predict`` use there by default (bf16 autocast, attention on a fused SDPA
+kernel: the run fails rather than fall back to the unfused math kernel) against braindecode on
+the same GPU in fp32 and under its own bf16 autocast, for inference and the adapter step, with
+the peak GPU memory of each (``torch.cuda.max_memory_allocated`` above what was allocated before
+the call)::
+
+    .venv/bin/python benchmarks/bench_model.py --device cuda --repeats 5 --iters 10
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -132,16 +142,16 @@ def make_batch(b: int, c: int, p: int, seed: int) -> tuple[torch.Tensor, torch.T
 class Contenders:
     """The models and step functions being timed (built once, reused across batch sizes)."""
 
-    def __init__(self, arch: str, c: int, p: int, bd_cls: type) -> None:
-        self.meta = make_meta(c)
-        self.precision = resolve_precision("auto", CPU)
+    def __init__(self, arch: str, c: int, p: int, bd_cls: type, device: torch.device = CPU) -> None:
+        self.device, self.c, self.p = device, c, p
+        self.meta = make_meta(c).to(device)
+        self.precision = resolve_precision("auto", device)
         torch.manual_seed(0)
         self.ours_eval = Classifier(build_backbone(model_config(arch, "mlp-experts")), N_CLASSES).eval()
         self.ours_adapt = Classifier(build_backbone(model_config(arch, "mlp-experts")), N_CLASSES)
         apply_policy(self.ours_adapt, "adapter")
         self.ours_adapt.train()
         check_policy(self.ours_adapt, "adapter")
-        self.ours_opt = torch.optim.AdamW([q for q in self.ours_adapt.parameters() if q.requires_grad], lr=1e-4)
         n_layers = self.ours_eval.backbone.config.n_layers
         kw = {"n_chans": c, "n_times": 200 * p, "sfreq": 200.0, "n_outputs": N_CLASSES, "n_layer": n_layers}
         self.bd_eval = bd_cls(**kw).eval()
@@ -150,8 +160,12 @@ class Contenders:
             q.requires_grad_(name.startswith(("patch_embedding.positional_encoding.", "final_layer.")))
         self.bd_adapt.train()
         _frozen_to_eval(self.bd_adapt)
-        self.bd_adapt_opt = torch.optim.AdamW([q for q in self.bd_adapt.parameters() if q.requires_grad], lr=1e-4)
         self.bd_full = bd_cls(**kw).train()
+        for model in (self.ours_eval, self.ours_adapt, self.bd_eval, self.bd_adapt, self.bd_full):
+            model.to(device)
+        # Optimizers after the move: their parameter lists are the device's tensors.
+        self.ours_opt = torch.optim.AdamW([q for q in self.ours_adapt.parameters() if q.requires_grad], lr=1e-4)
+        self.bd_adapt_opt = torch.optim.AdamW([q for q in self.bd_adapt.parameters() if q.requires_grad], lr=1e-4)
         self.bd_full_opt = torch.optim.AdamW(self.bd_full.parameters(), lr=1e-4)
 
     def trainable(self) -> dict[str, int]:
@@ -163,28 +177,30 @@ class Contenders:
         return {"ours adapter": count(self.ours_adapt), "bd adapter": count(self.bd_adapt), "bd full": count(self.bd_full)}
 
     def infer_ours(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        with torch.inference_mode(), autocast(CPU, self.precision):
+        with torch.inference_mode(), autocast(self.device, self.precision):
             self.ours_eval(x, self.meta)
 
     def infer_bd(self, x: torch.Tensor, y: torch.Tensor, bf16: bool = False) -> None:
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.inference_mode(), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16):
             self.bd_eval(x.flatten(2))
 
     def step_ours(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        with autocast(CPU, self.precision):
+        with autocast(self.device, self.precision):
             loss = F.cross_entropy(self.ours_adapt(x, self.meta), y)
         self.ours_opt.zero_grad(set_to_none=True)
         loss.backward()
         self.ours_opt.step()
 
-    def _step_bd(self, model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> None:
-        loss = F.cross_entropy(model(x.flatten(2)), y)
+    def _step_bd(self, model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor,
+                 bf16: bool = False) -> None:
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss = F.cross_entropy(model(x.flatten(2)), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
 
-    def step_bd_adapter(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        self._step_bd(self.bd_adapt, self.bd_adapt_opt, x, y)
+    def step_bd_adapter(self, x: torch.Tensor, y: torch.Tensor, bf16: bool = False) -> None:
+        self._step_bd(self.bd_adapt, self.bd_adapt_opt, x, y, bf16)
 
     def step_bd_full(self, x: torch.Tensor, y: torch.Tensor) -> None:
         self._step_bd(self.bd_full, self.bd_full_opt, x, y)
@@ -283,6 +299,108 @@ def agreement(arch: str, c: int, p: int, n_windows: int, batch: int) -> tuple[fl
     return same / n_windows, len(classes), max_diff
 
 
+def fused_attention_only(device: torch.device) -> contextlib.AbstractContextManager:
+    """Return a context in which SDPA may use fused kernels only (flash, memory-efficient, cuDNN) on ``device``.
+
+    A call that would fall back to the unfused math kernel raises instead, so a timed "ours"
+    figure on a GPU is the fused path's. Off a GPU: no restriction (nullcontext).
+    """
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+    backends += [SDPBackend.CUDNN_ATTENTION] if hasattr(SDPBackend, "CUDNN_ATTENTION") else []
+    return sdpa_kernel(backends)
+
+
+def device_timed(fn: Callable[[], None], iters: int, device: torch.device) -> float:
+    """Return the median wall time (s) of ``iters`` calls of ``fn``, each waited for on ``device``."""
+    times = []
+    for _ in range(iters):
+        _synchronize(device)
+        t0 = time.perf_counter()
+        fn()
+        _synchronize(device)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def peak_memory(fn: Callable[[], None], device: torch.device) -> float | None:
+    """Return the peak device memory (bytes) one call of ``fn`` allocates above what was allocated before; None off CUDA."""
+    if device.type != "cuda":
+        return None
+    _synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    fn()
+    _synchronize(device)
+    return float(torch.cuda.max_memory_allocated(device) - before)
+
+
+def device_report(cont: Contenders, batch: int, *, repeats: int, iters: int, warmup: int = 3,
+                  echo: Callable[[str], None] = print) -> dict[str, float]:
+    """Print (``echo``) and return the GPU comparison at ``batch``: samples/s medians and the two RATIO lines.
+
+    Contenders, interleaved in every repeat: ours inference and adapter step as ``adapt`` and
+    ``predict`` run them on ``cont.device`` (precision ``auto``: bf16 autocast on a GPU that has it;
+    SDPA restricted to fused kernels), braindecode inference in fp32 and under its own bf16
+    autocast, and braindecode's same-frozen adapter step in fp32 and bf16 autocast. "bd best" is
+    the faster of braindecode's two forms. Peak device memory per contender (CUDA only).
+    """
+    device = cont.device
+    x, y = make_batch(batch, cont.c, cont.p, seed=batch)
+    x, y = x.to(device), y.to(device)
+
+    def ours(fn: Callable[[torch.Tensor, torch.Tensor], None]) -> Callable[[], None]:
+        def run() -> None:
+            with fused_attention_only(device):
+                fn(x, y)
+        return run
+
+    contenders: dict[str, Callable[[], None]] = {
+        f"ours infer {cont.precision}": ours(cont.infer_ours),
+        "bd fp32 infer": lambda: cont.infer_bd(x, y),
+        "bd bf16 infer": lambda: cont.infer_bd(x, y, bf16=True),
+        f"ours adapter {cont.precision}": ours(cont.step_ours),
+        "bd adapter fp32": lambda: cont.step_bd_adapter(x, y),
+        "bd adapter bf16": lambda: cont.step_bd_adapter(x, y, bf16=True),
+    }
+    for fn in contenders.values():  # kernel selection, cuDNN autotuning, AdamW state
+        for _ in range(warmup):
+            fn()
+    memory = {name: peak_memory(fn, device) for name, fn in contenders.items()}
+    rates: dict[str, list[float]] = {name: [] for name in contenders}
+    infer_ratio, step_ratio = [], []
+    ours_infer, ours_step = f"ours infer {cont.precision}", f"ours adapter {cont.precision}"
+    for r in range(repeats):
+        for name, fn in contenders.items():
+            rates[name].append(batch / device_timed(fn, iters, device))
+        infer_ratio.append(rates[ours_infer][-1] / max(rates["bd fp32 infer"][-1], rates["bd bf16 infer"][-1]))
+        step_ratio.append(rates[ours_step][-1] / max(rates["bd adapter fp32"][-1], rates["bd adapter bf16"][-1]))
+        echo(f"  batch {batch} repeat {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f}/s" for k, v in rates.items()))
+    med = {name: statistics.median(v) for name, v in rates.items()}
+    echo(f"batch {batch} on {device}: medians over {repeats} repeats of {iters} timed calls (samples/s), peak memory:")
+    for name, v in med.items():
+        mib = "n/a" if memory[name] is None else f"{memory[name] / 2**20:.0f} MiB"
+        echo(f"  {name:20s} {v:10.1f} samples/s   peak {mib}")
+    best_infer = max(med["bd fp32 infer"], med["bd bf16 infer"])
+    best_step = max(med["bd adapter fp32"], med["bd adapter bf16"])
+    echo(f"  bd best inference = {'fp32' if best_infer == med['bd fp32 infer'] else 'bf16 autocast'};"
+         f" bd best same-frozen step = {'fp32' if best_step == med['bd adapter fp32'] else 'bf16 autocast'}")
+    echo(f"  RATIO inference ours / bd best      {med[ours_infer] / best_infer:.2f}x of medians,"
+         f" {statistics.median(infer_ratio):.2f}x median per repeat")
+    echo(f"  RATIO adapter step ours / bd same-frozen {med[ours_step] / best_step:.2f}x of medians,"
+         f" {statistics.median(step_ratio):.2f}x median per repeat (bd: the faster of fp32 and bf16 autocast)")
+    return {"infer": med[ours_infer] / best_infer, "adapter": med[ours_step] / best_step,
+            **{f"{k} samples/s": v for k, v in med.items()}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-sizes", default="16,64")
@@ -302,7 +420,11 @@ def main() -> None:
     parser.add_argument("--agree-patches", type=int, default=4)
     parser.add_argument("--onednn-ab", action="store_true", help="also time the opt-in oneDNN linear lever ('+L' rows)")
     parser.add_argument("--quick", action="store_true", help="smoke run: cbramod-tiny, batch 4, 1 repeat")
+    parser.add_argument("--device", default="cpu", help="cpu (default: the CPU comparison) or cuda (the GPU "
+                        "comparison at --batch-sizes, default 64 there)")
     args = parser.parse_args()
+    if args.device != "cpu":
+        return main_device(args)
     if args.quick:
         args.batch_sizes, args.train_batch_sizes, args.repeats, args.arch, args.memory_batch = "4", "4", 1, "cbramod-tiny", 4
         args.agree_arch, args.agree_windows, args.bf16_batch = "cbramod-tiny", 16, 1
@@ -437,6 +559,30 @@ def main() -> None:
         f" {diff:.3f}; {time.perf_counter() - t0:.0f} s)"
     )
     print(f"load average at end: {os.getloadavg()[0]:.1f} (1 min)")
+
+
+def main_device(args: argparse.Namespace) -> None:
+    """Run the GPU comparison (:func:`device_report`) at each of ``--batch-sizes`` (default 64)."""
+    from passport_kit.errors import ConfigError
+    from passport_kit.runtime import resolve_device
+
+    try:
+        device = resolve_device(args.device)
+    except ConfigError as exc:
+        sys.exit(f"bench_model: {exc}")
+    batch_sizes = [64] if args.batch_sizes == "16,64" else [int(b) for b in args.batch_sizes.split(",")]
+    if args.quick:
+        args.arch, batch_sizes, args.repeats = "cbramod-tiny", [4], 1
+    bd_cls = import_braindecode_cbramod()
+    if bd_cls is None:
+        sys.exit("braindecode cannot be imported: pip install --no-deps braindecode (see tests/checkpoint/braindecode_harness.py)")
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else str(device)
+    print(f"device {device} ({name}), torch {torch.__version__}")
+    cont = Contenders(args.arch, args.channels, args.patches, bd_cls, device=device)
+    print(f"model {args.arch} ({cont.ours_eval.backbone.config.n_layers} layers), {args.channels} channels × "
+          f"{args.patches} patches; ours: precision auto → {cont.precision}, SDPA fused kernels only")
+    for b in batch_sizes:
+        device_report(cont, b, repeats=args.repeats, iters=max(args.iters, 1))
 
 
 if __name__ == "__main__":

@@ -72,12 +72,38 @@ class AxisAttention(nn.Module):
                 for i in range(3)
             )
         if fused:
-            out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0)
+            out = fused_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0)
         else:
             out = _attention_math(q, k, v)
         # SDPA's CPU kernel writes (batch, L, heads, hd) memory, so this reshape is a view there
         # (one copy after the math path).
         return out.transpose(1, 2).reshape(b, c, p, e)
+
+
+#: GPU attention kernels (flash, memory-efficient) need a head size that is a multiple of this.
+FUSED_HEAD_MULTIPLE = 8
+
+
+def fused_attention(q: Tensor, k: Tensor, v: Tensor, *, dropout_p: float = 0.0,
+                    pad_heads: bool | None = None) -> Tensor:
+    """Return SDPA's attention ``(N, H, L, hd)`` of ``(N, H, L, hd)`` inputs, on a fused kernel where one exists.
+
+    Why the padding: CBraMod's heads are 25 wide (100 dims over 4 heads), and CUDA's flash and
+    memory-efficient kernels take only multiples of 8, so SDPA would fall back to its unfused
+    math kernel on a GPU. Zero columns appended to q, k and v leave q kᵀ and the weights unchanged
+    and give zero output columns, which are cut off again; the scale stays 1/sqrt(25). Exact up to
+    float rounding, and on by default on CUDA only (``pad_heads`` None), where it pays: on a CPU
+    SDPA has no such restriction and the copy would cost time.
+    """
+    head_dim = q.shape[-1]
+    if pad_heads is None:
+        pad_heads = q.device.type == "cuda"
+    extra = -head_dim % FUSED_HEAD_MULTIPLE if pad_heads else 0
+    if not extra:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
+    q, k, v = (F.pad(t, (0, extra)) for t in (q, k, v))
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=head_dim ** -0.5)
+    return out[..., :head_dim]
 
 
 def _attention_math(q: Tensor, k: Tensor, v: Tensor) -> Tensor:

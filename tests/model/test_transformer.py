@@ -98,3 +98,25 @@ def test_head_policy_training_uses_no_encoder_graph(monkeypatch: pytest.MonkeyPa
     F.cross_entropy(model(x, make_meta(3)), torch.tensor([0, 2])).backward()
     assert all(q.grad is not None for q in model.head.parameters())
     assert all(q.grad is None for q in model.backbone.parameters())
+
+
+@pytest.mark.parametrize("head_dim", [25, 16])
+def test_padded_heads_give_the_same_attention(head_dim: int) -> None:
+    # The CUDA path pads CBraMod's 25-wide heads to 32 for the fused kernels: same numbers, same gradients.
+    from passport_kit.model.transformer import fused_attention
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, 4, 12, head_dim, requires_grad=True) for _ in range(3))
+    plain = fused_attention(q, k, v, pad_heads=False)
+    padded = fused_attention(q, k, v, pad_heads=True)
+    assert padded.shape == plain.shape
+    torch.testing.assert_close(padded, plain, rtol=1e-5, atol=1e-6)
+    grads = torch.autograd.grad(plain.square().sum(), (q, k, v))
+    torch.testing.assert_close(torch.autograd.grad(padded.square().sum(), (q, k, v)), grads, rtol=1e-5, atol=1e-5)
+
+
+def test_cpu_attention_is_not_padded() -> None:
+    from passport_kit.model.transformer import fused_attention
+
+    q, k, v = (torch.randn(2, 4, 30, 25) for _ in range(3))
+    assert torch.equal(fused_attention(q, k, v), F.scaled_dot_product_attention(q, k, v))

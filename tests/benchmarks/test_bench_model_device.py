@@ -1,0 +1,48 @@
+"""The GPU comparison of benchmarks/bench_model.py (--device cuda), run on the CPU: its logic, not its figures."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+bm = pytest.importorskip("bench_model")
+
+
+@pytest.fixture(scope="module")
+def contenders() -> "bm.Contenders":
+    bd_cls = bm.import_braindecode_cbramod()
+    if bd_cls is None:
+        pytest.skip("braindecode is not importable")
+    return bm.Contenders("cbramod-tiny", 3, 2, bd_cls, device=torch.device("cpu"))
+
+
+def test_device_report_prints_the_watched_ratio_lines(contenders: "bm.Contenders") -> None:
+    lines: list[str] = []
+    result = bm.device_report(contenders, 2, repeats=1, iters=1, warmup=1, echo=lines.append)
+    text = "\n".join(lines)
+    assert "RATIO inference ours / bd best" in text and "RATIO adapter step ours / bd same-frozen" in text
+    assert result["infer"] > 0 and result["adapter"] > 0
+    # Peak memory is a CUDA figure; on a CPU each contender says n/a rather than a made-up number.
+    assert text.count("peak n/a") == 6
+
+
+def test_peak_memory_and_fused_only_are_cuda_only() -> None:
+    cpu = torch.device("cpu")
+    assert bm.peak_memory(lambda: None, cpu) is None
+    with bm.fused_attention_only(cpu):  # no restriction off a GPU
+        q = torch.randn(1, 2, 4, 25)
+        torch.nn.functional.scaled_dot_product_attention(q, q, q)
+
+
+def test_device_flag_without_cuda_exits_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    monkeypatch.setattr(sys, "argv", ["bench_model.py", "--device", "cuda", "--quick"])
+    with pytest.raises(SystemExit, match="CUDA is not available"):
+        bm.main()
