@@ -309,7 +309,7 @@ def evaluate_grid(checkpoints: dict[str, Path | str], runs: dict[str, PretrainRu
 
 
 #: evaluate options that change which runs are made or how; a finished evaluation is reused only if they match.
-RECIPE_KEYS = ("protocol", "subjects_sweep", "seeds", "max_steps", "batch_size", "train", "balance", "metric")
+RECIPE_KEYS = ("recipe", "protocol", "subjects_sweep", "seeds", "max_steps", "batch_size", "train", "balance", "metric")
 
 
 def _same_recipe(finished_config: dict[str, Any], options: dict[str, Any]) -> bool:

@@ -13,7 +13,16 @@ subjects, and is it worse on the poor-contact ones::
 
 ``--shipped`` skips pretraining and adapts the shipped checkpoints instead (``passport-small-acpe``,
 ``-mlp``, ``-xattn``: pretrained on ``tuh-19`` with one recipe, far longer than the quick scale
-can afford; docs/pretraining.md).
+can afford; docs/pretraining.md). ``--checkpoints`` adapts any base checkpoints, named or as
+folders, each under a label of its own (e.g. an upcycled base beside its source; the first one
+is the reference of the difference plot)::
+
+    .venv/bin/python benchmarks/transfer_ear.py --quick --ft-steps 60 --out runs/transfer-ear-up \
+        --checkpoints acpe=passport-small-acpe,upcycled=pretrain-work/acpe-up,mlp=passport-small-mlp
+
+``--recipe`` picks how each base is adapted: ``finetune`` (default here: the paper's recipe,
+gradient training of adapter and head for ``--ft-steps``) or ``probe`` (the project's default
+for ``adapt``: a linear read-out of frozen features; ``--ft-steps`` does not apply).
 
 Output (``--out``): ``per_subject.csv/json`` (kappa per held-out subject and kind, mean ± SD over
 pretraining × fine-tuning seeds: the paper's Fig. 5b), ``difference_to_acpe.csv/json`` and
@@ -24,6 +33,7 @@ boxed: Fig. 5a), ``transfer_ear_kappa.png`` (absolute kappa), ``rows.csv`` (ever
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -48,22 +58,64 @@ SCALES = {
 }
 
 
+def parse_checkpoints(text: str) -> dict[str, str]:
+    """Return {label: checkpoint name or folder} from ``'a=passport-small-acpe,runs/up'``.
+
+    A value without ``LABEL=`` is labelled by its name (a folder: its last part).
+
+    >>> parse_checkpoints("acpe=passport-small-acpe,runs/acpe-up")
+    {'acpe': 'passport-small-acpe', 'acpe-up': 'runs/acpe-up'}
+    """
+    out: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        label, sep, value = item.partition("=")
+        if not sep:
+            label, value = Path(item.rstrip("/\\")).name, item
+        if not label or not value:
+            raise argparse.ArgumentTypeError(f"--checkpoints item {item!r}: give NAME_OR_DIR or LABEL=NAME_OR_DIR")
+        if label in out:
+            raise argparse.ArgumentTypeError(f"--checkpoints: label {label!r} given twice; label them LABEL=...")
+        out[label] = value
+    if not out:
+        raise argparse.ArgumentTypeError("--checkpoints: give at least one NAME_OR_DIR")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = tc.simulated_parser(__doc__.splitlines()[0], default_out="runs/transfer-ear", kinds=KINDS)
     parser.add_argument("--shipped", action="store_true",
                         help="adapt the shipped checkpoints instead of pretraining small ones")
+    parser.add_argument("--checkpoints", type=parse_checkpoints, default=None,
+                        help="adapt these base checkpoints instead of pretraining: comma-separated NAME_OR_DIR or "
+                             "LABEL=NAME_OR_DIR (the label names its column; default: the name or folder name); "
+                             "replaces --kinds and --shipped")
+    parser.add_argument("--recipe", default="finetune", choices=("finetune", "probe"),
+                        help="how each base is adapted: 'finetune' (the paper's recipe, --ft-steps steps; default "
+                             "here) or 'probe' (adapt's default: a linear read-out of frozen features)")
     args = parser.parse_args(argv)
+    if args.checkpoints and args.shipped:
+        parser.error("--checkpoints and --shipped both choose the bases; give one")
     plan = tc.simulated_plan(args, SCALES)
     scale, kinds, n_pre, n_ft = plan.scale, plan.kinds, plan.pretrain_seeds, plan.finetune_seeds
+    if args.checkpoints:
+        kinds = tuple(args.checkpoints)
     out = Path(args.out)
-    record = tc.RunRecord(out, args.threads, plan.settings(balance=args.balance, poor_contact=POOR_CONTACT,
-                                                            shipped=args.shipped))
+    record = tc.RunRecord(out, args.threads, plan.settings(
+        balance=args.balance, poor_contact=POOR_CONTACT, shipped=args.shipped, recipe=args.recipe,
+        **({"checkpoints": args.checkpoints, "kinds": kinds} if args.checkpoints else {})))
 
     from passport_kit.signals import PreprocessConfig, load_dataset
 
     ear = tc.ensure_simulated(DOWNSTREAM, out / "data" / "ear", n_subjects=9, hours=scale["ft_hours"], seed=30,
                               bad_channels=POOR_CONTACT)
-    if args.shipped:
+    if args.checkpoints:
+        record.stage("simulate")
+        # A run's "kind" is its label here: the tables and plots have one column per label.
+        runs = [tc.PretrainRun(PRETRAIN_LAYOUT, label, 0) for label in kinds]
+        checkpoints = {run.name: args.checkpoints[run.kind] for run in runs}
+    elif args.shipped:
         record.stage("simulate")
         runs = [tc.PretrainRun(PRETRAIN_LAYOUT, kind, 0) for kind in kinds]
         checkpoints: dict[str, Path | str] = {run.name: SHIPPED[run.kind] for run in runs}
@@ -76,9 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         runs = [tc.PretrainRun(PRETRAIN_LAYOUT, kind, seed) for seed in range(n_pre) for kind in kinds]
         checkpoints = tc.pretrain_grid(runs, windows, out, budget=plan.budget, threads=args.threads)
         record.stage("pretrain")
+    # The probe recipe has no step budget; the fine-tuning one trains ft_steps batches.
+    steps = {"max_steps": plan.ft_steps} if args.recipe == "finetune" else {}
     rows = tc.evaluate_grid(
         checkpoints, {run.name: run for run in runs}, out, montage=DOWNSTREAM, data=ear, protocol="loso",
-        seeds=n_ft, max_steps=plan.ft_steps, batch_size=scale["ft_batch"], train="adapter", balance=args.balance,
+        seeds=n_ft, recipe=args.recipe, **steps, batch_size=scale["ft_batch"], train="adapter", balance=args.balance,
         instance_norm=True, metric="kappa",
         device=args.device, threads=args.threads, notch_freq=50.0,
     )
@@ -91,12 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     tag = plan.tag
     tc.plot_subject_scores(table, out / "transfer_ear_kappa.png", metric=metric, methods=kinds,
                            title=f"{DOWNSTREAM} LOSO (simulated), {tag}")
-    if "acpe" in kinds and len(kinds) > 1:
-        others = [k for k in kinds if k != "acpe"]
-        diffs = tc.differences_to(rows, reference="acpe", methods=others, metric=metric)
-        tc.write_outputs(out, "difference_to_acpe", diffs)
-        tc.plot_difference_bars(diffs, out / "transfer_ear.png", metric=metric, reference="acpe", methods=others,
-                                outline=POOR_SUBJECTS, title=f"Device Passport vs ACPE, {DOWNSTREAM}, {tag}")
+    reference = kinds[0] if args.checkpoints else "acpe"
+    if reference in kinds and len(kinds) > 1:
+        others = [k for k in kinds if k != reference]
+        diffs = tc.differences_to(rows, reference=reference, methods=others, metric=metric)
+        tc.write_outputs(out, f"difference_to_{reference}", diffs)
+        title = (f"difference to {reference}" if args.checkpoints else "Device Passport vs ACPE") + f", {DOWNSTREAM}, {tag}"
+        tc.plot_difference_bars(diffs, out / "transfer_ear.png", metric=metric, reference=reference, methods=others,
+                                outline=POOR_SUBJECTS, title=title)
     record.stage("tables + figures")
     n_train = sorted({r["n_train_subjects"] for r in rows})
     record.finish({"n_train_subjects": n_train})
