@@ -16,13 +16,29 @@ from torch import nn
 
 from passport_kit.model.heads import ProbeHead
 from passport_kit.model.meta import ChannelMeta
+from passport_kit.model.quality_gate import has_quality_gate
 from passport_kit.runtime import Precision, autocast
+from passport_kit.signals.quality import window_scores
 
 #: Why a probe head's inputs are always computed in fp32: they feed a fitted regression whose
 #: standardisation is folded into its weights; bf16 rounding (8 bits of mantissa) of the pooled
 #: features would make the same bundle give other numbers on a bf16 machine than where it was
 #: fitted. It is one forward pass without gradients: fp32 costs little.
 PROBE_PRECISION: Precision = "fp32"
+
+
+def gate_meta(model: nn.Module, xb: torch.Tensor, meta: ChannelMeta) -> ChannelMeta:
+    """Return ``meta`` carrying the channel quality of each window of ``xb`` ``(B, C, P, 200)`` when ``model`` is gated.
+
+    A quality-gated channel embedding (:mod:`passport_kit.model.quality_gate`) reads each
+    window's channel scores (:func:`~passport_kit.signals.quality.window_scores` of the very
+    windows it is given, ``(B, C)``) from ``meta.quality``; other models get ``meta`` unchanged,
+    and nothing is scored.
+    """
+    if not has_quality_gate(getattr(model, "backbone", model)):
+        return meta
+    scores = window_scores(xb.detach().float().cpu().numpy(), list(meta.names), meta.positions.cpu().numpy())
+    return meta.with_quality(torch.from_numpy(np.ascontiguousarray(scores, dtype=np.float32)))
 
 
 def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarray, *, batch_size: int,
@@ -45,7 +61,7 @@ def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarra
                 if distrust is not None:
                     extra["distrust"] = torch.from_numpy(np.asarray(distrust[batch], dtype=bool)).to(device)
                 with autocast(device, precision):
-                    yield call(xb.to(device), meta, **extra)
+                    yield call(xb.to(device), gate_meta(model, xb, meta), **extra)
     finally:
         model.train(was_training)
 

@@ -126,7 +126,7 @@ class ChannelEmbedding(nn.Module):
         ``distrust`` ``(B, C)`` bool marks channels whose own activity must not shape their code
         (expert kinds only; see :meth:`_ExpertEmbedding.query_input`). Other kinds ignore it.
         """
-        channel = self.gate(self.channel_vectors(emb, meta, mask, distrust))  # (C, D) or (B, C, D)
+        channel = self.gate(self.channel_vectors(emb, meta, mask, distrust), meta)  # (C, D) or (B, C, D)
         if channel.dim() == 2:
             channel = channel.unsqueeze(0)
         return emb + self.position_terms(emb, channel.unsqueeze(2))
@@ -150,7 +150,7 @@ class ChannelEmbedding(nn.Module):
         """Return the names (relative to this module) trained under the `adapter` policy."""
         return [name for name, _ in self.named_parameters()]
 
-    def gate(self, vectors: Tensor) -> Tensor:
+    def gate(self, vectors: Tensor, meta: ChannelMeta) -> Tensor:
         """Return the channel vectors as they enter the model (no gate here; see :class:`_ExpertEmbedding`)."""
         return vectors
 
@@ -378,8 +378,8 @@ class _ExpertEmbedding(ChannelEmbedding):
         """Return True after adding the learned noise expert n (zeros, ``(D,)``); False if it exists.
 
         Quality-gated mixture (``adapt --quality-gate``): e_c' = q_c e_c + (1 - q_c) n, with
-        q_c the channel's quality score in the window (set per batch in
-        :attr:`channel_quality` by :mod:`passport_kit.model.quality_gate`). Added at
+        q_c the channel's quality score in the window (``meta.quality``, scored by the data
+        pipeline: :func:`passport_kit.inference.forward.gate_meta`). Added at
         adaptation time, never in ``__init__``, so base checkpoints keep their tensor names;
         it starts at zero, so a bad channel first loses its (misleading) code and the adapter
         learns what to say instead. Call it before building an optimizer.
@@ -389,13 +389,15 @@ class _ExpertEmbedding(ChannelEmbedding):
         self.register_parameter(NOISE_EXPERT, nn.Parameter(torch.zeros(self.d_model, device=self.experts.device)))
         return True
 
-    def gate(self, vectors: Tensor) -> Tensor:
-        """Return ``(B, C, D)`` mixtures gated toward the noise expert by channel quality (unchanged without one)."""
+    def gate(self, vectors: Tensor, meta: ChannelMeta) -> Tensor:
+        """Return ``(B, C, D)`` mixtures gated toward the noise expert by ``meta.quality`` (unchanged without one)."""
         noise = getattr(self, NOISE_EXPERT, None)
-        quality = getattr(self, "channel_quality", None)
-        if noise is None or quality is None:
+        if noise is None:
             return vectors
-        q = quality.to(device=vectors.device, dtype=vectors.dtype).unsqueeze(-1)  # (B, C, 1)
+        if meta.quality is None:  # a gated model fed without scores would silently run ungated
+            raise RuntimeError("a quality-gated channel embedding needs each window's channel quality: pass "
+                               "meta.with_quality(scores) (passport_kit.inference.forward.gate_meta)")
+        q = meta.quality.to(device=vectors.device, dtype=vectors.dtype).unsqueeze(-1)  # (B, C, 1)
         return q * vectors + (1.0 - q) * noise.to(vectors.dtype)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -38,12 +38,16 @@ class ChannelMeta:
     ``positions`` is ``(C, 3)`` float32 in metres (MNE head frame). ``reference_positions`` is
     ``(C, 3)`` with NaN rows for monopolar channels and the reference electrode's position for
     bipolar derivations. Kinds that do not use positions (``ape``, ``channel-id``, ``acpe``)
-    accept NaN positions.
+    accept NaN positions. ``quality`` ``(B, C)`` float in [0, 1] (1 = good): each window's channel
+    quality scores for a quality-gated channel embedding, scored by the data pipeline
+    (:func:`passport_kit.inference.forward.gate_meta`) and handed in with the batch
+    (:meth:`with_quality`); None where nothing is gated.
     """
 
     names: tuple[str, ...]
     positions: Tensor
     reference_positions: Tensor
+    quality: Tensor | None = None
 
     def __post_init__(self) -> None:
         c = len(self.names)
@@ -58,6 +62,8 @@ class ChannelMeta:
         if len(set(lowered)) != c:
             dup = sorted({n for n in self.names if lowered.count(n.casefold()) > 1})
             raise ChannelMappingError(f"duplicate channel names {dup}; give every channel a unique name")
+        if self.quality is not None and (self.quality.dim() != 2 or self.quality.shape[1] != c):
+            raise ValueError(f"quality has shape {tuple(self.quality.shape)}; expected (batch, {c})")
 
     @classmethod
     def create(
@@ -88,8 +94,12 @@ class ChannelMeta:
         return torch.isfinite(self.reference_positions).all(dim=-1)
 
     def to(self, device: torch.device | str) -> ChannelMeta:
-        """Return a copy with the position tensors on ``device``."""
-        return ChannelMeta(self.names, self.positions.to(device), self.reference_positions.to(device))
+        """Return a copy with the position tensors on ``device`` (the quality scores stay where they are)."""
+        return ChannelMeta(self.names, self.positions.to(device), self.reference_positions.to(device), self.quality)
+
+    def with_quality(self, quality: Tensor | None) -> ChannelMeta:
+        """Return this metadata carrying a batch's channel quality scores ``(B, C)`` (None: none)."""
+        return replace(self, quality=quality)
 
     def permute(self, order: Sequence[int]) -> ChannelMeta:
         """Return the metadata with channels taken in ``order`` (indices into this one)."""
@@ -98,6 +108,7 @@ class ChannelMeta:
             tuple(self.names[i] for i in idx.tolist()),
             self.positions[idx],
             self.reference_positions[idx],
+            None if self.quality is None else self.quality[:, idx],
         )
 
     def require_positions(self, kind: str) -> None:

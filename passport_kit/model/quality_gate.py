@@ -10,29 +10,25 @@ expert n::
     e_c' = q_c · e_c + (1 - q_c) · n
 
 A channel that scores 1 keeps its code exactly (clean data is unchanged); a clearly bad one
-gets n. The score is computed inside the model from the window it is given, so ``adapt``,
-``evaluate`` and ``predict`` gate identically without passing anything extra. n is an adapter
+gets n. The scores are data, not model work: the data pipeline computes them from the batch it
+feeds the model (:func:`passport_kit.inference.forward.gate_meta`, which ``adapt``, ``evaluate``
+and ``predict`` all go through) and hands them in with the channel metadata
+(``ChannelMeta.quality``), so the model imports nothing from ``signals``. n is an adapter
 tensor (``patch_embedding.positional_encoding.noise_expert``, trained under the ``adapter``
 policy, stored in the bundle only); base checkpoints never hold it.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-import torch
 from torch import nn
 
 from passport_kit.errors import ConfigError
 from passport_kit.model.channel_embedding import NOISE_EXPERT, _ExpertEmbedding
 from passport_kit.model.config import EXPERT_KINDS
 
-_HOOK_ATTR = "_quality_gate_hook"
-
 
 def enable_quality_gate(backbone: nn.Module) -> bool:
-    """Return True after adding the noise expert and the per-window quality hook; False if already on.
+    """Return True after adding the noise expert; False if already on.
 
     ``backbone`` is a Backbone with an expert-kind embedding (ConfigError otherwise). Re-apply
     the freezing policy afterwards: the new tensor is not yet in any optimizer.
@@ -41,12 +37,7 @@ def enable_quality_gate(backbone: nn.Module) -> bool:
     if not isinstance(embedding, _ExpertEmbedding):
         raise ConfigError(f"the quality gate needs an expert-kind checkpoint ({', '.join(EXPERT_KINDS)}); this one "
                           f"uses '{embedding.kind}' - drop --quality-gate or choose another checkpoint")
-    added = embedding.add_noise_expert()
-    patch_embedding = backbone.patch_embedding
-    if getattr(patch_embedding, _HOOK_ATTR, None) is None:
-        handle = patch_embedding.register_forward_pre_hook(_score_channels)
-        object.__setattr__(patch_embedding, _HOOK_ATTR, handle)
-    return added
+    return embedding.add_noise_expert()
 
 
 def gate_classifier(classifier: nn.Module, policy: str) -> bool:
@@ -67,15 +58,6 @@ def gate_classifier(classifier: nn.Module, policy: str) -> bool:
 def has_quality_gate(backbone: nn.Module) -> bool:
     """Return whether ``backbone``'s channel embedding carries the noise expert."""
     return hasattr(backbone.channel_embedding, NOISE_EXPERT)
-
-
-def _score_channels(module: nn.Module, args: tuple[Any, ...]) -> None:
-    """Forward pre-hook of the patch embedding: store each window's channel quality ``(B, C)`` for the gate."""
-    from passport_kit.signals.quality import window_scores
-
-    x, meta = args[0], args[1]  # (B, C, P, 200), ChannelMeta
-    scores = window_scores(x.detach().float().cpu().numpy(), list(meta.names), meta.positions.cpu().numpy())
-    module.positional_encoding.channel_quality = torch.from_numpy(np.ascontiguousarray(scores, dtype=np.float32))
 
 
 __all__ = ["enable_quality_gate", "gate_classifier", "has_quality_gate"]

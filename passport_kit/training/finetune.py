@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from passport_kit.errors import DataError
-from passport_kit.inference.forward import predict_proba
+from passport_kit.inference.forward import gate_meta, predict_proba
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.training.corruption import corrupt_windows, drop_channels
 from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
@@ -297,7 +297,7 @@ def fit(
         if distrust is not None:
             extra["distrust"] = torch.from_numpy(np.asarray(distrust[idx], dtype=bool)).to(device)
         with autocast(device, precision):
-            logits = model(xb, meta_dev, **extra)
+            logits = model(xb, gate_meta(model, xb, meta_dev), **extra)
         loss = loss_fn(logits.float(), yb)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
 from passport_kit.errors import ConfigError
+from passport_kit.inference.forward import gate_meta
 from passport_kit.model import ChannelMeta, Classifier, apply_policy, build_backbone, model_config
 from passport_kit.model.quality_gate import enable_quality_gate, has_quality_gate
 from passport_kit.training.corruption import corrupt_windows, drop_channels
@@ -86,12 +87,20 @@ def test_gate_changes_only_bad_channels(bad: bool) -> None:
     plain = _classifier().eval()
     gated = _classifier().eval()
     enable_quality_gate(gated.backbone)
+    scored = gate_meta(gated, x, meta)  # the scores travel with the batch, as adapt and predict pass them
     with torch.no_grad():
         gated.backbone.channel_embedding.noise_expert.fill_(3.0)
-        same = torch.allclose(plain(x, meta), gated(x, meta), atol=1e-5)
-    quality = gated.backbone.channel_embedding.channel_quality
+        same = torch.allclose(plain(x, meta), gated(x, scored), atol=1e-5)
+    quality = scored.quality
     assert same is (not bad)
     assert (quality[:, 3] < 0.5).all().item() is bad and (quality[:, [0, 1, 2, 4]] == 1).all()
+
+
+def test_a_gated_model_fed_without_scores_is_a_bug_not_a_silent_ungated_run() -> None:
+    gated = _classifier().eval()
+    enable_quality_gate(gated.backbone)
+    with pytest.raises(RuntimeError, match="needs each window's channel quality"):
+        gated(_windows(b=2), ChannelMeta.create([f"E{i}" for i in range(8)], POSITIONS))
 
 
 def test_gate_refuses_non_expert_kinds() -> None:
