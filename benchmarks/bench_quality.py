@@ -33,7 +33,7 @@ def bad_plan(ch_names: list[str]) -> dict[str, str]:
 
 def uncorrelated(q, threshold: float) -> np.ndarray:
     """Return ``(N, C)`` bool: the channel-windows ``--mask-uncorrelated-channels threshold`` masks (predict's rule)."""
-    from passport_kit.inference.predict import channel_masks
+    from passport_kit.contacts import channel_masks
 
     onsets = np.arange(q.window_score.shape[0]) * q.window_seconds
     return channel_masks(q, onsets, q.window_seconds, mask_uncorrelated=threshold)[0]

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from passport_kit.contacts import DEFAULT_DISTRUST, DEFAULT_UNCORRELATED, ContactPolicy
 from passport_kit.errors import ConfigError
 from passport_kit.model.heads import PROBE_LAYER
 from passport_kit.training.finetune import Balance, FinetuneSettings, TrainPolicy
@@ -25,20 +26,13 @@ FINETUNE_ONLY: dict[str, Any] = {"max_steps": None, "eval_every": None, "corrupt
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 
 
-#: Default ``distrust_bad_channels``: the quality score under which a channel counts as bad.
-#: On by default (issue 8, docs/RESULTS.md § Robustness): it changes nothing where no channel is
-#: flagged, and it kept Device Passport level with or ahead of ACPE on subjects with poor contacts.
-DEFAULT_DISTRUST = 0.5
-#: Default ``mask_uncorrelated_channels``: the 1–40 Hz neighbour correlation under which a
-#: channel is noise rather than a weak contact (where the quality score's neighbour-correlation
-#: sub-score reaches 0: ``QualityThresholds.min_corr - corr_width``). Chosen in session 5 (see
-#: docs/RESULTS.md): with distrust it kept Device Passport level with or ahead of ACPE on
-#: subjects with poor contacts on both robustness benchmarks, and changed nothing on clean data.
-DEFAULT_UNCORRELATED = 0.2
+class RecipeOptions(ContactPolicy):
+    """Options shared by ``adapt`` and ``evaluate``: what is trained, how, on what signal, and the contact policy.
 
-
-class RecipeOptions(BaseModel):
-    """Options shared by ``adapt`` and ``evaluate``: what is trained, how, and on what signal."""
+    The contact options (``mask_bad_channels``, ``distrust_bad_channels``,
+    ``mask_uncorrelated_channels``, ``quality_gate``) are the fields of
+    :class:`~passport_kit.contacts.ContactPolicy`, declared there once.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -72,21 +66,8 @@ class RecipeOptions(BaseModel):
     skip_flagged: bool = True
     corrupt_prob: float = Field(0.0, ge=0, le=1, description="share of training windows given synthetic channel "
                                 "faults (noise, drift, flat, line); 0 = the paper's recipe")
-    quality_gate: bool = Field(False, description="expert kinds: gate each channel's code toward a learned noise "
-                               "expert by its quality score")
     channel_dropout: float = Field(0.0, ge=0, le=1, description="share of training windows in which 1 to a quarter "
                                    "of the channels are replaced by the mask token")
-    mask_bad_channels: float | None = Field(None, gt=0, lt=1, description="mask channels whose raw quality score is "
-                                            "below this in a window, in training and at predict time; None: never")
-    distrust_bad_channels: float | None = Field(DEFAULT_DISTRUST, gt=0, lt=1, description="expert kinds: channels "
-                                                "whose raw quality score is below this in a window keep their "
-                                                "signal, but their expert mixture reads the nearest good channel's "
-                                                "activity instead of their own, in training and at predict time; "
-                                                "None: never (the paper's recipe)")
-    mask_uncorrelated_channels: float | None = Field(DEFAULT_UNCORRELATED, gt=0, lt=1, description="also mask a "
-                                                     "channel in the windows where its 1-40 Hz correlation with its "
-                                                     "neighbours is below this (its signal is noise), in training "
-                                                     "and at predict time; None: never")
     device: str = "auto"
     precision: str = "auto"
     threads: int | None = Field(None, gt=0)

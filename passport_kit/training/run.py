@@ -11,8 +11,7 @@
    (:func:`~passport_kit.signals.load_dataset` with ``raw_quality=True``; a cached recording
    is read only for its quality);
 4. the masked and distrusted channel-windows follow predict's rule
-   (:func:`~passport_kit.inference.predict.channel_masks`), so a model is trained the way it
-   is used.
+   (:func:`~passport_kit.contacts.channel_masks`), so a model is trained the way it is used.
 
 :func:`train_once` builds a classifier over a backbone (rows for a ``channel-id`` table's
 unseen channels added first) and fits it by the recipe (:func:`train_classifier`).
@@ -28,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from passport_kit.contacts import channel_masks
 from passport_kit.errors import ConfigError, PassportWarning
-from passport_kit.inference.predict import channel_masks
 from passport_kit.model import ChannelMeta, Classifier, apply_policy, check_policy
 from passport_kit.model.heads import PROBE_LAYER
 from passport_kit.signals import PreprocessConfig, WindowSet, load_dataset
@@ -250,7 +249,7 @@ def dataset_channel_masks(qualities: dict[str, Any], windows: Any, *, mask_below
     """Return the ``(N, C)`` channels of ``windows`` to mask and to distrust (None: option off).
 
     ``qualities``: the raw-recording quality per recording (``WindowSet.raw_quality``); per recording, predict's rule
-    (:func:`passport_kit.inference.predict.channel_masks`), so a model is trained the way it is used.
+    (:func:`passport_kit.contacts.channel_masks`), so a model is trained the way it is used.
     """
     out: list[np.ndarray | None] = [None, None]
     for name, quality in qualities.items():

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
-from passport_kit.inference.predict import channel_masks, quality_mask
+from passport_kit.contacts import channel_masks, quality_mask
 
 from conftest import make_dataset
 
