@@ -56,10 +56,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from passport_kit.contacts import ContactPolicy, check_threshold
 from passport_kit.errors import (
     ChannelMappingError,
-    CheckpointError,
-    ConfigError,
     DataError,
     PassportError,
     file_system_message,
@@ -156,20 +155,22 @@ def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[
                         amplitude_check: bool = True) -> Recording:
     """Return one recording read, mapped and preprocessed once, with its quality scored from the same samples.
 
-    In order: open the file (header), map the montage channels and read their samples
-    (:func:`~passport_kit.signals.channels.mapped_data`), score the raw samples
-    (:func:`~passport_kit.signals.quality.channel_quality`), refuse an implausible amplitude
-    against the bundle's profile ``amplitude`` (:func:`~passport_kit.signals.amplitude.check_amplitude`;
-    ``amplitude_check=False`` skips it), fit the band to the rate
-    (:func:`recording_preprocess`), then preprocess and window the same samples
-    (:func:`~passport_kit.signals.dataset.windows_from_data`). Nothing is cached: the file is
-    opened once per call.
+    Open the file (header), map the montage channels and read their samples
+    (:func:`~passport_kit.signals.channels.mapped_data`), fit the band to the rate
+    (:func:`recording_preprocess`), then, from the same samples and side by side in two threads,
+    score the raw recording (:func:`~passport_kit.signals.quality.channel_quality`) and
+    preprocess and window it (:func:`~passport_kit.signals.dataset.windows_from_data`); last,
+    refuse an implausible amplitude against the bundle's profile ``amplitude``
+    (:func:`~passport_kit.signals.amplitude.check_amplitude`; ``amplitude_check=False`` skips
+    it). Nothing is cached: the file is opened once per call.
     """
     from passport_kit.signals import read_recording
     from passport_kit.signals.amplitude import check_amplitude
     from passport_kit.signals.channels import mapped_data
     from passport_kit.signals.dataset import windows_from_data
+    from passport_kit.signals.preprocess import check_sampling_rate
     from passport_kit.signals.quality import channel_quality
+    from passport_kit.signals.windows import check_length
 
     source = f"recording '{path}'"
     raw = read_recording(path)
@@ -183,12 +184,20 @@ def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[
                                   f"(renames={{'{exc.missing[0]}': ...}} in Python), once per channel",
                                   missing=exc.missing, detail=exc.detail) from None
     sfreq = float(raw.info["sfreq"])
-    quality = channel_quality(data, sfreq, montage, window_seconds=config.window_seconds,
+    rec_config = recording_preprocess(config, sfreq, source=source, h_freq=h_freq)
+    # The header's checks first, so a recording too short or too slow is refused with the same
+    # message as by load_recording, before any work on its samples.
+    check_sampling_rate(sfreq, rec_config, source=source)
+    check_length(data.shape[1], sfreq, rec_config, source=source)
+    # Scoring and filtering read the same samples and neither writes them: the quality
+    # statistics run in a second thread (numpy and FFTs release the GIL) while this one filters.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="passport-kit-quality") as pool:
+        scoring = pool.submit(channel_quality, data, sfreq, montage, window_seconds=config.window_seconds,
                               mains_freq=config.notch_freq, source=str(path))
+        x, flags = windows_from_data(data, sfreq, rec_config, source=source)
+        quality = scoring.result()
     if amplitude_check:
         check_amplitude(quality, amplitude, source=source)
-    rec_config = recording_preprocess(config, sfreq, source=source, h_freq=h_freq)
-    x, flags = windows_from_data(data, sfreq, rec_config, source=source)
     return Recording(x=x, flags=flags, onset_s=np.arange(len(x), dtype=np.float64) * rec_config.window_seconds,
                      quality=quality, config=rec_config, start=recording_start(raw))
 
@@ -286,25 +295,19 @@ def predict(
     from passport_kit.runtime import resolve_device, resolve_precision
     from passport_kit.signals import PreprocessConfig
 
-    score_hint = "a quality score between 0 and 1 (exclusive), got {:g}; 0.5 is the score at which a channel counts as bad"
-    for option, value, hint in (
-        ("--mask-bad-channels", mask_bad_channels, score_hint),
-        ("--distrust-bad-channels", distrust_bad_channels, score_hint),
-        ("--mask-uncorrelated-channels", mask_uncorrelated_channels, ("a correlation between 0 and 1 (exclusive), "
-         "got {:g}; e.g. 0.2 (a channel sharing less with its neighbours is noise)")),
-    ):
-        if value not in (None, "bundle") and not 0.0 < float(value) < 1.0:  # type: ignore[arg-type]
-            raise ConfigError(f"{option} takes " + hint.format(value))
+    contacts = {"mask_bad_channels": mask_bad_channels, "distrust_bad_channels": distrust_bad_channels,
+                "mask_uncorrelated_channels": mask_uncorrelated_channels}
+    for key, value in contacts.items():  # a bad option fails now, not after loading the bundle
+        if value != "bundle":
+            check_threshold(key, value)  # type: ignore[arg-type]
     if isinstance(recordings, (str, Path)):
         recordings = [recordings]
     files = find_recordings(recordings)
     model, meta = load_adapter_bundle(adapter, base=base)
-    mask_bad_channels = _bundle_threshold(mask_bad_channels, meta.training, "mask_bad_channels", adapter)
-    distrust_bad_channels = _bundle_threshold(distrust_bad_channels, meta.training, "distrust_bad_channels", adapter)
-    mask_uncorrelated_channels = _bundle_threshold(mask_uncorrelated_channels, meta.training,
-                                                   "mask_uncorrelated_channels", adapter)
+    policy = ContactPolicy.of_bundle(meta.training, adapter=adapter).given(**contacts)
     if not model.backbone.channel_embedding.reads_activity:
-        distrust_bad_channels = None  # position kinds (ACPE, ...) have no activity summary to distrust
+        # Position kinds (ACPE, ...) have no activity summary to distrust.
+        policy = policy.model_copy(update={"distrust_bad_channels": None})
     montage = Montage.from_dict(meta.montage)
     config = PreprocessConfig.from_dict(meta.preprocessing)
     torch_device = resolve_device(device)
@@ -315,9 +318,7 @@ def predict(
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
 
     def predict_one(path: Path, night: Recording) -> PredictionResult:
-        masked, distrusted = channel_masks(night.quality, night.onset_s, config.window_seconds,
-                                           mask_below=mask_bad_channels, distrust_below=distrust_bad_channels,
-                                           mask_uncorrelated=mask_uncorrelated_channels)
+        masked, distrusted = policy.masks(night.quality, night.onset_s, config.window_seconds)
         # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
         proba = predict_proba(model, night.x, channel_meta, batch_size=batch_size, device=torch_device,
                               precision=prec, channel_mask=masked if masked is not None and masked.any() else None,
@@ -327,9 +328,9 @@ def predict(
                                 task=str(meta.window.get("task", "")), adapter=Path(adapter),
                                 base_name=meta.base_name, edf_annotations=edf_annotations,
                                 start=night.start, quality=night.quality, masked=masked,
-                                mask_threshold=mask_bad_channels, distrusted=distrusted,
-                                distrust_threshold=distrust_bad_channels,
-                                uncorrelated_below=mask_uncorrelated_channels,
+                                mask_threshold=policy.mask_bad_channels, distrusted=distrusted,
+                                distrust_threshold=policy.distrust_bad_channels,
+                                uncorrelated_below=policy.mask_uncorrelated_channels,
                                 preprocessing=night.config.model_dump(mode="json"))
 
     def prepare(path: Path) -> Recording:
@@ -407,62 +408,6 @@ def recording_preprocess(config: Any, sfreq: float, *, source: str = "the record
                       "expect less reliable predictions (adapt on recordings at this rate for the best)",
                       PassportWarning, stacklevel=3)
     return fitted
-
-
-def _bundle_threshold(value: float | None | str, training: dict[str, Any], key: str,
-                      adapter: str | Path) -> float | None:
-    """Return the threshold of option ``--<key>``: ``value``, or the bundle's ``training.<key>`` for "bundle"."""
-    if value != "bundle":
-        return value  # type: ignore[return-value]
-    stored = training.get(key)
-    if stored is not None and not (isinstance(stored, (int, float)) and not isinstance(stored, bool)
-                                   and 0.0 < stored < 1.0):
-        raise CheckpointError(f"adapter.json in '{adapter}' has training.{key} = {stored!r}, not a value in "
-                              f"(0, 1); re-run adapt, or pass --{key.replace('_', '-')} explicitly")
-    return None if stored is None else float(stored)
-
-
-def channel_masks(quality: Any, onsets_s: np.ndarray, window_seconds: float, *, mask_below: float | None = None,
-                  distrust_below: float | None = None,
-                  mask_uncorrelated: float | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Return the ``(N, C)`` channels to mask and to distrust in each predicted window (None: option off).
-
-    ``quality`` is the raw recording's :class:`~passport_kit.signals.quality.ChannelQuality`.
-    Masked: quality score below ``mask_below``, or 1–40 Hz neighbour correlation below
-    ``mask_uncorrelated`` where that correlation is scored (never for a bipolar channel or one
-    without near neighbours: ``ChannelQuality.window_neighbour_corr``); a window in
-    which every channel would be masked is left as it is. Distrusted: score below
-    ``distrust_below``. This is the one rule of training (``adapt``) and ``predict``.
-    """
-    masked = None
-    if mask_below is not None:
-        masked = quality_mask(quality.window_score, onsets_s, window_seconds, mask_below)
-    if mask_uncorrelated is not None:
-        corr = np.nan_to_num(quality.window_neighbour_corr, nan=1.0)
-        lonely = quality_mask(corr, onsets_s, window_seconds, mask_uncorrelated)
-        masked = lonely if masked is None else masked | lonely
-        masked[masked.all(axis=1)] = False
-    distrusted = None
-    if distrust_below is not None:
-        distrusted = quality_mask(quality.window_score, onsets_s, window_seconds, distrust_below)
-    return masked, distrusted
-
-
-def quality_mask(window_score: np.ndarray, onsets_s: np.ndarray, window_seconds: float,
-                 threshold: float) -> np.ndarray:
-    """Return ``(N, C)`` bool: the channels to mask in each predicted window (score below ``threshold``).
-
-    ``window_score`` ``(Nq, C)`` are the quality windows of the raw recording, which start at
-    its first sample as the predicted windows do; ``onsets_s`` ``(N,)`` places each predicted
-    window on that grid. A window whose channels are all below the threshold is not masked:
-    with every channel masked the model would see no signal at all.
-    """
-    slots = np.round(np.asarray(onsets_s, dtype=np.float64) / window_seconds).astype(np.int64)
-    mask = np.zeros((len(slots), window_score.shape[1]), dtype=bool)
-    inside = (slots >= 0) & (slots < window_score.shape[0])
-    mask[inside] = window_score[slots[inside]] < threshold
-    mask[mask.all(axis=1)] = False
-    return mask
 
 
 def recording_start(raw: Any) -> datetime | None:
