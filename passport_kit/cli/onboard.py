@@ -15,7 +15,9 @@ from typing import Any
 import typer
 
 from passport_kit.cli.options import EXIT_INTERRUPTED, echo_json, optional_float
+from passport_kit.contacts import ContactPolicy
 from passport_kit.errors import ConfigError
+
 _CONTEXT_HELP = ("Probe recipe: sleep epochs of temporal context on each side that the read-out also sees "
                  "(default: chosen by cross-validation among 0 and 2 for sleep staging, 0 otherwise).")
 #: RecipeOptions.probe_layer's default (model.heads.PROBE_LAYER), kept equal by a test: the CLI imports no torch.
@@ -29,22 +31,35 @@ _RECIPE_HELP = ("probe: a linear read-out of the frozen model's pooled features 
                 "--quality-gate or --channel-dropout is given, else probe.")
 _CORRUPT_HELP = ("Share of training windows (0-1) in which random channels are replaced by synthetic faults "
                  "(noise, drift, flat, line); 0 = the paper's recipe.")
-_GATE_HELP = "Expert kinds: gate each channel's code toward a learned noise expert by its quality score."
 _DROPOUT_HELP = ("Share of training windows (0-1) in which 1 to a quarter of the channels are replaced by the mask "
                  "token, so masking a bad channel later is nothing new to the model.")
-_MASK_TRAIN_HELP = ("Quality score (0-1) under which a channel is replaced by the mask token in that window, in "
-                    "training and (through the bundle) at predict time; 'none' = never.")
-_DISTRUST_TRAIN_HELP = ("Expert kinds: quality score (0-1) under which a channel keeps its signal but its channel code "
-                        "is read from the nearest good channel's activity, in training and (through the bundle) at "
-                        "predict time; 'none' = never (the paper's recipe).")
 _H_FREQ_HELP = ("Band-pass top in Hz (default: dataset.yaml's h_freq, else the checkpoint's, lowered below the "
                 "Nyquist frequency of recordings sampled too slowly for it).")
-#: Default of adapt/evaluate --mask-uncorrelated-channels (training.adapt.DEFAULT_UNCORRELATED; a test keeps them equal).
-_UNCORRELATED_DEFAULT = "0.2"
-_UNCORRELATED_TRAIN_HELP = ("Also mask a channel in the windows where its 1-40 Hz correlation with its neighbours is "
-                            "below this (0-1): its neighbours share none of its signal, so it is noise, not a weak "
-                            "contact; in training and (through the bundle) at predict time; 'none' = never.")
 
+
+def _contact_default(key: str) -> str:
+    """Return the command-line text of ContactPolicy threshold ``key``'s default ('none' for None)."""
+    default = ContactPolicy.model_fields[key].default
+    return "none" if default is None else f"{default:g}"
+
+
+def _contact_help(key: str) -> str:
+    """Return the --help text of a ContactPolicy field, from its description (one source for every command)."""
+    text = str(ContactPolicy.model_fields[key].description)
+    return text[0].upper() + text[1:].replace("None: never", "'none': never") + "."
+
+
+def _contact_option(key: str, *, bundle: bool = False) -> Any:
+    """Return the typer option of ContactPolicy threshold ``key``: adapt/evaluate default to the policy's, predict to
+    'bundle' (the adapter's own value)."""
+    extra = " 'bundle' (default): the value adapt trained with." if bundle else ""
+    return typer.Option("bundle" if bundle else _contact_default(key), "--" + key.replace("_", "-"),
+                        help=_contact_help(key) + extra)
+
+
+#: Default of adapt/evaluate --mask-uncorrelated-channels: ContactPolicy's.
+_UNCORRELATED_DEFAULT = _contact_default("mask_uncorrelated_channels")
+_GATE_HELP = _contact_help("quality_gate")
 
 _CONFIG_HELP = ("Run file (YAML) of adapt settings, e.g. 'data: ./eesm17' and 'max_steps: 200' (options with '_' for "
                 "'-'), or a bundle's adapter.json to repeat its run; options given here override the file. Not the "
@@ -200,10 +215,9 @@ def adapt_command(
     corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
     quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
     channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
-    mask_bad_channels: str = typer.Option("none", "--mask-bad-channels", help=_MASK_TRAIN_HELP),
-    distrust_bad_channels: str = typer.Option("0.5", "--distrust-bad-channels", help=_DISTRUST_TRAIN_HELP),
-    mask_uncorrelated_channels: str = typer.Option(_UNCORRELATED_DEFAULT, "--mask-uncorrelated-channels",
-                                                   help=_UNCORRELATED_TRAIN_HELP),
+    mask_bad_channels: str = _contact_option("mask_bad_channels"),
+    distrust_bad_channels: str = _contact_option("distrust_bad_channels"),
+    mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels"),
     seed: int = typer.Option(0, "--seed"),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
@@ -285,10 +299,9 @@ def evaluate_command(
     corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
     quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
     channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
-    mask_bad_channels: str = typer.Option("none", "--mask-bad-channels", help=_MASK_TRAIN_HELP),
-    distrust_bad_channels: str = typer.Option("0.5", "--distrust-bad-channels", help=_DISTRUST_TRAIN_HELP),
-    mask_uncorrelated_channels: str = typer.Option(_UNCORRELATED_DEFAULT, "--mask-uncorrelated-channels",
-                                                   help=_UNCORRELATED_TRAIN_HELP),
+    mask_bad_channels: str = _contact_option("mask_bad_channels"),
+    distrust_bad_channels: str = _contact_option("distrust_bad_channels"),
+    mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels"),
     device: str = typer.Option("auto", "--device"),
     precision: str = typer.Option("auto", "--precision"),
     threads: int | None = typer.Option(None, "--threads"),
@@ -354,15 +367,9 @@ def predict_command(
     batch_size: int = typer.Option(64, "--batch-size"),
     device: str = typer.Option("auto", "--device"),
     precision: str = typer.Option("auto", "--precision"),
-    mask_bad_channels: str = typer.Option(
-        "bundle", "--mask-bad-channels", help="Quality score (0-1) under which a channel is replaced by the mask "
-        "token in that window, 'none' (never), or 'bundle' (default: the threshold adapt trained with)."),
-    distrust_bad_channels: str = typer.Option(
-        "bundle", "--distrust-bad-channels", help="Expert kinds: quality score (0-1) under which a channel's code is "
-        "read from the nearest good channel's activity, 'none' (never), or 'bundle' (default: as adapt trained)."),
-    mask_uncorrelated_channels: str = typer.Option(
-        "bundle", "--mask-uncorrelated-channels", help="Neighbour correlation (0-1) under which a channel is also "
-        "masked in that window, 'none' (never), or 'bundle' (default: as adapt trained)."),
+    mask_bad_channels: str = _contact_option("mask_bad_channels", bundle=True),
+    distrust_bad_channels: str = _contact_option("distrust_bad_channels", bundle=True),
+    mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels", bundle=True),
     h_freq: float | None = typer.Option(None, "--h-freq", help="Band-pass top in Hz (default: the bundle's, as adapt "
                                         "trained, lowered for recordings sampled too slowly for it)."),
     amplitude_check: bool = typer.Option(True, "--amplitude-check/--no-amplitude-check", help="Refuse recordings "
