@@ -1,19 +1,27 @@
-"""``predict`` on one night: where the time goes, stage by stage.
+"""``predict`` on one night: where the time goes, stage by stage, and how it grows with the night.
 
-Simulates one ear-EEG night (``eesm17-ear``, 12 channels, ``--hours``), adapts a throw-away
-adapter on a small simulated dataset (``--max-steps 1``: the weights do not matter for speed),
-then times, on ``--threads`` torch threads:
+Simulates ear-EEG nights (``eesm17-ear``, 12 channels) of each length in ``--hours``, adapts a
+throw-away adapter on a small simulated dataset (``--recipe probe``, the default of ``adapt``;
+``finetune``: 1 step, the weights do not matter for speed), then times, on ``--threads`` torch
+threads, the stages of :func:`passport_kit.inference.predict.read_for_prediction` and after it:
 
-- ``load_recording``: read the EDF, map channels, preprocess, window, flag (no cache);
-- ``recording_quality``: the raw-recording channel quality (read again, per window);
-- ``predict_proba``: the model over every window (fp32, CPU unless ``--device``);
+- ``read_recording + mapped_data``: open the EDF, map the montage channels, read their samples (the one read);
+- ``recording_quality``: :func:`channel_quality` of those same samples;
+- ``load_recording`` stage: :func:`windows_from_data` (filter, windows, flags; no cache);
+- ``predict_proba``: the model over every window, with the masks predict derives from the quality;
 - ``plot_hypnogram``: the hypnogram + hypnodensity PNG alone;
-- ``predict()``: the whole call as the CLI makes it (every report written), with an empty
-  preprocessing cache, as on a first run.
+- ``write_prediction``: every report (CSV, TSV, JSON, PNG);
+- ``predict()``: the whole call as the CLI makes it (every report written), the median of
+  ``--repeats`` calls in a warm process (imports done), so the figure is the call's own.
+
+With several ``--hours``, the last table gives ``predict()`` per hour of recording: flat when the
+time grows linearly with the night. ``--overlap`` also times ``predict()`` over two copies of
+the first night with ``prefetch`` on (the second night read while the model works on the first)
+and off, in turn.
 
 Run::
 
-    .venv/bin/python benchmarks/bench_predict.py [--hours 8] [--threads 2] [--out bench-out/predict]
+    .venv/bin/python benchmarks/bench_predict.py [--hours 1,8] [--threads 2] [--out bench-out/predict]
     .venv/bin/python benchmarks/bench_predict.py --plot-only      # the hypnogram PNG alone, 3 calls
 """
 
@@ -21,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -60,58 +70,158 @@ def plot_only(hours: float, out: Path) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print the stage times of predict on one simulated night."""
+def night(out: Path, hours: float, *, reuse: bool) -> Path:
+    """Return the EDF of a simulated ``hours`` night under ``out`` (kept from an earlier run with ``reuse``)."""
+    from passport_kit.signals.simulator import simulate_dataset
+
+    folder = out / f"night-{hours:g}h"
+    if not (reuse and (folder / "s01.edf").is_file()):
+        simulate_dataset(MONTAGE, folder, n_subjects=1, hours=hours, seed=5, overwrite=True)
+    return folder / "s01.edf"
+
+
+def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: str, batch_size: int,
+               repeats: int) -> tuple[list[tuple[str, float]], int]:
+    """Return the ``(stage, seconds)`` rows of one night and its number of windows."""
+    import numpy as np
     import torch
 
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.inference.forward import predict_proba
     from passport_kit.inference.hypnogram import Hypnogram
-    from passport_kit.inference.predict import predict
+    from passport_kit.inference.predict import _bundle_threshold, channel_masks, predict, recording_preprocess, write_prediction
     from passport_kit.inference.reports import plot_hypnogram
     from passport_kit.model import ChannelMeta
     from passport_kit.montage import Montage
+    from passport_kit.runtime import resolve_device, resolve_precision
+    from passport_kit.signals import PreprocessConfig, read_recording
+    from passport_kit.signals.channels import mapped_data
+    from passport_kit.signals.dataset import windows_from_data
+    from passport_kit.signals.quality import channel_quality
+
+    model, meta = load_adapter_bundle(bundle)
+    montage, config = Montage.from_dict(meta.montage), PreprocessConfig.from_dict(meta.preprocessing)
+    torch_device = resolve_device(device)
+    prec = resolve_precision(precision, torch_device)
+    model.to(torch_device)
+    rows: list[tuple[str, float]] = []
+
+    def read():
+        raw = read_recording(edf)
+        return raw, mapped_data(raw, montage)
+
+    raw, data = timed("read_recording + mapped_data (the one read)", read, rows)
+    sfreq = float(raw.info["sfreq"])
+    quality = timed("recording_quality: channel_quality of the same samples",
+                    lambda: channel_quality(data, sfreq, montage, window_seconds=config.window_seconds,
+                                            mains_freq=config.notch_freq), rows)
+    rec_config = recording_preprocess(config, sfreq)
+    x, flags = timed("load_recording stage: windows_from_data (filter, windows, flags)",
+                     lambda: windows_from_data(data, sfreq, rec_config), rows)
+    del data
+    onsets = np.arange(len(x)) * config.window_seconds
+    thresholds = {k: _bundle_threshold("bundle", meta.training, k, bundle)
+                  for k in ("mask_bad_channels", "distrust_bad_channels", "mask_uncorrelated_channels")}
+    masked, distrusted = channel_masks(quality, onsets, config.window_seconds, mask_below=thresholds["mask_bad_channels"],
+                                       distrust_below=thresholds["distrust_bad_channels"] if model.backbone.channel_embedding.reads_activity else None,
+                                       mask_uncorrelated=thresholds["mask_uncorrelated_channels"])
+    proba = timed(f"predict_proba (model, batch {batch_size}, {prec})",
+                  lambda: predict_proba(model, x, ChannelMeta.from_montage(montage), batch_size=batch_size,
+                                        device=torch_device, precision=prec,
+                                        channel_mask=masked if masked is not None and masked.any() else None,
+                                        distrust=distrusted), rows)
+    hyp = Hypnogram([str(meta.classes[k]) for k in proba.argmax(1)], epoch_seconds=config.window_seconds,
+                    classes=[str(c) for c in meta.classes], proba=proba)
+    timed("plot_hypnogram (PNG alone)", lambda: plot_hypnogram(out / "hypnogram.png", hyp, title="bench"), rows)
+    timed("write_prediction (CSV, TSV, JSON, PNG)",
+          lambda: write_prediction(out / "reports", edf, proba, onsets, flags, classes=list(meta.classes),
+                                   window_seconds=config.window_seconds, task="sleep-staging", adapter=bundle,
+                                   base_name=meta.base_name, quality=quality, masked=masked,
+                                   distrusted=distrusted), rows)
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        predict(bundle, [edf], out / f"predictions-{i}", device=device, precision=precision, batch_size=batch_size)
+        times.append(time.perf_counter() - start)
+    rows.append((f"predict() (all of it; median of {repeats})", statistics.median(times)))
+    return rows, len(x)
+
+
+def overlap_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: str, batch_size: int,
+                 repeats: int) -> list[tuple[str, float]]:
+    """Return ``predict()`` over two copies of ``edf`` with prefetch on and off, ``repeats`` pairs in turn (medians)."""
+    from passport_kit.inference.predict import predict
+
+    folder = out / "two-nights"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("a.edf", "b.edf"):
+        shutil.copy(edf, folder / name)
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for i in range(repeats):
+        for ahead in (True, False):
+            start = time.perf_counter()
+            predict(bundle, [folder], out / f"two-{ahead}-{i}", device=device, precision=precision,
+                    batch_size=batch_size, prefetch=ahead)
+            times[ahead].append(time.perf_counter() - start)
+    on, off = statistics.median(times[True]), statistics.median(times[False])
+    return [("predict(), 2 nights, prefetch on", on), ("predict(), 2 nights, prefetch off", off),
+            ("ratio on / off", on / off)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the stage times of predict on simulated nights."""
+    import torch
+
     from passport_kit.montage.registry import HOME_ENV
-    from passport_kit.signals import PreprocessConfig, load_recording
-    from passport_kit.signals.quality import recording_quality
     from passport_kit.signals.simulator import simulate_dataset
     from passport_kit.training.adapt import adapt
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--hours", type=float, default=8.0, help="length of the predicted night")
+    p.add_argument("--hours", default="8", help="night lengths, comma-separated (e.g. 1,8)")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--precision", default="auto", help="as predict's --precision (auto: bf16 on CPUs with native bf16)")
+    p.add_argument("--batch-size", type=int, default=None, help="predict's batch size (default: predict's own)")
+    p.add_argument("--recipe", choices=("probe", "finetune"), default="probe", help="the adapter's recipe")
+    p.add_argument("--repeats", type=int, default=1, help="predict() calls per night (median)")
+    p.add_argument("--overlap", action="store_true", help="also time predict() over two nights, prefetch on vs off")
+    p.add_argument("--reuse", action="store_true", help="reuse nights simulated into --out by an earlier run")
     p.add_argument("--out", type=Path, default=Path("bench-out/predict"))
     p.add_argument("--plot-only", action="store_true",
                    help="only time plot_hypnogram, 3 calls on a random hypnodensity of --hours")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    hours = [float(h) for h in args.hours.split(",")]
     if args.plot_only:
-        return plot_only(args.hours, args.out)
-    # A fresh cache folder: predict() below must read and preprocess the night itself, as a first run does.
+        return plot_only(hours[0], args.out)
+    import inspect
+
+    from passport_kit.inference.predict import predict
+
+    batch_size = args.batch_size or inspect.signature(predict).parameters["batch_size"].default
+    # A fresh home: no cache or bundle from another run takes part.
     os.environ[HOME_ENV] = tempfile.mkdtemp(prefix="bench-predict-")
-    night = simulate_dataset(MONTAGE, args.out / "night", n_subjects=1, hours=args.hours, seed=5, overwrite=True)
     train = simulate_dataset(MONTAGE, args.out / "train", n_subjects=2, hours=0.25, seed=6, overwrite=True)
-    bundle = adapt(montage=MONTAGE, data=train, out=args.out / "adapter", max_steps=1, batch_size=8,
-                   threads=args.threads, resume=False).bundle
-    edf = night / "s01.edf"
-    model, meta = load_adapter_bundle(bundle)
-    montage, config = Montage.from_dict(meta.montage), PreprocessConfig.from_dict(meta.preprocessing)
-    rows: list[tuple[str, float]] = []
-    windows = timed("load_recording", lambda: load_recording(edf, montage, config, cache=False), rows)
-    timed("recording_quality", lambda: recording_quality(edf, montage, window_seconds=config.window_seconds,
-                                                         mains_freq=config.notch_freq), rows)
-    proba = timed("predict_proba", lambda: predict_proba(model, windows.x, ChannelMeta.from_montage(montage),
-                                                         device=torch.device(args.device)), rows)
-    hyp = Hypnogram([str(meta.classes[k]) for k in proba.argmax(1)], epoch_seconds=config.window_seconds,
-                    classes=[str(c) for c in meta.classes], proba=proba)
-    timed("plot_hypnogram", lambda: plot_hypnogram(args.out / "hypnogram.png", hyp, title="bench"), rows)
-    timed("predict() (all of it)", lambda: predict(bundle, [edf], args.out / "predictions", device=args.device),
-          rows)
-    print(f"{args.hours:g} h night, {len(windows.x)} windows × {len(montage.ch_names)} channels")
-    print("| stage | seconds |\n|---|---|")
-    for label, seconds in rows:
-        print(f"| {label} | {seconds:.2f} |")
+    recipe = {"max_steps": 1, "batch_size": 8} if args.recipe == "finetune" else {}
+    bundle = adapt(montage=MONTAGE, data=train, out=args.out / "adapter", threads=args.threads, resume=False,
+                   overwrite=True, **recipe).bundle
+    per_hour: list[tuple[float, int, float]] = []
+    for h in hours:
+        edf = night(args.out, h, reuse=args.reuse)
+        rows, n = stage_rows(bundle, edf, args.out / f"run-{h:g}h", device=args.device, precision=args.precision,
+                             batch_size=batch_size, repeats=args.repeats)
+        if args.overlap and h == hours[0]:
+            rows += overlap_rows(bundle, edf, args.out / f"run-{h:g}h", device=args.device,
+                                 precision=args.precision, batch_size=batch_size, repeats=args.repeats)
+        print(f"{h:g} h night, {n} windows × 12 channels, recipe {args.recipe}")
+        print("| stage | seconds |\n|---|---|")
+        for label, seconds in rows:
+            print(f"| {label} | {seconds:.2f} |")
+        per_hour.append((h, n, next(seconds for label, seconds in rows if label.startswith("predict() (all"))))
+    if len(per_hour) > 1:
+        print("| night | windows | predict() s | s per hour |\n|---|---|---|---|")
+        for h, n, seconds in per_hour:
+            print(f"| {h:g} h | {n} | {seconds:.2f} | {seconds / h:.2f} |")
     print(machine_line(args.threads))
     return 0
 
