@@ -23,10 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # pragma: no cover - numpy is imported where the masks are made: the CLI imports this at startup
+    import numpy as np
 
 from passport_kit.errors import CheckpointError, ConfigError
 
@@ -141,6 +143,8 @@ def channel_masks(quality: Any, onsets_s: np.ndarray, window_seconds: float, *, 
     which every channel would be masked is left as it is. Distrusted: score below
     ``distrust_below``. This is the one rule of training (``adapt``) and ``predict``.
     """
+    import numpy as np
+
     masked = None
     if mask_below is not None:
         masked = quality_mask(quality.window_score, onsets_s, window_seconds, mask_below)
@@ -164,6 +168,8 @@ def quality_mask(window_score: np.ndarray, onsets_s: np.ndarray, window_seconds:
     window on that grid. A window whose channels are all below the threshold is not masked:
     with every channel masked the model would see no signal at all.
     """
+    import numpy as np
+
     slots = np.round(np.asarray(onsets_s, dtype=np.float64) / window_seconds).astype(np.int64)
     mask = np.zeros((len(slots), window_score.shape[1]), dtype=bool)
     inside = (slots >= 0) & (slots < window_score.shape[0])
