@@ -89,7 +89,8 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.inference.forward import predict_proba
     from passport_kit.inference.hypnogram import Hypnogram
-    from passport_kit.inference.predict import _bundle_threshold, channel_masks, predict, recording_preprocess, write_prediction
+    from passport_kit.contacts import ContactPolicy
+    from passport_kit.inference.predict import predict, recording_preprocess, write_prediction
     from passport_kit.inference.reports import plot_hypnogram
     from passport_kit.model import ChannelMeta
     from passport_kit.montage import Montage
@@ -120,11 +121,10 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
                      lambda: windows_from_data(data, sfreq, rec_config), rows)
     del data
     onsets = np.arange(len(x)) * config.window_seconds
-    thresholds = {k: _bundle_threshold("bundle", meta.training, k, bundle)
-                  for k in ("mask_bad_channels", "distrust_bad_channels", "mask_uncorrelated_channels")}
-    masked, distrusted = channel_masks(quality, onsets, config.window_seconds, mask_below=thresholds["mask_bad_channels"],
-                                       distrust_below=thresholds["distrust_bad_channels"] if model.backbone.channel_embedding.reads_activity else None,
-                                       mask_uncorrelated=thresholds["mask_uncorrelated_channels"])
+    policy = ContactPolicy.of_bundle(meta.training, adapter=bundle)
+    if not model.backbone.channel_embedding.reads_activity:
+        policy = policy.model_copy(update={"distrust_bad_channels": None})
+    masked, distrusted = policy.masks(quality, onsets, config.window_seconds)
     proba = timed(f"predict_proba (model, batch {batch_size}, {prec})",
                   lambda: predict_proba(model, x, ChannelMeta.from_montage(montage), batch_size=batch_size,
                                         device=torch_device, precision=prec,

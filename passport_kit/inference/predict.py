@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -228,6 +230,26 @@ def _prefetched(files: Sequence[Path], prepare: Callable[[Path], Recording], *,
             yield path, functools.partial(get, i)
 
 
+def import_plotting_soon() -> threading.Thread | None:
+    """Return the thread started to import matplotlib's figure and Agg modules (None: imported already).
+
+    A fresh process spends most of a second on that import, the largest part of the first
+    hypnogram plot; started before the model's forward passes, which release the GIL in their
+    kernels, it is done by the time the reports are written. The plotting code imports the same
+    modules itself, waiting for this import if it is still running.
+    """
+    if "matplotlib.backends.backend_agg" in sys.modules:
+        return None
+    thread = threading.Thread(target=_import_plotting, name="passport-kit-import-matplotlib")
+    thread.start()
+    return thread
+
+
+def _import_plotting() -> None:
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+
 def predict(
     adapter: str | Path,
     recordings: Sequence[str | Path] | str | Path,
@@ -319,6 +341,8 @@ def predict(
 
     def predict_one(path: Path, night: Recording) -> PredictionResult:
         masked, distrusted = policy.masks(night.quality, night.onset_s, config.window_seconds)
+        if is_sleep_staging(list(meta.classes)):
+            import_plotting_soon()  # while the model runs: the hypnogram's PNG needs matplotlib next
         # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
         proba = predict_proba(model, night.x, channel_meta, batch_size=batch_size, device=torch_device,
                               precision=prec, channel_mask=masked if masked is not None and masked.any() else None,

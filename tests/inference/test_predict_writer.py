@@ -63,3 +63,15 @@ def test_find_recordings_searches_folders(tmp_path: Path) -> None:
 def test_missing_recording_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="does not exist"):
         find_recordings([tmp_path / "nope.edf"])
+
+
+def test_plotting_is_imported_once_in_the_background() -> None:
+    import sys
+
+    from passport_kit.inference.predict import import_plotting_soon
+
+    thread = import_plotting_soon()
+    if thread is not None:
+        thread.join(timeout=60)
+    assert "matplotlib.figure" in sys.modules and "matplotlib.backends.backend_agg" in sys.modules
+    assert import_plotting_soon() is None  # imported: nothing more to start

@@ -114,7 +114,7 @@ def test_quality_tsv_uses_the_table_writer() -> None:
 def _drawn(monkeypatch: pytest.MonkeyPatch, hypnogram: Hypnogram, **kwargs):
     """Return the figure plot_hypnogram draws (captured instead of saved)."""
     figures = []
-    monkeypatch.setattr(reports, "_save_figure", lambda fig, path: figures.append(fig) or Path(path))
+    monkeypatch.setattr(reports, "_save_figure", lambda fig, path, **kw: figures.append(fig) or Path(path))
     reports.plot_hypnogram(Path("h.png"), hypnogram, **kwargs)
     return figures[0]
 
