@@ -6,9 +6,11 @@ by the physics simulator, so that adapt → predict end-to-end runs stay within 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import edfio
+import mne
 import numpy as np
 import pytest
 import torch
@@ -61,6 +63,20 @@ def make_dataset(root: Path, *, n_subjects: int = 4, n_epochs: int = 10, names: 
         lines += [f"  - subject: {subject}", f"    file: {subject}.edf", f"    labels: {subject}.csv"]
     (root / "dataset.yaml").write_text("\n".join(lines) + "\n")
     return root
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> Counter:
+    """Return a Counter of the EDF files MNE opens while the test runs (file name → openings): read-once tests."""
+    counts: Counter = Counter()
+    real = mne.io.read_raw_edf
+
+    def counting(path, *args, **kwargs):  # noqa: ANN001, ANN202 - MNE's signature
+        counts[Path(path).name] += 1
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(mne.io, "read_raw_edf", counting)
+    return counts
 
 
 @pytest.fixture(scope="session")

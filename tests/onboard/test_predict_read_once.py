@@ -6,23 +6,8 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-import mne
 import numpy as np
 import pytest
-
-
-@pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> Counter:
-    """Return a Counter of the EDF files MNE opens while the test runs (file name → openings)."""
-    counts: Counter = Counter()
-    real = mne.io.read_raw_edf
-
-    def counting(path, *args, **kwargs):  # noqa: ANN001, ANN202 - MNE's signature
-        counts[Path(path).name] += 1
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(mne.io, "read_raw_edf", counting)
-    return counts
 
 
 @pytest.fixture
