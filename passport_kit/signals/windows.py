@@ -61,7 +61,9 @@ def make_windows(data: np.ndarray, config: PreprocessConfig) -> np.ndarray:
     n_chan, n_times = data.shape
     per_window = config.window_samples
     n = check_length(n_times, config.sfreq, config)
-    x = np.ascontiguousarray(data[:, : n * per_window], dtype=np.float32)
+    # A view where data is float32 (splitting the time axis needs no copy); the one copy is the
+    # transposition into window-major order below.
+    x = np.asarray(data[:, : n * per_window], dtype=np.float32)
     x = x.reshape(n_chan, n, config.n_patches, config.samples_per_patch).transpose(1, 0, 2, 3)
     x = np.ascontiguousarray(x)
     return instance_normalise(x) if config.instance_norm else x
