@@ -37,15 +37,15 @@ def test_checkpoints_and_shipped_exclude_each_other(capsys: pytest.CaptureFixtur
     assert "give one" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # adapts two shipped checkpoints by the probe recipe on 9 quarter-hour nights: ~2 min
+@pytest.mark.slow  # adapts a shipped checkpoint twice, 2 steps per fold, on 9 quarter-hour nights: minutes
 def test_labelled_checkpoints_get_their_own_columns_and_the_first_is_the_reference(tmp_path: Path) -> None:
     out = tmp_path / "ear"
-    argv = ["--quick", "--hours", "0.25", "--threads", "1", "--recipe", "probe", "--out", str(out),
-            "--checkpoints", "base=passport-small-acpe,same-base=passport-small-acpe"]
+    argv = ["--quick", "--hours", "0.25", "--threads", "1", "--recipe", "finetune", "--ft-steps", "2",
+            "--out", str(out), "--checkpoints", "base=passport-small-acpe,same-base=passport-small-acpe"]
     assert transfer_ear.main(argv) == 0
     table = json.loads((out / "per_subject.json").read_text())
     assert table[-1]["subject"] == "mean" and {"base", "same-base"} <= table[-1].keys()
     diffs = json.loads((out / "difference_to_base.json").read_text())
     assert {d["method"] for d in diffs} == {"same-base"}
-    assert all(abs(d["kappa_minus_base"]) < 1e-9 for d in diffs)  # the same base and recipe: no difference
-    assert json.loads((out / "run.json").read_text())["settings"]["recipe"] == "probe"
+    assert all(abs(d["kappa_minus_base"]) < 1e-9 for d in diffs)  # the same base, recipe and seeds: no difference
+    assert json.loads((out / "run.json").read_text())["settings"]["recipe"] == "finetune"
