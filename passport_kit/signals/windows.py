@@ -94,30 +94,44 @@ def window_flags(
     n = windows.shape[0]
     n_chan = raw_data.shape[0]
     bounds = _window_bounds(n, sfreq, config.window_seconds)
+    starts = bounds[:-1]
+    counts = np.diff(bounds).astype(np.float64)
     flags = np.zeros((n, n_chan), dtype=np.uint8)
     for c in range(n_chan):
         sig = np.asarray(raw_data[c, : bounds[-1]], dtype=np.float64)
-        bad = ~np.isfinite(sig)
-        starts = bounds[:-1]
-        flags[:, c] |= np.where(np.add.reduceat(bad, starts) > 0, FLAG_NAN, 0).astype(np.uint8)
-        clean = np.where(bad, 0.0, sig)
-        counts = np.diff(bounds).astype(np.float64)
+        finite = np.isfinite(sig)
+        # A night is millions of samples per channel: the NaN branch and the copies it needs only
+        # where a channel has a non-finite sample at all.
+        all_finite = bool(finite.all())
+        clean = sig
+        if not all_finite:
+            bad = ~finite
+            flags[:, c] |= np.where(np.add.reduceat(bad, starts) > 0, FLAG_NAN, 0).astype(np.uint8)
+            clean = np.where(bad, 0.0, sig)
         total = np.add.reduceat(clean, starts)
         total_sq = np.add.reduceat(clean * clean, starts)
         var = np.maximum(total_sq / counts - (total / counts) ** 2, 0.0)
         flags[:, c] |= np.where(np.sqrt(var) < FLAT_STD_V, FLAG_FLAT, 0).astype(np.uint8)
-        finite = sig[~bad]
-        if finite.size and finite.max() > finite.min():
+        values = sig if all_finite else sig[finite]
+        high, low = (values.max(), values.min()) if values.size else (0.0, 0.0)
+        if high > low:
             # Saturation pins the signal at one extreme; count each extreme on its own, since a
             # quantised signal can touch its maximum once and its minimum twice by chance.
-            at_max = np.add.reduceat((clean == finite.max()) & ~bad, starts)
-            at_min = np.add.reduceat((clean == finite.min()) & ~bad, starts)
+            # The samples at an extreme are few: count them per window from their indices.
+            at_max = _per_window((sig == high) & finite, starts, n)
+            at_min = _per_window((sig == low) & finite, starts, n)
             clipped = np.maximum(at_max, at_min) >= CLIP_MIN_SAMPLES
             flags[:, c] |= np.where(clipped, FLAG_CLIPPED, 0).astype(np.uint8)
     if config.amplitude_limit_uv is not None:
         peak_uv = np.abs(windows).max(axis=(2, 3)) * config.scale_uv
         flags |= np.where(peak_uv > config.amplitude_limit_uv, FLAG_OVER_LIMIT, 0).astype(np.uint8)
     return flags
+
+
+def _per_window(hits: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
+    """Return ``(n,)`` how many True samples of ``hits`` fall in each window (windows start at ``starts``)."""
+    window = np.searchsorted(starts, np.flatnonzero(hits), side="right") - 1
+    return np.bincount(window, minlength=n)
 
 
 def describe_flags(flags: np.ndarray) -> dict[str, int]:

@@ -77,3 +77,14 @@ def test_amplitude_limit_none_never_flags() -> None:
     data = _clean()
     data[1, 8000:8400] = 500e-6
     assert not (_flags(data, PreprocessConfig()) & FLAG_OVER_LIMIT).any()
+
+
+@pytest.mark.parametrize(("before", "after", "flagged"), [(3, 3, []), (5, 2, [0]), (2, 5, [1]), (5, 5, [0, 1])])
+def test_clipped_samples_count_in_the_window_they_fall_in(before: int, after: int, flagged: list[int]) -> None:
+    # Samples pinned at the maximum either side of the edge between windows 0 and 1 (7500 at 250 Hz).
+    data = _clean()
+    data[0, 7500 - before : 7500 + after] = data[0].max() + 1e-5
+    data[0, 100] = np.nan  # the NaN branch counts the same way
+    flags = _flags(data, PreprocessConfig())
+    assert [w for w in range(3) if flags[w, 0] & FLAG_CLIPPED] == flagged
+    assert flags[0, 0] & FLAG_NAN and not (flags[1:, 0] & FLAG_NAN).any()
