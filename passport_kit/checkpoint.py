@@ -2,9 +2,9 @@
 
 A **base checkpoint** is a folder ``model.safetensors`` + ``config.json`` + ``MODEL_CARD.md``;
 an **adapter bundle** is a folder ``adapter.safetensors`` (only the tensors the freezing policy
-trained) + ``adapter.json`` bound to its base by SHA-256. Save and load are symmetric; loading
-is strict and says which tensors matched, were missing or unexpected, and never hands back
-randomly initialised weights. Folders are written to a hidden temp folder and renamed into
+trained, and a ``channel-id`` table) + ``adapter.json`` bound to its base by SHA-256. Save and
+load are symmetric; loading is strict and says which tensors matched, were missing or
+unexpected, and never hands back randomly initialised weights. Folders are written to a hidden temp folder and renamed into
 place, so a crash never leaves a folder that reads as valid.
 
 >>> from passport_kit.checkpoint import list_checkpoints
@@ -35,7 +35,7 @@ from safetensors.torch import save as save_safetensors_bytes
 from torch import Tensor, nn
 
 from passport_kit import __version__
-from passport_kit.errors import CheckpointError, ConfigError
+from passport_kit.errors import CheckpointError, ConfigError, PassportWarning
 from passport_kit.model import (
     Backbone,
     Classifier,
@@ -47,6 +47,7 @@ from passport_kit.model import (
     policy_of,
     policy_parameter_names,
 )
+from passport_kit.model.channel_embedding import ChannelIdEmbedding
 from passport_kit.model.quality_gate import gate_classifier, has_quality_gate
 from passport_kit.signals.preprocess import PreprocessConfig
 
@@ -544,16 +545,29 @@ def _parse_safetensors(data: bytes, path: Path) -> dict[str, Tensor]:
 
 # ----------------------------------------------------------------------- adapter bundles
 def adapter_tensors(classifier: Classifier) -> dict[str, Tensor]:
-    """Return the tensors an adapter bundle stores: exactly those its policy trains."""
-    names = policy_parameter_names(classifier, policy_of(classifier))
+    """Return the tensors an adapter bundle stores: those its policy trains, and a `channel-id` table whatever it is."""
+    names = policy_parameter_names(classifier, policy_of(classifier)) | _drawn_tensor_names(classifier)
     state = classifier.state_dict()
     return {name: state[name] for name in sorted(names)}
+
+
+def _drawn_tensor_names(classifier: Classifier) -> set[str]:
+    """Return the names of the tensors that hold values drawn after the base was loaded: a `channel-id` table.
+
+    ``adapt`` draws the table's rows for channels the base never saw (``Backbone.add_channels``);
+    a policy that does not train them (``head``) would leave them out of the bundle, and each load
+    would draw other rows (issue 17), so the bundle stores the table whatever the policy.
+    """
+    embedding = classifier.backbone.channel_embedding
+    if not isinstance(embedding, ChannelIdEmbedding):
+        return set()
+    return {name for name, param in classifier.named_parameters() if param is embedding.table}
 
 
 def save_adapter_bundle(
     classifier: Classifier, folder: str | Path, meta: AdapterMeta, *, overwrite: bool = False
 ) -> Path:
-    """Return the folder after writing the classifier's trainable tensors and ``meta``.
+    """Return the folder after writing the classifier's tensors (:func:`adapter_tensors`) and ``meta``.
 
     The policy, model config and head settings are taken from ``classifier``.
     """
@@ -634,6 +648,14 @@ def load_adapter_bundle(
     if _quality_gated(meta, tensors):  # a noise expert its base lacks
         gate_classifier(classifier, meta.policy)
     expected = adapter_tensors(classifier)
+    unstored = _drawn_tensor_names(classifier) - set(tensors) - policy_parameter_names(classifier, meta.policy)
+    if unstored:  # written before bundles stored the table whatever the policy: loaded as then
+        expected = {name: t for name, t in expected.items() if name not in unstored}
+        if extra:
+            warnings.warn(PassportWarning(
+                f"adapter '{folder}' does not store its channel-id rows for {extra} (written before they were"
+                " stored): they are drawn at random at each load, so its predictions differ from load to load;"
+                " re-run `passport-kit adapt` to store them"), stacklevel=2)
     report = compare_tensors(expected, tensors)
     if not report.ok:
         raise CheckpointError(

@@ -25,12 +25,13 @@ from passport_kit.checkpoint import (
     user_checkpoint_dir,
 )
 from passport_kit.cli.app import app
-from passport_kit.errors import CheckpointError, ConfigError
+from passport_kit.errors import CheckpointError, ConfigError, PassportWarning
 from passport_kit.model import EMBEDDING_KINDS, ChannelMeta, Classifier, apply_policy, build_backbone, model_config
 from passport_kit.montage import get_montage
 
 runner = CliRunner()
 MONTAGE = "tuh-standard"
+CHANNEL_TABLE = "backbone.patch_embedding.positional_encoding.table"
 
 
 def _backbone(kind: str):
@@ -156,11 +157,14 @@ def _adapter(tmp_path: Path, kind: str = "mlp-experts", policy: str = "adapter",
     return clf, folder, base_path, montage
 
 
-@pytest.mark.parametrize("kind", ["mlp-experts", "xattn-experts", "channel-id", "acpe"])
-def test_adapter_bundle_round_trips_and_predicts_the_same(tmp_path: Path, kind: str) -> None:
-    clf, folder, base_path, montage = _adapter(tmp_path, kind)
+@pytest.mark.parametrize(("kind", "policy"), [("mlp-experts", "adapter"), ("xattn-experts", "adapter"),
+                                             ("channel-id", "adapter"), ("acpe", "adapter"),
+                                             # the rows drawn for the montage's channels, stored untrained (issue 17)
+                                             ("channel-id", "head")])
+def test_adapter_bundle_round_trips_and_predicts_the_same(tmp_path: Path, kind: str, policy: str) -> None:
+    clf, folder, base_path, montage = _adapter(tmp_path, kind, policy)
     loaded, meta = load_adapter_bundle(folder, base=base_path)
-    assert meta.classes == ["W", "N1", "N2", "N3", "REM"] and meta.policy == "adapter"
+    assert meta.classes == ["W", "N1", "N2", "N3", "REM"] and meta.policy == policy
     x = torch.randn(2, montage.n_channels, 3, 200)
     cm = ChannelMeta.from_montage(montage)
     clf.eval()
@@ -207,6 +211,25 @@ def test_adapter_file_holds_only_the_trainable_tensors(tmp_path: Path) -> None:
     assert not any("experts" in n.split(".")[-1] or "encoder" in n for n in stored)
     meta = json.loads((folder / ADAPTER_CONFIG_FILE).read_text())
     assert meta["tensors"] == sorted(stored) and meta["montage"]["name"] == MONTAGE
+
+
+@pytest.mark.parametrize("policy", ["head", "adapter", "full"])
+def test_channel_id_bundle_stores_its_table_whatever_the_policy(tmp_path: Path, policy: str) -> None:
+    clf, folder, _, _ = _adapter(tmp_path, "channel-id", policy)
+    stored = load_file(folder / ADAPTER_WEIGHTS_FILE)
+    assert torch.equal(stored[CHANNEL_TABLE], clf.state_dict()[CHANNEL_TABLE])
+    assert stored[CHANNEL_TABLE].shape[0] == len(clf.backbone.config.channel_vocab)
+
+
+def test_channel_id_bundle_written_before_the_stored_rows_still_loads(tmp_path: Path) -> None:
+    _, folder, base_path, montage = _adapter(tmp_path, "channel-id", "head")
+    tensors = load_file(folder / ADAPTER_WEIGHTS_FILE)
+    del tensors[CHANNEL_TABLE]  # as a head-policy bundle held only head.* before issue 17
+    save_file(tensors, folder / ADAPTER_WEIGHTS_FILE)
+    with pytest.warns(PassportWarning, match="drawn at random at each load"):
+        loaded, meta = load_adapter_bundle(folder, base=base_path)
+    vocab = loaded.backbone.config.channel_vocab
+    assert vocab == meta.model.channel_vocab and vocab[:2] == ["F3", "F4"] and len(vocab) == montage.n_channels
 
 
 def test_adapter_on_a_different_base_is_refused(tmp_path: Path) -> None:

@@ -61,3 +61,43 @@ def test_adapt_adds_channel_id_rows_for_unseen_channels(tmp_path: Path, montage_
     model, meta = load_adapter_bundle(result.bundle)
     assert meta.model.channel_vocab == ["EL1", "ER1", "EL2"]
     assert len(predict(result.bundle, dataset / "s01.edf", tmp_path / "pred")) == 1
+
+
+@pytest.mark.parametrize("train", ["head", "adapter"])
+def test_channel_id_bundle_predicts_what_adapt_fitted(tmp_path: Path, montage_yaml: Path, dataset: Path,
+                                                      make_tiny_checkpoint, monkeypatch: pytest.MonkeyPatch,
+                                                      train: str) -> None:
+    # Under --train head the rows drawn for unseen channels are not trained, yet the bundle must
+    # store them: each load used to draw other rows, and other probabilities (issue 17).
+    import copy
+
+    import numpy as np
+
+    import passport_kit.checkpoint as checkpoint
+    import passport_kit.inference.predict as predicting
+    from passport_kit.training.adapt import adapt
+
+    fitted = {}
+    save = checkpoint.save_adapter_bundle
+
+    def keep_fitted(classifier, *args, **kwargs):
+        fitted["model"] = copy.deepcopy(classifier)  # the model at the end of adapt
+        return save(classifier, *args, **kwargs)
+
+    probabilities, of_fitted = [], []
+    predict_proba = predicting.predict_proba
+
+    def record(model, *args, **kwargs):
+        of_fitted.append(predict_proba(fitted["model"], *args, **kwargs))
+        probabilities.append(predict_proba(model, *args, **kwargs))
+        return probabilities[-1]
+
+    monkeypatch.setattr(checkpoint, "save_adapter_bundle", keep_fitted)
+    monkeypatch.setattr(predicting, "predict_proba", record)
+    name = make_tiny_checkpoint(f"tiny-channel-id-{train}", "channel-id")  # a name of its own: the home is shared
+    result = adapt(montage=str(montage_yaml), data=dataset, out=tmp_path / "bundle", checkpoint=name, train=train)
+    for run in ("first", "second"):  # each loads the bundle afresh
+        predicting.predict(result.bundle, dataset / "s01.edf", tmp_path / run)
+    assert len(probabilities) == 2
+    np.testing.assert_array_equal(probabilities[0], probabilities[1])
+    np.testing.assert_array_equal(probabilities[0], of_fitted[0])
