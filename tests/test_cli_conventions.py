@@ -31,6 +31,13 @@ def test_help_at_80_columns_keeps_every_option_name(command: str) -> None:
     assert max(len(line) for line in result.output.splitlines()) <= 80
 
 
+def test_pretrain_help_lists_the_registered_embedding_kinds() -> None:
+    from passport_kit.model import EMBEDDING_KINDS
+
+    result = CliRunner().invoke(app, ["pretrain", "--help"])
+    assert f"Channel embedding: {', '.join(EMBEDDING_KINDS)}." in " ".join(result.output.split())  # unwrapped
+
+
 def test_shell_completion_is_offered() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert "--install-completion" in result.output and "--show-completion" in result.output

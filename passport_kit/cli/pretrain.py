@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from passport_kit.cli.options import EXIT_INTERRUPTED, optional_float
+from passport_kit.embedding_kinds import EMBEDDING_KINDS, EXPERT_KINDS
 
 
 def _limit(value: str) -> float | None:
@@ -22,7 +23,7 @@ def pretrain_command(
         [], "--montage", help="Montage of the --data folders: once for all, or once per --data in order."
     ),
     embedding: str = typer.Option(
-        ..., "--embedding", help="Channel embedding: ape, channel-id, xyz, acpe, mlp-experts, xattn-experts."
+        ..., "--embedding", help=f"Channel embedding: {', '.join(EMBEDDING_KINDS)}."
     ),
     config: str | None = typer.Option(
         None, "--config", help="Architecture: cbramod-base, cbramod-small (default), cbramod-tiny; with --init-from, the source's."
@@ -54,7 +55,7 @@ def pretrain_command(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
     init_from: str | None = typer.Option(
         None, "--init-from", help="Upcycle: start from this base checkpoint's backbone (name or folder), e.g. an "
-        "imported CBraMod; --embedding must be mlp-experts or xattn-experts."
+        f"imported CBraMod; --embedding must be {' or '.join(EXPERT_KINDS)}."
     ),
     train: str | None = typer.Option(
         None, "--train", help="With --init-from: 'experts' (default; the expert bank + mixture only, every backbone "

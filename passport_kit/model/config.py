@@ -6,45 +6,15 @@ loaded; it is stored verbatim in ``config.json`` of every base checkpoint (DESIG
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+# The registry of kinds is torch-free, for the CLI's help (passport_kit/embedding_kinds.py); re-exported here.
+from passport_kit.embedding_kinds import EMBEDDING_KINDS, EMBEDDINGS, EXPERT_KINDS, EmbeddingKindSpec  # noqa: F401
 from passport_kit.errors import ConfigError
 
-
-@dataclass(frozen=True)
-class EmbeddingKindSpec:
-    """One channel embedding kind (DESIGN.md §4): its name, what it is, and what it reads.
-
-    ``positions``: the kind reads electrode positions, so every montage channel needs one;
-    ``experts``: a Device Passport kind (a frozen expert bank and a trainable mixture adapter,
-    the kinds ``pretrain --init-from`` grows and the quality gate applies to).
-    """
-
-    name: str
-    summary: str
-    positions: bool = False
-    experts: bool = False
-
-
-#: The registry of channel embedding kinds: each is named here once; its module
-#: (:mod:`passport_kit.model.channel_embedding`) is found by this name.
-EMBEDDINGS: dict[str, EmbeddingKindSpec] = {spec.name: spec for spec in (
-    EmbeddingKindSpec("ape", "sinusoidal by channel index"),
-    EmbeddingKindSpec("channel-id", "learned vector looked up by channel name"),
-    EmbeddingKindSpec("xyz", "sinusoidal per axis of the electrode position", positions=True),
-    EmbeddingKindSpec("acpe", "CBraMod's depthwise convolution over the channel x patch grid"),
-    EmbeddingKindSpec("mlp-experts", "Device Passport: softmax mixture of experts from activity and position",
-                      positions=True, experts=True),
-    EmbeddingKindSpec("xattn-experts", "Device Passport: cross-attention over experts from activity and position",
-                      positions=True, experts=True),
-)}
-EMBEDDING_KINDS: tuple[str, ...] = tuple(EMBEDDINGS)
 EmbeddingKind = Literal[EMBEDDING_KINDS]  # type: ignore[valid-type]  # Literal["ape", "channel-id", ...]
-#: The Device Passport kinds (an expert bank and a mixture adapter).
-EXPERT_KINDS: tuple[str, ...] = tuple(k for k, spec in EMBEDDINGS.items() if spec.experts)
 #: How a kind other than `acpe` encodes the patch index: the fixed sinusoid, or the depthwise
 #: ACPE convolution kept from an imported backbone (``pretrain --init-from``; docs/model.md).
 TemporalPosition = Literal["sinusoid", "acpe-conv"]
