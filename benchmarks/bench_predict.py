@@ -87,12 +87,13 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     import torch
 
     from passport_kit.checkpoint import load_adapter_bundle
-    from passport_kit.inference.forward import predict_proba
+    from passport_kit.inference.forward import PROBE_PRECISION, predict_proba
     from passport_kit.inference.hypnogram import Hypnogram
     from passport_kit.contacts import ContactPolicy
     from passport_kit.inference.predict import predict, recording_preprocess, write_prediction
     from passport_kit.inference.reports import plot_hypnogram
     from passport_kit.model import ChannelMeta
+    from passport_kit.model.heads import ProbeHead
     from passport_kit.montage import Montage
     from passport_kit.runtime import resolve_device, resolve_precision
     from passport_kit.signals import PreprocessConfig, read_recording
@@ -125,7 +126,11 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     if not model.backbone.channel_embedding.reads_activity:
         policy = policy.model_copy(update={"distrust_bad_channels": None})
     masked, distrusted = policy.masks(quality, onsets, config.window_seconds)
-    proba = timed(f"predict_proba (model, batch {batch_size}, {prec})",
+    if isinstance(getattr(model, "head", None), ProbeHead):
+        prec_label = f"{PROBE_PRECISION}: a probe head's inputs"
+    else:
+        prec_label = prec
+    proba = timed(f"predict_proba (model, batch {batch_size}, {prec_label})",
                   lambda: predict_proba(model, x, ChannelMeta.from_montage(montage), batch_size=batch_size,
                                         device=torch_device, precision=prec,
                                         channel_mask=masked if masked is not None and masked.any() else None,
