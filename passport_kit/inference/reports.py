@@ -129,8 +129,8 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
     # Fixed margins (in inches, whatever the height) with room for the two-line title, the clock
     # axis and the hypnodensity's legend on the right: cropping to a tight bounding box instead
     # costs a second drawing of the figure, a third of predict's report time on a short night.
-    fig.subplots_adjust(left=0.7 / 11, right=1 - 0.9 / 11, bottom=0.6 / height, top=1 - 0.55 / height,
-                        hspace=0.08)
+    fig.subplots_adjust(left=0.7 / 11, right=1 - (0.9 if has_density else 0.2) / 11, bottom=0.6 / height,
+                        top=1 - 0.55 / height, hspace=0.08)
     origin, unit, xlabel = _time_axis(hypnogram)
     hours = origin + hypnogram.onsets_s / unit  # x positions: matplotlib dates, or hours from the start
     step = hypnogram.epoch_seconds / unit
