@@ -3,8 +3,10 @@
 For each recording, the signal is preprocessed exactly as recorded in the bundle's
 ``adapter.json`` (rate, filters, units, window length, instance normalisation), mapped onto
 the bundle's own copy of the montage (a recording lacking a montage channel is refused, with
-the list of what is missing), and classified window by window. Written per recording, in
-``<out>/<recording stem>/``:
+the list of what is missing), and classified window by window. Each recording is opened and
+read once (:func:`read_for_prediction`: windows, flags, quality and start from that read;
+nothing is cached), and the next one is read while the model works on the current one.
+Written per recording, in ``<out>/<recording stem>/``:
 
 - ``<stem>_predictions.csv``: one row per window: onset, duration, class, p_<class>...,
   confidence, flagged (a quality flag was raised for some channel), low_confidence (the top
