@@ -364,7 +364,8 @@ def predict_command(
     out: Path = typer.Option(Path("predictions"), "--out", help="Output folder (one subfolder per recording)."),
     edf_annotations: bool = typer.Option(False, "--edf-annotations", help="Also write EDF+ annotation files."),
     base: str | None = typer.Option(None, "--base", help="Base checkpoint to use instead of the recorded one."),
-    batch_size: int = typer.Option(64, "--batch-size"),
+    batch_size: int = typer.Option(32, "--batch-size", help="Windows per forward pass (predictions do not depend "
+                                   "on it)."),
     device: str = typer.Option("auto", "--device"),
     precision: str = typer.Option("auto", "--precision"),
     mask_bad_channels: str = _contact_option("mask_bad_channels", bundle=True),

@@ -258,7 +258,7 @@ def predict(
     out: str | Path | None = None,
     *,
     edf_annotations: bool = False,
-    batch_size: int = 64,
+    batch_size: int = 32,
     device: str = "auto",
     precision: str = "auto",
     base: str | Path | None = None,
@@ -286,6 +286,10 @@ def predict(
         still match).
     renames : dict, optional
         Montage channel name → name in the recordings, where aliases do not cover it.
+    batch_size : int
+        Windows per forward pass. The probabilities do not depend on it; 32 ran fastest on the
+        2-core CPU it was measured on (docs/RESULTS.md, issue 20: the activations of a batch
+        stay in the caches).
     mask_bad_channels : float in (0, 1), None or "bundle"
         Replace a channel by the mask token in the windows where its quality score is below
         this; None: never. ``"bundle"`` (default): the threshold the adapter was trained with

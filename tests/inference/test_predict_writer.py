@@ -75,3 +75,13 @@ def test_plotting_is_imported_once_in_the_background() -> None:
         thread.join(timeout=60)
     assert "matplotlib.figure" in sys.modules and "matplotlib.backends.backend_agg" in sys.modules
     assert import_plotting_soon() is None  # imported: nothing more to start
+
+
+def test_cli_and_python_predict_share_the_batch_size() -> None:
+    import inspect
+
+    from passport_kit.cli.onboard import predict_command
+    from passport_kit.inference.predict import predict
+
+    cli = inspect.signature(predict_command).parameters["batch_size"].default.default
+    assert cli == inspect.signature(predict).parameters["batch_size"].default == 32
