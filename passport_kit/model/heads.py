@@ -80,6 +80,13 @@ PROBE_POOLINGS: tuple[str, ...] = ("mean", "meanstd")
 PROBE_LAYER = 0
 
 
+def pooled_width(d_model: int, pooling: str) -> int:
+    """Return how many backbone features a probe head reads with ``pooling`` (ConfigError if unknown)."""
+    if pooling not in PROBE_POOLINGS:
+        raise ConfigError(f"unknown probe pooling {pooling!r}; choose one of {', '.join(PROBE_POOLINGS)}")
+    return d_model * (2 if pooling == "meanstd" else 1)
+
+
 class ProbeHead(nn.Module):
     """A linear read-out of pooled backbone features and each channel's log band power.
 
@@ -114,8 +121,6 @@ class ProbeHead(nn.Module):
         if n_classes < 1 or n_channels < 1 or context < 0 or (layer is not None and layer < 0):
             raise ConfigError(f"a probe head needs classes, channels and a context and layer of 0 or more, got "
                               f"{n_classes}, {n_channels}, {context} and {layer}")
-        if pooling not in PROBE_POOLINGS:
-            raise ConfigError(f"unknown probe pooling {pooling!r}; choose one of {', '.join(PROBE_POOLINGS)}")
         self.d_model, self.n_channels, self.context = d_model, n_channels, context
         self.layer, self.pooling = layer, pooling
         self.linear = nn.Linear(self._width(context, pooling), n_classes)
@@ -123,13 +128,13 @@ class ProbeHead(nn.Module):
         nn.init.zeros_(self.linear.bias)
 
     def _width(self, context: int, pooling: str) -> int:
-        n_inputs = self.d_model * (2 if pooling == "meanstd" else 1) + self.n_channels * len(SPECTRAL_BANDS)
+        n_inputs = pooled_width(self.d_model, pooling) + self.n_channels * len(SPECTRAL_BANDS)
         return n_inputs * (2 if context else 1)
 
     @property
     def n_backbone_features(self) -> int:
         """Return how many leading input features come from the backbone (the rest are spectral)."""
-        return self.d_model * (2 if self.pooling == "meanstd" else 1)
+        return pooled_width(self.d_model, self.pooling)
 
     def features(self, feats: Tensor, x: Tensor, pooling: ProbePooling | None = None) -> Tensor:
         """Return the read-out's input ``(B, F)`` for backbone features ``(B, C, P, D)`` and windows ``x``.
@@ -147,18 +152,11 @@ class ProbeHead(nn.Module):
 
     def set_read_out(self, context: int, pooling: ProbePooling | None = None) -> None:
         """Give the head ``context`` windows on each side (and ``pooling``); a new, zero read-out layer to match."""
-        if pooling is not None:
-            if pooling not in PROBE_POOLINGS:
-                raise ConfigError(f"unknown probe pooling {pooling!r}; choose one of {', '.join(PROBE_POOLINGS)}")
-            self.pooling = pooling
-        self.context = context
-        self.linear = nn.Linear(self._width(context, self.pooling), self.linear.out_features)
+        pooling = pooling or self.pooling
+        self.linear = nn.Linear(self._width(context, pooling), self.linear.out_features)
+        self.context, self.pooling = context, pooling
         nn.init.zeros_(self.linear.weight)
         nn.init.zeros_(self.linear.bias)
-
-    def set_context(self, context: int) -> None:
-        """Give the head ``context`` windows on each side; a new, zero read-out layer of the matching width."""
-        self.set_read_out(context)
 
     def read_out(self, z: Tensor, groups: Sequence[Any] | None = None) -> Tensor:
         """Return logits ``(N, n_classes)`` from read-out inputs ``z`` ``(N, F)`` (rows in time order per group)."""
@@ -242,6 +240,10 @@ class Classifier(FrozenStaysEval, nn.Module):
         if kind == "probe":
             if not n_channels:
                 raise ConfigError("a probe head needs n_channels (the montage's channel count)")
+            n_layers = backbone.config.n_layers
+            if layer is not None and layer > n_layers:  # here, not at the first forward: adapt reads data first
+                raise ConfigError(f"probe_layer {layer} is beyond this backbone's {n_layers} layers; "
+                                  f"choose 0..{n_layers}")
             self.head = ProbeHead(backbone.config.d_model, n_classes, n_channels, context, layer, pooling_probe)
             self._head_settings: dict[str, Any] = {"kind": "probe", "n_classes": n_classes, "n_channels": n_channels}
         elif kind == "mlp":

@@ -38,7 +38,7 @@ from torch import nn
 from passport_kit.errors import DataError
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.inference.forward import read_out_features
-from passport_kit.model.heads import sequence_features
+from passport_kit.model.heads import PROBE_POOLINGS, pooled_width, sequence_features
 from passport_kit.training.finetune import (
     MAX_CLASS_WEIGHT,
     class_weights,
@@ -53,9 +53,9 @@ C_GRID = (0.03, 0.1, 0.3, 1.0)
 BACKBONE_WEIGHTS = (0.1, 0.3)
 #: Temporal context (windows on each side) tried for sleep staging: none, or ±2 epochs (2.5 min).
 CONTEXTS = (0, 2)
-#: Pooling of the backbone features tried: their mean, or mean and spread over the window's patches
-#: (``ProbeHead``); the first is the fallback.
-POOLINGS = ("mean", "meanstd")
+#: Pooling of the backbone features tried: those a ``ProbeHead`` knows (mean; mean and spread over
+#: the window's patches); the first is the fallback.
+POOLINGS = PROBE_POOLINGS
 #: Used when fewer than two training subjects leave nothing to cross-validate over: C, the grid's
 #: smallest backbone weight (without evidence, lean on the backbone least), no context.
 FALLBACK = (0.3, min(BACKBONE_WEIGHTS), 0)
@@ -198,7 +198,7 @@ def fit_probe(
     if folds >= 2:
         splits = list(GroupKFold(n_splits=folds).split(z_both, y_train, g))
         for (p, k), z in inputs.items():
-            n_backbone = _backbone_columns(d * (2 if p == "meanstd" else 1), plain[p].shape[1], k)
+            n_backbone = _backbone_columns(pooled_width(d, p), plain[p].shape[1], k)
             for w in BACKBONE_WEIGHTS:
                 for c in C_GRID:
                     oof = np.zeros((len(z), n_classes))

@@ -170,10 +170,6 @@ def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: flo
     paper's MLP head.
     """
     if recipe == "probe":
-        n_layers = backbone.config.n_layers
-        if probe_layer > n_layers:
-            raise ConfigError(f"probe_layer {probe_layer} is beyond this backbone's {n_layers} layers; "
-                              f"choose 0..{n_layers}")
         model = Classifier(backbone, n_classes, kind="probe", n_channels=n_channels, layer=probe_layer)
     else:
         model = Classifier(backbone, n_classes, dropout=dropout)
