@@ -56,8 +56,8 @@ def gate_classifier(classifier: nn.Module, policy: str) -> bool:
 
 
 def has_quality_gate(backbone: nn.Module) -> bool:
-    """Return whether ``backbone``'s channel embedding carries the noise expert."""
-    return hasattr(backbone.channel_embedding, NOISE_EXPERT)
+    """Return whether ``backbone``'s channel embedding carries the noise expert (a module without one: no gate)."""
+    return hasattr(getattr(backbone, "channel_embedding", None), NOISE_EXPERT)
 
 
 __all__ = ["enable_quality_gate", "gate_classifier", "has_quality_gate"]

@@ -244,3 +244,10 @@ def test_bad_robust_thresholds_are_refused(montage_yaml: Path, dataset: Path, tm
     assert result.exit_code == 2
     assert (key if value is None else option) in result.output
 
+
+
+def test_a_module_without_a_channel_embedding_has_no_gate() -> None:
+    """gate_meta asks this of whatever model it scores (benchmarks pass read-out stand-ins without a backbone)."""
+    from torch import nn
+
+    assert has_quality_gate(nn.Linear(2, 2)) is False
