@@ -97,6 +97,15 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
     return lines
 
 
+def recipe_line(cfg: Any) -> str:
+    """Return the line that names the recipe a run used and, when options chose it, which ones."""
+    from passport_kit.training.options import gradient_options_given
+
+    given = gradient_options_given(cfg) if cfg.recipe == "finetune" else []
+    named = ", ".join("--" + k.replace("_", "-") for k in given)
+    return f"recipe {cfg.recipe}" + (f" (gradient training: {named} given)" if given else "")
+
+
 def _uncorrelated(value: str) -> float | None:
     """Return the --mask-uncorrelated-channels correlation, or None for 'none'."""
     return optional_float(value, "--mask-uncorrelated-channels", "a correlation between 0 and 1")
@@ -261,6 +270,7 @@ def adapt_command(
         typer.echo(interrupted_note(cfg.out, cfg.montage), err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     m = result.metrics
+    typer.echo(recipe_line(cfg))
     typer.echo(result.summary)
     for line in fit_lines(m):
         typer.echo(line)

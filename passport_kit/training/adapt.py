@@ -159,7 +159,10 @@ _RUN_ONLY = frozenset({"out", "resume", "overwrite", "device", "threads"})
 
 def training_record(cfg: AdaptConfig) -> dict[str, Any]:
     """Return the ``training`` block of adapter.json: every setting of ``cfg`` and the resolved head learning rate."""
-    return cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": cfg.settings(cfg.seed).resolved_head_lr}
+    # The probe has no learning rate: its head_lr stays unset (an adapter.json given to --config must not turn a
+    # probe run into a finetune one).
+    head_lr = cfg.head_lr if cfg.recipe == "probe" else cfg.settings(cfg.seed).resolved_head_lr
+    return cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": head_lr}
 
 
 def finished_bundle(cfg: AdaptConfig) -> AdaptResult | None:
@@ -178,7 +181,9 @@ def finished_bundle(cfg: AdaptConfig) -> AdaptResult | None:
     meta = read_adapter_meta(out)
     stored, wanted = meta.training, training_record(cfg)
     defaults = {k: f.default for k, f in AdaptConfig.model_fields.items()}
-    differ = [k for k, v in wanted.items() if k not in _RUN_ONLY and stored.get(k, defaults.get(k)) != v]
+    # Bundles of the probe written before issue 27 recorded a resolved head_lr the probe never used.
+    ignored = _RUN_ONLY | ({"head_lr"} if cfg.recipe == "probe" else set())
+    differ = [k for k, v in wanted.items() if k not in ignored and stored.get(k, defaults.get(k)) != v]
     if differ:
         shown = ", ".join(f"{k} {stored.get(k, defaults.get(k))!r} there, {wanted[k]!r} now" for k in differ[:3])
         raise ConfigError(f"--out '{out}' already holds a finished adapter bundle trained with other settings "

@@ -20,9 +20,15 @@ from passport_kit.training.finetune import Balance, FinetuneSettings, TrainPolic
 _Options = TypeVar("_Options", bound=BaseModel)
 #: How ``adapt`` trains (docs/onboarding.md § Recipes): the cross-validated probe, or gradient fine-tuning.
 Recipe = Literal["probe", "finetune"]
-#: Options only the ``finetune`` recipe uses, with their "not set" values.
-FINETUNE_ONLY: dict[str, Any] = {"max_steps": None, "eval_every": None, "corrupt_prob": 0.0, "quality_gate": False,
-                                 "channel_dropout": 0.0}
+#: Options only the ``finetune`` recipe uses, with the values that leave them unset: the probe fits a read-out
+#: by a solver and cross-validation, so a step budget, learning rates, epochs, early stopping, a class
+#: sampler, dropout, a validation share or training more than the head would be ignored by it (issue 27).
+#: ``train``: the probe fits the head alone (``head``), and ``adapter``, the default, is kept as pretrained.
+FINETUNE_ONLY: dict[str, tuple[Any, ...]] = {
+    "max_steps": (None,), "eval_every": (None,), "corrupt_prob": (0.0,), "quality_gate": (False,),
+    "channel_dropout": (0.0,), "train": ("adapter", "head"), "epochs": (50,), "lr": (1e-4,), "head_lr": (None,),
+    "patience": (5,), "balance": ("weights",), "dropout": (0.1,), "validation_fraction": (0.2,),
+}
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 
 
@@ -78,12 +84,12 @@ class RecipeOptions(ContactPolicy):
         # Gradient-only options say which recipe is meant; given with an explicit 'probe' they are a mistake.
         if not isinstance(data, dict):
             return data
-        given = [k for k, off in FINETUNE_ONLY.items() if data.get(k, off) != off]
+        given = gradient_options_given(data)
         if data.get("recipe") is None:
             data = {**data, "recipe": "finetune" if given else "probe"}
         elif data["recipe"] == "probe" and given:
-            raise ValueError(f"{', '.join(given)} only apply to recipe 'finetune' (gradient training); "
-                             "drop them or pass --recipe finetune")
+            raise ValueError(f"recipe 'probe' ignores {', '.join(given)} (they only apply to recipe 'finetune', "
+                             "gradient training); drop them or pass --recipe finetune")
         if data["recipe"] == "finetune" and data.get("context") is not None:
             raise ValueError("context applies to recipe 'probe' only; drop it or drop the finetune options")
         for key, default in (("probe_layer", PROBE_LAYER), ("probe_pooling", "auto")):
@@ -101,6 +107,15 @@ class RecipeOptions(ContactPolicy):
         )
 
 
+def gradient_options_given(options: Any) -> list[str]:
+    """Return the names of the FINETUNE_ONLY options set in ``options`` (a mapping or RecipeOptions), in their order.
+
+    Example: ``gradient_options_given({"lr": 0.01, "train": "full"}) == ["train", "lr"]``.
+    """
+    get = options.get if isinstance(options, dict) else lambda k, d: getattr(options, k, d)
+    return [k for k, unset in FINETUNE_ONLY.items() if get(k, unset[0]) not in unset]
+
+
 def parse_options(model: type[_Options], command: str, config: _Options | None, options: dict[str, Any]) -> _Options:
     """Return ``model`` built from ``config`` updated with ``options``; ConfigError if invalid."""
     try:
@@ -112,4 +127,4 @@ def parse_options(model: type[_Options], command: str, config: _Options | None, 
 
 
 __all__ = ["DEFAULT_DISTRUST", "DEFAULT_UNCORRELATED", "FINETUNE_ONLY", "ProgressFn", "Recipe", "RecipeOptions",
-           "parse_options"]
+           "gradient_options_given", "parse_options"]

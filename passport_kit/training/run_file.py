@@ -53,6 +53,8 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
         if not isinstance(data, dict) or not data:
             raise ConfigError(f"'{path}' is an adapter bundle's adapter.json without training settings; "
                               "give a run file (YAML) instead")
+        if data.get("recipe") == "probe":  # bundles before issue 27 recorded a head_lr the probe never used
+            data = {k: v for k, v in data.items() if k != "head_lr"}
     if not isinstance(data, dict):
         raise ConfigError(f"run file '{path}' must hold a mapping of adapt settings (e.g. 'montage: eesm17-ear', "
                           f"'data: ./eesm17'), not {type(data).__name__}; fix the file")

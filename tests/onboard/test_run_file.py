@@ -47,7 +47,7 @@ def test_adapter_json_repeats_its_run(tmp_path: Path, bundle: Path) -> None:
     ("- just\n- a list\n", "must hold a mapping of adapt settings"),
     ("max_stepz: 3\n", "unknown setting(s) max_stepz"),
     ("max_steps: -1\n", "invalid adapt setting max_steps in run file"),
-    ("recipe: probe\nmax_steps: 3\n", "max_steps only apply to recipe 'finetune'"),
+    ("recipe: probe\nmax_steps: 3\n", "recipe 'probe' ignores max_steps"),
 ])
 def test_bad_run_file_is_one_line_exit_2(tmp_path: Path, montage_yaml: Path, dataset: Path, text: str,
                                          message: str) -> None:
