@@ -307,8 +307,19 @@ def _write_folder_atomically(folder: Path, fill: Callable[[Path], None], *, over
     return folder
 
 
-def _state_for_saving(tensors: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    return {name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}
+def _state_for_saving(tensors: Mapping[str, Tensor], *, what: str) -> dict[str, Tensor]:
+    state = {name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}
+    check_finite(state, what=what, fix="the model diverged; train it again with a lower learning rate")
+    return state
+
+
+def check_finite(tensors: Mapping[str, Tensor], *, what: str, fix: str) -> None:
+    """Raise CheckpointError naming the first of ``tensors`` that holds NaN or inf (DESIGN.md §5: never written, never loaded)."""
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise CheckpointError(f"{what}: tensor '{name}' holds {bad} NaN or infinite values of {tensor.numel()}; "
+                                  f"{fix}")
 
 
 def _now() -> str:
@@ -352,7 +363,7 @@ def save_base_checkpoint(
     records the checkpoint an upcycled backbone came from.
     """
     check_name(name)
-    state = _state_for_saving(backbone.state_dict())
+    state = _state_for_saving(backbone.state_dict(), what=f"base checkpoint '{name}' not written")
     data = save_safetensors_bytes(state, metadata={"format": BASE_FORMAT})
     config = BaseCheckpointConfig(
         name=name,
@@ -443,6 +454,8 @@ def _read_document(path: Path, *, fmt: str, what: str, fix: str, extra: Mapping[
         ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CheckpointError(f"cannot read '{path}' ({exc}); {fix}") from None
+    except RecursionError:  # a hand-edited file nested thousands deep (issue 28)
+        raise CheckpointError(f"cannot read '{path}': it is nested too deeply to be {what}; {fix}") from None
     if not isinstance(raw, dict) or raw.get("format") != fmt:
         found = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
         raise CheckpointError(f"'{path}' is not {what} of passport-kit (format {found!r}); {fix}")
@@ -530,6 +543,7 @@ def load_base_checkpoint(name_or_path: str | Path) -> tuple[Backbone, BaseCheckp
             " damaged - restore or re-create the checkpoint"
         )
     tensors = _parse_safetensors(data, weights)
+    check_finite(tensors, what=f"checkpoint '{info.name}' ({weights}) refused", fix="restore or re-create it")
     backbone = build_backbone(info.model)
     load_strict(backbone, tensors, what=f"checkpoint '{info.name}' ({weights})")
     backbone.eval()
@@ -571,7 +585,7 @@ def save_adapter_bundle(
 
     The policy, model config and head settings are taken from ``classifier``.
     """
-    tensors = _state_for_saving(adapter_tensors(classifier))
+    tensors = _state_for_saving(adapter_tensors(classifier), what=f"adapter bundle '{folder}' not written")
     data = save_safetensors_bytes(tensors, metadata={"format": ADAPTER_FORMAT})
     full = meta.model_copy(
         update={
@@ -645,6 +659,8 @@ def load_adapter_bundle(
     except OSError:
         raise CheckpointError(f"adapter '{folder}' has no readable {ADAPTER_WEIGHTS_FILE}; re-run adapt") from None
     tensors = _parse_safetensors(data, weights)
+    check_finite(tensors, what=f"adapter '{folder}' refused", fix="it was trained with a diverging learning rate or "
+                 "damaged; re-run `passport-kit adapt` (with a lower --lr)")
     if _quality_gated(meta, tensors):  # a noise expert its base lacks
         gate_classifier(classifier, meta.policy)
     expected = adapter_tensors(classifier)

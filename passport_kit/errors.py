@@ -61,6 +61,14 @@ class CheckpointError(PassportError):
     """A base checkpoint or adapter bundle is missing, foreign, corrupt or mismatched."""
 
 
+class TrainingError(PassportError):
+    """Training cannot go on with these settings (the loss or the weights became non-finite)."""
+
+
+class OutputBusyError(PassportError):
+    """Another passport-kit process is writing the same output folder."""
+
+
 #: File-system errors that a path given by the user causes (a read-only place, a file where a
 #: folder should be, a missing or full disk), with what to do about each. Other OSErrors
 #: (I/O errors, ...) are not the user's to fix and keep their traceback.

@@ -45,7 +45,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
-from passport_kit.errors import DataError
+from passport_kit.errors import DataError, TrainingError
 from passport_kit.inference.forward import gate_meta, predict_proba
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.training.corruption import corrupt_windows, drop_channels
@@ -180,6 +180,24 @@ def near_chance(score: float, metric: str) -> bool:
     return score < (0.55 if metric == "auroc" else 0.05)
 
 
+def diverged(step: int, total: int, what: str, settings: FinetuneSettings) -> TrainingError:
+    """Return the error that stops a run whose loss or weights became non-finite at ``step`` (nothing is written)."""
+    return TrainingError(
+        f"training diverged at step {step} of {total}: {what} became non-finite, so no adapter bundle was written; "
+        f"the learning rate is probably too high (lr {settings.lr:g}, head lr {settings.resolved_head_lr:g}): lower "
+        "--lr / --head-lr (defaults 1e-4 and 1e-3*sqrt(batch/256)), or look for extreme values in the data")
+
+
+def first_non_finite(named: list[tuple[str, Tensor]]) -> str | None:
+    """Return the name of the first tensor of ``named`` holding NaN or inf, or None when all are finite.
+
+    One device synchronisation for the whole list (this runs after every optimisation step).
+    """
+    if not named or bool(torch.stack([torch.isfinite(t).all() for _, t in named]).all()):
+        return None
+    return next(name for name, t in named if not bool(torch.isfinite(t).all()))
+
+
 def fit(
     model: nn.Module,
     x: np.ndarray,
@@ -260,6 +278,7 @@ def fit(
     best: dict[str, torch.Tensor] = trainable_state(model)
     history: list[dict[str, Any]] = []
     best_val: ClassificationMetrics | None = None
+    running = 0.0
     run_config = dict(run_config or {})
     if state_path is not None and state_path.is_file():
         state = load_training_state(state_path)
@@ -269,12 +288,14 @@ def fit(
             best = state.data["best"]
             best_step, bad_evals = state.data["best_step"], state.data["bad_evals"]
             best_score = state.data["best_score"] if state.data["best_score"] is not None else -math.inf
+            # The loss shown and logged is a running average: carry it on (states before it was saved: the last record's).
+            running = state.data.get("running", (state.metrics.get("history") or [{}])[-1].get("train_loss", 0.0))
             history = list(state.metrics.get("history", []))
             if state.metrics.get("best_val"):
                 best_val = ClassificationMetrics.model_validate(state.metrics["best_val"])
+    trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     start_time = time.perf_counter()
     model.train()  # frozen modules stay in eval (model.policy.FrozenStaysEval)
-    running = 0.0
     while step < total:
         epoch, offset = divmod(step, steps_per_epoch)
         order = _epoch_order(len(train_index), settings.seed, epoch, balanced_y)
@@ -299,11 +320,17 @@ def fit(
         with autocast(device, precision):
             logits = model(xb, gate_meta(model, xb, meta_dev), **extra)
         loss = loss_fn(logits.float(), yb)
+        # A diverged run must stop before its weights are saved (issue 28): never a NaN bundle.
+        if not bool(torch.isfinite(loss)):
+            raise diverged(step + 1, total, "the training loss", settings)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if settings.grad_clip is not None:
             nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]], settings.grad_clip)
         optimizer.step()
+        bad = first_non_finite(trained)
+        if bad is not None:
+            raise diverged(step + 1, total, f"the trainable tensor '{bad}'", settings)
         scheduler.step()
         step += 1
         loss_value = loss.item()
@@ -333,7 +360,7 @@ def fit(
                 save_training_state(state_path, TrainingState.capture(
                     model, optimizer, scheduler, step=step, config=run_config,
                     data={"best": best, "best_step": best_step, "bad_evals": bad_evals,
-                          "best_score": None if best_score == -math.inf else best_score},
+                          "best_score": None if best_score == -math.inf else best_score, "running": running},
                     metrics={"history": history,
                              "best_val": best_val.model_dump() if best_val else None}))
             if early_stop and has_val and bad_evals >= settings.patience:
