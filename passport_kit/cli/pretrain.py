@@ -39,6 +39,10 @@ def pretrain_command(
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Save the training state every N steps."),
     val_every: int | None = typer.Option(None, "--val-every", help="Validate every N steps (default: at checkpoints)."),
     val_fraction: float = typer.Option(0.1, "--val-fraction", help="Fraction of subjects per dataset held out."),
+    val_subjects: list[str] = typer.Option(
+        [], "--val-subjects", help="Subjects to hold out, comma-separated or repeated; a dataset that has any of "
+        "them holds out exactly those, the others --val-fraction."
+    ),
     val_max_windows: int = typer.Option(256, "--val-max-windows", help="Held-out windows scored per dataset (evenly spaced)."),
     notch: str = typer.Option("50", "--notch", help="Mains notch in Hz (60 for TUH and other 60 Hz recordings; 'none' for no notch)."),
     amplitude_limit_uv: str = typer.Option("100", "--amplitude-limit-uv", help="Drop windows over this many µV ('none' keeps all)."),
@@ -81,6 +85,7 @@ def pretrain_command(
         **given, sources=parse_sources(data, montage), embedding=embedding, out=out, steps=steps,
         batch_size=batch_size, seed=seed, lr=lr, resume=resume, device=device, precision=precision,
         checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
+        val_subjects=[s for item in val_subjects for s in item.split(",") if s],
         val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv),
         notch_freq=optional_float(notch, "--notch", "a frequency in Hz"), corrupt_prob=corrupt_prob,
         threads=threads, workers=workers, name=name, progress=progress,

@@ -51,6 +51,7 @@ from pydantic import (
 from torch import Tensor, nn
 
 from passport_kit.errors import ConfigError
+from passport_kit.output_lock import output_lock
 from passport_kit.training import distributed as dist_tools
 from passport_kit.training import pretrain_data as pdata
 from passport_kit.training import pretrain_loader
@@ -101,6 +102,8 @@ class PretrainConfig(BaseModel):
     checkpoint_every: int = Field(100, gt=0)
     val_every: int | None = Field(None, gt=0)  # default: with every checkpoint
     val_fraction: float = Field(0.1, ge=0, lt=1)  # subjects held out per dataset
+    # Subjects held out by name (a dataset that has some of them holds out exactly those).
+    val_subjects: list[str] = Field(default_factory=list)
     val_max_windows: int | None = Field(256, gt=0)  # per dataset; evenly spaced, to bound the cost
     window_seconds: float = Field(30.0, gt=0)
     notch_freq: float | None = 50.0
@@ -246,7 +249,9 @@ def pretrain(
     ctx = dist_tools.init_distributed(device.type)
     threads_before = torch.get_num_threads()
     try:
-        return _Run(config, ctx, device, precision, datasets, on_step, on_end).run()
+        # One writer per output folder (issue 28): rank 0 writes, so rank 0 holds the lock.
+        with output_lock(config.out, "pretrain") if ctx.is_main else contextlib.nullcontext():
+            return _Run(config, ctx, device, precision, datasets, on_step, on_end).run()
     finally:
         torch.set_num_threads(threads_before)  # a library call leaves the process as it found it
         dist_tools.shutdown_distributed(ctx)
@@ -313,7 +318,8 @@ class _Run:
                 montage = resolve_montage(source.montage)
                 window_sets.append((str(source.path), load_dataset(source.path, montage,
                                                                    source_preprocess(source.path, preprocess))))
-        return pdata.build_corpus(window_sets, val_fraction=self.cfg.val_fraction, seed=self.cfg.seed)
+        return pdata.build_corpus(window_sets, val_fraction=self.cfg.val_fraction, seed=self.cfg.seed,
+                                  val_subjects=self.cfg.val_subjects)
 
     def _build_model(self, corpus: pdata.PretrainCorpus) -> nn.Module:
         from passport_kit.model import ChannelMeta, build_backbone

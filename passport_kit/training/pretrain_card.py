@@ -17,8 +17,15 @@ from passport_kit import __version__
 def reproduce_command(cfg: Any) -> str:
     """Return the ``passport-kit pretrain`` command line that repeats a run."""
     parts = ["passport-kit", "pretrain"]
+    montage_files = []
     for source in cfg.sources:
-        parts += ["--data", f"{source.path}:{source.montage}"]
+        if any(sep in source.montage for sep in "/\\"):  # a montage file: --data DIR:PATH does not parse
+            parts += ["--data", str(source.path)]
+            montage_files.append(source.montage)
+        else:
+            parts += ["--data", f"{source.path}:{source.montage}"]
+    for montage in montage_files:  # one per plain --data, in order (parse_sources)
+        parts += ["--montage", montage]
     parts += ["--embedding", cfg.embedding]
     if cfg.init_from is None:
         parts += ["--config", cfg.arch]
@@ -29,6 +36,7 @@ def reproduce_command(cfg: Any) -> str:
     parts += ["--steps", str(cfg.steps),
               "--batch-size", str(cfg.batch_size), "--lr", f"{cfg.lr:g}", "--seed", str(cfg.seed),
               "--val-fraction", f"{cfg.val_fraction:g}", "--val-max-windows", str(cfg.val_max_windows),
+              *(["--val-subjects", ",".join(cfg.val_subjects)] if cfg.val_subjects else []),
               "--notch", "none" if cfg.notch_freq is None else f"{cfg.notch_freq:g}",
               "--amplitude-limit-uv", "none" if cfg.amplitude_limit_uv is None else f"{cfg.amplitude_limit_uv:g}",
               "--out", str(cfg.out)]

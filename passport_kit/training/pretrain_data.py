@@ -142,17 +142,39 @@ def split_subjects(subjects: np.ndarray, fraction: float, seed: int) -> set[str]
     return {unique[i] for i in rng.permutation(len(unique))[:n_val]}
 
 
+def held_out_subjects(subjects: np.ndarray, named: set[str], fraction: float, seed: int) -> set[str]:
+    """Return a dataset's held-out subjects: those of ``named`` it has, else a random ``fraction``.
+
+    Naming subjects (``--val-subjects``) fixes who is held out, e.g. the same people across
+    runs that differ in their data; a dataset that has none of the named subjects falls back to
+    :func:`split_subjects`. Holding out every subject of a dataset is refused (nothing to train on).
+    """
+    present = {str(s) for s in subjects}
+    chosen = named & present
+    if not chosen:
+        return split_subjects(subjects, fraction, seed)
+    if chosen == present:
+        raise DataError(
+            f"--val-subjects holds out every subject of a dataset ({', '.join(sorted(chosen)[:5])}); "
+            "leave at least one subject of it to train on"
+        )
+    return chosen
+
+
 def build_corpus(
     window_sets: list[tuple[str, object]],
     *,
     val_fraction: float,
     seed: int,
+    val_subjects: list[str] | None = None,
 ) -> PretrainCorpus:
     """Return pools from ``(dataset label, WindowSet)`` pairs; drops flagged windows.
 
     Training datasets of the same montage (same content hash) share a pool; validation keeps
-    one pool per dataset, so the model card can report each dataset's held-out loss.
+    one pool per dataset, so the model card can report each dataset's held-out loss. Held out
+    per dataset: the ``val_subjects`` it has, else a ``val_fraction`` of its subjects.
     """
+    named = set(val_subjects or [])
     train: dict[str, Pool] = {}
     val: dict[str, Pool] = {}
     summaries: list[SourceSummary] = []
@@ -161,7 +183,7 @@ def build_corpus(
         n = int(x.shape[0])
         good = ~(np.asarray(ws.flags) != 0).any(axis=1) if n else np.zeros(0, dtype=bool)
         subjects = np.asarray(ws.subject).astype(str)
-        held = split_subjects(subjects[good], val_fraction, seed)
+        held = held_out_subjects(subjects[good], named, val_fraction, seed)
         is_val = np.isin(subjects, sorted(held)) if held else np.zeros(n, dtype=bool)
         key = f"{ws.montage.content_hash}:{x.shape[2] if n else 0}"
         for target, chosen, pool_key in ((train, good & ~is_val, key), (val, good & is_val, label)):

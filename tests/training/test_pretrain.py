@@ -11,7 +11,7 @@ import torch
 from pretrain_helpers import tiny_config, two_montage_data
 
 from passport_kit.checkpoint import load_base_checkpoint
-from passport_kit.errors import ConfigError
+from passport_kit.errors import ConfigError, DataError
 from passport_kit.model import EMBEDDING_KINDS
 from passport_kit.training import pretrain_data as pdata
 from passport_kit.training.pretrain import (
@@ -91,6 +91,32 @@ def test_held_out_subjects_never_reach_training() -> None:
     corpus = pdata.build_corpus(two_montage_data(), val_fraction=0.25, seed=0)
     train_ids = {w for pool in corpus.train for w in pool.window_ids(np.arange(len(pool)))}
     val_ids = {w for pool in corpus.val for w in pool.window_ids(np.arange(len(pool)))}
+    assert val_ids and not train_ids & val_ids
+
+
+@pytest.mark.parametrize(
+    ("named", "expected"),
+    [({"sub01", "sub03"}, {"sub01", "sub03"}),          # the named subjects the dataset has
+     ({"sub01", "other-dataset-subject"}, {"sub01"}),   # names of other datasets are ignored
+     ({"nobody"}, None)],                               # none of them: the random fraction
+)
+def test_named_held_out_subjects_replace_the_random_fraction(named: set[str], expected: set[str] | None) -> None:
+    subjects = np.array([f"sub{i:02d}" for i in range(6)])
+    held = pdata.held_out_subjects(subjects, named, 0.5, seed=0)
+    assert held == (expected if expected is not None else pdata.split_subjects(subjects, 0.5, seed=0))
+
+
+def test_naming_every_subject_of_a_dataset_is_refused() -> None:
+    with pytest.raises(DataError, match="leave at least one subject"):
+        pdata.held_out_subjects(np.array(["a", "b"]), {"a", "b"}, 0.1, seed=0)
+
+
+def test_val_subjects_reach_validation_per_dataset() -> None:
+    corpus = pdata.build_corpus(two_montage_data(), val_fraction=0.25, seed=0, val_subjects=["sub02", "sub05"])
+    assert corpus.sources[0].val_subjects == ["sub02", "sub05"]  # sim-standard: 6 subjects
+    assert corpus.sources[1].val_subjects == ["sub02"]           # sim-frontal: 4 subjects, sub05 absent
+    val_ids = {w for pool in corpus.val for w in pool.window_ids(np.arange(len(pool)))}
+    train_ids = {w for pool in corpus.train for w in pool.window_ids(np.arange(len(pool)))}
     assert val_ids and not train_ids & val_ids
 
 
@@ -225,3 +251,20 @@ def test_card_names_a_dataset_where_the_model_loses_to_zeros(per_dataset: dict, 
 
     warning = _per_dataset_warning(per_dataset)
     assert (warning is None) if named is None else (named in warning and "`sim`" not in warning)
+
+
+def test_card_command_parses_back_to_the_same_sources(tmp_path: Path) -> None:
+    import shlex
+
+    from passport_kit.training.pretrain_card import reproduce_command
+
+    cfg = tiny_config(tmp_path / "run", sources=[
+        DataSource(path=Path("muse-data"), montage="muse"),
+        DataSource(path=Path("dreams"), montage=str(tmp_path / "dreams-c3.yaml")),  # a montage file
+        DataSource(path=Path("sim"), montage="tuh-19"),
+    ], val_subjects=["s1", "s2"])
+    argv = shlex.split(reproduce_command(cfg))
+    data = [argv[i + 1] for i, a in enumerate(argv) if a == "--data"]
+    montages = [argv[i + 1] for i, a in enumerate(argv) if a == "--montage"]
+    assert parse_sources(data, montages) == cfg.sources
+    assert argv[argv.index("--val-subjects") + 1] == "s1,s2"

@@ -26,14 +26,16 @@ def test_pretrain_command_writes_a_checkpoint(simulated: Path, tmp_path: Path) -
     result = runner.invoke(app, [
         "pretrain", "--data", f"{simulated}:tuh-standard", "--embedding", "xattn-experts",
         "--config", "cbramod-tiny", "--steps", "1", "--batch-size", "2", "--amplitude-limit-uv", "none",
-        "--val-fraction", "0",
+        "--val-subjects", "s02",
         "--device", "cpu", "--threads", "1", "--no-progress", "--out", str(out), "--name", "cli-test",
     ])
     assert result.exit_code == 0, result.output
     assert f"base checkpoint written to {out}" in result.output
     backbone, info = load_base_checkpoint(out)
     assert info.name == "cli-test" and backbone.config.embedding == "xattn-experts"
-    assert "tuh-standard" in (out / "MODEL_CARD.md").read_text()
+    card = (out / "MODEL_CARD.md").read_text()
+    assert "tuh-standard" in card and "--val-subjects s02" in card
+    assert [d["val_subjects"] for d in info.training["data"]] == [["s02"]]
 
 
 @pytest.mark.parametrize(

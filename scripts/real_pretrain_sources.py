@@ -1,0 +1,114 @@
+"""Write the dataset descriptions of the real-data pretraining recipe into a work folder.
+
+    .venv/bin/python scripts/real_pretrain_sources.py WORK [--data ../shared/data]
+
+The recordings stay where they are (``../shared/data``, never copied); this writes, under
+``WORK/sources/``, one ``dataset.yaml`` per real source that names them by absolute path:
+
+- ``muse/``: the Muse 2016 headband corpus, one entry per EDF+ segment of ``recordings.tsv``
+  with its ``subject`` column (``<experiment>-<subject>``), on the built-in ``muse`` montage
+  (the same standard_1005 positions as ``muse/muse.yaml``).
+- ``eegmat/``: PhysioNet eegmat 00-11, subject ``SubjectNN`` (rest and arithmetic recordings of
+  a person share it), ``h_freq: 45``: two prefilters (LP 45 and LP 250 Hz) occur in these EDF
+  headers, so everything above 45 Hz is cut to keep the filter out of what the model learns.
+- ``dreams/``: DREAMS excerpts 1 (100 Hz) and 3 (50 Hz) as text files, channel C3-A1, on
+  a one-channel montage ``dreams-c3`` (C3 from ``tuh-19``), written beside it. Its band top is
+  lowered below excerpt 3's 25 Hz Nyquist frequency by the data layer.
+
+It prints, one per line, the ``--data DIR:MONTAGE`` and ``--val-subjects`` arguments of
+``passport-kit pretrain`` (``scripts/pretrain_real.sh`` reads them). Held-out subjects
+(whole people, never trained on): eegmat 10 and 11; Muse: ten ``visual/cueing`` participants
+(ids 105 ... 1410 appear in that experiment only, so they are different people from the
+recurring low ids ``subject1``-``subject10`` of the other experiments); DREAMS: excerpt 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+import yaml
+
+#: Subjects never trained on, per source (whole people; see the module docstring).
+MUSE_VAL = [f"cueing-subject{n}" for n in (105, 110, 1105, 1110, 1205, 1308, 1405, 1410, 205, 305)]
+EEGMAT_VAL = ["Subject10", "Subject11"]
+DREAMS_VAL = ["dreams-excerpt1"]
+
+#: C3 in the head frame (mm), as in the built-in tuh-19 montage.
+_C3_MM = [-67.1, 23.4, 104.5]
+
+
+def muse_spec(root: Path) -> dict:
+    """Return the Muse corpus as a dataset.yaml mapping (unlabeled, subjects from recordings.tsv)."""
+    with open(root / "recordings.tsv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    recordings = [{"subject": r["subject"], "file": str((root / r["file"]).resolve())} for r in rows]
+    return {"task": "classification", "recordings": recordings}
+
+
+def eegmat_spec(root: Path) -> dict:
+    """Return eegmat 00-11 as a dataset.yaml mapping: one subject per person, low-passed at 45 Hz."""
+    files = sorted(root.glob("Subject[0-9][0-9]_[12].edf"))
+    recordings = [{"subject": f.name.split("_")[0], "file": str(f.resolve())} for f in files]
+    return {"task": "classification", "h_freq": 45, "recordings": recordings}
+
+
+def dreams_spec(root: Path) -> dict:
+    """Return DREAMS excerpts 1 and 3 on their common channel C3-A1 as a dataset.yaml mapping."""
+    recordings = [
+        {"subject": "dreams-excerpt1", "file": str((root / "excerpt1.txt").resolve()), "sfreq": 100,
+         "channels": {"C3": "C3-A1"}},
+        # The text file, not excerpt3.edf: this data layer reads that EDF's C3-A1 about 1e6 times too large.
+        {"subject": "dreams-excerpt3", "file": str((root / "excerpt3.txt").resolve()), "sfreq": 50,
+         "channels": {"C3": "C3-A1"}},
+    ]
+    return {"task": "classification", "recordings": recordings}
+
+
+def dreams_montage() -> dict:
+    """Return the one-channel montage of the DREAMS excerpts (C3, referenced to A1)."""
+    return {"name": "dreams-c3", "description": "DREAMS sleep excerpts: C3-A1 only (position from tuh-19)",
+            "coordinate_frame": "head", "units": "mm", "reference": "A1",
+            "channels": [{"name": "C3", "position": _C3_MM, "aliases": ["C3-A1"]}]}
+
+
+def write_sources(work: Path, data: Path) -> list[str]:
+    """Write the dataset.yaml files under ``work/sources``; return the pretrain arguments, one per line."""
+    out = work / "sources"
+    args: list[str] = []
+    val: list[str] = []
+    for name, maker, montage, held in (
+        ("muse", muse_spec, "muse", MUSE_VAL),
+        ("eegmat", eegmat_spec, "tuh-19", EEGMAT_VAL),
+        ("dreams", dreams_spec, None, DREAMS_VAL),
+    ):
+        src = data / ("dreams-spindles" if name == "dreams" else name)
+        if not src.is_dir():
+            continue  # a source that is absent is left out (the script says which it found)
+        folder = out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "dataset.yaml").write_text(yaml.safe_dump(maker(src), sort_keys=False), encoding="utf-8")
+        if montage is None:  # a montage file: --data DIR:MONTAGE takes names only, so --montage PATH
+            montage_path = out / "dreams-c3.yaml"
+            montage_path.write_text(yaml.safe_dump(dreams_montage(), sort_keys=False), encoding="utf-8")
+            args += [f"--data={folder}", f"--montage={montage_path}"]
+        else:
+            args.append(f"--data={folder}:{montage}")
+        val += held
+    if val:
+        args.append(f"--val-subjects={','.join(val)}")
+    return args
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("work", type=Path, help="work folder (outside git); dataset.yaml files go to WORK/sources")
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared data folder")
+    ns = parser.parse_args()
+    for line in write_sources(ns.work.resolve(), ns.data):
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""scripts/real_pretrain_sources.py: the dataset descriptions of the real-data recipe.
+
+Tests on made-up folders run everywhere; the one over ../shared/data skips where it is absent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from passport_kit.montage import resolve_montage
+from passport_kit.signals.dataset_spec import load_dataset_spec
+from passport_kit.training import pretrain_data as pdata
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "real_pretrain_sources.py"
+_spec = importlib.util.spec_from_file_location("real_pretrain_sources", SCRIPT)
+sources = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sources)
+
+
+def _fake_data(root: Path) -> Path:
+    """Return a ../shared/data look-alike with empty files (enough for the descriptions)."""
+    muse = root / "muse"
+    (muse / "visual" / "a").mkdir(parents=True)
+    rows = ["file\tsubject\texperiment\tseconds"]
+    for i, subject in enumerate(["cueing-subject105", "cueing-subject999", "P300-subject1"]):
+        name = f"visual/a/rec{i}.edf"
+        (muse / name).write_bytes(b"")
+        rows.append(f"{name}\t{subject}\tvisual/cueing\t60.0")
+    (muse / "recordings.tsv").write_text("\n".join(rows) + "\n")
+    (root / "eegmat").mkdir()
+    for n in range(12):
+        for k in (1, 2):
+            (root / "eegmat" / f"Subject{n:02d}_{k}.edf").write_bytes(b"")
+    return root
+
+
+def test_descriptions_name_the_recordings_in_place_and_hold_out_whole_subjects(tmp_path: Path) -> None:
+    data = _fake_data(tmp_path / "data")
+    args = sources.write_sources(tmp_path / "work", data)
+    assert args[:2] == [f"--data={tmp_path / 'work' / 'sources' / 'muse'}:muse",
+                        f"--data={tmp_path / 'work' / 'sources' / 'eegmat'}:tuh-19"]  # no DREAMS folder: left out
+    muse = load_dataset_spec(tmp_path / "work" / "sources" / "muse")
+    assert [r.subject for r in muse.recordings] == ["cueing-subject105", "cueing-subject999", "P300-subject1"]
+    assert all(Path(r.file).is_relative_to(data) for r in muse.recordings)  # named in place, not copied
+    eegmat = load_dataset_spec(tmp_path / "work" / "sources" / "eegmat")
+    assert eegmat.h_freq == 45 and len({r.subject for r in eegmat.recordings}) == 12
+    held = args[-1].removeprefix("--val-subjects=").split(",")
+    subjects = np.array([r.subject for r in eegmat.recordings])
+    assert pdata.held_out_subjects(subjects, set(held), 0.1, seed=0) == {"Subject10", "Subject11"}
+
+
+def test_dreams_montage_reads_as_a_montage(tmp_path: Path) -> None:
+    path = tmp_path / "dreams-c3.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(sources.dreams_montage()))
+    assert resolve_montage(path).ch_names == ["C3"]
+
+
+def test_real_sources_describe_the_shared_corpus(shared_data: Path, tmp_path: Path) -> None:
+    args = sources.write_sources(tmp_path, shared_data)
+    folders = [a.removeprefix("--data=").split(":")[0] for a in args if a.startswith("--data=")]
+    specs = {Path(f).name: load_dataset_spec(f) for f in folders}  # checks that every named file exists
+    assert len(specs["muse"].recordings) == 252 and len(specs["eegmat"].recordings) == 24
+    assert {r.subject for r in specs["dreams"].recordings} == {"dreams-excerpt1", "dreams-excerpt3"}
