@@ -14,8 +14,10 @@ import io
 import json
 import math
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,8 @@ def _read_umask() -> int:
 
 
 # Read once: os.umask can only be read by setting it, which would race with threads creating files.
-_DEFAULT_MODE = 0o666 & ~_read_umask()
+_UMASK = _read_umask()
+_DEFAULT_MODE = 0o666 & ~_UMASK
 
 
 @contextlib.contextmanager
@@ -56,6 +59,36 @@ def atomic_output(path: Path | str) -> Iterator[Path]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_folder_atomically(folder: Path | str, fill: Callable[[Path], None]) -> Path:
+    """Return ``folder`` after ``fill(tmp)`` wrote its files into a temporary folder renamed into place.
+
+    Readers see the old folder or the complete new one, never a part: a crash, a full disk or
+    Ctrl-C while ``fill`` runs leaves the old folder (or none) and no temporary one. An existing
+    ``folder`` is replaced as a whole.
+    """
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        fill(tmp)
+        for path in tmp.iterdir():
+            with open(path, "rb") as fh:
+                os.fsync(fh.fileno())
+        os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes it private; the result is ordinary data
+        if folder.exists():
+            # Move the old folder aside first: a directory rename cannot replace a non-empty one.
+            old = folder.parent / f".{folder.name}.old-{uuid.uuid4().hex[:8]}"
+            os.rename(folder, old)
+            os.rename(tmp, folder)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> Path:

@@ -17,9 +17,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
-import uuid
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +32,7 @@ from safetensors.torch import save as save_safetensors_bytes
 from torch import Tensor, nn
 
 from passport_kit import __version__
+from passport_kit.atomic_io import write_folder_atomically
 from passport_kit.errors import CheckpointError, ConfigError, PassportWarning
 from passport_kit.model import (
     Backbone,
@@ -285,26 +283,7 @@ def _write_folder_atomically(folder: Path, fill: Callable[[Path], None], *, over
         raise CheckpointError(
             f"'{folder}' already exists; choose another output folder or allow overwriting"
         )
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
-    try:
-        fill(tmp)
-        for path in tmp.iterdir():
-            with open(path, "rb") as fh:
-                os.fsync(fh.fileno())
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a checkpoint is ordinary data
-        if folder.exists():
-            # Move the old folder aside first: a directory rename cannot replace a non-empty one.
-            old = folder.parent / f".{folder.name}.old-{uuid.uuid4().hex[:8]}"
-            os.rename(folder, old)
-            os.rename(tmp, folder)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return folder
+    return write_folder_atomically(folder, fill)
 
 
 def _state_for_saving(tensors: Mapping[str, Tensor], *, what: str) -> dict[str, Tensor]:

@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from passport_kit.errors import ConfigError, DataError, PassportWarning
+from passport_kit.output_lock import output_lock
 from passport_kit.training.finetune import FitResult
 from passport_kit.training.options import (  # noqa: F401 - DEFAULT_*, RecipeOptions: adapt's public names too
     DEFAULT_DISTRUST,
@@ -157,6 +158,27 @@ def check_output_folder(out: Path) -> None:
 _RUN_ONLY = frozenset({"out", "resume", "overwrite", "device", "threads"})
 
 
+def check_resumable(state_path: Path, run_config: dict[str, Any]) -> None:
+    """Raise ConfigError when ``state_path`` holds an interrupted run with other settings than ``run_config``.
+
+    Resuming it would mix two runs, and starting over silently would discard its progress
+    (issue 28): the user chooses, with the interrupted command or ``--restart``.
+    """
+    from passport_kit.training.state import load_training_state
+
+    if not state_path.is_file():
+        return
+    stored = load_training_state(state_path).config
+    if stored == run_config:
+        return
+    old, new = stored.get("adapt", {}), run_config.get("adapt", {})
+    differ = [k for k in new if old.get(k) != new[k]]
+    shown = ", ".join(f"{k} {old.get(k)!r} there, {new[k]!r} now" for k in differ[:3]) or "the base or the montage"
+    raise ConfigError(f"'{state_path.parent}' holds an interrupted adapt run with other settings ({shown}); run the "
+                      "interrupted command again to continue it, or pass --restart (resume=False) to start over "
+                      "with these settings")
+
+
 def training_record(cfg: AdaptConfig) -> dict[str, Any]:
     """Return the ``training`` block of adapter.json: every setting of ``cfg`` and the resolved head learning rate."""
     # The probe has no learning rate: its head_lr stays unset (an adapter.json given to --config must not turn a
@@ -205,11 +227,8 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     training starts.
     The same summary is stored in the bundle's metrics under ``channel_quality``.
     """
-    from passport_kit.checkpoint import load_base_checkpoint
-    from passport_kit.model import trainable_summary
     from passport_kit.montage import resolve_montage
     from passport_kit.runtime import resolve_device, resolve_precision, seed_everything, set_threads
-    from passport_kit.signals.amplitude import amplitude_profile
 
     cfg = make_config(config, **options)
     device = resolve_device(cfg.device)
@@ -221,6 +240,25 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": Path("runs") / montage.name})
     check_output_folder(cfg.out)
+    # One writer per output folder (issue 28): a second adapt into it exits at once, naming this one.
+    with output_lock(cfg.out, "adapt"):
+        created = not cfg.out.exists()
+        try:
+            return _adapt_locked(cfg, device=device, precision=precision, montage=montage, progress=progress,
+                                 progress_quality=progress_quality)
+        except BaseException:
+            if created and cfg.out.is_dir() and not any(cfg.out.iterdir()):
+                cfg.out.rmdir()  # a failed first run leaves no empty folder behind
+            raise
+
+
+def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any, progress: ProgressFn | None,
+                  progress_quality: Callable[[dict[str, Any]], None] | None) -> AdaptResult:
+    """Return :func:`adapt`'s result, once it holds the lock of ``cfg.out``."""
+    from passport_kit.checkpoint import load_base_checkpoint
+    from passport_kit.model import trainable_summary
+    from passport_kit.signals.amplitude import amplitude_profile
+
     finished = finished_bundle(cfg)
     if finished is not None:
         return finished
@@ -244,8 +282,9 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     state_path = cfg.out / STATE_FILE
     if not cfg.resume:
         state_path.unlink(missing_ok=True)
-    run_config = {"adapt": cfg.model_dump(mode="json", exclude={"resume", "device", "threads"}),
+    run_config = {"adapt": cfg.model_dump(mode="json", exclude=set(_RUN_ONLY)),
                   "base_sha256": info.weights_sha256, "montage_hash": montage.content_hash}
+    check_resumable(state_path, run_config)
     trained = train_once(cfg, backbone, run, train_idx, val_idx, seed=cfg.seed, device=device, precision=precision,
                          state_path=state_path, run_config=run_config, progress=progress)
     model = trained.model

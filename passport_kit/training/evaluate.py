@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from passport_kit.errors import ConfigError, DataError
+from passport_kit.output_lock import output_lock
 from passport_kit.inference import reports
 from passport_kit.inference.forward import predict_proba
 from passport_kit.signals.dataset import RecordingReader
@@ -128,11 +129,19 @@ def evaluate(
     Parameters are the fields of :class:`EvaluateConfig`, as a config or keywords
     (``evaluate(montage="eesm17-ear", data="ds", out="runs/eval", checkpoints=("a", "b"))``).
     """
+    cfg = make_config(config, **options)
+    # One writer per output folder (issue 28): a second run into it exits at once, naming this one.
+    with output_lock(cfg.out, "evaluate"):
+        return _evaluate_locked(cfg, progress=progress, step_progress=step_progress)
+
+
+def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
+                     step_progress: Callable[[int, int, dict[str, Any]], None] | None) -> EvaluationReport:
+    """Return :func:`evaluate`'s report, once it holds the lock of ``cfg.out``."""
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.montage import resolve_montage
     from passport_kit.runtime import resolve_device, resolve_precision, seed_everything, set_threads
 
-    cfg = make_config(config, **options)
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg.precision, device)
     set_threads(cfg.threads)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from passport_kit.errors import ConfigError, DataError, MontageError
+from passport_kit.output_lock import output_lock
 from passport_kit.signals.simulator.artifacts import BAD_KINDS
 from passport_kit.signals.simulator.head_model import DEFAULT_HEAD
 from passport_kit.signals.simulator.hypnogram import EPOCH_SECONDS, STAGES
@@ -171,16 +172,8 @@ def simulate_dataset(
     refused unless ``overwrite``. ``progress(done, total, subject)`` is called after each
     subject is written.
     """
-    from passport_kit import __version__
-    from passport_kit.atomic_io import write_json
     from passport_kit.montage import resolve_montage
-    from passport_kit.signals.simulator.recording import simulate_recording
-    from passport_kit.signals.simulator.writer import (
-        DATASET_FILE,
-        write_dataset_yaml,
-        write_edf,
-        write_labels,
-    )
+    from passport_kit.signals.simulator.writer import DATASET_FILE
 
     montage = resolve_montage(montage)
     config = simulation_config(n_subjects=n_subjects, hours=hours, seed=seed, sfreq=sfreq,
@@ -189,10 +182,26 @@ def simulate_dataset(
     folder = Path(out).expanduser()
     if folder.exists() and not folder.is_dir():
         raise DataError(f"output '{folder}' is a file; give a folder for the simulated dataset")
-    if (folder / DATASET_FILE).exists() and not overwrite:
-        raise DataError(f"'{folder}' already holds a {DATASET_FILE}; choose an empty folder "
-                        "or pass overwrite=True (--overwrite)")
-    folder.mkdir(parents=True, exist_ok=True)
+    # One writer per output folder (issue 28); dataset.yaml, written last, marks the folder complete.
+    with output_lock(folder, "simulate"):
+        if (folder / DATASET_FILE).exists() and not overwrite:
+            raise DataError(f"'{folder}' already holds a {DATASET_FILE}; choose an empty folder "
+                            "or pass overwrite=True (--overwrite)")
+        # An overwritten folder is incomplete until its new dataset.yaml: readers see none meanwhile.
+        (folder / DATASET_FILE).unlink(missing_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_simulation(folder, montage, config, bad, progress)
+    return folder
+
+
+def _write_simulation(folder: Path, montage: Montage, config: SimulationConfig, bad: dict[str, dict[str, str]],
+                      progress: Callable[[int, int, str], None] | None) -> None:
+    """Write the recordings, labels, simulation.json and, last, dataset.yaml of :func:`simulate_dataset` into ``folder``."""
+    from passport_kit import __version__
+    from passport_kit.atomic_io import write_json
+    from passport_kit.signals.simulator.recording import simulate_recording
+    from passport_kit.signals.simulator.writer import write_dataset_yaml, write_edf, write_labels
+
 
     edf_names = _edf_names(montage.ch_names)
     renames = {m: e for m, e in zip(montage.ch_names, edf_names) if m != e}
@@ -230,5 +239,4 @@ def simulate_dataset(
               f"{config.n_subjects} subject(s) x {config.n_epochs} epochs, seed {config.seed}, "
               f"{config.sfreq} Hz.\nGround truth and settings: simulation.json; model: docs/simulator.md.")
     write_dataset_yaml(folder, recordings, header=header)
-    return folder
 
