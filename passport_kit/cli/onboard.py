@@ -387,6 +387,7 @@ def predict_command(
                                          "that are all flat or 30x off the adapter's training amplitude (unit errors)."),
     rename: list[str] = typer.Option([], "--rename", help="MONTAGE_CHANNEL=NAME_IN_FILE for a channel whose name in "
                                      "the recordings neither the montage nor its aliases know; repeat per channel."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the outputs of recordings --out already holds."),
     as_json: bool = typer.Option(False, "--json", help="Print every recording's summary as JSON."),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
@@ -394,7 +395,7 @@ def predict_command(
 
     failed = None
     try:
-        results = predict(adapter, recordings, out, edf_annotations=edf_annotations, base=base,
+        results = predict(adapter, recordings, out, overwrite=overwrite, edf_annotations=edf_annotations, base=base,
                           batch_size=batch_size, device=device, precision=precision,
                           mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
                           distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),

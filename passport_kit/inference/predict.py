@@ -63,11 +63,13 @@ from pydantic import BaseModel, ConfigDict
 from passport_kit.contacts import ContactPolicy, check_threshold
 from passport_kit.errors import (
     ChannelMappingError,
+    ConfigError,
     DataError,
     PassportError,
     file_system_message,
 )
 from passport_kit.inference import reports
+from passport_kit.output_lock import output_lock
 from passport_kit.inference.forward import predict_proba
 from passport_kit.inference.hypnogram import (
     Hypnogram,
@@ -270,6 +272,7 @@ def predict(
     h_freq: float | None = None,
     amplitude_check: bool = True,
     prefetch: bool = True,
+    overwrite: bool = False,
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -316,6 +319,9 @@ def predict(
     prefetch : bool
         Read and preprocess the next recording in a worker thread while the model works on the
         current one (default). Each recording is read once either way.
+    overwrite : bool
+        Replace the output folders of recordings that ``out`` already holds predictions for
+        (default: refuse them, before any work).
     """
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
@@ -328,6 +334,8 @@ def predict(
     for key, value in contacts.items():  # a bad option fails now, not after loading the bundle
         if value != "bundle":
             check_threshold(key, value)  # type: ignore[arg-type]
+    if batch_size < 1:
+        raise ConfigError(f"batch_size (--batch-size) must be at least 1, got {batch_size}")
     if isinstance(recordings, (str, Path)):
         recordings = [recordings]
     files = find_recordings(recordings)
@@ -353,46 +361,69 @@ def predict(
         proba = predict_proba(model, night.x, channel_meta, batch_size=batch_size, device=torch_device,
                               precision=prec, channel_mask=masked if masked is not None and masked.any() else None,
                               distrust=distrusted)
-        return write_prediction(out_dir / folder_of[path], path, proba, night.onset_s, night.flags,
-                                classes=list(meta.classes), window_seconds=config.window_seconds,
-                                task=str(meta.window.get("task", "")), adapter=Path(adapter),
-                                base_name=meta.base_name, edf_annotations=edf_annotations,
-                                start=night.start, quality=night.quality, masked=masked,
-                                mask_threshold=policy.mask_bad_channels, distrusted=distrusted,
-                                distrust_threshold=policy.distrust_bad_channels,
-                                uncorrelated_below=policy.mask_uncorrelated_channels,
-                                preprocessing=night.config.model_dump(mode="json"))
+        # The recording's folder is written as a whole (temp folder + rename): a full disk or Ctrl-C
+        # leaves the earlier one or none, never a part (issue 28).
+        return write_folder_whole(out_dir / folder_of[path], lambda folder: write_prediction(
+            folder, path, proba, night.onset_s, night.flags, classes=list(meta.classes),
+            window_seconds=config.window_seconds, task=str(meta.window.get("task", "")), adapter=Path(adapter),
+            base_name=meta.base_name, edf_annotations=edf_annotations, start=night.start, quality=night.quality,
+            masked=masked, mask_threshold=policy.mask_bad_channels, distrusted=distrusted,
+            distrust_threshold=policy.distrust_bad_channels, uncorrelated_below=policy.mask_uncorrelated_channels,
+            preprocessing=night.config.model_dump(mode="json"),
+            band_short=band_too_narrow(night.config.h_freq, config.h_freq)))
 
     def prepare(path: Path) -> Recording:
         return read_for_prediction(path, montage, config, renames=renames, h_freq=h_freq,
                                    amplitude=meta.metrics.get("amplitude"), amplitude_check=amplitude_check)
 
     folder_of = dict(zip(files, output_names(files)))
-    results: list[PredictionResult] = []
-    log: list[dict[str, Any]] = []
-    # While the model works on one recording, the next one is read and preprocessed in a thread
-    # (file reading, FFT filtering and quality statistics release the GIL).
-    for path, night in _prefetched(files, prepare, ahead=prefetch):
-        if progress is not None:
-            progress(str(path))
-        try:
-            results.append(predict_one(path, night()))
-        except (PassportError, OSError) as exc:
-            # One bad recording in a folder must not cost the others (issue 19): note it, go on.
-            reason = str(exc) if isinstance(exc, PassportError) else file_system_message(exc)
-            if reason is None or len(files) == 1:
-                raise
-            log.append({"recording": str(path), "status": "failed", "windows": None, "output": None,
-                        "error": reason})
-        else:
-            log.append({"recording": str(path), "status": "ok", "windows": results[-1].n_windows,
-                        "output": str(results[-1].files["summary"].parent), "error": None})
-    if len(files) > 1:
-        log_file = reports.write_table(out_dir / RUN_LOG, log, delimiter="\t")
-        failures = [row for row in log if row["status"] == "failed"]
-        if failures:
-            raise PredictionFailures(results, failures, log_file)
+    # One writer per output folder (issue 28): a second predict into it exits at once, naming this one.
+    with output_lock(out_dir, "predict"):
+        check_outputs_free(out_dir, list(folder_of.values()), overwrite=overwrite)
+        results: list[PredictionResult] = []
+        log: list[dict[str, Any]] = []
+        # While the model works on one recording, the next one is read and preprocessed in a thread
+        # (file reading, FFT filtering and quality statistics release the GIL).
+        for path, night in _prefetched(files, prepare, ahead=prefetch):
+            if progress is not None:
+                progress(str(path))
+            try:
+                results.append(predict_one(path, night()))
+            except (PassportError, OSError) as exc:
+                # One bad recording in a folder must not cost the others (issue 19): note it, go on.
+                reason = str(exc) if isinstance(exc, PassportError) else file_system_message(exc)
+                if reason is None or len(files) == 1:
+                    raise
+                log.append({"recording": str(path), "status": "failed", "windows": None, "output": None,
+                            "error": reason})
+            else:
+                log.append({"recording": str(path), "status": "ok", "windows": results[-1].n_windows,
+                            "output": str(results[-1].files["summary"].parent), "error": None})
+        if len(files) > 1:
+            log_file = reports.write_table(out_dir / RUN_LOG, log, delimiter="\t")
+            failures = [row for row in log if row["status"] == "failed"]
+            if failures:
+                raise PredictionFailures(results, failures, log_file)
     return results
+
+
+def check_outputs_free(out_dir: Path, folders: list[str], *, overwrite: bool) -> None:
+    """Raise ConfigError when ``out_dir`` already holds one of the recording ``folders`` and ``overwrite`` is off."""
+    taken = [name for name in folders if (out_dir / name).exists()]
+    if taken and not overwrite:
+        more = f" and {len(taken) - 1} more" if len(taken) > 1 else ""
+        raise ConfigError(f"--out '{out_dir}' already holds predictions for '{taken[0]}'{more}; choose another --out, "
+                          "or pass --overwrite (overwrite=True) to replace them")
+
+
+def write_folder_whole(folder: Path, write: Callable[[Path], PredictionResult]) -> PredictionResult:
+    """Return ``write(tmp)``'s result after the temporary folder it filled replaced ``folder`` as a whole."""
+    from passport_kit.atomic_io import write_folder_atomically
+
+    written: list[PredictionResult] = []
+    write_folder_atomically(folder, lambda tmp: written.append(write(tmp)))
+    result = written[0]
+    return result.model_copy(update={"files": {k: folder / p.name for k, p in result.files.items()}})
 
 
 #: Written by predict over several recordings: one row per recording, its status and output or error.
@@ -471,6 +502,7 @@ def write_prediction(
     distrust_threshold: float | None = None,
     uncorrelated_below: float | None = None,
     preprocessing: dict[str, Any] | None = None,
+    band_short: str | None = None,
 ) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
@@ -478,10 +510,14 @@ def write_prediction(
     seconds; ``flags`` (N, C) the quality flags of the windows; ``quality`` the recording's
     ``ChannelQuality`` (written as ``<stem>_channel_quality.tsv``); ``masked`` (N, C) the
     channels masked per window under ``mask_threshold``; ``distrusted`` (N, C) those distrusted
-    under ``distrust_threshold``; ``preprocessing`` the recording's PreprocessConfig as a dict.
+    under ``distrust_threshold``; ``preprocessing`` the recording's PreprocessConfig as a dict;
+    ``band_short`` why the recording's band cannot carry the adapter's (:func:`band_too_narrow`):
+    then every window is flagged and the statistics withheld.
+    Windows in which most channels score bad (:func:`mostly_bad_windows`) are flagged too.
     """
     stem = _stem(recording)
-    flagged = np.asarray(flags).any(axis=1)
+    mostly_bad = mostly_bad_windows(quality, onsets_s, window_seconds)
+    flagged = np.asarray(flags).any(axis=1) | mostly_bad | (band_short is not None)
     unsure = low_confidence(proba)
     pred = proba.argmax(1)
     files: dict[str, Path] = {}
@@ -505,7 +541,7 @@ def write_prediction(
         "low_confidence_windows": int(unsure.sum()),
         "low_confidence_below": round(low_confidence_threshold(len(classes)), 4),
     }
-    withheld = _withheld_because(flagged, unsure)
+    withheld = band_short or _withheld_because(flagged, unsure, mostly_bad)
     if preprocessing is not None:
         summary["preprocessing"] = preprocessing
     if quality is not None:
@@ -560,11 +596,46 @@ def _plot_note(summary: dict[str, Any], withheld: str | None) -> str:
 WITHHOLD_ABOVE = 0.5
 
 
-def _withheld_because(flagged: np.ndarray, unsure: np.ndarray) -> str | None:
+#: A window is flagged when more than this share of its channels score bad: pure noise scored every
+#: channel 0 and was staged W with confidence 0.9997 (issue 28).
+MOSTLY_BAD_ABOVE = 0.5
+#: A recording is not staged when the band its rate carries is below this share of the adapter's
+#: (a 10 Hz copy of a night was staged TST 30 min, SE 100 %; issue 28). 100 Hz recordings, whose
+#: band is lowered from 75 to about 45 Hz, are staged.
+MIN_BAND_SHARE = 0.5
+
+
+def mostly_bad_windows(quality: Any, onsets_s: np.ndarray, window_seconds: float) -> np.ndarray:
+    """Return ``(N,)`` bool: the windows at ``onsets_s`` in which most channels of ``quality`` score bad."""
+    onsets_s = np.asarray(onsets_s, dtype=np.float64)
+    if quality is None or not quality.window_score.size:
+        return np.zeros(len(onsets_s), dtype=bool)
+    bad_share = quality.window_bad.mean(axis=1)
+    # The quality windows start at the recording's first sample, as the predicted ones do (contacts.quality_mask).
+    slots = np.round(onsets_s / window_seconds).astype(np.int64)
+    inside = (slots >= 0) & (slots < len(bad_share))
+    mostly = np.zeros(len(slots), dtype=bool)
+    mostly[inside] = bad_share[slots[inside]] > MOSTLY_BAD_ABOVE
+    return mostly
+
+
+def band_too_narrow(h_freq: float, trained_h_freq: float) -> str | None:
+    """Return why a recording filtered up to ``h_freq`` Hz cannot be staged by an adapter trained up to ``trained_h_freq``, or None."""
+    if h_freq >= MIN_BAND_SHARE * trained_h_freq:
+        return None
+    return (f"the recording's band reaches only {h_freq:g} Hz (its sampling rate, or --h-freq), less than half of the "
+            f"{trained_h_freq:g} Hz the adapter was trained with: every window is flagged; record at a higher rate "
+            "or adapt on recordings at this rate")
+
+
+def _withheld_because(flagged: np.ndarray, unsure: np.ndarray, mostly_bad: np.ndarray | None = None) -> str | None:
     """Return why the summary statistics are withheld (most windows unreliable), or None to report them."""
     unreliable = np.asarray(flagged, dtype=bool) | np.asarray(unsure, dtype=bool)
     if not len(unreliable) or unreliable.mean() <= WITHHOLD_ABOVE:
         return None
+    if mostly_bad is not None and mostly_bad.mean() > WITHHOLD_ABOVE:
+        return (f"most channels score bad in {int(mostly_bad.sum())} of {len(mostly_bad)} windows (noise, no contact "
+                "or no EEG); statistics over them would mislead - look at the recording and its channel quality")
     return (f"{int(unreliable.sum())} of {len(unreliable)} windows are low confidence ({int(unsure.sum())}) or "
             f"flagged by the signal checks ({int(np.asarray(flagged).sum())}); statistics over them would mislead - "
             "look at the recording and the per-window predictions")
