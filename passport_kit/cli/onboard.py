@@ -387,6 +387,11 @@ def predict_command(
                                          "that are all flat or 30x off the adapter's training amplitude (unit errors)."),
     rename: list[str] = typer.Option([], "--rename", help="MONTAGE_CHANNEL=NAME_IN_FILE for a channel whose name in "
                                      "the recordings neither the montage nor its aliases know; repeat per channel."),
+    sfreq: float | None = typer.Option(None, "--sfreq", help="Sampling rate in Hz of recordings that do not store "
+                                       "one (DREAMS .txt, CSV without timestamps); checked where they do."),
+    units: str | None = typer.Option(None, "--units", help="Unit of the recordings' numbers where the header is "
+                                     "wrong or unknown to MNE: uV, mV, V or nV (EDF/BDF, .txt, .csv)."),
+    scale: float | None = typer.Option(None, "--scale", help="Multiply every sample by this after reading."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the outputs of recordings --out already holds."),
     as_json: bool = typer.Option(False, "--json", help="Print every recording's summary as JSON."),
 ) -> None:
@@ -400,7 +405,8 @@ def predict_command(
                           mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
                           distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
                           mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
-                          h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename))
+                          h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename),
+                          sfreq=sfreq, units=units, scale=scale)
     except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
         results, failed = exc.results, exc
     if as_json:

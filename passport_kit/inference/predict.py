@@ -132,7 +132,7 @@ def _stem(path: Path) -> str:
     """Return the output stem of a recording: BIDS '_eeg' suffix and extension dropped."""
     name = path.name
     for suffix in (".fif.gz", path.suffix):
-        if name.lower().endswith(suffix.lower()):
+        if suffix and name.lower().endswith(suffix.lower()):  # '' ends every name: a name without suffix stays
             name = name[: -len(suffix)]
             break
     return re.sub(r"_(eeg|ieeg)$", "", name)
@@ -158,7 +158,8 @@ class Recording:
 
 def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[str, str] | None = None,
                         h_freq: float | None = None, amplitude: dict[str, Any] | None = None,
-                        amplitude_check: bool = True) -> Recording:
+                        amplitude_check: bool = True, sfreq: float | None = None, units: str | None = None,
+                        scale: float | None = None, raw: Any = None) -> Recording:
     """Return one recording read, mapped and preprocessed once, with its quality scored from the same samples.
 
     Open the file (header), map the montage channels and read their samples
@@ -168,7 +169,9 @@ def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[
     preprocess and window it (:func:`~passport_kit.signals.dataset.windows_from_data`); last,
     refuse an implausible amplitude against the bundle's profile ``amplitude``
     (:func:`~passport_kit.signals.amplitude.check_amplitude`; ``amplitude_check=False`` skips
-    it). Nothing is cached: the file is opened once per call.
+    it). Nothing is cached: the file is opened once per call. ``sfreq``, ``units``, ``scale``:
+    as :func:`~passport_kit.signals.readers.read_recording`; ``raw``: the recording already in
+    memory (an MNE Raw in volts; ``path`` then only names it).
     """
     from passport_kit.signals import read_recording
     from passport_kit.signals.amplitude import check_amplitude
@@ -179,7 +182,7 @@ def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[
     from passport_kit.signals.windows import check_length
 
     source = f"recording '{path}'"
-    raw = read_recording(path)
+    raw = raw if raw is not None else read_recording(path, sfreq=sfreq, units=units, scale=scale)
     try:
         data = mapped_data(raw, montage, renames, source=source)
     except ChannelMappingError as exc:
@@ -273,6 +276,9 @@ def predict(
     amplitude_check: bool = True,
     prefetch: bool = True,
     overwrite: bool = False,
+    sfreq: float | None = None,
+    units: str | None = None,
+    scale: float | None = None,
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -280,8 +286,11 @@ def predict(
     ----------
     adapter : path
         Adapter bundle folder written by ``adapt``.
-    recordings : path or list of paths
-        Recording files, or folders searched for them.
+    recordings : path, recording in memory, or a list of them
+        Recording files, folders searched for them, or recordings in memory: an ``mne.io.Raw``
+        or a tuple ``(array (C, T), sfreq, ch_names)`` (in ``units``, volts unless given;
+        :func:`~passport_kit.signals.readers.raw_from_memory`). A Raw's output folder is named
+        after its file, a tuple's ``recording-<k>``.
     out : path, optional
         Output folder (default ``predictions`` next to the current folder).
     base : name or path, optional
@@ -319,6 +328,14 @@ def predict(
     prefetch : bool
         Read and preprocess the next recording in a worker thread while the model works on the
         current one (default). Each recording is read once either way.
+    sfreq : float, optional
+        Sampling rate (Hz) of recordings whose format does not store one (DREAMS text, CSV
+        without timestamps); checked against the file's rate where it has one.
+    units : str, optional
+        The unit of the recordings' numbers where a header is wrong or unknown to MNE (``"uV"``
+        for DREAMS ``excerpt3.edf``, whose header says ``UV``): EDF/BDF, text, CSV and arrays.
+    scale : float, optional
+        A factor for every sample after reading (any format).
     overwrite : bool
         Replace the output folders of recordings that ``out`` already holds predictions for
         (default: refuse them, before any work).
@@ -336,9 +353,9 @@ def predict(
             check_threshold(key, value)  # type: ignore[arg-type]
     if batch_size < 1:
         raise ConfigError(f"batch_size (--batch-size) must be at least 1, got {batch_size}")
-    if isinstance(recordings, (str, Path)):
-        recordings = [recordings]
-    files = find_recordings(recordings)
+    from passport_kit.signals.readers import raw_from_memory
+
+    files, memory = _split_recordings(recordings)
     model, meta = load_adapter_bundle(adapter, base=base)
     policy = ContactPolicy.of_bundle(meta.training, adapter=adapter).given(**contacts)
     if not model.backbone.channel_embedding.reads_activity:
@@ -373,8 +390,10 @@ def predict(
             band_short=band_too_narrow(night.config.h_freq, config.h_freq)))
 
     def prepare(path: Path) -> Recording:
+        raw = raw_from_memory(memory[path], units=units, scale=scale, sfreq=sfreq) if path in memory else None
         return read_for_prediction(path, montage, config, renames=renames, h_freq=h_freq,
-                                   amplitude=meta.metrics.get("amplitude"), amplitude_check=amplitude_check)
+                                   amplitude=meta.metrics.get("amplitude"), amplitude_check=amplitude_check,
+                                   sfreq=sfreq, units=units, scale=scale, raw=raw)
 
     folder_of = dict(zip(files, output_names(files)))
     # One writer per output folder (issue 28): a second predict into it exits at once, naming this one.
@@ -405,6 +424,28 @@ def predict(
             if failures:
                 raise PredictionFailures(results, failures, log_file)
     return results
+
+
+def _split_recordings(recordings: Any) -> tuple[list[Path], dict[Path, Any]]:
+    """Return ``(files, {name: recording in memory})`` of predict's ``recordings``; ``files`` ends with the names.
+
+    One recording in memory may be given alone (a Raw, or an ``(array, sfreq, ch_names)`` tuple).
+    """
+    import mne
+
+    single = isinstance(recordings, (str, Path, mne.io.BaseRaw)) or (
+        isinstance(recordings, tuple) and len(recordings) == 3 and isinstance(recordings[0], np.ndarray))
+    items = [recordings] if single else list(recordings)
+    paths = [item for item in items if isinstance(item, (str, Path))]
+    memory: dict[Path, Any] = {}
+    for k, item in enumerate(i for i in items if not isinstance(i, (str, Path))):
+        named = isinstance(item, mne.io.BaseRaw) and item.filenames and item.filenames[0]
+        name = Path(Path(item.filenames[0]).name if named else f"recording-{k + 1}")
+        while name in memory:
+            name = name.with_name(f"{name.stem}-{k + 1}{name.suffix}")
+        memory[name] = item
+    files = find_recordings(paths) if paths or not memory else []
+    return files + list(memory), memory
 
 
 def check_outputs_free(out_dir: Path, folders: list[str], *, overwrite: bool) -> None:

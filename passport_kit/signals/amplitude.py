@@ -76,5 +76,6 @@ def check_amplitude(quality: Any, profile: dict[str, Any] | None, *, source: str
         trained = ("the recordings the adapter was trained on" if profile else "typical EEG")
         raise DataError(f"{source}: its 1-40 Hz amplitude (median {median:.3g} µV) is {ratio:.3g}x that of {trained} "
                         f"({reference['median_uv']:.3g} µV); the unit in its header is probably wrong (mV, µV and V "
-                        "mixed up) - fix the header, or pass --no-amplitude-check to predict anyway")
+                        "mixed up) - say what unit the file's numbers are in with predict --units uV|mV|V ('units:' "
+                        "in dataset.yaml), or pass --no-amplitude-check to predict anyway")
     return median

@@ -120,7 +120,8 @@ def _montage_identity(montage: Montage) -> dict[str, Any]:
 
 
 def _recording_key(
-    path: Path, montage: Montage, config: PreprocessConfig, renames: dict[str, str] | None, sfreq: float | None, bids: bool
+    path: Path, montage: Montage, config: PreprocessConfig, renames: dict[str, str] | None, sfreq: float | None, bids: bool,
+    units: str | None = None, scale: float | None = None,
 ) -> str:
     """Return the cache key of one recording's windows (content hash, config, montage, options)."""
     files = content_files(path)
@@ -135,6 +136,8 @@ def _recording_key(
         "renames": sorted((renames or {}).items()),
         "sfreq": sfreq,
         "reader": "mne-bids" if bids else "mne",
+        # Only when set, so that the keys of recordings read as their headers say stay as they were.
+        **({"units": units, "scale": scale} if units is not None or scale is not None else {}),
     })
 
 
@@ -148,6 +151,7 @@ def _annotations(raw: mne.io.BaseRaw) -> list[tuple[float, float, str]]:
 def _compute_windows(
     path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None,
     sfreq: float | None, bids: bool, raw: mne.io.BaseRaw | None = None, raw_quality: bool = False,
+    units: str | None = None, scale: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[float, float, str]], ChannelQuality | None]:
     """Return ``(x (N, C, P, 200), flags (N, C), annotations, raw quality or None)`` computed from the file.
 
@@ -156,7 +160,7 @@ def _compute_windows(
     (:func:`~passport_kit.signals.quality.channel_quality`, as ``predict`` scores a recording).
     """
     source = f"recording '{path}'"
-    raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids)
+    raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids, units=units, scale=scale)
     # Cheap checks before reading samples: the rate and the length are in the header.
     check_sampling_rate(raw.info["sfreq"], config, source=source)
     check_length(raw.n_times, raw.info["sfreq"], config, source=source)
@@ -193,13 +197,17 @@ def _raw_quality(data: np.ndarray, sfreq: float, montage: Montage, config: Prepr
                            source=str(path))
 
 
-def _read(path: Path, *, sfreq: float | None, bids: bool) -> mne.io.BaseRaw:
-    """Return the recording at ``path`` (data not loaded where the format allows), through MNE-BIDS if ``bids``."""
+def _read(path: Path, *, sfreq: float | None, bids: bool, units: str | None = None,
+          scale: float | None = None) -> mne.io.BaseRaw:
+    """Return the recording at ``path`` (data not loaded where the format allows), through MNE-BIDS if ``bids``.
+
+    ``units``/``scale``: a recording's ``units:``/``scale:`` in dataset.yaml (:func:`read_recording`).
+    """
     if bids:
         from passport_kit.signals.bids import read_bids_recording
 
         return read_bids_recording(path)
-    return read_recording(path, sfreq=sfreq)
+    return read_recording(path, sfreq=sfreq, units=units, scale=scale)
 
 
 class RecordingReader:
@@ -221,7 +229,8 @@ class RecordingReader:
         if rec.sfreq is not None:
             return float(rec.sfreq)
         if rec.file not in self._rates:
-            raw = _read(self.spec.path_of(rec.file), sfreq=None, bids=self.spec.origin == "bids")
+            raw = _read(self.spec.path_of(rec.file), sfreq=None, bids=self.spec.origin == "bids", units=rec.units,
+                        scale=rec.scale)
             self._opened[rec.file] = raw
             self._rates[rec.file] = float(raw.info["sfreq"])
         return self._rates[rec.file]
@@ -260,7 +269,7 @@ def fit_band_to_dataset(config: PreprocessConfig, spec: DatasetSpec,
 def _recording_windows(
     path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None = None,
     sfreq: float | None = None, bids: bool = False, cache: bool = True, raw: mne.io.BaseRaw | None = None,
-    raw_quality: bool = False,
+    raw_quality: bool = False, units: str | None = None, scale: float | None = None,
 ) -> _Windows:
     """Return one recording's windows, from the cache when an entry exists.
 
@@ -270,20 +279,20 @@ def _recording_windows(
     path = Path(path)
     if not path.is_file():
         raise DataError(f"recording '{path}' does not exist; check the path")
-    key = _recording_key(path, montage, config, renames, sfreq, bids)
+    key = _recording_key(path, montage, config, renames, sfreq, bids, units, scale)
     if cache:
         entry = read_entry(key)
         if entry is not None:
             log.debug("cache hit for %s (%s)", path, key[:12])
             quality = None
             if raw_quality:
-                raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids)
+                raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids, units=units, scale=scale)
                 data = mapped_data(raw, montage, renames, source=f"recording '{path}'")
                 quality = _raw_quality(data, float(raw.info["sfreq"]), montage, config, path)
             return _Windows(key, entry.arrays["x"], entry.arrays["flags"],
                             [tuple(a) for a in entry.meta["annotations"]], quality)
     x, flags, annotations, quality = _compute_windows(path, montage, config, renames=renames, sfreq=sfreq, bids=bids,
-                                                      raw=raw, raw_quality=raw_quality)
+                                                      raw=raw, raw_quality=raw_quality, units=units, scale=scale)
     if not cache:
         return _Windows(key, x, flags, annotations, quality)
     entry = write_entry(key, {"x": x, "flags": flags}, {
@@ -303,26 +312,56 @@ def _resolve(montage: Montage | str | Path) -> Montage:
 
 
 def load_recording(
-    path: str | Path, montage: Montage | str, config: PreprocessConfig | None = None, *,
+    path: str | Path | mne.io.BaseRaw | tuple, montage: Montage | str, config: PreprocessConfig | None = None, *,
     renames: dict[str, str] | None = None, sfreq: float | None = None, cache: bool = True,
-    raw_quality: bool = False,
+    raw_quality: bool = False, units: str | None = None, scale: float | None = None,
 ) -> WindowSet:
     """Return the windows of one recording, unlabeled (``y`` all -1), e.g. for predict.
 
-    ``sfreq`` is needed only for DREAMS text files; ``renames`` maps montage names to the
-    file's names where aliases do not cover them; ``raw_quality``: also score the raw
+    ``path`` is a recording file, or a recording in memory: an ``mne.io.Raw`` or a tuple
+    ``(array (C, T), sfreq, ch_names)`` (:func:`~passport_kit.signals.readers.raw_from_memory`;
+    ``units`` defaults to volts there; never cached). ``sfreq`` is needed only for DREAMS text
+    files and CSV files without timestamps; ``units``/``scale`` correct a header's unit
+    (:func:`~passport_kit.signals.readers.read_recording`); ``renames`` maps montage names to
+    the file's names where aliases do not cover them; ``raw_quality``: also score the raw
     recording in the same read (``WindowSet.raw_quality``).
     """
     montage = _resolve(montage)
     config = config or PreprocessConfig()
+    if not isinstance(path, (str, Path)):
+        return _memory_windows(path, montage, config, renames=renames, sfreq=sfreq, raw_quality=raw_quality,
+                               units=units, scale=scale)
     path = Path(path)
-    w = _recording_windows(path, montage, config, renames=renames, sfreq=sfreq, cache=cache, raw_quality=raw_quality)
+    w = _recording_windows(path, montage, config, renames=renames, sfreq=sfreq, cache=cache, raw_quality=raw_quality,
+                           units=units, scale=scale)
     n = w.x.shape[0]
     return WindowSet(
         x=w.x, y=np.full(n, -1, dtype=np.int64), subject=np.full(n, path.stem), recording=np.full(n, str(path)),
         onset_s=np.arange(n, dtype=np.float64) * config.window_seconds, flags=w.flags, classes=[],
         montage=montage, config=config, info={"annotations": w.annotations, "cache_key": w.key},
         raw_quality={str(path): w.quality} if w.quality is not None else None,
+    )
+
+
+def _memory_windows(recording: Any, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None,
+                    sfreq: float | None, raw_quality: bool, units: str | None, scale: float | None) -> WindowSet:
+    """Return the unlabeled windows of a recording held in memory (no file: nothing to hash, nothing cached)."""
+    from passport_kit.signals.readers import raw_from_memory
+
+    raw = raw_from_memory(recording, units=units, scale=scale, sfreq=sfreq)
+    name = Path(raw.filenames[0]).name if raw.filenames and raw.filenames[0] else "memory"
+    source = f"recording '{name}'"
+    check_sampling_rate(raw.info["sfreq"], config, source=source)
+    check_length(raw.n_times, raw.info["sfreq"], config, source=source)
+    data = mapped_data(raw, montage, renames, source=source)
+    x, flags = windows_from_data(data, float(raw.info["sfreq"]), config, source=source)
+    quality = _raw_quality(data, float(raw.info["sfreq"]), montage, config, Path(name)) if raw_quality else None
+    n = x.shape[0]
+    return WindowSet(
+        x=x, y=np.full(n, -1, dtype=np.int64), subject=np.full(n, Path(name).stem), recording=np.full(n, name),
+        onset_s=np.arange(n, dtype=np.float64) * config.window_seconds, flags=flags, classes=[], montage=montage,
+        config=config, info={"annotations": _annotations(raw), "cache_key": None},
+        raw_quality={name: quality} if quality is not None else None,
     )
 
 
@@ -458,7 +497,7 @@ def load_dataset(
     for rec in spec.recordings:
         windows = _recording_windows(spec.path_of(rec.file), montage, config, renames=rec.channels or None,
                                      sfreq=rec.sfreq, bids=spec.origin == "bids", cache=cache, raw=reader.take(rec),
-                                     raw_quality=raw_quality)
+                                     raw_quality=raw_quality, units=rec.units, scale=rec.scale)
         parts.append((rec, windows, _read_raw_labels(rec, spec, windows, window_seconds, label_map)))
         if progress is not None:
             progress(len(parts), len(spec.recordings), rec.file)

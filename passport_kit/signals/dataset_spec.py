@@ -17,6 +17,11 @@
       - subject: dreams1
         file: excerpt1.txt
         sfreq: 100                   # text files do not store their sampling rate
+      - subject: dreams3
+        file: excerpt3.edf
+        units: uV                    # the header says 'UV', which MNE reads as volts
+      - subject: muse1
+        file: muse1.csv              # timestamps + named columns; rate from the timestamps
 
 Optional keys: ``label_seconds`` (duration of one value in label files when it is not one
 window, e.g. 5 for R&K hypnograms; the ``rk`` map sets it), ``label_column`` (the column of
@@ -47,7 +52,7 @@ from passport_kit.signals.labels import (
     get_label_map,
     identity_map,
 )
-from passport_kit.signals.readers import FORMATS, is_recording_file, recording_suffix
+from passport_kit.signals.readers import FORMATS, TEXT_FORMATS, is_recording_file, recording_suffix
 
 DATASET_FILE = "dataset.yaml"
 Task = Literal["sleep-staging", "classification"]
@@ -65,6 +70,10 @@ class RecordingSpec(BaseModel):
     label: str | None = None
     channels: dict[str, str] = Field(default_factory=dict)
     sfreq: float | None = Field(None, gt=0)
+    #: The unit of the file's numbers where its header is wrong or unknown to MNE (EDF/BDF, text, CSV).
+    units: Literal["V", "mV", "uV", "µV", "μV", "nV"] | None = None
+    #: A factor for the samples after reading (any format), e.g. for a device that stores raw counts.
+    scale: float | None = Field(None, gt=0)
     #: Labels from the recording's own annotations (auto-discovered EDF+ files).
     annotation_labels: bool = False
 
@@ -240,8 +249,8 @@ def _location(loc: tuple, data: dict) -> str:
 
 # ---------------------------------------------------------------------------- discovery
 
-#: Suffixes of a recording found by folder discovery (text needs a sampling rate: yaml only).
-_DISCOVER_SUFFIXES = tuple(s for s in FORMATS if s != ".txt")
+#: Suffixes of a recording found by folder discovery (text and CSV files are labels there: yaml only).
+_DISCOVER_SUFFIXES = tuple(s for s in FORMATS if s not in TEXT_FORMATS)
 _LABEL_SUFFIXES = (".csv", ".tsv", ".txt", ".edf")
 _STEM_TAILS = re.compile(r"[-_.](psg|eeg|raw)$", flags=re.IGNORECASE)
 _HYPNO_WORDS = ("hypnogram", "hypno", "labels", "stages", "scoring")

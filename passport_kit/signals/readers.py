@@ -4,9 +4,17 @@ Formats, by file suffix (through MNE): EDF/EDF+ (``.edf``), BDF (``.bdf``), FIF 
 ``.fif.gz``), EEGLAB (``.set`` with or without ``.fdt``), BrainVision (``.vhdr``, ``.ahdr``),
 GDF (``.gdf``), Nihon Kohden (``.eeg`` with its ``.21e``/``.pnt``/``.log``; a ``.eeg`` next to a
 BrainVision header is that header's data), Persyst (``.lay`` + ``.dat``), eXimia (``.nxe``),
-Neuroscan (``.cnt``), Curry (``.cdt``), Neuroelectrics (``.nedf``), and the DREAMS text format (``.txt``: a ``[C3-A1]`` header line, then one µV sample per line; the file
+Neuroscan (``.cnt``), Curry (``.cdt``), Neuroelectrics (``.nedf``), the DREAMS text format (``.txt``: a ``[C3-A1]`` header line, then one µV sample per line; the file
 does not hold its sampling rate, so ``sfreq`` must be given, e.g. as ``sfreq:`` of the recording
-in ``dataset.yaml``).
+in ``dataset.yaml``), and CSV (``.csv``: a header row, a timestamp column in seconds and named
+channel columns, as Muse/eeg-notebooks, OpenBCI and LSL recorders write them; the rate is the
+timestamps' average, or ``sfreq``; see :func:`read_csv_recording`). Recordings in memory (an
+``mne.io.Raw``, or ``(array, sfreq, ch_names)``) come in through :func:`raw_from_memory`.
+
+Units: MNE converts to volts by the header's unit. Where a header names a unit MNE does not
+know (DREAMS ``excerpt3.edf``: ``UV``, read as volts, 10⁶ too large), ``units="uV"`` says what
+the file's numbers are (EDF/BDF: the header is read again to undo MNE's scaling; text and CSV
+files: µV unless told); ``scale`` multiplies the samples afterwards (any format).
 
 Every problem with a file raises :class:`~passport_kit.errors.DataError` with one line that
 names the file and says how to fix it; MNE's own exceptions never reach the user.
@@ -14,14 +22,18 @@ names the file and says how to fix it; MNE's own exceptions never reach the user
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import mne
 import numpy as np
 
-from passport_kit.errors import DataError
+from passport_kit.errors import DataError, PassportWarning
 
 #: Suffix → human name of every format :func:`read_recording` reads.
 FORMATS: dict[str, str] = {
@@ -40,7 +52,17 @@ FORMATS: dict[str, str] = {
     ".cdt": "Curry",
     ".nedf": "NEDF",
     ".txt": "DREAMS text",
+    ".csv": "CSV",
 }
+#: Plain-text formats: read only when named (a recording in dataset.yaml, a file given to predict), never
+#: picked up from a folder, where text and CSV files are label tables and notes.
+TEXT_FORMATS = (".txt", ".csv")
+#: Units a ``units`` override may name → volts per unit (case matters: 'MV' would be megavolts).
+UNITS: dict[str, float] = {"V": 1.0, "mV": 1e-3, "uV": 1e-6, "µV": 1e-6, "μV": 1e-6, "nV": 1e-9}
+#: Header units MNE's EDF/BDF reader scales (the rest it reads as volts): mne/io/edf/edf.py.
+_MNE_EDF_UNITS: dict[str, float] = {"\u03bcV": 1e-6, "\u00b5V": 1e-6, "\x83\xcaV": 1e-6, "uV": 1e-6, "mV": 1e-3}
+#: Column names (compared lower case, spaces as '_') that hold a CSV's time stamps, in seconds.
+_TIME_COLUMNS = ("timestamps", "timestamp", "time", "time_s", "lsl_timestamp", "unix_timestamp", "t")
 #: Files that belong to a recording of the key's format (their bytes are part of its content hash).
 _COMPANIONS: dict[str, tuple[str, ...]] = {
     ".eeg": (".21e", ".pnt", ".log"),
@@ -93,13 +115,13 @@ def brainvision_header_of(path: Path) -> Path | None:
 
 
 def is_recording_file(path: Path, *, text: bool = False) -> bool:
-    """Return True when ``path`` is a recording :func:`read_recording` reads (``text``: DREAMS text files too).
+    """Return True when ``path`` is a recording :func:`read_recording` reads (``text``: DREAMS text and CSV too).
 
     A BrainVision ``.eeg`` data file is not (its header is), nor is an annotation file that
     ``predict`` wrote next to a recording (``*_annotations.edf``).
     """
     suffix = recording_suffix(path)
-    if suffix not in FORMATS or (suffix == ".txt" and not text):
+    if suffix not in FORMATS or (suffix in TEXT_FORMATS and not text):
         return False
     return brainvision_header_of(path) is None and not path.name.endswith("_annotations.edf")
 
@@ -120,16 +142,22 @@ def _brainvision_companions(vhdr: Path) -> list[Path]:
     return found
 
 
-def read_recording(path: str | Path, *, sfreq: float | None = None) -> mne.io.BaseRaw:
-    """Return the recording at ``path`` as an MNE Raw (data not loaded yet where the format allows).
+def read_recording(path: str | Path, *, sfreq: float | None = None, units: str | None = None,
+                   scale: float | None = None) -> mne.io.BaseRaw:
+    """Return the recording at ``path`` as an MNE Raw in volts (data not loaded yet where the format allows).
 
-    ``sfreq`` (Hz) is required for DREAMS text files, which do not store it; for other formats
-    it is optional and, when given, must match the file's own rate.
+    ``sfreq`` (Hz) is required for DREAMS text files, which do not store it, and for CSV files
+    without a timestamp column; for other formats it is optional and, when given, must match
+    the file's own rate (a CSV's timestamps within 2 %). ``units`` names the unit of the file's
+    numbers where its header is wrong or unknown to MNE (``"uV"``, ``"mV"``, ``"V"``, ``"nV"``;
+    EDF/BDF, text and CSV files); ``scale`` multiplies the samples after that (any format).
+    Either one loads the samples.
 
     Example::
 
         >>> raw = read_recording("s01.edf")          # doctest: +SKIP
         >>> raw = read_recording("excerpt1.txt", sfreq=100)   # doctest: +SKIP
+        >>> raw = read_recording("excerpt3.edf", units="uV")  # header says 'UV'   # doctest: +SKIP
     """
     path = Path(path)
     if not path.is_file():
@@ -146,18 +174,212 @@ def read_recording(path: str | Path, *, sfreq: float | None = None) -> mne.io.Ba
         if sfreq is None:
             raise DataError(
                 f"recording '{path}': a DREAMS text file does not store its sampling rate; give it, "
-                f"e.g. 'sfreq: 100' for this recording in dataset.yaml"
+                f"e.g. 'sfreq: 100' for this recording in dataset.yaml, or predict --sfreq 100"
             )
-        return read_dreams_text(path, sfreq)
+        return _scaled(read_dreams_text(path, sfreq, units=_unit_check(units, path) or "uV"), scale, path)
+    if suffix == ".csv":
+        return _scaled(read_csv_recording(path, sfreq=sfreq, units=_unit_check(units, path) or "uV"), scale, path)
     if suffix in (".edf", ".bdf"):
         _check_edf_size(path, bytes_per_sample=2 if suffix == ".edf" else 3)
+    elif units is not None:
+        raise DataError(f"recording '{path}': 'units' applies to EDF, BDF, text and CSV files, whose numbers "
+                        f"passport-kit reads itself; MNE reads {FORMATS[suffix]} in volts - give 'scale' (a factor "
+                        "for the samples) instead")
     raw = _read_with_mne(path, suffix)
     if sfreq is not None and not np.isclose(raw.info["sfreq"], sfreq):
         raise DataError(
             f"recording '{path}': file says {raw.info['sfreq']:g} Hz but {sfreq:g} Hz was given; "
-            f"remove 'sfreq' for this recording (only text files need it)"
+            f"remove 'sfreq' for this recording (only text and CSV files without timestamps need it)"
         )
+    if units is not None:
+        raw = _with_units(raw, path, _unit_check(units, path))  # type: ignore[arg-type]
+    return _scaled(raw, scale, path)
+
+
+def _unit_check(units: str | None, path: Path | str) -> str | None:
+    """Return ``units`` when it is one of UNITS (None stays None); DataError naming the choices otherwise."""
+    if units is None or units in UNITS:
+        return units
+    raise DataError(f"recording '{path}': unknown units {units!r}; give one of {', '.join(UNITS)} "
+                    "(the unit of the numbers stored in the file)")
+
+
+def _with_units(raw: mne.io.BaseRaw, path: Path, units: str) -> mne.io.BaseRaw:
+    """Return the EDF/BDF ``raw`` rescaled as if its header named ``units`` for every channel.
+
+    MNE scales a channel by its header unit (µV, mV) and reads any other (``UV``, ``n/a``)
+    as volts; the header is read again to undo exactly that.
+    """
+    header = edf_header_units(path)
+    factors = np.array([UNITS[units] / _MNE_EDF_UNITS.get(header.get(name, "V"), 1.0) for name in raw.ch_names])
+    raw.load_data(verbose="error")
+    raw._data *= factors[:, None]  # noqa: SLF001 - in place: a night's samples are not copied
     return raw
+
+
+def _scaled(raw: mne.io.BaseRaw, scale: float | None, path: Path) -> mne.io.BaseRaw:
+    """Return ``raw`` with its samples multiplied by ``scale`` (None: as it is)."""
+    if scale is None or scale == 1:
+        return raw
+    if not np.isfinite(scale) or scale <= 0:
+        raise DataError(f"recording '{path}': scale must be a positive number, got {scale!r}")
+    raw.load_data(verbose="error")
+    raw._data *= float(scale)  # noqa: SLF001 - in place, as above
+    return raw
+
+
+def edf_header_units(path: str | Path) -> dict[str, str]:
+    """Return ``{signal label: physical dimension}`` as an EDF/BDF header spells them (``{'C3-A1': 'UV', ...}``)."""
+    with Path(path).open("rb") as f:
+        head = f.read(256)
+        n = int(head[252:256].decode("ascii").strip())
+        labels = [f.read(16).decode("latin-1").strip() for _ in range(n)]
+        f.read(80 * n)  # transducer types
+        units = [f.read(8).decode("latin-1").strip() for _ in range(n)]
+    return dict(zip(labels, units))
+
+
+def raw_from_memory(recording: Any, *, units: str | None = None, scale: float | None = None,
+                    sfreq: float | None = None) -> mne.io.BaseRaw:
+    """Return a recording held in memory as an MNE Raw in volts.
+
+    ``recording`` is an ``mne.io.BaseRaw`` (used as it is; ``units`` does not apply, MNE
+    already holds volts) or a tuple ``(array, sfreq, ch_names)``: ``array`` ``(C, T)`` (or
+    ``(T, C)``, recognised by the number of names) in ``units`` (default ``"V"``, MNE's
+    unit; ``"uV"`` for most headset software). ``scale`` multiplies the samples afterwards.
+
+    Example::
+
+        >>> raw = raw_from_memory((eeg_uv, 256.0, ["TP9", "AF7", "AF8", "TP10"]), units="uV")  # doctest: +SKIP
+    """
+    where = "the recording given in memory"
+    if isinstance(recording, mne.io.BaseRaw):
+        if units is not None:
+            raise DataError(f"{where} is an mne.io.Raw, which holds volts; drop 'units' (use 'scale' for a factor)")
+        if sfreq is not None and not np.isclose(recording.info["sfreq"], sfreq):
+            raise DataError(f"{where} is sampled at {recording.info['sfreq']:g} Hz, not {sfreq:g} Hz; drop 'sfreq'")
+        return _scaled(recording.copy() if scale not in (None, 1) else recording, scale, Path("<memory>"))
+    if not (isinstance(recording, tuple) and len(recording) == 3):
+        raise DataError(f"{where} must be an mne.io.Raw or a tuple (array, sfreq, ch_names), got "
+                        f"{type(recording).__name__}")
+    array, rate, names = recording
+    names = [str(n) for n in names]
+    data = np.asarray(array, dtype=np.float64)
+    if data.ndim != 2 or len(names) not in data.shape:
+        raise DataError(f"{where}: the array has shape {data.shape}, expected (channels, samples) with "
+                        f"{len(names)} channels (one per name)")
+    if data.shape[0] != len(names):
+        data = data.T
+    try:
+        rate = float(rate)
+    except (TypeError, ValueError):
+        raise DataError(f"{where}: sfreq must be a number of Hz, got {rate!r}") from None
+    if not np.isfinite(rate) or rate <= 0:
+        raise DataError(f"{where}: sfreq must be a positive number of Hz, got {rate!r}")
+    if len(set(names)) != len(names):
+        raise DataError(f"{where}: channel names must be unique, got {names}")
+    factor = UNITS[_unit_check(units, "<memory>") or "V"]
+    info = mne.create_info(names, rate, "eeg")
+    return _scaled(mne.io.RawArray(data * factor, info, verbose="error"), scale, Path("<memory>"))
+
+
+def read_csv_recording(path: str | Path, *, sfreq: float | None = None, units: str = "uV") -> mne.io.RawArray:
+    """Return a CSV recording (a header row, a timestamp column, named channel columns) as a Raw in volts.
+
+    The layout headset tools write: Muse/eeg-notebooks (``timestamps,TP9,AF7,AF8,TP10,Right AUX``),
+    OpenBCI GUI (``%`` comment lines, then ``Sample Index, EXG Channel 0, ..., Timestamp``), LSL
+    dumps (``timestamp,Fp1,...``). Lines starting with ``%`` or ``#`` before the header are
+    skipped; the delimiter is ``,``, ``;`` or a tab. Every numeric column other than the
+    timestamps becomes a channel (the montage picks its own by name; text columns such as
+    markers or formatted dates are left out). The timestamps are in seconds (Unix or from the
+    start; milliseconds are recognised by their step) and give the rate as their average step,
+    which ``sfreq`` (Hz), when given, must match within 2 %; without a timestamp column
+    ``sfreq`` is required. ``units``: the unit of the channel values (µV, as these tools write).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError as exc:
+        raise DataError(f"cannot read '{path}' ({exc.strerror or exc}); check the path and permissions") from None
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() and line.lstrip()[0] not in "%#"), None)
+    if start is None or start + 1 >= len(lines):
+        raise DataError(f"cannot read '{path}' as CSV: expected a header row of column names, then one row per sample")
+    try:
+        delimiter = csv.Sniffer().sniff(lines[start], delimiters=",;\t").delimiter
+    except csv.Error:
+        delimiter = ","
+    header = [h.strip() for h in next(csv.reader([lines[start]], delimiter=delimiter))]
+    first = next(csv.reader([lines[start + 1]], delimiter=delimiter))
+    numeric = [i for i, cell in enumerate(first) if i < len(header) and _is_number(cell)]
+    if any(_is_number(h) for h in header):
+        raise DataError(f"cannot read '{path}' as CSV: its first row holds numbers, not column names; add a header "
+                        "row (e.g. 'timestamps,TP9,AF7,AF8,TP10') so that channels can be found by name")
+    try:
+        values = np.loadtxt(io.StringIO("\n".join(lines[start + 1:])), delimiter=delimiter, usecols=numeric,
+                            ndmin=2, dtype=np.float64)
+    except ValueError as exc:
+        reason = " ".join(str(exc).split())[:160]
+        raise DataError(f"cannot read '{path}' as CSV ({reason}); every row needs a number in each channel column "
+                        "(empty cells are not allowed)") from None
+    keys = [header[i].casefold().replace(" ", "_") for i in numeric]
+    time_col = next((k for k, key in enumerate(keys) if key in _TIME_COLUMNS), None)
+    if time_col is None:
+        time_col = next((k for k, key in enumerate(keys) if "timestamp" in key), None)
+    channels = [k for k in range(len(numeric)) if k != time_col]
+    if not channels:
+        raise DataError(f"cannot read '{path}' as CSV: no numeric channel columns besides the timestamps")
+    rate, start_time = _csv_rate(path, None if time_col is None else values[:, time_col], sfreq)
+    names = [header[numeric[k]] for k in channels]
+    if len(set(names)) != len(names):
+        raise DataError(f"cannot read '{path}' as CSV: channel column names repeat ({names}); make them unique")
+    info = mne.create_info(names, rate, "eeg")
+    raw = mne.io.RawArray(values[:, channels].T * UNITS[units], info, verbose="error")
+    if start_time is not None:
+        raw.set_meas_date(start_time)
+    return raw
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _csv_rate(path: Path, stamps: np.ndarray | None, sfreq: float | None) -> tuple[float, datetime | None]:
+    """Return ``(rate in Hz, start time or None)`` of a CSV recording from its timestamps and/or ``sfreq``."""
+    if stamps is None:
+        if sfreq is None:
+            raise DataError(f"recording '{path}' has no timestamp column (looked for {', '.join(_TIME_COLUMNS)}); "
+                            "give its rate: 'sfreq:' for it in dataset.yaml, or predict --sfreq")
+        return float(sfreq), None
+    if len(stamps) < 2 or not np.isfinite(stamps).all() or stamps[-1] <= stamps[0]:
+        raise DataError(f"recording '{path}': its timestamps do not increase; give a CSV with a timestamp per row")
+    steps = np.diff(stamps)
+    # The average step over the steps that are not gaps (dropped samples): LSL clocks jitter sample to sample.
+    regular = steps <= 5 * np.median(steps)
+    step = float(steps[regular].mean())
+    per_second = 1.0
+    if 1 / step < 1 <= 1000 / step:  # a step of seconds would be under 1 Hz: the stamps are milliseconds
+        per_second = 1000.0
+    estimate = per_second / step
+    # Jitter: a rate within 0.5 % of a whole number of Hz is that number.
+    nominal = float(round(estimate)) if abs(estimate - round(estimate)) <= 0.005 * estimate else estimate
+    if sfreq is not None and abs(estimate - sfreq) > 0.02 * sfreq:
+        raise DataError(f"recording '{path}': its timestamps average {estimate:.4g} Hz but {sfreq:g} Hz was given; "
+                        "check the rate (or drop 'sfreq' to use the timestamps')")
+    jump = float(steps.max()) / per_second
+    if not regular.all() and jump > 0.1:
+        at = float(stamps[int(steps.argmax())] - stamps[0]) / per_second
+        warnings.warn(f"recording '{path}': the timestamps jump by {jump:.2f} s at {at:.1f} s (dropped samples); "
+                      "the samples are read as evenly spaced, so times after the gap shift - cut the file there for "
+                      "exact times", PassportWarning, stacklevel=3)
+    start = None
+    if stamps[0] / per_second > 1e9:  # Unix time: the recording's start
+        start = datetime.fromtimestamp(stamps[0] / per_second, tz=timezone.utc)
+    return float(sfreq) if sfreq is not None else nominal, start
 
 
 def _read_with_mne(path: Path, suffix: str) -> mne.io.BaseRaw:
@@ -235,10 +457,10 @@ def _check_edf_size(path: Path, *, bytes_per_sample: int) -> None:
         )
 
 
-def read_dreams_text(path: str | Path, sfreq: float) -> mne.io.RawArray:
+def read_dreams_text(path: str | Path, sfreq: float, *, units: str = "uV") -> mne.io.RawArray:
     """Return a DREAMS text recording (``[NAME]`` header, then µV samples) as a one-channel Raw.
 
-    Values are converted from µV to volts (MNE's unit).
+    Values are converted from ``units`` (µV) to volts (MNE's unit).
     """
     path = Path(path)
     try:
@@ -259,4 +481,4 @@ def read_dreams_text(path: str | Path, sfreq: float) -> mne.io.RawArray:
     if values.ndim != 1 or values.size == 0:
         raise DataError(f"cannot read '{path}' as DREAMS text: expected one sample per line after the header")
     info = mne.create_info([match.group(1).strip()], float(sfreq), "eeg")
-    return mne.io.RawArray(values[None, :] * 1e-6, info, verbose="error")
+    return mne.io.RawArray(values[None, :] * UNITS[units], info, verbose="error")
