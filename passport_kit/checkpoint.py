@@ -187,6 +187,9 @@ class AdapterMeta(BaseModel):
     preprocessing: PreprocessConfig
     window: dict[str, Any] = Field(default_factory=dict)
     training: dict[str, Any] = Field(default_factory=dict)
+    #: SHA-256 of every training recording and label file, by path relative to the dataset folder
+    #: (``signals.data_hashes``); empty in bundles written before it was recorded.
+    training_data: dict[str, str] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)
     package_version: str = __version__
     created: str = ""

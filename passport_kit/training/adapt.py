@@ -158,6 +158,16 @@ def check_output_folder(out: Path) -> None:
 _RUN_ONLY = frozenset({"out", "resume", "overwrite", "device", "threads"})
 
 
+def changed_data(cfg: AdaptConfig, recorded: dict[str, str]) -> list[str]:
+    """Return the training files of ``cfg.data`` whose content differs from the ``recorded`` hashes (none recorded: [])."""
+    from passport_kit.signals.data_hashes import changed_files, dataset_hashes
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    if not recorded:  # a bundle written before the hashes were recorded: nothing to compare
+        return []
+    return changed_files(recorded, dataset_hashes(load_dataset_spec(cfg.data)))
+
+
 def check_resumable(state_path: Path, run_config: dict[str, Any]) -> None:
     """Raise ConfigError when ``state_path`` holds an interrupted run with other settings than ``run_config``.
 
@@ -211,6 +221,12 @@ def finished_bundle(cfg: AdaptConfig) -> AdaptResult | None:
         raise ConfigError(f"--out '{out}' already holds a finished adapter bundle trained with other settings "
                           f"({shown}{', ...' if len(differ) > 3 else ''}); choose a new --out, or pass --overwrite "
                           "(overwrite=True) to replace it")
+    changed = changed_data(cfg, meta.training_data)
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        raise ConfigError(f"--out '{out}' already holds an adapter bundle finished with these settings on other data "
+                          f"({', '.join(changed[:3])}{more} changed since); pass --overwrite (overwrite=True) to train "
+                          "it anew on the data as it is, or choose a new --out")
     return AdaptResult(bundle=out, metrics=meta.metrics, trainable=list(meta.tensors or []), reused=True,
                        summary=f"'{out}' already holds an adapter bundle finished with these settings; nothing to "
                                "train (pass --overwrite to train it again)")
@@ -258,6 +274,7 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.model import trainable_summary
     from passport_kit.signals.amplitude import amplitude_profile
+    from passport_kit.signals.data_hashes import dataset_hashes
 
     finished = finished_bundle(cfg)
     if finished is not None:
@@ -295,7 +312,8 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
     metrics["amplitude"] = amplitude_profile(run.window_quality.values())
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=run.preprocess,
-                          classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
+                          classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics,
+                          training_data=dataset_hashes(run.spec))
     state_path.unlink(missing_ok=True)
     summary = trainable_summary(model)
     if cfg.recipe == "probe":  # the policy's tensors are stored, but only the read-out was fitted
@@ -334,8 +352,12 @@ def poor_contact_counts(masked: np.ndarray | None, distrusted: np.ndarray | None
 
 
 def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, preprocess: Any,
-                 classes: list[str], task: str | None, metrics: dict[str, Any]) -> Path:
-    """Write the adapter bundle (DESIGN.md §5) for a trained classifier; return its folder."""
+                 classes: list[str], task: str | None, metrics: dict[str, Any],
+                 training_data: dict[str, str] | None = None) -> Path:
+    """Write the adapter bundle (DESIGN.md §5) for a trained classifier; return its folder.
+
+    ``training_data``: the content hashes of the training files (:func:`~passport_kit.signals.data_hashes.dataset_hashes`).
+    """
     from passport_kit import __version__
     from passport_kit.checkpoint import AdapterMeta, save_adapter_bundle
 
@@ -348,6 +370,7 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
         preprocessing=preprocess,
         window={"seconds": preprocess.window_seconds, "task": task or "classification"},
         training=training_record(cfg),
+        training_data=training_data or {},
         metrics={k: v for k, v in metrics.items() if k != "history"},
         package_version=__version__,
     )
