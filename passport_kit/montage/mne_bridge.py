@@ -8,6 +8,8 @@ stores head-frame metres only, so everything that enters from MNE goes through
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -82,6 +84,55 @@ def template_head_positions(kind: str = TEMPLATE) -> tuple[dict[str, np.ndarray]
     """Return the head-frame channel positions and fiducials (metres) of MNE template ``kind``."""
     ch_pos, fids, _ = dig_head_positions(make_template(kind))
     return ch_pos, fids
+
+
+@functools.lru_cache(maxsize=1)
+def _template_keys() -> dict[str, np.ndarray]:
+    """Return ``{casefolded 10-05 name: head-frame position (m)}`` of the colin27 template (computed once)."""
+    ch_pos, _ = template_head_positions(TEMPLATE)
+    return {name.casefold(): pos for name, pos in ch_pos.items()}
+
+
+#: Names shaped like the 10-05 system's (a cheap filter before the template is built).
+_LOOKS_1005 = re.compile(r"^(nz|iz|a[12]|m[12]|(n|fp|afp|af|aff|f|fft|ffc|ft|ftt|fc|fcc|t|ttp|c|ccp|tp|tpp|cp|cpp|p|"
+                         r"ppo|po|poo|o|oi|i)(z|\d{1,2}h?))$", re.IGNORECASE)
+#: A channel with a 10-05 name further than this from the template's (head frame) is suspicious.
+FRAME_TOLERANCE_M = 0.02
+
+
+def template_mismatch(montage: Montage) -> str | None:
+    """Return a warning when ``montage``'s channels with 10-05 names lie far from MNE's template, else None.
+
+    Compared in the head frame with colin27_1005 (``standard_1005`` before MNE 1.13), by name
+    or alias (bipolar channels left out); a head-frame montage of a real cap sits within about
+    1 cm of it. Warned when the median distance exceeds :data:`FRAME_TOLERANCE_M`: one
+    electrode placed elsewhere on purpose is not a frame error, every electrode shifted is. The
+    usual cause is positions copied from ``make_standard_montage(...).get_positions()``, which
+    are in the template's MRI frame (3-5 cm off the head frame); ``passport-kit montages
+    import`` converts them.
+    """
+    if not any(_LOOKS_1005.match(label) for ch in montage.channels for label in (ch.name, *ch.aliases)):
+        return None  # no 10-05 name: the template (half a second to build) is not needed
+    template = _template_keys()
+    distances: list[tuple[float, str]] = []
+    for ch in montage.channels:
+        if ch.reference_position is not None:
+            continue
+        key = next((label.casefold() for label in (ch.name, *ch.aliases) if label.casefold() in template), None)
+        if key is not None:
+            distances.append((float(np.linalg.norm(np.asarray(ch.position, dtype=np.float64) - template[key])),
+                              ch.name))
+    if not distances or float(np.median([d for d, _ in distances])) <= FRAME_TOLERANCE_M:
+        return None
+    far = [d for d, _ in distances if d > FRAME_TOLERANCE_M]
+    worst, name = max(distances)
+    compared = len(distances)
+    return (f"montage '{montage.name}': {len(far)} of {compared} channels with 10-05 names lie over "
+            f"{FRAME_TOLERANCE_M * 100:g} cm from MNE's standard_1005 template in the head frame ({name} "
+            f"{worst * 100:.1f} cm off); positions copied from mne.channels.make_standard_montage(...)."
+            "get_positions() are in the template's MRI frame, not the head frame - build the montage with "
+            "`passport-kit montages import standard_1005 --name NAME --channels ...` instead (ignore this if "
+            "the electrodes really sit there)")
 
 
 def template_fiducials() -> dict[str, np.ndarray]:

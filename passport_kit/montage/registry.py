@@ -131,8 +131,25 @@ def resolve_montage(name_or_path: str | Path | Montage) -> Montage:
     text = str(name_or_path)
     path = Path(text).expanduser()
     if text.lower().endswith((".yaml", ".yml")) or path.is_file() or os.sep in text:
-        return Montage.from_yaml(path)
+        return warn_if_off_template(Montage.from_yaml(path))
     return get_montage(text)
+
+
+def warn_if_off_template(montage: Montage) -> Montage:
+    """Return ``montage`` after warning (PassportWarning) when its 10-05 channels sit off MNE's template.
+
+    Done where a user's own file enters (a YAML path, registration), not for every load of a
+    registered or built-in montage: :func:`~passport_kit.montage.mne_bridge.template_mismatch`.
+    """
+    import warnings
+
+    from passport_kit.errors import PassportWarning
+    from passport_kit.montage.mne_bridge import template_mismatch
+
+    message = template_mismatch(montage)
+    if message is not None:
+        warnings.warn(message, PassportWarning, stacklevel=3)
+    return montage
 
 
 def list_montages(source: Source | None = None) -> list[MontageEntry]:
@@ -181,6 +198,7 @@ def register_montage(montage: Montage | str | Path, *, force: bool = False) -> P
     """
     if not isinstance(montage, Montage):
         montage = Montage.from_yaml(Path(montage))
+    warn_if_off_template(montage)
     name = montage.name
     if not NAME_PATTERN.match(name):  # pragma: no cover - Montage validates it already
         raise MontageError(f"montage name '{name}' is invalid")
