@@ -619,6 +619,12 @@ def load_adapter_bundle(
             " use the base it was trained on, or re-run `passport-kit adapt` on this one"
         )
     assert meta.model is not None and meta.policy is not None  # read_adapter_meta checked
+    n_classes = meta.head.get("n_classes")
+    if n_classes is not None and n_classes != len(meta.classes):  # an edited adapter.json (issue 28)
+        raise CheckpointError(
+            f"adapter '{folder}' names {len(meta.classes)} classes ({', '.join(meta.classes[:6])}) for a head with "
+            f"{n_classes} outputs - adapter.json was edited; restore it or re-run adapt"
+        )
     # channel-id rows added during adaptation are appended in order before loading.
     extra = meta.model.channel_vocab[len(info.model.channel_vocab) :]
     if meta.model.channel_vocab[: len(info.model.channel_vocab)] != info.model.channel_vocab:

@@ -31,6 +31,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from passport_kit.bounded_yaml import BoundedLoader
 from passport_kit.errors import MontageError
 
 if TYPE_CHECKING:  # pragma: no cover - only for type hints
@@ -310,11 +311,11 @@ class Montage(BaseModel):
 
 
 # ---------------------------------------------------------------- internals
-class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML loader that refuses a key given twice (plain YAML silently keeps the last one)."""
+class _StrictLoader(BoundedLoader):
+    """Safe YAML loader that refuses a key given twice (plain YAML silently keeps the last one), within budgets."""
 
 
-def _mapping_without_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
+def _mapping_without_duplicates(loader: BoundedLoader, node: yaml.MappingNode) -> dict:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)

@@ -44,6 +44,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from passport_kit.bounded_yaml import load_yaml
 from passport_kit.errors import DataError
 from passport_kit.signals.labels import (
     AASM_CLASSES,
@@ -178,7 +179,7 @@ def load_dataset_spec(path: str | Path) -> DatasetSpec:
 def _read_yaml(path: Path) -> dict:
     """Return the mapping in a YAML file; syntax problems raise :class:`DataError` with the line."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -219,6 +220,10 @@ def spec_from_dict(data: dict, *, root: Path | None, origin: str, source: str) -
         spec = DatasetSpec.model_validate({**data, "root": root, "origin": origin})
     except ValidationError as exc:
         err = exc.errors()[0]
+        if err.get("type") == "extra_forbidden":  # name the unknown key, not just "extra inputs"
+            where = _location(err["loc"][:-1], data)
+            raise DataError(f"malformed {source}: {where}'{err['loc'][-1]}' is not a dataset.yaml key; check its "
+                            "spelling (docs/data.md lists the keys)") from None
         loc = _location(err.get("loc", ()), data)
         msg = str(err.get("msg", "invalid")).replace("Value error, ", "")
         raise DataError(f"malformed {source}: {loc}{msg}; see docs/data.md for the dataset.yaml format") from None

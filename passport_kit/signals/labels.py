@@ -129,12 +129,18 @@ def read_label_file(path: str | Path, *, column: str | None = None) -> list[str]
     the header row must name it and that column is read instead of the first.
     """
     path = Path(path)
-    if not path.is_file():
-        raise LabelError(f"label file '{path}' does not exist; check 'labels:' in dataset.yaml")
+    check_label_path(path, "label file", "check 'labels:' in dataset.yaml")
     try:
-        text = path.read_text(encoding="utf-8-sig", errors="replace")
+        data = path.read_bytes()
     except OSError as exc:
         raise LabelError(f"cannot read label file '{path}' ({exc.strerror}); check its permissions") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        utf16 = data[:2] in (b"\xff\xfe", b"\xfe\xff")
+        raise LabelError(f"label file '{path}' is not UTF-8 text ({'UTF-16' if utf16 else 'byte'} "
+                         f"{data[exc.start:exc.start + 1].hex()} at byte {exc.start}); save it as UTF-8 (a "
+                         "spreadsheet's 'CSV UTF-8', or iconv -t UTF-8)") from None
     rows = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     if not rows:
         raise LabelError(f"label file '{path}' is empty; it needs one label per window (first column)")
@@ -161,6 +167,27 @@ def read_label_file(path: str | Path, *, column: str | None = None) -> list[str]
     return values
 
 
+#: Largest label file read (bytes): a week of 1-s labels is under 10 MB; a bigger file is not labels (issue 28:
+#: a 3 GB file was read whole and ended in MemoryError).
+MAX_LABEL_BYTES = 64 * 1024 * 1024
+
+
+def check_label_path(path: Path, what: str, fix: str) -> None:
+    """Raise LabelError unless ``path`` is a regular file of at most :data:`MAX_LABEL_BYTES` (checked before reading).
+
+    ``what`` names the file in messages ("label file"), ``fix`` says where it was named.
+    """
+    if not path.exists():
+        raise LabelError(f"{what} '{path}' does not exist; {fix}")
+    if not path.is_file():  # a folder, /dev/zero, a FIFO: reading would fail, never end or block
+        kind = "a folder" if path.is_dir() else "not a regular file (a device or a pipe)"
+        raise LabelError(f"{what} '{path}' is {kind}; {fix}")
+    size = path.stat().st_size
+    if size > MAX_LABEL_BYTES:
+        raise LabelError(f"{what} '{path}' has {size / 2**20:,.0f} MiB, more than labels take (at most "
+                         f"{MAX_LABEL_BYTES // 2**20} MiB); {fix}")
+
+
 def _delimiter(line: str) -> str | None:
     """Return the cell separator of a label file (None: one value per line)."""
     for candidate in ("\t", ",", ";"):
@@ -179,8 +206,7 @@ def _split(line: str, delimiter: str | None) -> list[str]:
 def read_events_tsv(path: str | Path, *, column: str = "trial_type") -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Return ``(onset_s, duration_s, values)`` of a BIDS ``*_events.tsv`` using ``column`` as the label."""
     path = Path(path)
-    if not path.is_file():
-        raise LabelError(f"events file '{path}' does not exist; BIDS labels come from *_events.tsv next to the recording")
+    check_label_path(path, "events file", "BIDS labels come from *_events.tsv next to the recording")
     with path.open(encoding="utf-8-sig", newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     if not rows:

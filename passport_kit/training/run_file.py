@@ -14,7 +14,7 @@ typed object the command-line options fill::
 
 The ``training`` block of a bundle's ``adapter.json`` is such a file (JSON is YAML), so
 ``passport-kit adapt --config runs/ear/adapter.json --out runs/ear-again`` repeats that run.
-Only ``yaml.safe_load`` reads it; a bad file is a :class:`~passport_kit.errors.ConfigError`
+Only ``yaml.safe_load`` (within budgets: :mod:`passport_kit.bounded_yaml`) reads it; a bad file is a :class:`~passport_kit.errors.ConfigError`
 with one line that says what to fix.
 """
 
@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from passport_kit.bounded_yaml import load_yaml
 from passport_kit.errors import ConfigError
 
 #: ``format`` of adapter.json (checkpoint.ADAPTER_FORMAT; not imported: reading a run file needs no torch).
@@ -42,7 +43,7 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read run file '{path}' ({exc}); give a readable YAML file") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -1,0 +1,127 @@
+"""Hostile and huge inputs get one line, not a traceback or a hang (issue 28, items 5, 6 and 10)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from passport_kit.bounded_yaml import MAX_DEPTH, load_yaml
+from passport_kit.errors import ConfigError, DataError, LabelError, MontageError
+
+MONTAGE = """\
+name: tiny-ear
+coordinate_frame: head
+units: mm
+channels:
+  - name: EL1
+    position: [-80.0, -5.0, 10.0]
+  - name: ER1
+    position: [80.0, -5.0, 10.0]
+"""
+
+#: Nine levels of nine aliases: 9**9 (387 million) strings once expanded.
+BOMB = 'metadata:\n  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"  {chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8))
+DEEP = "[" * 20_000 + "]" * 20_000
+
+
+def test_load_yaml_reads_what_safe_load_reads() -> None:
+    text = "a: &x [1, 2]\nb: *x\nc: {d: 1.5, e: null}\n"
+    assert load_yaml(text) == yaml.safe_load(text)
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    (BOMB, "expand to more than"),
+    ("x: " + DEEP, f"nested more than {MAX_DEPTH} levels"),
+    ("x: " + "9" * 400, "too large"),
+])
+def test_load_yaml_refuses_bombs_depth_and_huge_numbers(text: str, problem: str) -> None:
+    with pytest.raises(yaml.YAMLError, match=problem):
+        load_yaml(text)
+
+
+@pytest.mark.parametrize(("extra", "problem"), [
+    (BOMB, "expand to more than"),
+    ("metadata:\n  x: " + DEEP + "\n", "nested more than"),
+])
+def test_a_hostile_montage_is_one_montage_error(tmp_path: Path, extra: str, problem: str) -> None:
+    from passport_kit.montage import Montage
+
+    path = tmp_path / "m.yaml"
+    path.write_text(MONTAGE + extra)
+    with pytest.raises(MontageError, match=problem):
+        Montage.from_yaml(path)
+
+
+def test_a_400_digit_position_is_one_montage_error(tmp_path: Path) -> None:
+    from passport_kit.montage import Montage
+
+    path = tmp_path / "m.yaml"
+    path.write_text(MONTAGE.replace("-80.0", "-8" + "0" * 400))
+    with pytest.raises(MontageError, match="too large"):
+        Montage.from_yaml(path)
+
+
+def test_a_deep_dataset_yaml_is_one_data_error(tmp_path: Path) -> None:
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    (tmp_path / "dataset.yaml").write_text("task: " + DEEP + "\n")
+    with pytest.raises(DataError, match="nested more than"):
+        load_dataset_spec(tmp_path)
+
+
+def test_a_deep_run_file_is_one_config_error(tmp_path: Path) -> None:
+    from passport_kit.training.run_file import read_run_file
+
+    (tmp_path / "run.yaml").write_text("montage: " + DEEP + "\n")
+    with pytest.raises(ConfigError, match="nested more than"):
+        read_run_file(tmp_path / "run.yaml")
+
+
+def test_an_unknown_dataset_yaml_key_is_named(tmp_path: Path) -> None:
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    (tmp_path / "a.edf").touch()
+    (tmp_path / "dataset.yaml").write_text("recordingz: []\nrecordings:\n  - {subject: s1, file: a.edf}\n")
+    with pytest.raises(DataError, match="'recordingz' is not a dataset.yaml key"):
+        load_dataset_spec(tmp_path)
+
+
+def test_a_huge_label_file_is_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from passport_kit.signals import labels
+
+    path = tmp_path / "big.csv"
+    with path.open("wb") as f:  # sparse: 100 MiB on paper, nothing on disk
+        f.truncate(100 * 2**20)
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("read a file past the size limit"))
+    with pytest.raises(LabelError, match="more than labels take"):
+        labels.read_label_file(path)
+
+
+@pytest.mark.parametrize(("encoding", "shown"), [("utf-16", "UTF-16"), ("latin-1", "byte e9")])
+def test_a_label_file_not_in_utf8_says_so(tmp_path: Path, encoding: str, shown: str) -> None:
+    from passport_kit.signals.labels import read_label_file
+
+    path = tmp_path / "labels.csv"
+    path.write_bytes("stage\nW\néveil\n".encode(encoding))
+    with pytest.raises(LabelError, match=f"is not UTF-8 text \\({shown}.*save it as UTF-8"):
+        read_label_file(path)
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device"])
+def test_a_label_path_that_is_no_file_gets_the_right_message(tmp_path: Path, kind: str) -> None:
+    from passport_kit.signals.labels import read_label_file
+
+    if kind == "folder":
+        path, expected = tmp_path / "labels", "is a folder"
+        path.mkdir()
+    elif kind == "fifo":
+        path, expected = tmp_path / "labels.csv", "not a regular file"
+        os.mkfifo(path)
+    else:
+        path, expected = Path("/dev/zero"), "not a regular file"
+    with pytest.raises(LabelError, match=expected):
+        read_label_file(path)
