@@ -235,6 +235,32 @@ class RecordingReader:
             self._rates[rec.file] = float(raw.info["sfreq"])
         return self._rates[rec.file]
 
+    def header(self, rec: RecordingSpec, montage: Montage) -> dict[str, Any]:
+        """Return what ``rec``'s header says of how it was recorded: rate, prefilters and units (kept open).
+
+        ``{"sfreq": Hz, "highpass": Hz, "lowpass": Hz, "units": "µV"}``: MNE's reading of the
+        header (a format without filter settings reports 0 Hz and the Nyquist frequency); units
+        are the header's own spelling for the channels the montage reads (``"µV, mV"`` when
+        they differ; empty for formats MNE does not report them for).
+        """
+        from passport_kit.signals.channels import channel_sources
+
+        if rec.file not in self._opened:
+            raw = _read(self.spec.path_of(rec.file), sfreq=rec.sfreq, bids=self.spec.origin == "bids",
+                        units=rec.units, scale=rec.scale)
+            self._opened[rec.file] = raw
+            self._rates[rec.file] = float(raw.info["sfreq"])
+        raw = self._opened[rec.file]
+        orig = getattr(raw, "_orig_units", None) or {}
+        try:
+            used = {n for pair in channel_sources(list(raw.ch_names), montage, rec.channels or None,
+                                                  source=f"recording '{rec.file}'") for n in pair if n is not None}
+        except DataError:  # the mapping is checked, and reported, elsewhere
+            used = set(raw.ch_names)
+        units = sorted({str(orig[n]) for n in used if n in orig})
+        return {"sfreq": float(raw.info["sfreq"]), "highpass": float(raw.info["highpass"]),
+                "lowpass": float(raw.info["lowpass"]), "units": ", ".join(units) if rec.units is None else rec.units}
+
     def take(self, rec: RecordingSpec) -> mne.io.BaseRaw | None:
         """Return the opened recording ``rec`` and forget it (None: not open)."""
         return self._opened.pop(rec.file, None)

@@ -20,6 +20,11 @@ Contracts checked, in data-flow order (a failure stops the checks that depend on
    still run, see ``adapt --quality-gate`` and ``predict --mask-bad-channels``).
 8. **labels**: labeled windows per class and per subject (empty classes, too few subjects
    for a subject-disjoint validation split).
+   **recording metadata**: where each recording holds one class (rest vs task), the headers'
+   sampling rate, prefilters and units must not differ between classes, within a subject or
+   across the dataset: a model learns such a difference instead of the task (eegmat subjects
+   08, 10, 11: LP 45 Hz vs LP 250 Hz between rest and arithmetic). Prefilters outside the
+   band-pass that preprocessing applies do not count.
 9. **forward/backward**: one batch through the classifier under the ``adapter`` policy:
    logits ``(B, n_classes)`` finite, and every trainable tensor receives a finite gradient
    (the mixture adapter sits *before* the frozen backbone, so its gradient must cross it).
@@ -152,6 +157,9 @@ def check(
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         elif str(w.message) != preprocess.h_freq_note:
             report.add("preprocessing", "warn", str(w.message))
+    # Headers before the windows: the recordings the rate step opened are still open (read once).
+    headers = _guard(report, "recording metadata", lambda: {rec.file: reader.header(rec, mont)
+                                                             for rec in spec.recordings})
     # Load without instance normalisation so the raw amplitude scale can be checked; the
     # batch below is normalised as adapt would.
     raw_config = preprocess.model_copy(update={"instance_norm": False})
@@ -203,6 +211,8 @@ def check(
     labels_ok = _check_labels(report, windows)
     if not labels_ok:
         return report
+    if headers is not None:
+        _check_metadata(report, windows, spec, headers, preprocess)
 
     labeled = np.flatnonzero(windows.y >= 0)
     pick = labeled[np.linspace(0, len(labeled) - 1, min(batch_size, len(labeled))).astype(int)]
@@ -268,6 +278,90 @@ def _check_quality(report: CheckReport, windows: Any) -> None:
     report.add("channel quality", "warn" if bad else "ok", line + (
         " - by default adapt and predict distrust such channels and mask the windows where one shares nothing"
         " with its neighbours; inspect them with `passport-kit data quality`" if bad else ""))
+
+
+#: Header fields compared between classes → how a line names them, and their unit.
+METADATA_FIELDS: dict[str, tuple[str, str]] = {"sfreq": ("sampling rate", " Hz"), "highpass": ("high-pass", " Hz"),
+                                               "lowpass": ("low-pass", " Hz"), "units": ("units", "")}
+#: A recording counts as one class when this share of its labeled windows has it.
+ONE_CLASS_SHARE = 0.9
+
+
+def recording_classes(windows: Any) -> dict[str, str]:
+    """Return ``{recording: class}`` for the recordings whose labeled windows are (nearly) all one class."""
+    out = {}
+    for rec in sorted(set(windows.recording.tolist())):
+        y = windows.y[(windows.recording == rec) & (windows.y >= 0)]
+        if len(y):
+            counts = np.bincount(y, minlength=len(windows.classes))
+            if counts.max() >= ONE_CLASS_SHARE * len(y):
+                out[rec] = windows.classes[int(counts.argmax())]
+    return out
+
+
+def metadata_confounds(headers: dict[str, dict[str, Any]], classes: dict[str, str], subjects: dict[str, str], *,
+                       band: tuple[float, float] | None = None) -> list[str]:
+    """Return one line per header field whose value differs between classes (empty: none does).
+
+    ``headers`` ``{recording: RecordingReader.header(...)}``, ``classes`` ``{recording: its one
+    class}`` (:func:`recording_classes`), ``subjects`` ``{recording: subject}``. A field is a
+    confound when, within a subject, the recordings of two classes carry different values, or
+    when across the dataset every value belongs to one class only. ``band`` ``(l_freq, h_freq)``
+    in Hz: the band-pass preprocessing applies; prefilters outside it are clipped to it (a
+    low-pass at 250 Hz and one at 45 Hz are the same under a 45 Hz band-pass top).
+    """
+    lines = []
+    for field, (word, unit) in METADATA_FIELDS.items():
+        values: dict[str, Any] = {}
+        for rec, cls in classes.items():
+            if rec not in headers:
+                continue
+            value = headers[rec][field]
+            if band is not None and field == "lowpass":
+                value = min(float(value), band[1])
+            elif band is not None and field == "highpass":
+                value = max(float(value), band[0])
+            values[rec] = value
+        if len(set(values.values())) < 2:
+            continue
+        shown = (lambda v: f"{v:g}{unit}") if unit else str  # noqa: E731 - a one-line formatter
+        within = []
+        for subject in sorted({subjects[r] for r in values}):
+            per_class: dict[str, set] = {}
+            for rec in (r for r in values if subjects[r] == subject):
+                per_class.setdefault(classes[rec], set()).add(values[rec])
+            if len(per_class) > 1 and len({frozenset(v) for v in per_class.values()}) > 1:
+                within.append(f"{subject} (" + ", ".join(f"{c} {'/'.join(shown(v) for v in sorted(vals))}"
+                                                         for c, vals in sorted(per_class.items())) + ")")
+        owners: dict[Any, set[str]] = {}
+        for rec, value in values.items():
+            owners.setdefault(value, set()).add(classes[rec])
+        separated = len({c for cs in owners.values() for c in cs}) > 1 and all(len(cs) == 1 for cs in owners.values())
+        if separated:
+            lines.append(f"{word} tells the classes apart in every recording (" + ", ".join(
+                f"{shown(v)}: {next(iter(cs))}" for v, cs in sorted(owners.items(), key=lambda kv: str(kv[0]))) + ")")
+        elif within:
+            shown_subjects = ", ".join(within[:4]) + (f" and {len(within) - 4} more" if len(within) > 4 else "")
+            lines.append(f"{word} differs between classes within {len(within)} subject(s): {shown_subjects}")
+    return lines
+
+
+def _check_metadata(report: CheckReport, windows: Any, spec: Any, headers: dict[str, dict[str, Any]],
+                    preprocess: Any) -> None:
+    """Record whether the recordings' headers (rate, prefilters, units) differ between classes."""
+    classes = recording_classes(windows)
+    if len(set(classes.values())) < 2:
+        report.add("recording metadata", "ok", "classes vary within recordings; no header to compare between them")
+        return
+    subjects = {rec.file: rec.subject for rec in spec.recordings}
+    lines = metadata_confounds(headers, classes, subjects, band=(preprocess.l_freq, preprocess.h_freq))
+    if not lines:
+        report.add("recording metadata", "ok", f"sampling rate, prefilters and units agree between classes "
+                   f"({len(classes)} one-class recordings)")
+        return
+    advice = ("a model can learn the recording setup instead of the task; make the recordings agree (a low-pass: "
+              "'h_freq:' in dataset.yaml at or below the lowest, e.g. 45) or check that results hold without them")
+    report.add("recording metadata", "warn", "; ".join(lines) + f" - {advice}")
 
 
 def _check_labels(report: CheckReport, windows: Any) -> bool:

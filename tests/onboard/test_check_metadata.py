@@ -1,0 +1,96 @@
+"""``check`` warns when recording metadata differs between classes (issue 27 item 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import edfio
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from passport_kit.cli.app import app
+from passport_kit.training.check import metadata_confounds
+
+RUN = CliRunner()
+
+SUBJECTS = {"s08_1": "s08", "s08_2": "s08", "s00_1": "s00", "s00_2": "s00"}
+CLASSES = {"s08_1": "rest", "s08_2": "task", "s00_1": "rest", "s00_2": "task"}
+
+
+def _headers(lowpass: dict[str, float], sfreq: float = 500.0) -> dict[str, dict]:
+    return {rec: {"sfreq": sfreq, "highpass": 0.5, "lowpass": lp, "units": "µV"} for rec, lp in lowpass.items()}
+
+
+def test_a_prefilter_differing_within_a_subject_is_named() -> None:
+    headers = _headers({"s08_1": 250.0, "s08_2": 45.0, "s00_1": 45.0, "s00_2": 45.0})
+    lines = metadata_confounds(headers, CLASSES, SUBJECTS)
+    assert lines == ["low-pass differs between classes within 1 subject(s): s08 (rest 250 Hz, task 45 Hz)"]
+
+
+def test_a_band_pass_below_both_prefilters_removes_the_confound() -> None:
+    headers = _headers({"s08_1": 250.0, "s08_2": 45.0, "s00_1": 45.0, "s00_2": 45.0})
+    assert metadata_confounds(headers, CLASSES, SUBJECTS, band=(0.3, 45.0)) == []
+
+
+def test_a_value_that_tells_the_classes_apart_everywhere_is_named() -> None:
+    headers = {rec: {"sfreq": 256.0 if CLASSES[rec] == "rest" else 500.0, "highpass": 0.0, "lowpass": 100.0,
+                     "units": "µV"} for rec in CLASSES}
+    lines = metadata_confounds(headers, CLASSES, SUBJECTS)
+    assert lines == ["sampling rate tells the classes apart in every recording (256 Hz: rest, 500 Hz: task)"]
+
+
+def test_equal_headers_give_nothing() -> None:
+    assert metadata_confounds(_headers(dict.fromkeys(CLASSES, 45.0)), CLASSES, SUBJECTS) == []
+
+
+def _edf(path: Path, seed: int, prefilter: str, freq: float) -> None:
+    rng = np.random.default_rng(seed)
+    t = np.arange(200 * 60) / 200.0
+    signals = [edfio.EdfSignal(20 * np.sin(2 * np.pi * freq * t) + 3 * rng.standard_normal(t.size),
+                               sampling_frequency=200.0, label=name, physical_dimension="uV",
+                               physical_range=(-500, 500), prefiltering=prefilter)
+               for name in ("EL1", "ER1", "EL2")]
+    edfio.Edf(signals).write(path)
+
+
+def test_check_warns_about_prefilters_differing_between_classes(tmp_path: Path, montage_yaml: Path,
+                                                                checkpoint: str) -> None:
+    lines = ["task: classification", "window_seconds: 10", "classes: [rest, task]", "recordings:"]
+    for s in range(3):
+        for k, (label, freq) in enumerate((("rest", 10.0), ("task", 6.0))):
+            # Subject s01's task recording was made with another low-pass, as in eegmat.
+            prefilter = "HP:0.5Hz LP:45Hz" if (s, label) == (0, "task") else "HP:0.5Hz LP:90Hz"
+            name = f"s{s + 1:02d}_{k + 1}.edf"
+            _edf(tmp_path / name, 10 * s + k, prefilter, freq)
+            lines.append(f"  - {{subject: s{s + 1:02d}, file: {name}, label: {label}}}")
+    (tmp_path / "dataset.yaml").write_text("\n".join(lines) + "\n")
+    result = RUN.invoke(app, ["check", "--montage", str(montage_yaml), "--data", str(tmp_path), "--checkpoint",
+                              checkpoint])
+    assert result.exit_code == 0, result.output
+    assert ("[WARN] recording metadata: low-pass differs between classes within 1 subject(s): "
+            "s01 (rest 75 Hz, task 45 Hz)") in result.output
+    # With the band-pass top at 45 Hz the difference is filtered away.
+    result = RUN.invoke(app, ["check", "--montage", str(montage_yaml), "--data", str(tmp_path), "--checkpoint",
+                              checkpoint, "--h-freq", "45"])
+    assert "[ok  ] recording metadata: sampling rate, prefilters and units agree" in result.output
+
+
+@pytest.mark.realdata
+def test_eegmat_subject_08_rest_and_arithmetic_carry_different_low_passes(shared_data: Path) -> None:
+    from passport_kit.montage import resolve_montage
+    from passport_kit.signals.dataset import RecordingReader
+    from passport_kit.signals.dataset_spec import spec_from_dict
+
+    folder = shared_data / "eegmat"
+    recordings = [{"subject": f"S{n}", "file": f"Subject{n}_{k}.edf", "label": label}
+                  for n in ("00", "08") for k, label in ((1, "rest"), (2, "arithmetic"))]
+    spec = spec_from_dict({"task": "classification", "recordings": recordings}, root=folder, origin="yaml",
+                          source="test")
+    reader = RecordingReader(spec)
+    montage = resolve_montage("tuh-19")
+    headers = {rec.file: reader.header(rec, montage) for rec in spec.recordings}
+    classes = {rec.file: rec.label for rec in spec.recordings}
+    subjects = {rec.file: rec.subject for rec in spec.recordings}
+    lines = metadata_confounds(headers, classes, subjects, band=(0.3, 75.0))
+    assert any(line.startswith("low-pass differs between classes within 1 subject(s): S08") for line in lines)
