@@ -108,7 +108,8 @@ def find_recordings(inputs: Sequence[str | Path]) -> list[Path]:
         elif path.is_file():
             found.append(path)
         else:
-            raise DataError(f"recording '{path}' does not exist; give a recording file or a folder of them")
+            state = "is not a regular file (a device or a pipe)" if path.exists() else "does not exist"
+            raise DataError(f"recording '{path}' {state}; give a recording file or a folder of them")
     if not found:
         raise DataError("no recordings given; pass one or more recording files or folders")
     # A file named alone and again through its folder is one recording, predicted once.

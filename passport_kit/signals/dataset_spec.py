@@ -98,6 +98,8 @@ class DatasetSpec(BaseModel):
     label_column: str | None = None
     on_unknown_label: OnUnknown | None = None
     h_freq: float | None = Field(None, gt=0)
+    #: Read files named outside the dataset folder (by '..', an absolute path or a symlink); off: refused.
+    allow_outside_paths: bool = False
     recordings: list[RecordingSpec] = Field(default_factory=list)
     #: How the description was found: 'yaml', 'bids' or 'discovered' (not a YAML key).
     origin: Literal["yaml", "bids", "discovered"] = "yaml"
@@ -203,6 +205,8 @@ def _from_yaml(path: Path) -> DatasetSpec:
     spec = spec_from_dict(data, root=path.parent, origin="yaml", source=str(path))
     if not spec.recordings:
         raise DataError(f"malformed {path}: 'recordings' is empty; list at least one recording (subject, file)")
+    if not spec.allow_outside_paths:
+        check_inside(spec, path)
     missing = []
     for rec in spec.recordings:
         for name in (rec.file, rec.labels):
@@ -212,6 +216,36 @@ def _from_yaml(path: Path) -> DatasetSpec:
         shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
         raise DataError(f"{path} names files that do not exist: {shown}; fix the paths (relative to {path.parent})")
     return spec
+
+
+def check_inside(spec: DatasetSpec, path: Path) -> None:
+    """Refuse (DataError) files of ``spec`` that resolve outside its folder; warn for those named by absolute path.
+
+    A relative name that leaves the folder (``../../etc/passwd``) or a symlink out of it is
+    refused, so that a dataset.yaml from elsewhere reads nothing but its own folder (issue 28);
+    an absolute path was written out on purpose and is read with a PassportWarning. Either way
+    ``allow_outside_paths: true`` in the dataset.yaml says it is intended.
+    """
+    import warnings
+
+    from passport_kit.errors import PassportWarning
+
+    root = path.parent.resolve()
+    absolute: list[str] = []
+    for rec in spec.recordings:
+        for key, name in (("file", rec.file), ("labels", rec.labels)):
+            if name is None or spec.path_of(name).resolve().is_relative_to(root):
+                continue
+            if Path(name).expanduser().is_absolute():
+                absolute.append(name)
+                continue
+            raise DataError(f"{path}: '{key}: {name}' ({rec.subject}) resolves outside the dataset folder {root}; "
+                            "keep the dataset's files inside it, or set 'allow_outside_paths: true' in the "
+                            "dataset.yaml to read them where they are")
+    if absolute:
+        warnings.warn(f"{path} names {len(absolute)} file(s) outside its folder by absolute path ({absolute[0]}"
+                      f"{', ...' if len(absolute) > 1 else ''}); set 'allow_outside_paths: true' in it if that is "
+                      "intended", PassportWarning, stacklevel=3)
 
 
 def spec_from_dict(data: dict, *, root: Path | None, origin: str, source: str) -> DatasetSpec:

@@ -161,7 +161,11 @@ def read_recording(path: str | Path, *, sfreq: float | None = None, units: str |
     """
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"recording '{path}' does not exist; check the path (relative paths in dataset.yaml are relative to its folder)")
+        # A folder, /dev/zero or a FIFO exists but is no recording (issue 28: all were said not to exist).
+        state = ("is a folder" if path.is_dir() else "is not a regular file (a device or a pipe)" if path.exists()
+                 else "does not exist")
+        raise DataError(f"recording '{path}' {state}; check the path (relative paths in dataset.yaml are relative to "
+                        "its folder)")
     suffix = recording_suffix(path)
     if suffix not in FORMATS:
         known = ", ".join(sorted(FORMATS))

@@ -125,3 +125,79 @@ def test_a_label_path_that_is_no_file_gets_the_right_message(tmp_path: Path, kin
         path, expected = Path("/dev/zero"), "not a regular file"
     with pytest.raises(LabelError, match=expected):
         read_label_file(path)
+
+
+def _dataset(folder: Path, labels: str, *, allow: bool = False) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "s01.edf").touch()
+    allow_line = "allow_outside_paths: true\n" if allow else ""
+    (folder / "dataset.yaml").write_text(f"{allow_line}recordings:\n  - {{subject: s01, file: s01.edf, labels: '{labels}'}}\n")
+    return folder
+
+
+def test_a_relative_path_out_of_the_dataset_folder_is_refused(tmp_path: Path) -> None:
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    (tmp_path / "secret.txt").write_text("root:x:0:0\n")
+    with pytest.raises(DataError, match=r"'labels: \.\./secret.txt' \(s01\) resolves outside the dataset folder"):
+        load_dataset_spec(_dataset(tmp_path / "ds", "../secret.txt"))
+
+
+def test_a_symlink_out_of_the_dataset_folder_is_refused(tmp_path: Path) -> None:
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    (tmp_path / "secret.txt").write_text("W\n")
+    folder = _dataset(tmp_path / "ds", "s01.csv")
+    (folder / "s01.csv").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(DataError, match="resolves outside the dataset folder"):
+        load_dataset_spec(folder)
+
+
+def test_an_absolute_path_out_of_the_folder_warns_unless_allowed(tmp_path: Path) -> None:
+    import warnings
+
+    from passport_kit.errors import PassportWarning
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    outside = tmp_path / "labels.csv"
+    outside.write_text("W\n")
+    with pytest.warns(PassportWarning, match="outside its folder by absolute path"):
+        load_dataset_spec(_dataset(tmp_path / "ds", str(outside)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_dataset_spec(_dataset(tmp_path / "ok", "../labels.csv", allow=True)).allow_outside_paths
+
+
+def test_check_does_not_echo_a_file_outside_the_dataset(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from passport_kit.cli.app import app
+
+    (tmp_path / "secret.txt").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    folder = _dataset(tmp_path / "ds", "../secret.txt")
+    result = CliRunner().invoke(app, ["check", "--montage", "tuh-standard", "--data", str(folder)])
+    assert result.exit_code == 2 and "root:x" not in result.output
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device"])
+def test_a_recording_path_that_is_no_file_gets_the_right_message(tmp_path: Path, kind: str) -> None:
+    from passport_kit.signals import read_recording
+
+    if kind == "folder":
+        path, expected = tmp_path / "s01.edf", "is a folder"
+        path.mkdir()
+    elif kind == "fifo":
+        path, expected = tmp_path / "s01.edf", "not a regular file"
+        os.mkfifo(path)
+    else:
+        path, expected = Path("/dev/zero"), "not a regular file"
+    with pytest.raises(DataError, match=expected):
+        read_recording(path)
+
+
+def test_predict_names_a_fifo_as_such(tmp_path: Path) -> None:
+    from passport_kit.inference.predict import find_recordings
+
+    os.mkfifo(tmp_path / "night.edf")
+    with pytest.raises(DataError, match="not a regular file"):
+        find_recordings([tmp_path / "night.edf"])
