@@ -16,9 +16,11 @@
 #
 # A run that was stopped (Ctrl-C, SIGTERM, a kill) continues when the script is run again: it
 # passes --resume when WORK_DIR/$NAME/train/state.safetensors exists. Change only THREADS or
-# CHECKPOINT_EVERY between the stretches; the other settings are part of the run.
+# CHECKPOINT_EVERY between the stretches; the other settings are part of the run. To end a run
+# before --steps (a deadline), stop it (kill -TERM PID: it saves its state) and run the script
+# again with STOP_AT=<the step it saved>: it writes the checkpoint of that step.
 #
-# Environment: CONFIG (cbramod-small), STEPS, BATCH, LR, SEED, THREADS (1), CHECKPOINT_EVERY,
+# Environment: STOP_AT, CONFIG (cbramod-small), STEPS, BATCH, LR, SEED, THREADS (1), CHECKPOINT_EVERY,
 # VAL_EVERY, AMPLITUDE (µV, 500), SIM_SUBJECTS, SIM_HOURS, DATA (../shared/data), NAME, PK.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +62,7 @@ if [ ! -f "$run/model.safetensors" ]; then
     --embedding mlp-experts --config "$CONFIG" --steps "$STEPS" --batch-size "$BATCH" --lr "$LR" --seed "$SEED" \
     --amplitude-limit-uv "$AMPLITUDE" --val-fraction 0.25 --val-max-windows 128 \
     --checkpoint-every "$CHECKPOINT_EVERY" --val-every "$VAL_EVERY" --threads "$THREADS" --no-progress \
-    --name "$NAME" --out "$run" "${resume[@]}"
+    ${STOP_AT:+--stop-at "$STOP_AT"} --name "$NAME" --out "$run" "${resume[@]}"
 fi
 mkdir -p "checkpoints/$NAME"
 cp "$run/model.safetensors" "$run/config.json" "$run/MODEL_CARD.md" "checkpoints/$NAME/"

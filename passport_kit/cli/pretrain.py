@@ -30,6 +30,10 @@ def pretrain_command(
     ),
     out: Path = typer.Option(..., "--out", help="Run folder; the base checkpoint is written here."),
     steps: int = typer.Option(1000, "--steps", help="Optimisation steps (the cosine schedule spans them)."),
+    stop_at: int | None = typer.Option(
+        None, "--stop-at", help="End the run at this step and write the checkpoint (the schedule still spans "
+        "--steps); may change on --resume, e.g. to end an interrupted run where it stopped."
+    ),
     batch_size: int = typer.Option(16, "--batch-size", help="Windows per step and process."),
     seed: int = typer.Option(42, "--seed"),
     lr: float = typer.Option(5e-4, "--lr", help="Peak AdamW learning rate (CBraMod: 5e-4 at batch 128)."),
@@ -82,7 +86,7 @@ def pretrain_command(
     given = {key: value for key, value in (("arch", config), ("init_from", init_from), ("train", train),
                                            ("temporal_position", temporal_position)) if value is not None}
     cfg = PretrainConfig.from_options(
-        **given, sources=parse_sources(data, montage), embedding=embedding, out=out, steps=steps,
+        **given, sources=parse_sources(data, montage), embedding=embedding, out=out, steps=steps, stop_at=stop_at,
         batch_size=batch_size, seed=seed, lr=lr, resume=resume, device=device, precision=precision,
         checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
         val_subjects=[s for item in val_subjects for s in item.split(",") if s],

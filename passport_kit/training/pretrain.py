@@ -66,7 +66,7 @@ METRICS_FILE = "train/metrics.csv"
 #: Settings that may change between a run and its ``--resume`` (they do not change the maths).
 _RESUMABLE_CHANGES = frozenset(
     {"out", "resume", "device", "precision", "threads", "checkpoint_every", "val_every",
-     "val_max_windows", "progress", "name", "workers"}
+     "val_max_windows", "progress", "name", "workers", "stop_at"}
 )
 
 
@@ -90,6 +90,8 @@ class PretrainConfig(BaseModel):
     out: Path
     name: str | None = None  # checkpoint name; default: the --out folder's name
     steps: int = Field(1000, gt=0)
+    # End the run at this step and write the checkpoint; the schedule still spans ``steps``.
+    stop_at: int | None = Field(None, gt=0)
     batch_size: int = Field(16, gt=0)
     lr: float = Field(5e-4, gt=0)
     weight_decay: float = Field(5e-2, ge=0)
@@ -146,6 +148,17 @@ class PretrainConfig(BaseModel):
         except ConfigError as exc:  # pydantic turns a ValueError into a validation error
             raise ValueError(str(exc)) from None
         return self
+
+    @model_validator(mode="after")
+    def _stop_within_steps(self) -> PretrainConfig:
+        if self.stop_at is not None and self.stop_at > self.steps:
+            raise ValueError(f"--stop-at {self.stop_at} is after the last step ({self.steps}); lower it or drop it")
+        return self
+
+    @property
+    def last_step(self) -> int:
+        """Return the step at which the run ends: ``stop_at``, else ``steps``."""
+        return self.stop_at or self.steps
 
     @property
     def trained_part(self) -> str:
@@ -407,11 +420,15 @@ class _Run:
                 )
             state.restore(backbone, optimizer, scheduler)
             step = state.step
+            if step > cfg.last_step:
+                raise ConfigError(
+                    f"the saved run is at step {step}, after --stop-at {cfg.stop_at}; give a later --stop-at or drop it"
+                )
             epoch, position = int(state.data["epoch"]), int(state.data["position"])
             elapsed_before = float(state.metrics.get("elapsed_s", 0.0))
 
         log = MetricsLog(self.out / METRICS_FILE, resume_step=step if cfg.resume else None) if ctx.is_main else None
-        reporter = ProgressReporter(total=cfg.steps, start=step, enabled=ctx.is_main and cfg.progress)
+        reporter = ProgressReporter(total=cfg.last_step, start=step, enabled=ctx.is_main and cfg.progress)
         val_every = cfg.val_every or cfg.checkpoint_every
         started = time.perf_counter()
         last_loss = float("nan")
@@ -434,7 +451,7 @@ class _Run:
             if log is not None:
                 stack.callback(log.close)
             stream = stack.enter_context(pretrain_loader.batch_stream(
-                batches, (epoch, position), cfg.steps - step, workers=self.workers,
+                batches, (epoch, position), cfg.last_step - step, workers=self.workers,
                 pin_memory=self.device.type == "cuda"))
             backbone.train()
             t0 = time.perf_counter()
@@ -479,14 +496,14 @@ class _Run:
                     "samples_per_s": samples_per_s,
                     "elapsed_s": elapsed_before + time.perf_counter() - started,
                 }
-                if ctx.is_main and (step % val_every == 0 or step == cfg.steps):
+                if ctx.is_main and (step % val_every == 0 or step == cfg.last_step):
                     last_val = self._validate(backbone)
                     row.update(last_val)
                     backbone.train()
                 if log is not None:
                     log.write(row)
                 reporter.update(step, last_loss, samples_per_s)
-                if ctx.is_main and (step % cfg.checkpoint_every == 0 or stop or step == cfg.steps):
+                if ctx.is_main and (step % cfg.checkpoint_every == 0 or stop or step == cfg.last_step):
                     save_training_state(self.state_path, snapshot())
                 if stop:
                     dist_tools.barrier(ctx)

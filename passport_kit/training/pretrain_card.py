@@ -33,7 +33,7 @@ def reproduce_command(cfg: Any) -> str:
         parts += ["--init-from", str(cfg.init_from), "--train", cfg.trained_part]
         if cfg.temporal_position is not None:
             parts += ["--temporal-position", cfg.temporal_position]
-    parts += ["--steps", str(cfg.steps),
+    parts += ["--steps", str(cfg.steps), *(["--stop-at", str(cfg.stop_at)] if cfg.stop_at is not None else []),
               "--batch-size", str(cfg.batch_size), "--lr", f"{cfg.lr:g}", "--seed", str(cfg.seed),
               "--val-fraction", f"{cfg.val_fraction:g}", "--val-max-windows", str(cfg.val_max_windows),
               *(["--val-subjects", ",".join(cfg.val_subjects)] if cfg.val_subjects else []),
@@ -66,7 +66,8 @@ def training_info(
         "mask_prob": cfg.mask_prob,
         "optimizer": {"name": "AdamW", "lr": cfg.lr, "weight_decay": cfg.weight_decay,
                       "schedule": "cosine per step", "eta_min": cfg.eta_min, "grad_clip": cfg.grad_clip},
-        "steps": cfg.steps,
+        "steps": cfg.last_step,
+        **({"schedule_steps": cfg.steps} if cfg.stop_at is not None else {}),
         "batch_size_per_process": cfg.batch_size,
         "world_size": world_size,
         "data_workers_per_process": workers,
@@ -136,7 +137,9 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any], init_from: Any = 
         f"- Objective: each patch masked with probability {info['mask_prob']} (zero mask token), MSE on masked "
         "patches only.",
         f"- Optimisation: {opt['name']} lr {opt['lr']:g}, weight decay {opt['weight_decay']:g}, {opt['schedule']} "
-        f"to {opt['eta_min']:g}, gradient clipping {opt['grad_clip']:g}; {info['steps']} steps of "
+        f"to {opt['eta_min']:g}, gradient clipping {opt['grad_clip']:g}; {info['steps']} steps"
+        + (f" (stopped early: the cosine schedule spans {info['schedule_steps']})" if "schedule_steps" in info else "")
+        + " of "
         f"{info['batch_size_per_process']} windows × {info['world_size']} process(es); seed {info['seed']}.",
         f"- Wall time of the training loop: {info['wall_time_s'] / 60:.1f} min (reading the data excluded) on "
         f"{info['runtime']}"

@@ -207,6 +207,42 @@ def test_ctrl_c_saves_state_and_resume_matches_an_uninterrupted_run(tmp_path: Pa
         assert torch.equal(value, resumed[key]), key
 
 
+def test_an_interrupted_run_ends_where_it_stopped_with_stop_at(tmp_path: Path) -> None:
+    def ctrl_c_at_step_3(event: StepEvent) -> None:
+        if event.step == 3:
+            signal.raise_signal(signal.SIGINT)
+
+    stopped: dict[str, torch.Tensor] = {}
+    cfg = tiny_config(tmp_path / "run", steps=6, checkpoint_every=100)
+    with pytest.raises(TrainingInterrupted):
+        pretrain(cfg, datasets=two_montage_data(), on_step=ctrl_c_at_step_3)
+    out = pretrain(cfg.model_copy(update={"resume": True, "stop_at": 3}), datasets=two_montage_data(),
+                   on_end=lambda model, rank: stopped.update(model.state_dict()))
+    backbone, info = load_base_checkpoint(out)  # a checkpoint, with the weights of step 3
+    for key, value in backbone.state_dict().items():
+        assert torch.equal(value, stopped[key]), key
+    assert info.training["steps"] == 3 and info.training["schedule_steps"] == 6
+    assert "stopped early: the cosine schedule spans 6" in (out / "MODEL_CARD.md").read_text()
+
+
+def test_stop_at_matches_the_first_steps_of_the_full_run(tmp_path: Path) -> None:
+    pretrain(tiny_config(tmp_path / "full", steps=5), datasets=two_montage_data())
+    pretrain(tiny_config(tmp_path / "early", steps=5, stop_at=2), datasets=two_montage_data())
+    full = read_metrics(tmp_path / "full" / "train" / "metrics.csv")
+    early = read_metrics(tmp_path / "early" / "train" / "metrics.csv")
+    assert [r["loss"] for r in early] == [r["loss"] for r in full[:2]]
+    assert [r["lr"] for r in early] == [r["lr"] for r in full[:2]]  # the schedule spans --steps
+
+
+@pytest.mark.parametrize(("stop_at", "message"), [(7, "after the last step"), (0, "stop_at")])
+def test_stop_at_outside_the_run_is_refused(tmp_path: Path, stop_at: int, message: str) -> None:
+    from passport_kit.training.pretrain import PretrainConfig
+
+    options = tiny_config(tmp_path / "run", steps=6).model_dump()
+    with pytest.raises(ConfigError, match=message):
+        PretrainConfig.from_options(**{**options, "stop_at": stop_at})
+
+
 def test_existing_run_needs_resume(tmp_path: Path) -> None:
     cfg = tiny_config(tmp_path / "run", steps=2)
     pretrain(cfg, datasets=two_montage_data())
