@@ -158,15 +158,22 @@ def _sweep(value: str | None) -> tuple[int, ...] | None:
 
 @contextlib.contextmanager
 def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
-    """Yield a ``progress(step, total, info)`` callback drawing a rich bar (or None)."""
+    """Yield a ``progress(step, total, info)`` callback drawing a rich bar (disabled: one that only says a run resumed)."""
+    first: list[int] = []
     if not enabled:
-        yield None
+        def resumed_only(step: int, total: int, info: dict[str, Any]) -> None:
+            # Resuming is news with the bar off too (issue 28): the run does not start over.
+            if not first:
+                first.append(step)
+                if step > 1:
+                    typer.echo(f"{description}: resuming from step {step - 1} of {total}", err=True)
+
+        yield resumed_only
         return
     import sys
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    first: list[int] = []
 
     def text(step: int, total: int, info: dict[str, Any]) -> str:
         if not first:

@@ -114,3 +114,22 @@ def test_channel_dropout_changes_training_only_when_on(drop_prob: float) -> None
     fit(dropped, x, y, meta, ["lo", "hi"], SETTINGS.model_copy(update={"drop_prob": drop_prob}))
     same = all(torch.allclose(dropped.state_dict()[k], v, atol=1e-6) for k, v in plain.state_dict().items())
     assert same is (drop_prob == 0.0)
+
+
+def test_a_resumed_run_logs_the_same_history_as_an_uninterrupted_one(tmp_path: Path) -> None:
+    x, y, meta = _data()
+    settings = FinetuneSettings(batch_size=16, max_steps=8, eval_every=2, seed=1)
+    full = fit(_model(), x, y, meta, ["lo", "hi"], settings, val_index=np.arange(32))
+
+    def interrupt(step: int, total: int, info: dict) -> None:
+        if step == 5:
+            raise KeyboardInterrupt
+
+    state = tmp_path / "state.safetensors"
+    with pytest.raises(KeyboardInterrupt):
+        fit(_model(), x, y, meta, ["lo", "hi"], settings, val_index=np.arange(32), state_path=state,
+            run_config={"run": 1}, progress=interrupt)
+    resumed = fit(_model(), x, y, meta, ["lo", "hi"], settings, val_index=np.arange(32), state_path=state,
+                  run_config={"run": 1})
+    # The running loss carries on from the saved state (it restarted from 0 before issue 28).
+    assert [h["train_loss"] for h in resumed.history] == pytest.approx([h["train_loss"] for h in full.history])
