@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from passport_kit.cli.options import EXIT_INTERRUPTED, echo_json, optional_float
+from passport_kit.cli.options import EXIT_INTERRUPTED, echo_json, notch_frequency, optional_float
 from passport_kit.contacts import ContactPolicy
 from passport_kit.errors import ConfigError
 
@@ -127,8 +127,8 @@ def _bundle_or(value: str, parse: Callable[[str], float | None]) -> float | None
 
 
 def _notch(value: str) -> float | None:
-    """Return the notch frequency in Hz, or None for 'none'/'0'."""
-    return optional_float(value, "--notch", "a frequency in Hz (50, 60)")
+    """Return the notch frequency in Hz, or None for 'none'."""
+    return notch_frequency(value)
 
 
 def _renames(values: list[str]) -> dict[str, str] | None:

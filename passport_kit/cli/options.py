@@ -29,6 +29,21 @@ def echo_json(data: object) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
+def notch_frequency(value: str, option: str = "--notch") -> float | None:
+    """Return the mains frequency to notch in Hz, or None for 'none'/'off'.
+
+    Unlike the thresholds, ``0`` is refused: it reads as a frequency, and silently meant "no
+    notch" (issue 28).
+    """
+    try:
+        zero = float(value) == 0
+    except ValueError:
+        zero = False
+    if zero:
+        raise ConfigError(f"{option} 0 is not a mains frequency; give 50 or 60, or 'none' for no notch")
+    return optional_float(value, option, "a frequency in Hz (50, 60)")
+
+
 def optional_float(value: str, option: str, what: str) -> float | None:
     """Return ``value`` as a float, or None for 'none', 'off' or '0'.
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from passport_kit.cli.options import EXIT_INTERRUPTED, optional_float
+from passport_kit.cli.options import EXIT_INTERRUPTED, notch_frequency, optional_float
 from passport_kit.embedding_kinds import EMBEDDING_KINDS, EXPERT_KINDS
 
 
@@ -91,7 +91,7 @@ def pretrain_command(
         checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
         val_subjects=[s for item in val_subjects for s in item.split(",") if s],
         val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv),
-        notch_freq=optional_float(notch, "--notch", "a frequency in Hz"), corrupt_prob=corrupt_prob,
+        notch_freq=notch_frequency(notch), corrupt_prob=corrupt_prob,
         threads=threads, workers=workers, name=name, progress=progress,
     )
     try:
