@@ -23,6 +23,7 @@ of ``platformdirs``.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from passport_kit.atomic_io import atomic_write_text
+from passport_kit.errors import DataError
 
 #: Bump when the layout or the meaning of cached arrays changes; old entries are then ignored.
 CACHE_FORMAT = 1
@@ -139,6 +141,11 @@ def write_entry_chunks(
     """
     final = entry_dir(key, kind=kind)
     final.parent.mkdir(parents=True, exist_ok=True)
+    # Memory-mapped writes onto a full disk end in SIGBUS, not an error: check the space first.
+    needed = sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for _, shape, dtype in arrays.values())
+    free = shutil.disk_usage(final.parent).free
+    if free < needed + _SPARE_BYTES:
+        raise _cache_full(needed, free)
     tmp = final.parent / f"{key}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
@@ -168,6 +175,11 @@ def write_entry_chunks(
         except OSError:
             # Another process finished the same key first; its entry is equivalent, keep it.
             shutil.rmtree(tmp, ignore_errors=True)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _cache_full(needed, shutil.disk_usage(final.parent).free) from None
+        raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -175,6 +187,19 @@ def write_entry_chunks(
     if entry is None:  # pragma: no cover - a broken rename or a concurrent deletion
         raise RuntimeError(f"cache entry {key} could not be read back after writing")
     return entry
+
+
+#: Space left free on the cache's disk after an entry is written.
+_SPARE_BYTES = 64 * 1024 * 1024
+
+
+def _cache_full(needed: int, free: int) -> DataError:
+    """Return the error for a window cache whose disk cannot hold the next entry (it says where the cache is)."""
+    from passport_kit.montage.registry import HOME_ENV
+
+    return DataError(f"the window cache at {cache_root()} needs {needed / 2**20:,.0f} MiB more, but its disk has "
+                     f"{free / 2**20:,.0f} MiB free; free space (`passport-kit data clear-cache`), or set {HOME_ENV} to a "
+                     "folder on a larger disk (the cache is its cache/ subfolder)")
 
 
 def _clear_stale(parent: Path, key: str) -> None:

@@ -201,3 +201,18 @@ def test_predict_names_a_fifo_as_such(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "night.edf")
     with pytest.raises(DataError, match="not a regular file"):
         find_recordings([tmp_path / "night.edf"])
+
+
+def test_a_full_cache_disk_says_it_is_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import collections
+
+    import numpy as np
+
+    from passport_kit.signals import cache
+
+    monkeypatch.setenv("PASSPORT_KIT_HOME", str(tmp_path / "home"))
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(cache.shutil, "disk_usage", lambda path: usage(2**30, 2**30 - 2**20, 2**20))
+    with pytest.raises(DataError, match=r"window cache at .*home/cache needs .* MiB more.*PASSPORT_KIT_HOME"):
+        cache.write_entry("ab" * 32, {"x": np.zeros((4, 4), dtype=np.float32)}, {})
+    assert not list((tmp_path / "home" / "cache").rglob("*.tmp-*"))
