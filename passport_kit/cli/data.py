@@ -7,7 +7,7 @@ PassportErrors), which the root app turns into exit code 2 and one line.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -144,7 +144,8 @@ def quality_cmd(
     montage: Annotated[str, typer.Option("--montage", "-m", help="Montage name or YAML path.")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write a BIDS-like channels TSV here (several recordings: one table with a 'recording' column).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
-    window_seconds: Annotated[float, typer.Option(help="Length of the scored windows in seconds.")] = 30.0,
+    window_seconds: Annotated[Optional[float], typer.Option(help="Length of the scored windows in seconds (default: "
+                                                             "dataset.yaml's window_seconds, else 30).")] = None,
     mains: Annotated[float, typer.Option(help="Mains frequency in Hz for the line-noise statistic.")] = 50.0,
     no_mains: Annotated[bool, typer.Option("--no-mains", help="Skip the line-noise statistic.")] = False,
     fail_on_bad: Annotated[bool, typer.Option("--fail-on-bad", help="Exit with code 1 when any channel is bad.")] = False,
@@ -156,14 +157,15 @@ def quality_cmd(
     from passport_kit.montage import resolve_montage
     from passport_kit.signals.quality import TABLE_DIGITS, recording_quality
 
-    if window_seconds <= 0 or (not no_mains and mains <= 0):
+    if (window_seconds is not None and window_seconds <= 0) or (not no_mains and mains <= 0):
         raise ConfigError("--window-seconds and --mains must be positive; use --no-mains to skip the line-noise statistic")
     m = resolve_montage(montage)
-    targets = _quality_targets(path)
+    targets, dataset_seconds = _quality_targets(path)
+    seconds = window_seconds or dataset_seconds or 30.0  # the windows adapt and predict use for this data
     results = [
-        (name, recording_quality(file, m, renames=renames, sfreq=sfreq, window_seconds=window_seconds,
-                                 mains_freq=None if no_mains else mains, bids=bids))
-        for name, file, renames, sfreq, bids in targets
+        (name, recording_quality(file, m, renames=renames, sfreq=sfreq, window_seconds=seconds,
+                                 mains_freq=None if no_mains else mains, bids=bids, units=units, scale=scale))
+        for name, file, renames, sfreq, bids, units, scale in targets
     ]
     if out is not None:
         if len(results) == 1:
@@ -184,18 +186,21 @@ def quality_cmd(
         raise typer.Exit(1)
 
 
-def _quality_targets(path: Path) -> list[tuple[str, Path, dict[str, str] | None, float | None, bool]]:
-    """Return ``(name, file, renames, sfreq, bids)`` for a recording file or every recording of a dataset."""
+def _quality_targets(path: Path) -> tuple[list[tuple[Any, ...]], float | None]:
+    """Return ``([(name, file, renames, sfreq, bids, units, scale)], window_seconds)`` of a recording or a dataset.
+
+    ``window_seconds``: the dataset's (dataset.yaml), None for a single recording.
+    """
     from passport_kit.errors import DataError
     from passport_kit.signals import load_dataset_spec
 
     if path.is_file() and path.name != "dataset.yaml":
-        return [(path.name, path, None, None, False)]
+        return [(path.name, path, None, None, False, None, None)], None
     if not path.exists():
         raise DataError(f"'{path}' does not exist; give a recording file, a dataset folder or a dataset.yaml")
     spec = load_dataset_spec(path)
-    return [(rec.file, spec.path_of(rec.file), rec.channels or None, rec.sfreq, spec.origin == "bids")
-            for rec in spec.recordings]
+    return [(rec.file, spec.path_of(rec.file), rec.channels or None, rec.sfreq, spec.origin == "bids", rec.units,
+             rec.scale) for rec in spec.recordings], spec.window_seconds
 
 
 def _print_quality(results: list[tuple[str, ChannelQuality]], montage_name: str) -> None:

@@ -180,8 +180,12 @@ def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
             first.append(step)
             if step > 1:  # the run picked up an interrupted one's state
                 typer.echo(f"{description}: resuming from step {step - 1} of {total}", err=True)
-        # The probe recipe reports one step without a loss (only its selection score, if any).
-        return "  ".join(f"{k} {info[k]:.3f}" for k in ("loss", "val") if info.get(k) is not None)
+        # The probe recipe reports one step without a loss (only its cross-validated selection score, if any).
+        parts = [] if info.get("loss") is None else [f"loss {info['loss']:.3f}"]
+        if info.get("val") is not None:
+            kind = "val" if info.get("loss") is not None else "cross-validated"
+            parts.append(f"{kind} {info.get('metric', 'score')} {info['val']:.3f}")
+        return "  ".join(parts)
 
     if not sys.stderr.isatty():
         # No terminal (a log file, a job scheduler): a rich bar would print nothing, so plain lines,
@@ -360,7 +364,9 @@ def print_table(report: Any) -> None:
     from rich.table import Table
 
     methods = list(report.summary)
-    table = Table(title=f"{report.metric} per held-out subject (mean ± SD over seeds)")
+    seeds = len({r["seed"] for r in report.rows})
+    table = Table(title=f"{report.metric} per held-out subject"
+                  + (f" (mean ± SD over {seeds} seeds)" if seeds > 1 else " (one seed)"))
     table.add_column("subject")
     for m in methods:
         table.add_column(m, justify="right")

@@ -205,12 +205,19 @@ def _time_axis(hypnogram: Hypnogram) -> tuple[float, float, str]:
 def plot_confusion(path: Path | str, confusion: Sequence[Sequence[int]], classes: Sequence[str], *,
                    title: str = "") -> Path:
     """Draw the confusion matrix as counts and row-normalised (recall) panels; write a PNG."""
+    return _save_figure(confusion_figure(confusion, classes, title=title), path)
+
+
+def confusion_figure(confusion: Sequence[Sequence[int]], classes: Sequence[str], *, title: str = "") -> Any:
+    """Return the matplotlib Figure of :func:`plot_confusion` (counts, and fractions of each row)."""
     from matplotlib.figure import Figure
 
     counts = np.asarray(confusion, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         norm = counts / counts.sum(axis=1, keepdims=True)
-    fig = Figure(figsize=(10, 4.4))
+    # Constrained layout leaves each panel room for its tick labels: a long class name ('arithmetic')
+    # pushed the right panel's axis label onto its ticks.
+    fig = Figure(figsize=(10, 4.4), layout="constrained")
     for ax, values, label in zip(fig.subplots(1, 2), (counts, norm), ("count", "fraction of row")):
         ax.imshow(np.nan_to_num(values), cmap="Blues", vmin=0)
         for (i, j), v in np.ndenumerate(values):
@@ -222,7 +229,7 @@ def plot_confusion(path: Path | str, confusion: Sequence[Sequence[int]], classes
         ax.set_xlabel("predicted")
         ax.set_ylabel("reference")
         ax.set_title(f"{title} ({label})" if title else label)
-    return _save_figure(fig, path)
+    return fig
 
 
 def plot_sweep(path: Path | str, curves: dict[str, dict[int, list[float]]], *, metric: str) -> Path:
@@ -249,21 +256,30 @@ def plot_sweep(path: Path | str, curves: dict[str, dict[int, list[float]]], *, m
 
 def plot_history(path: Path | str, history: Sequence[dict[str, Any]]) -> Path:
     """Draw the learning curve of ``adapt`` (train loss; validation kappa when present); write a PNG."""
+    return _save_figure(history_figure(history), path)
+
+
+def history_figure(history: Sequence[dict[str, Any]]) -> Any:
+    """Return the Figure of :func:`plot_history`: train loss above validation kappa, on a shared step axis.
+
+    Two panels, not two y axes over one panel: on twin axes the curves crossed and one hid the other.
+    """
     from matplotlib.figure import Figure
 
     steps = [h["step"] for h in history]
-    fig = Figure(figsize=(7, 3.5))
-    ax = fig.subplots()
-    ax.plot(steps, [h["train_loss"] for h in history], marker="o", color="tab:blue", label="train loss")
-    ax.set_xlabel("step")
-    ax.set_ylabel("train loss (smoothed)", color="tab:blue")
-    if any("val_kappa" in h for h in history):
-        ax2 = ax.twinx()
-        ax2.plot([h["step"] for h in history if "val_kappa" in h], [h["val_kappa"] for h in history if "val_kappa" in h],
-                 marker="s", color="tab:red", label="validation kappa")
-        ax2.set_ylabel("validation kappa", color="tab:red")
-    ax.grid(alpha=0.3)
-    return _save_figure(fig, path)
+    validated = [h for h in history if "val_kappa" in h]
+    fig = Figure(figsize=(7, 5 if validated else 3.2), layout="constrained")
+    axes = fig.subplots(2 if validated else 1, 1, sharex=True, squeeze=False)[:, 0]
+    axes[0].plot(steps, [h["train_loss"] for h in history], marker="o", color="tab:blue", label="train loss")
+    axes[0].set_ylabel("train loss (smoothed)")
+    if validated:
+        axes[1].plot([h["step"] for h in validated], [h["val_kappa"] for h in validated], marker="s",
+                     color="tab:red", label="validation kappa")
+        axes[1].set_ylabel("validation kappa")
+    axes[-1].set_xlabel("step")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    return fig
 
 
 __all__ = [

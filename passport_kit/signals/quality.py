@@ -299,12 +299,12 @@ def windowset_quality(ws: WindowSet, *, thresholds: QualityThresholds | None = N
 def recording_quality(
     path: str | Path, montage: Montage | str, *, renames: dict[str, str] | None = None, sfreq: float | None = None,
     window_seconds: float = 30.0, mains_freq: float | None = 50.0, thresholds: QualityThresholds | None = None,
-    bids: bool = False,
+    bids: bool = False, units: str | None = None, scale: float | None = None,
 ) -> ChannelQuality:
     """Return the quality of each channel of the recording file at ``path`` (read, mapped, unfiltered).
 
-    ``montage`` is a Montage, registry name or YAML path; ``renames`` and ``sfreq`` as in
-    :func:`~passport_kit.signals.load_recording`; ``bids`` reads through MNE-BIDS.
+    ``montage`` is a Montage, registry name or YAML path; ``renames``, ``sfreq``, ``units`` and
+    ``scale`` as in :func:`~passport_kit.signals.load_recording`; ``bids`` reads through MNE-BIDS.
     """
     from passport_kit.montage import resolve_montage
     from passport_kit.signals.channels import map_channels
@@ -320,7 +320,7 @@ def recording_quality(
 
         raw = read_bids_recording(path)
     else:
-        raw = read_recording(path, sfreq=sfreq)
+        raw = read_recording(path, sfreq=sfreq, units=units, scale=scale)
     mapped = map_channels(raw, montage, renames, source=source)
     return channel_quality(mapped.get_data(), mapped.info["sfreq"], montage, window_seconds=window_seconds,
                            mains_freq=mains_freq, thresholds=thresholds, source=str(path))

@@ -31,6 +31,7 @@ from passport_kit.training.options import (  # noqa: F401 - DEFAULT_*, RecipeOpt
     DEFAULT_UNCORRELATED,
     ProgressFn,
     RecipeOptions,
+    naming_metric,
     parse_options,
 )
 from passport_kit.training.run import (  # noqa: F401 - re-exported: adapt's public names before run.py
@@ -303,7 +304,8 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
                   "base_sha256": info.weights_sha256, "montage_hash": montage.content_hash}
     check_resumable(state_path, run_config)
     trained = train_once(cfg, backbone, run, train_idx, val_idx, seed=cfg.seed, device=device, precision=precision,
-                         state_path=state_path, run_config=run_config, progress=progress)
+                         state_path=state_path, run_config=run_config,
+                         progress=naming_metric(progress, len(windows.classes)))
     model = trained.model
     contacts = poor_contact_counts(run.channel_mask, run.distrust, np.concatenate([train_idx, val_idx]))
     metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx) | {

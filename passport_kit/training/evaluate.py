@@ -5,7 +5,8 @@ adapted exactly as ``adapt`` does (same recipe, same split rules) and scored on 
 subjects, **per subject**:
 
 - ``protocol='loso'``: leave-one-subject-out, the paper's EESM17 protocol (one fold per
-  subject; the rest trains, with a subject-disjoint validation set drawn from it).
+  subject; the rest trains: under the finetune recipe with a subject-disjoint validation set
+  drawn from it, under the probe all of it, cross-validated inside).
 - ``protocol='split'``: one fixed subject-disjoint train/test split (``split_seed``); the
   fine-tuning seeds vary initialisation, batches, validation and sweep draws only.
 - ``subjects_sweep=(1, 2, 4)``: the sample-efficiency curve: in each fold, train on that many
@@ -36,7 +37,7 @@ from passport_kit.inference.forward import predict_proba
 from passport_kit.signals.dataset import RecordingReader
 from passport_kit.signals.dataset_spec import load_dataset_spec
 from passport_kit.training.adapt import DEFAULT_CHECKPOINT
-from passport_kit.training.options import RecipeOptions, parse_options
+from passport_kit.training.options import RecipeOptions, naming_metric, parse_options
 from passport_kit.training.run import RunData, dataset_preprocess, prepare_run, train_once
 from passport_kit.training.metrics import METRIC_NAMES, classification_metrics
 from passport_kit.training.splits import (
@@ -177,7 +178,9 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
         if progress is not None:
             progress(done, total, f"{method} {fold.name} n={n or 'all'} seed={seed}")
         windows, keep = run.windows, run.keep
-        split = with_validation(fold, fraction=cfg.validation_fraction, seed=seed)
+        # The probe cross-validates inside the training subjects and fits on all of them (as adapt does): no
+        # validation subjects, so n_train_subjects counts every subject it was fitted on (issue 27).
+        split = with_validation(fold, fraction=cfg.validation_fraction, seed=seed) if cfg.recipe == "finetune" else fold
         if n is not None:
             split = subsample_training(split, n, seed=seed)
         train_mask, val_mask, test_mask = split.masks(windows.subject)
@@ -187,7 +190,7 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
         seed_everything(seed)
         # A fresh copy per run: the adapter policy trains tensors inside the backbone.
         trained = train_once(cfg, copy.deepcopy(backbone), run, train_idx, val_idx, seed=seed, device=device,
-                             precision=precision, progress=step_progress)
+                             precision=precision, progress=naming_metric(step_progress, len(windows.classes)))
         model = trained.model
         if cfg.save_adapters:
             _save_run_adapter(cfg, model, trained.fit, method=method, checkpoint=ckpt, info=info, montage=montage,

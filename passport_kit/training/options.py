@@ -107,6 +107,19 @@ class RecipeOptions(ContactPolicy):
         )
 
 
+def naming_metric(progress: ProgressFn | None, n_classes: int) -> ProgressFn | None:
+    """Return ``progress`` with the selection metric's name added to every ``info`` (``"metric": "kappa"``).
+
+    A progress line then says ``val kappa 0.714`` instead of an unnamed ``val 0.714``.
+    """
+    if progress is None:
+        return None
+    from passport_kit.training.finetune import selection_metric
+
+    metric = selection_metric(n_classes)
+    return lambda step, total, info: progress(step, total, {**info, "metric": metric})
+
+
 def gradient_options_given(options: Any) -> list[str]:
     """Return the names of the FINETUNE_ONLY options set in ``options`` (a mapping or RecipeOptions), in their order.
 
@@ -127,4 +140,4 @@ def parse_options(model: type[_Options], command: str, config: _Options | None, 
 
 
 __all__ = ["DEFAULT_DISTRUST", "DEFAULT_UNCORRELATED", "FINETUNE_ONLY", "ProgressFn", "Recipe", "RecipeOptions",
-           "gradient_options_given", "parse_options"]
+           "gradient_options_given", "naming_metric", "parse_options"]
