@@ -507,6 +507,15 @@ def find_checkpoint(name_or_path: str | Path) -> BaseCheckpointInfo:
     )
 
 
+def weights_status(info: BaseCheckpointInfo) -> str:
+    """Return whether the checkpoint's weights file still has the SHA-256 its config.json records: 'matches', 'differs' or 'missing'."""
+    try:
+        data = (info.path / WEIGHTS_FILE).read_bytes()
+    except OSError:
+        return "missing"
+    return "matches" if sha256_bytes(data) == info.weights_sha256 else "differs"
+
+
 def load_base_checkpoint(name_or_path: str | Path) -> tuple[Backbone, BaseCheckpointInfo]:
     """Return the backbone (eval mode) and its info; weights hash-checked and loaded strictly."""
     info = find_checkpoint(name_or_path)

@@ -23,6 +23,11 @@ checkpoints_app = typer.Typer(
 )
 
 
+#: How ``show`` reports :func:`~passport_kit.checkpoint.weights_status`.
+_STATUS = {"matches": "matches it", "differs": "DIFFERS: changed or damaged, loading refuses it",
+           "missing": "MISSING: loading refuses this checkpoint"}
+
+
 def _summary(info: Any) -> dict[str, Any]:
     """Return the JSON-ready description of one checkpoint (BaseCheckpointInfo)."""
     data = info.model_dump(mode="json")
@@ -69,12 +74,14 @@ def show_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Show one checkpoint: architecture, embedding, preprocessing contract, training, hash."""
-    from passport_kit.checkpoint import find_checkpoint
+    from passport_kit.checkpoint import WEIGHTS_FILE, find_checkpoint, weights_status
     from passport_kit.model.config import EXPERT_KINDS
 
     info = find_checkpoint(name)
+    # The hash shown is checked against the file, not only read from config.json (issue 28).
+    status = weights_status(info)
     if as_json:
-        typer.echo(json.dumps(_summary(info), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(_summary(info) | {"weights": status}, indent=2, ensure_ascii=False))
         return
     m = info.model
     lines = [
@@ -85,7 +92,7 @@ def show_cmd(
         f"parameters:    {info.n_parameters:,}",
         f"preprocessing: {json.dumps(info.preprocessing.model_dump(mode='json'), ensure_ascii=False)}",
         f"training:      {json.dumps(info.training, ensure_ascii=False, default=str)}",
-        f"sha256:        {info.weights_sha256}",
+        f"sha256:        {info.weights_sha256} ({WEIGHTS_FILE} {_STATUS[status]})",
         f"format:        {info.format} v{info.format_version}, passport-kit {info.package_version}",
     ]
     if info.init_from is not None:  # pretrain --init-from

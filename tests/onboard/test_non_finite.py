@@ -83,3 +83,21 @@ def test_saving_non_finite_weights_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="not written"):
         save_base_checkpoint(backbone, tmp_path / "ckpt", name="inf-ckpt")
     assert not (tmp_path / "ckpt").exists()
+
+
+def test_checkpoints_show_checks_the_recorded_hash(make_tiny_checkpoint) -> None:
+    import json
+
+    from passport_kit.checkpoint import user_checkpoint_dir
+
+    name = make_tiny_checkpoint("tiny-show")
+    folder = user_checkpoint_dir() / name
+    try:
+        shown = RUN.invoke(app, ["checkpoints", "show", name])
+        assert shown.exit_code == 0 and "(model.safetensors matches it)" in shown.output
+        _poison(folder / "model.safetensors")
+        shown = RUN.invoke(app, ["checkpoints", "show", name])
+        assert "DIFFERS: changed or damaged" in shown.output
+        assert json.loads(RUN.invoke(app, ["checkpoints", "show", name, "--json"]).output)["weights"] == "differs"
+    finally:
+        shutil.rmtree(folder)
