@@ -396,6 +396,25 @@ def _check_montage(m: Montage) -> None:
         if ch.reference_position is not None and np.allclose(ch.position, ch.reference_position):
             raise MontageError(f"montage '{m.name}': channel '{ch.name}' has reference_position equal "
                                "to its position; give the reference electrode's own position or drop it")
+    _warn_shared_positions(m)
+
+
+def _warn_shared_positions(m: Montage) -> None:
+    """Warn when two channels record at one place (same position and reference): the model cannot tell them apart."""
+    import warnings
+
+    from passport_kit.errors import PassportWarning
+
+    places: dict[tuple, str] = {}
+    for ch in m.channels:
+        ref = None if ch.reference_position is None else tuple(_rounded(ch.reference_position))
+        place = (tuple(_rounded(ch.position)), ref)
+        if place in places:
+            warnings.warn(f"montage '{m.name}': channels '{places[place]}' and '{ch.name}' have the same position"
+                          f"{' and reference' if ref else ''}; the model sees them as one place - check the positions "
+                          "(a copied line?)", PassportWarning, stacklevel=4)
+            return
+        places[place] = ch.name
 
 
 def _check_position(montage: str, channel: str, field: str, metres: Position, *, units: str) -> None:

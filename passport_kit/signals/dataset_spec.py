@@ -215,7 +215,24 @@ def _from_yaml(path: Path) -> DatasetSpec:
     if missing:
         shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
         raise DataError(f"{path} names files that do not exist: {shown}; fix the paths (relative to {path.parent})")
+    _warn_shared_files(spec, path)
     return spec
+
+
+def _warn_shared_files(spec: DatasetSpec, path: Path) -> None:
+    """Warn when one recording file is listed for two subjects: its windows could land in training and test at once."""
+    import warnings
+
+    from passport_kit.errors import PassportWarning
+
+    owner: dict[Path, str] = {}
+    for rec in spec.recordings:
+        where = spec.path_of(rec.file).resolve()
+        if owner.setdefault(where, rec.subject) != rec.subject:
+            warnings.warn(f"{path} lists '{rec.file}' for subjects {owner[where]} and {rec.subject}: its windows can be "
+                          "in training and evaluation at once, which inflates every score; list each recording under "
+                          "its one subject", PassportWarning, stacklevel=3)
+            return
 
 
 def check_inside(spec: DatasetSpec, path: Path) -> None:

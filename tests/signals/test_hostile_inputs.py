@@ -216,3 +216,24 @@ def test_a_full_cache_disk_says_it_is_the_cache(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(DataError, match=r"window cache at .*home/cache needs .* MiB more.*PASSPORT_KIT_HOME"):
         cache.write_entry("ab" * 32, {"x": np.zeros((4, 4), dtype=np.float32)}, {})
     assert not list((tmp_path / "home" / "cache").rglob("*.tmp-*"))
+
+
+def test_one_file_under_two_subjects_warns(tmp_path: Path) -> None:
+    from passport_kit.errors import PassportWarning
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    (tmp_path / "a.edf").touch()
+    (tmp_path / "dataset.yaml").write_text("recordings:\n  - {subject: s1, file: a.edf, label: x}\n"
+                                           "  - {subject: s2, file: ./a.edf, label: x}\n")
+    with pytest.warns(PassportWarning, match="lists './a.edf' for subjects s1 and s2"):
+        load_dataset_spec(tmp_path)
+
+
+def test_two_channels_at_one_position_warn(tmp_path: Path) -> None:
+    from passport_kit.errors import PassportWarning
+    from passport_kit.montage import Montage
+
+    path = tmp_path / "m.yaml"
+    path.write_text(MONTAGE.replace("[80.0, -5.0, 10.0]", "[-80.0, -5.0, 10.0]"))
+    with pytest.warns(PassportWarning, match="channels 'EL1' and 'ER1' have the same position"):
+        Montage.from_yaml(path)
