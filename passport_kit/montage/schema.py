@@ -423,7 +423,7 @@ def _check_position(montage: str, channel: str, field: str, metres: Position, *,
     if not np.all(np.isfinite(values)):
         raise MontageError(f"montage '{montage}': channel '{channel}' {field} contains NaN or "
                            "infinity; give three finite numbers")
-    norm = float(np.linalg.norm(values))
+    norm = math.hypot(*values)  # no overflow (and no numpy RuntimeWarning) for a position of 1e308
     if norm == 0.0:
         raise MontageError(f"montage '{montage}': channel '{channel}' {field} is (0, 0, 0), which means "
                            "'unknown' in MNE; give the electrode's real position")
@@ -615,6 +615,15 @@ def _parse_channel(montage: str, index: int, raw: Any, per_m: int, units: str) -
                    aliases=tuple(aliases), kind=kind.strip().lower())  # type: ignore[arg-type]
 
 
+def _reads_as_float(text: str) -> bool:
+    """Return whether ``text`` is a number Python reads (YAML may still have read it as text)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _parse_xyz(at: str, field: str, value: Any, units: str) -> Position:
     """Return three floats from a YAML position, or raise a one-line MontageError."""
     if not isinstance(value, (list, tuple)) or len(value) != 3:
@@ -623,6 +632,13 @@ def _parse_xyz(at: str, field: str, value: Any, units: str) -> Position:
     for v in value:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             # YAML reads '.nan' as a float, but 'nan', 'n/a' or '12mm' as text.
+            if isinstance(v, str) and _reads_as_float(v):  # YAML 1.1 reads 1e3 (no '.') as text
+                number = float(v)
+                if not math.isfinite(number):
+                    raise MontageError(f"{at}: `{field}` value {v!r} is too large for a position; give plain "
+                                       f"numbers in {units}")
+                raise MontageError(f"{at}: `{field}` value {v!r} is read as text by YAML; write it as {number:e} "
+                                   f"(a decimal point and a signed exponent) in {units}")
             raise MontageError(f"{at}: `{field}` value {v!r} is not a number; give plain numbers "
                                f"in {units} (units are set once with `units:`)")
         if not math.isfinite(float(v)):

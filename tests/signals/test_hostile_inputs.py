@@ -237,3 +237,21 @@ def test_two_channels_at_one_position_warn(tmp_path: Path) -> None:
     path.write_text(MONTAGE.replace("[80.0, -5.0, 10.0]", "[-80.0, -5.0, 10.0]"))
     with pytest.warns(PassportWarning, match="channels 'EL1' and 'ER1' have the same position"):
         Montage.from_yaml(path)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("-1e308", "is read as text by YAML; write it as -1.000000e\\+308"),
+    ("-1.0e+308", "m from the head centre"),
+    ("1e400", "too large for a position"),
+])
+def test_extreme_positions_are_one_line_without_numpy_warnings(tmp_path: Path, value: str, message: str) -> None:
+    import warnings
+
+    from passport_kit.montage import Montage
+
+    path = tmp_path / "m.yaml"
+    path.write_text(MONTAGE.replace("-80.0", value))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning (overflow) would fail here
+        with pytest.raises(MontageError, match=message):
+            Montage.from_yaml(path)
