@@ -148,6 +148,30 @@ def describe_mapping(
             for ch, (active, reference) in zip(montage.channels, pairs)]
 
 
+#: Copies of a recording's samples that reading, filtering and windowing hold at once (float64 and float32).
+_WORKING_COPIES = 4
+
+
+def check_fits_memory(n_channels: int, n_times: int, sfreq: float, *, source: str) -> None:
+    """Raise DataError when a recording's samples, with the working copies, exceed this machine's memory.
+
+    A header can claim anything (issue 28: a sparse 200-hour EDF ended in ArrayMemoryError), so
+    the size is checked before a sample is read.
+    """
+    import os
+
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX: no limit known
+        return
+    needed = n_channels * n_times * 8 * _WORKING_COPIES
+    if needed > total:
+        hours = n_times / sfreq / 3600 if sfreq > 0 else float("nan")
+        raise DataError(f"{source} holds {hours:,.0f} hours of {n_channels} channels ({needed / 2**30:,.1f} GiB to "
+                        f"process), more than this machine's memory ({total / 2**30:,.1f} GiB); check its header, or "
+                        "split it into shorter recordings")
+
+
 def mapped_data(
     raw: mne.io.BaseRaw, montage: Montage, renames: dict[str, str] | None = None, *, source: str | None = None
 ) -> np.ndarray:
@@ -160,6 +184,7 @@ def mapped_data(
     source = source or _describe(raw)
     sources = channel_sources(list(raw.ch_names), montage, renames, source=source)
     needed = sorted({name for pair in sources for name in pair if name is not None}, key=raw.ch_names.index)
+    check_fits_memory(len(needed), raw.n_times, float(raw.info["sfreq"]), source=source)
     try:
         data = raw.get_data(picks=needed)
     except Exception as exc:  # noqa: BLE001 - a lazily read file can fail only now

@@ -255,3 +255,12 @@ def test_extreme_positions_are_one_line_without_numpy_warnings(tmp_path: Path, v
         warnings.simplefilter("error")  # a RuntimeWarning (overflow) would fail here
         with pytest.raises(MontageError, match=message):
             Montage.from_yaml(path)
+
+
+def test_a_recording_larger_than_memory_is_refused_before_reading() -> None:
+    from passport_kit.signals.channels import check_fits_memory
+
+    check_fits_memory(4, 200 * 3600 * 8, 200.0, source="recording 'night.edf'")  # a night: fine
+    with pytest.raises(DataError, match=r"recording 'big.edf' holds 2,000,000 hours of 8 channels .* more than this "
+                                        r"machine's memory"):
+        check_fits_memory(8, 200 * 3600 * 2_000_000, 200.0, source="recording 'big.edf'")
