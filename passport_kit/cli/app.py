@@ -4,7 +4,8 @@ Errors of the :class:`~passport_kit.errors.PassportError` family are mapped here
 for every command: exit code 2 and one line on stderr, no traceback; so are file-system errors
 that a path the user gave causes (permission denied, read-only, not a folder, disk full:
 :func:`~passport_kit.errors.file_system_message`); a
-:class:`~passport_kit.errors.PassportWarning` becomes one ``warning: ...`` line on stderr.
+:class:`~passport_kit.errors.PassportWarning` becomes one ``warning: ...`` line on stderr. Every
+command takes ``--quiet``/``--verbose`` (:mod:`passport_kit.cli.verbosity`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ class _PassportGroup(HelpfulGroup):
     """Root command group that turns user errors into exit code 2 and one line."""
 
     def invoke(self, ctx):  # noqa: ANN001 - click's signature
+        from passport_kit.cli import verbosity
+
+        verbosity.set_level(verbosity.NORMAL)  # until the command's own --quiet/--verbose (many run in one process)
         with warnings.catch_warnings():
             shown = warnings.showwarning
 
@@ -85,10 +89,11 @@ def version() -> None:
 
 def _register_commands() -> None:
     # Each part owns one module; importing it adds its commands to `app`.
-    from passport_kit.cli import checkpoints, data, montages, onboard, pretrain, simulate
+    from passport_kit.cli import checkpoints, data, montages, onboard, pretrain, simulate, verbosity
 
     for module in (montages, checkpoints, data, simulate, pretrain, onboard):
         module.register(app)
+    verbosity.add_to_every_command(app)
 
 
 _register_commands()

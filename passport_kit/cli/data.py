@@ -33,6 +33,7 @@ def inspect_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Print one recording's own channels, rate and length, or load a dataset: recordings, windows, classes, mapping."""
+    from passport_kit.cli import verbosity
     from passport_kit.errors import ConfigError
     from passport_kit.montage import resolve_montage
     from passport_kit.signals import PreprocessConfig, load_dataset, load_dataset_spec
@@ -66,7 +67,7 @@ def inspect_cmd(
     from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    with Progress(console=Console(stderr=True), transient=True, disable=not verbosity.shows_progress()) as bar:
         task = bar.add_task("loading", total=len(spec.recordings))
 
         def advance(done: int, total: int, name: str) -> None:

@@ -177,8 +177,10 @@ def import_cmd(
     result = import_montage(source, name=name, channels=channels, units=units, coordsystem=coordsystem,
                             description=description, reference=reference, head_size=head_size)
     m = result.montage
+    from passport_kit.cli.verbosity import note as say
+
     for note in result.notes:
-        typer.echo(f"note: {note}", err=True)
+        say(f"note: {note}")
     if out is not None:
         m.to_yaml(out, units="mm")
         typer.echo(f"wrote montage '{m.name}' ({m.n_channels} channels, hash {m.content_hash[:12]}) "

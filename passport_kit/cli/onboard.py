@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from passport_kit.cli import verbosity
 from passport_kit.cli.options import EXIT_INTERRUPTED, echo_json, notch_frequency, optional_float
 from passport_kit.contacts import ContactPolicy
 from passport_kit.errors import ConfigError
@@ -160,7 +161,7 @@ def _sweep(value: str | None) -> tuple[int, ...] | None:
 def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
     """Yield a ``progress(step, total, info)`` callback drawing a rich bar (disabled: one that only says a run resumed)."""
     first: list[int] = []
-    if not enabled:
+    if not enabled or not verbosity.shows_progress():  # --no-progress, or --quiet
         def resumed_only(step: int, total: int, info: dict[str, Any]) -> None:
             # Resuming is news with the bar off too (issue 28): the run does not start over.
             if not first:
@@ -274,7 +275,7 @@ def adapt_command(
     try:
         with _step_bar(progress, "adapt") as bar:
             result = adapt(cfg, progress=bar,
-                           progress_quality=lambda summary: typer.echo(quality_line(summary), err=True))
+                           progress_quality=lambda summary: verbosity.note(quality_line(summary)))
     except KeyboardInterrupt:
         from passport_kit.training.adapt import interrupted_note
 
@@ -335,7 +336,7 @@ def evaluate_command(
     with _step_bar(progress, "run") as bar:
         def runs(done: int, total: int, what: str) -> None:
             if progress:
-                typer.echo(f"[{done + 1 if done < total else total}/{total}] {what}", err=True)
+                verbosity.note(f"[{done + 1 if done < total else total}/{total}] {what}")
 
         report = evaluate(
             montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,

@@ -30,6 +30,7 @@ def simulate_cmd(
     """Simulate a sleep-staging dataset (EDF + labels + dataset.yaml) for a montage."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from passport_kit.cli import verbosity
     from passport_kit.montage import resolve_montage
     from passport_kit.signals.simulator import simulate_dataset, simulation_config
 
@@ -39,7 +40,7 @@ def simulate_cmd(
                       bad_channels=bad_channels, montage=layout)
     columns = (TextColumn("simulating {task.description}"), BarColumn(),
                TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
-    with Progress(*columns, transient=True) as bar:
+    with Progress(*columns, transient=True, disable=not verbosity.shows_progress()) as bar:
         task = bar.add_task(layout.name, total=subjects)
         folder = simulate_dataset(layout, out, n_subjects=subjects, hours=hours, seed=seed,
                                   bad_channels=bad_channels, sfreq=sfreq, overwrite=overwrite,

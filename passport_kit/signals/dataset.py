@@ -160,6 +160,7 @@ def _compute_windows(
     (:func:`~passport_kit.signals.quality.channel_quality`, as ``predict`` scores a recording).
     """
     source = f"recording '{path}'"
+    log.info("reading %s (not in the window cache)", path)
     raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids, units=units, scale=scale)
     # Cheap checks before reading samples: the rate and the length are in the header.
     check_sampling_rate(raw.info["sfreq"], config, source=source)
@@ -309,7 +310,7 @@ def _recording_windows(
     if cache:
         entry = read_entry(key)
         if entry is not None:
-            log.debug("cache hit for %s (%s)", path, key[:12])
+            log.info("windows of %s from the cache (%s)", path, key[:12])
             quality = None
             if raw_quality:
                 raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids, units=units, scale=scale)

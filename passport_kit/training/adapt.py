@@ -15,6 +15,7 @@ Example (a notebook)::
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +47,7 @@ from passport_kit.training.run import (  # noqa: F401 - re-exported: adapt's pub
 )
 from passport_kit.training.splits import SubjectSplit, subsample_training, unique_subjects, with_validation
 
+log = logging.getLogger(__name__)
 #: The shipped Device Passport checkpoint that ``adapt`` starts from when none is named.
 DEFAULT_CHECKPOINT = "passport-small-mlp"
 #: Resumable state inside the output folder; removed once the bundle is written.
@@ -250,6 +252,7 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     cfg = make_config(config, **options)
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg.precision, device)
+    log.info("adapt: recipe %s on %s (%s), threads %s", cfg.recipe, device, precision, cfg.threads or "default")
     set_threads(cfg.threads)
     seed_everything(cfg.seed)
 

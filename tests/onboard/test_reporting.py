@@ -83,3 +83,14 @@ def test_history_draws_each_curve_in_its_own_panel() -> None:
     top, bottom = (ax.get_window_extent(renderer) for ax in fig.axes)
     assert not top.overlaps(bottom)
     assert len(history_figure([{"step": 1, "train_loss": 1.0}]).axes) == 1
+
+
+def test_quiet_adapt_prints_results_without_progress_or_notes(tmp_path: Path, montage_yaml: Path, dataset: Path,
+                                                             checkpoint: str) -> None:
+    args = ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint", checkpoint]
+    loud = RUN.invoke(app, [*args, "--out", str(tmp_path / "a")])
+    quiet = RUN.invoke(app, [*args, "--out", str(tmp_path / "b"), "--quiet"])
+    assert loud.exit_code == quiet.exit_code == 0, quiet.output
+    for line in ("adapt: step 1/1", "channel quality:"):
+        assert line in loud.output and line not in quiet.output
+    assert "adapter bundle written to" in quiet.output and "selected by kappa" in quiet.output
