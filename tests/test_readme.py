@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
 
 
 def test_readme_says_how_to_put_the_command_on_path() -> None:
