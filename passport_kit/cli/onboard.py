@@ -441,6 +441,11 @@ def predict_command(
         else:
             line = f"class {r.summary.get('recording_class')}"
         typer.echo(f"{r.recording}: {r.n_windows} windows; {line}")
+        if r.summary.get("classes_not_learned"):
+            missing = r.summary["classes_not_learned"]
+            rem = " (so REM latency is n/a)" if "REM" in missing and stats else ""
+            typer.echo(f"  this adapter cannot output {', '.join(missing)}: it had no training windows of "
+                       f"{'it' if len(missing) == 1 else 'them'}{rem}; adapt on recordings that contain them")
         if r.summary.get("low_confidence_windows"):
             typer.echo(f"  low confidence: {r.summary['low_confidence_windows']} of {r.n_windows} windows (top "
                        f"probability under {r.summary['low_confidence_below']:.2f}; marked in the CSV, TSV and plot)")

@@ -368,6 +368,8 @@ def predict(
     prec = resolve_precision(precision, torch_device)
     model.to(torch_device)
     channel_meta = ChannelMeta.from_montage(montage)
+    # Classes without a training window: the adapter has never learned them, so it (nearly) never outputs them.
+    not_learned = [c for c, n in (meta.metrics.get("train_class_counts") or {}).items() if n == 0]
     out_dir = Path(out) if out is not None else Path("predictions")
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
 
@@ -388,7 +390,7 @@ def predict(
             masked=masked, mask_threshold=policy.mask_bad_channels, distrusted=distrusted,
             distrust_threshold=policy.distrust_bad_channels, uncorrelated_below=policy.mask_uncorrelated_channels,
             preprocessing=night.config.model_dump(mode="json"),
-            band_short=band_too_narrow(night.config.h_freq, config.h_freq)))
+            band_short=band_too_narrow(night.config.h_freq, config.h_freq), not_learned=not_learned))
 
     def prepare(path: Path) -> Recording:
         raw = raw_from_memory(memory[path], units=units, scale=scale, sfreq=sfreq) if path in memory else None
@@ -545,6 +547,7 @@ def write_prediction(
     uncorrelated_below: float | None = None,
     preprocessing: dict[str, Any] | None = None,
     band_short: str | None = None,
+    not_learned: Sequence[str] = (),
 ) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
@@ -556,6 +559,8 @@ def write_prediction(
     ``band_short`` why the recording's band cannot carry the adapter's (:func:`band_too_narrow`):
     then every window is flagged and the statistics withheld.
     Windows in which most channels score bad (:func:`mostly_bad_windows`) are flagged too.
+    ``not_learned``: classes the adapter had no training window of, named in the summary
+    (``classes_not_learned``: it cannot output them, so e.g. a REM latency is n/a for that reason).
     """
     stem = _stem(recording)
     mostly_bad = mostly_bad_windows(quality, onsets_s, window_seconds)
@@ -584,6 +589,7 @@ def write_prediction(
         "low_confidence_below": round(low_confidence_threshold(len(classes)), 4),
     }
     withheld = band_short or _withheld_because(flagged, unsure, mostly_bad)
+    summary["classes_not_learned"] = list(not_learned)
     if preprocessing is not None:
         summary["preprocessing"] = preprocessing
     if quality is not None:
