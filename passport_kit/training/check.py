@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from passport_kit.errors import DataError, PassportError, PassportWarning
+from passport_kit.errors import ConfigError, DataError, PassportError, PassportWarning
 
 Status = Literal["ok", "warn", "fail"]
 _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
@@ -122,6 +122,8 @@ def check(
     from passport_kit.signals.windows import FLAG_NAMES, instance_normalise
     from passport_kit.training.run import build_classifier, dataset_preprocess
 
+    if batch_size < 1:  # issue 28: a batch of 0 windows crashed in the model
+        raise ConfigError(f"batch_size (--batch-size) must be at least 1, got {batch_size}")
     report = CheckReport()
     mont = _guard(report, "montage", lambda: resolve_montage(montage))
     if mont is None:
