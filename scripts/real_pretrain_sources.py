@@ -3,7 +3,8 @@
     .venv/bin/python scripts/real_pretrain_sources.py WORK [--data ../shared/data]
 
 The recordings stay where they are (``../shared/data``, never copied); this writes, under
-``WORK/sources/``, one ``dataset.yaml`` per real source that names them by absolute path:
+``WORK/sources/``, one ``dataset.yaml`` per real source that names them by absolute path
+(``allow_outside_paths: true``: they lie outside its folder on purpose):
 
 - ``muse/``: the Muse 2016 headband corpus, one entry per EDF+ segment of ``recordings.tsv``
   with its ``subject`` column (``<experiment>-<subject>``), on the built-in ``muse`` montage
@@ -44,14 +45,14 @@ def muse_spec(root: Path) -> dict:
     with open(root / "recordings.tsv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     recordings = [{"subject": r["subject"], "file": str((root / r["file"]).resolve())} for r in rows]
-    return {"task": "classification", "recordings": recordings}
+    return {"task": "classification", "allow_outside_paths": True, "recordings": recordings}
 
 
 def eegmat_spec(root: Path) -> dict:
     """Return eegmat 00-11 as a dataset.yaml mapping: one subject per person, low-passed at 45 Hz."""
     files = sorted(root.glob("Subject[0-9][0-9]_[12].edf"))
     recordings = [{"subject": f.name.split("_")[0], "file": str(f.resolve())} for f in files]
-    return {"task": "classification", "h_freq": 45, "recordings": recordings}
+    return {"task": "classification", "h_freq": 45, "allow_outside_paths": True, "recordings": recordings}
 
 
 def dreams_spec(root: Path) -> dict:
@@ -63,7 +64,7 @@ def dreams_spec(root: Path) -> dict:
         {"subject": "dreams-excerpt3", "file": str((root / "excerpt3.txt").resolve()), "sfreq": 50,
          "channels": {"C3": "C3-A1"}},
     ]
-    return {"task": "classification", "recordings": recordings}
+    return {"task": "classification", "allow_outside_paths": True, "recordings": recordings}
 
 
 def dreams_montage() -> dict:
