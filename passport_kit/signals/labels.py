@@ -137,10 +137,10 @@ def read_label_file(path: str | Path, *, column: str | None = None) -> list[str]
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        utf16 = data[:2] in (b"\xff\xfe", b"\xfe\xff")
-        raise LabelError(f"label file '{path}' is not UTF-8 text ({'UTF-16' if utf16 else 'byte'} "
-                         f"{data[exc.start:exc.start + 1].hex()} at byte {exc.start}); save it as UTF-8 (a "
-                         "spreadsheet's 'CSV UTF-8', or iconv -t UTF-8)") from None
+        found = ("UTF-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff")
+                 else f"byte {data[exc.start:exc.start + 1].hex()} at offset {exc.start}, Latin-1 or another code page?")
+        raise LabelError(f"label file '{path}' is not UTF-8 text ({found}); save it as UTF-8 (a spreadsheet's "
+                         "'CSV UTF-8', or iconv -t UTF-8)") from None
     rows = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     if not rows:
         raise LabelError(f"label file '{path}' is empty; it needs one label per window (first column)")

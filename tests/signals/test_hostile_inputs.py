@@ -101,7 +101,7 @@ def test_a_huge_label_file_is_refused_before_reading(tmp_path: Path, monkeypatch
         labels.read_label_file(path)
 
 
-@pytest.mark.parametrize(("encoding", "shown"), [("utf-16", "UTF-16"), ("latin-1", "byte e9")])
+@pytest.mark.parametrize(("encoding", "shown"), [("utf-16", "UTF-16"), ("latin-1", "byte e9 at offset 8, Latin-1")])
 def test_a_label_file_not_in_utf8_says_so(tmp_path: Path, encoding: str, shown: str) -> None:
     from passport_kit.signals.labels import read_label_file
 
