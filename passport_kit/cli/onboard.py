@@ -406,6 +406,11 @@ def predict_command(
     units: str | None = typer.Option(None, "--units", help="Unit of the recordings' numbers where the header is "
                                      "wrong or unknown to MNE: uV, mV, V or nV (EDF/BDF, .txt, .csv)."),
     scale: float | None = typer.Option(None, "--scale", help="Multiply every sample by this after reading."),
+    labels: list[Path] = typer.Option([], "--labels", help="A scorer's label file per recording, same order "
+                                      "(repeat): prints kappa and a confusion table, and draws it under the "
+                                      "hypnogram."),
+    label_map: str | None = typer.Option(None, "--label-map", help="How to read --labels: aasm, rk (R&K numbers "
+                                         "per 5 s) or eesm (default: stage or class names)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the outputs of recordings --out already holds."),
     as_json: bool = typer.Option(False, "--json", help="Print every recording's summary as JSON."),
 ) -> None:
@@ -420,7 +425,7 @@ def predict_command(
                           distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
                           mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
                           h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename),
-                          sfreq=sfreq, units=units, scale=scale)
+                          sfreq=sfreq, units=units, scale=scale, labels=labels or None, label_map=label_map)
     except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
         results, failed = exc.results, exc
     if as_json:
@@ -441,6 +446,17 @@ def predict_command(
         else:
             line = f"class {r.summary.get('recording_class')}"
         typer.echo(f"{r.recording}: {r.n_windows} windows; {line}")
+        scored = r.summary.get("scorer_agreement")
+        if scored is not None:
+            from passport_kit.inference.agreement import confusion_lines
+
+            if scored["kappa"] is None:
+                typer.echo(f"  scorer ({scored['labels']}): no window scored by both")
+            else:
+                typer.echo(f"  scorer ({scored['labels']}): kappa {scored['kappa']:.3f}, accuracy "
+                           f"{100 * scored['accuracy']:.1f} % over {scored['windows']} windows")
+                for row in confusion_lines(scored["confusion"]):
+                    typer.echo(f"    {row}")
         if r.summary.get("classes_not_learned"):
             missing = r.summary["classes_not_learned"]
             rem = " (so REM latency is n/a)" if "REM" in missing and stats else ""

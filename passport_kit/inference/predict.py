@@ -280,6 +280,8 @@ def predict(
     sfreq: float | None = None,
     units: str | None = None,
     scale: float | None = None,
+    labels: Sequence[str | Path] | None = None,
+    label_map: str | None = None,
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -340,6 +342,15 @@ def predict(
     overwrite : bool
         Replace the output folders of recordings that ``out`` already holds predictions for
         (default: refuse them, before any work).
+    labels : list of paths, optional
+        A scorer's label file per recording, in the order of the recordings (one value per
+        window, or per ``label_map``'s epoch): each summary gets ``scorer_agreement`` (Cohen's
+        kappa, accuracy and the confusion table over the windows both scored) and the
+        hypnogram shows the scorer's under the prediction
+        (:mod:`passport_kit.inference.agreement`).
+    label_map : str, optional
+        How to read ``labels``: ``aasm``, ``rk`` (R&K numbers, one per 5 s, as DREAMS) or
+        ``eesm``; default AASM stage names or the adapter's class names.
     """
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
@@ -357,6 +368,10 @@ def predict(
     from passport_kit.signals.readers import raw_from_memory
 
     files, memory = _split_recordings(recordings)
+    if labels is not None and len(labels) != len(files):
+        raise ConfigError(f"give one --labels file per recording, in the same order: {len(files)} recording(s), "
+                          f"{len(labels)} label file(s)")
+    scorer_of = dict(zip(files, (Path(f) for f in labels))) if labels is not None else {}
     model, meta = load_adapter_bundle(adapter, base=base)
     policy = ContactPolicy.of_bundle(meta.training, adapter=adapter).given(**contacts)
     if not model.backbone.channel_embedding.reads_activity:
@@ -374,6 +389,12 @@ def predict(
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
 
     def predict_one(path: Path, night: Recording) -> PredictionResult:
+        reference = None
+        if path in scorer_of:  # read first: a label file that does not fit the recording fails before the model runs
+            from passport_kit.inference.agreement import scorer_labels
+
+            reference = scorer_labels(scorer_of[path], list(meta.classes), n_windows=len(night.x),
+                                      window_seconds=config.window_seconds, label_map=label_map)
         masked, distrusted = policy.masks(night.quality, night.onset_s, config.window_seconds)
         if is_sleep_staging(list(meta.classes)):
             import_plotting_soon()  # while the model runs: the hypnogram's PNG needs matplotlib next
@@ -390,7 +411,8 @@ def predict(
             masked=masked, mask_threshold=policy.mask_bad_channels, distrusted=distrusted,
             distrust_threshold=policy.distrust_bad_channels, uncorrelated_below=policy.mask_uncorrelated_channels,
             preprocessing=night.config.model_dump(mode="json"),
-            band_short=band_too_narrow(night.config.h_freq, config.h_freq), not_learned=not_learned))
+            band_short=band_too_narrow(night.config.h_freq, config.h_freq), not_learned=not_learned,
+            reference=reference, reference_file=scorer_of.get(path)))
 
     def prepare(path: Path) -> Recording:
         raw = raw_from_memory(memory[path], units=units, scale=scale, sfreq=sfreq) if path in memory else None
@@ -548,6 +570,8 @@ def write_prediction(
     preprocessing: dict[str, Any] | None = None,
     band_short: str | None = None,
     not_learned: Sequence[str] = (),
+    reference: np.ndarray | None = None,
+    reference_file: Path | None = None,
 ) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
@@ -590,6 +614,10 @@ def write_prediction(
     }
     withheld = band_short or _withheld_because(flagged, unsure, mostly_bad)
     summary["classes_not_learned"] = list(not_learned)
+    if reference is not None:
+        from passport_kit.inference.agreement import agreement
+
+        summary["scorer_agreement"] = {"labels": str(reference_file), **agreement(reference, pred, classes)}
     if preprocessing is not None:
         summary["preprocessing"] = preprocessing
     if quality is not None:
@@ -606,9 +634,10 @@ def write_prediction(
         summary["caveat"] = ("Automatic staging is a draft for a trained scorer to review; N1 is the least "
                              "reliable stage, and statistics inherit every staging error.")
         files["hypnogram"] = reports.write_text(folder / f"{stem}_hypnogram.json", hyp.to_json())
+        scorer = None if reference is None else _scorer_hypnogram(reference, onsets_s, classes, window_seconds, start)
         files["hypnogram_plot"] = reports.plot_hypnogram(
             folder / f"{stem}_hypnogram.png", hyp, title=f"{recording.name} (adapter {Path(adapter).name})",
-            note=_plot_note(summary, withheld))
+            note=_plot_note(summary, withheld), reference=scorer)
     else:
         events = [{"onset": float(o), "duration": window_seconds, "value": int(k), "trial_type": classes[k],
                    "low_confidence": int(u)} for o, k, u in zip(onsets_s, pred, unsure)]
@@ -637,7 +666,9 @@ def _plot_note(summary: dict[str, Any], withheld: str | None) -> str:
     confidence = summary.get("mean_confidence")
     tail = "" if confidence is None else f" · mean confidence {confidence:.2f}"
     unsure = summary.get("low_confidence_windows")
-    return head + tail + (f" · {unsure} low-confidence epochs (shaded)" if unsure else "")
+    scored = summary.get("scorer_agreement") or {}
+    scorer = "" if scored.get("kappa") is None else f" · kappa vs scorer {scored['kappa']:.2f}"
+    return head + tail + scorer + (f" · {unsure} low-confidence epochs (shaded)" if unsure else "")
 
 
 #: Summary statistics are withheld when more than this share of the windows is flagged or low confidence.
@@ -715,6 +746,15 @@ def _window_counts(names: list[str], which: np.ndarray | None, threshold: float 
         f"{word}_windows": {n: int(k) for n, k in zip(names, which.sum(axis=0))},
         f"windows_with_{word}_channels": int(which.any(axis=1).sum()),
     }
+
+
+def _scorer_hypnogram(reference: np.ndarray, onsets_s: np.ndarray, classes: list[str], window_seconds: float,
+                      start: datetime | None = None) -> Hypnogram:
+    """Return the scorer's hypnogram on the predictions' epoch grid (class indices ``(N,)``; -1: UNS)."""
+    stage_names = [normalize_stage(c) for c in classes]
+    stages = [stage_names[k] if k >= 0 else "UNS" for k in np.asarray(reference)]
+    first = float(onsets_s[0]) if len(onsets_s) else 0.0
+    return Hypnogram(stages, epoch_seconds=window_seconds, offset_s=first, classes=stage_names, start=start)
 
 
 def _hypnogram(pred: np.ndarray, proba: np.ndarray, onsets_s: np.ndarray, classes: list[str],

@@ -137,7 +137,8 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
     # Conventional hypnogram order, top to bottom: W, REM, N1, N2, N3 (UNS/ART above W).
     levels = {"ART": 6, "UNS": 5, "W": 4, "REM": 3, "N1": 2, "N2": 1, "N3": 0}
     ax = axes[0]
-    for hyp, style in ((reference, dict(color="0.6", lw=2.5, label="reference")),
+    # The scorer's line is a wide light band under the prediction: where they agree it still shows.
+    for hyp, style in ((reference, dict(color="0.75", lw=6, label="scorer")),
                        (hypnogram, dict(color="k", lw=1.2, label="predicted"))):
         if hyp is None:
             continue
