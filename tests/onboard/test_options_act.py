@@ -9,7 +9,6 @@ import pytest
 from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
-from passport_kit.errors import ConfigError
 from passport_kit.training.adapt import make_config, training_record
 from passport_kit.training.run_file import adapt_config_from_file
 
@@ -48,11 +47,6 @@ def test_probe_records_no_learning_rate_and_its_adapter_json_repeats_a_probe(tmp
     old = {"format": "passport-kit/adapter-bundle", "training": {**training_record(cfg), "head_lr": 0.0005}}
     (tmp_path / "adapter.json").write_text(json.dumps(old))
     assert adapt_config_from_file(tmp_path / "adapter.json").recipe == "probe"
-
-
-def test_explicit_probe_with_epochs_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="recipe 'probe' ignores epochs"):
-        make_config(montage="m", data="d", recipe="probe", epochs=3)
 
 
 def test_adapt_names_its_recipe_and_counts_what_the_probe_fitted(tmp_path: Path, montage_yaml: Path, dataset: Path,
