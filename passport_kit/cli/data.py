@@ -30,6 +30,10 @@ def inspect_cmd(
     h_freq: Annotated[Optional[float], typer.Option(help="Upper band-pass edge in Hz (default 75).")] = None,
     label_column: Annotated[Optional[str], typer.Option(help="Column of *_events.tsv holding the labels.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the window cache.")] = False,
+    sfreq: Annotated[Optional[float], typer.Option(help="One recording: its rate in Hz when the file has none "
+                                                   "(DREAMS .txt, CSV without timestamps).")] = None,
+    units: Annotated[Optional[str], typer.Option(help="One recording: the unit of its numbers where the header is "
+                                                 "wrong (uV, mV, V, nV).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Print one recording's own channels, rate and length, or load a dataset: recordings, windows, classes, mapping."""
@@ -41,8 +45,12 @@ def inspect_cmd(
     from passport_kit.signals.readers import is_recording_file, read_recording
 
     if path.is_file() and is_recording_file(path, text=True):
-        _inspect_recording(path, None if montage is None else resolve_montage(montage), as_json=as_json)
+        _inspect_recording(path, None if montage is None else resolve_montage(montage), as_json=as_json,
+                           sfreq=sfreq, units=units)
         return
+    if sfreq is not None or units is not None:  # a dataset says them per recording
+        raise ConfigError("--sfreq and --units apply to one recording file; for a dataset give 'sfreq:' and 'units:' "
+                          "of each recording in its dataset.yaml")
     if montage is None:
         raise ConfigError(f"data inspect of a dataset needs --montage NAME (to map and window its recordings); "
                           f"give a recording file instead of '{path}' to see its own channels and rate")
@@ -106,14 +114,15 @@ def inspect_cmd(
         echo(f"  {rec.subject:<14} {rec.file}  {windows[rec.file]} windows")
 
 
-def _inspect_recording(path: Path, montage: object | None, *, as_json: bool = False) -> None:
+def _inspect_recording(path: Path, montage: object | None, *, as_json: bool = False, sfreq: float | None = None,
+                       units: str | None = None) -> None:
     """Print a recording's format, rate, length, start, channels and annotations (and its mapping onto ``montage``)."""
     from collections import Counter
 
     from passport_kit.signals.channels import describe_mapping
     from passport_kit.signals.readers import FORMATS, read_recording, recording_suffix
 
-    raw = read_recording(path)
+    raw = read_recording(path, sfreq=sfreq, units=units)
     seconds = raw.n_times / raw.info["sfreq"]
     types = raw.get_channel_types()
     counts = Counter(raw.annotations.description)

@@ -178,7 +178,7 @@ def read_recording(path: str | Path, *, sfreq: float | None = None, units: str |
         if sfreq is None:
             raise DataError(
                 f"recording '{path}': a DREAMS text file does not store its sampling rate; give it, "
-                f"e.g. 'sfreq: 100' for this recording in dataset.yaml, or predict --sfreq 100"
+                f"e.g. 'sfreq: 100' for this recording in dataset.yaml, or --sfreq 100 (predict, data inspect)"
             )
         return _scaled(read_dreams_text(path, sfreq, units=_unit_check(units, path) or "uV"), scale, path)
     if suffix == ".csv":
@@ -357,7 +357,7 @@ def _csv_rate(path: Path, stamps: np.ndarray | None, sfreq: float | None) -> tup
     if stamps is None:
         if sfreq is None:
             raise DataError(f"recording '{path}' has no timestamp column (looked for {', '.join(_TIME_COLUMNS)}); "
-                            "give its rate: 'sfreq:' for it in dataset.yaml, or predict --sfreq")
+                            "give its rate: 'sfreq:' for it in dataset.yaml, or --sfreq (predict, data inspect)")
         return float(sfreq), None
     if len(stamps) < 2 or not np.isfinite(stamps).all() or stamps[-1] <= stamps[0]:
         raise DataError(f"recording '{path}': its timestamps do not increase; give a CSV with a timestamp per row")

@@ -47,7 +47,7 @@ def test_predict_a_csv_recording(bundle: Path, night: mne.io.BaseRaw, tmp_path: 
 def test_predict_sfreq_for_a_csv_without_timestamps(bundle: Path, night: mne.io.BaseRaw, tmp_path: Path) -> None:
     csv = _csv(tmp_path / "plain.csv", night, timestamps=False)
     result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(csv), "--out", str(tmp_path / "p")])
-    assert result.exit_code == 2 and "predict --sfreq" in result.output
+    assert result.exit_code == 2 and "--sfreq (predict, data inspect)" in result.output
     result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(csv), "--out", str(tmp_path / "p1"),
                               "--sfreq", "200"])
     assert result.exit_code == 0, result.output

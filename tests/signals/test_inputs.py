@@ -79,7 +79,7 @@ def test_csv_rate_given_must_match_the_timestamps(tmp_path: Path) -> None:
 
 def test_csv_without_timestamps_needs_a_rate(tmp_path: Path) -> None:
     (tmp_path / "plain.csv").write_text("TP9,AF7\n" + "\n".join(f"{i % 7},{i % 5}" for i in range(500)) + "\n")
-    with pytest.raises(DataError, match="no timestamp column .* predict --sfreq"):
+    with pytest.raises(DataError, match=r"no timestamp column .* or --sfreq \(predict, data inspect\)"):
         read_recording(tmp_path / "plain.csv")
     assert read_recording(tmp_path / "plain.csv", sfreq=100).info["sfreq"] == 100
 
@@ -143,11 +143,12 @@ def test_dataset_yaml_units_and_scale_per_recording(tmp_path: Path) -> None:
     data = _signal(6000, 200.0)
     _uv_edf(tmp_path / "bad.edf", "UV", data, 200.0)
     _uv_edf(tmp_path / "good.edf", "uV", data, 200.0)
+    _uv_edf(tmp_path / "same.edf", "uV", data, 200.0)
     (tmp_path / "dataset.yaml").write_text(
         "task: classification\nwindow_seconds: 10\nrecordings:\n"
         "  - {subject: s1, file: good.edf, label: a}\n"
         "  - {subject: s2, file: bad.edf, label: b, units: uV}\n"
-        "  - {subject: s3, file: good.edf, label: c, scale: 2}\n")
+        "  - {subject: s3, file: same.edf, label: c, scale: 2}\n")
     assert load_dataset_spec(tmp_path).recordings[1].units == "uV"
     ws = load_dataset(tmp_path, str(tmp_path / "muse.yaml"))
     good, bad, doubled = (ws.x[ws.subject == s] for s in ("s1", "s2", "s3"))
@@ -193,3 +194,17 @@ def test_dreams_excerpt3_edf_reads_in_microvolts_with_units(shared_data: Path) -
         raw = read_recording(path, units="uV")
     sd = float(np.std(raw.get_data(picks=["C3-A1"])))
     assert 5e-6 < sd < 100e-6  # tens of µV, as EEG is (the header's 'UV' alone gives ~20 V)
+
+
+def test_data_inspect_takes_the_rate_and_unit_of_one_recording(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from passport_kit.cli.app import app
+
+    (tmp_path / "plain.csv").write_text("TP9,AF7\n" + "\n".join(f"{i % 7},{i % 5}" for i in range(500)) + "\n")
+    run = CliRunner()
+    refused = run.invoke(app, ["data", "inspect", str(tmp_path / "plain.csv")])
+    assert refused.exit_code == 2 and "--sfreq (predict, data inspect)" in refused.output
+    result = run.invoke(app, ["data", "inspect", str(tmp_path / "plain.csv"), "--sfreq", "100", "--units", "mV"])
+    assert result.exit_code == 0, result.output
+    assert "recording: " in result.output and "sampling rate: 100 Hz" in result.output
