@@ -1,6 +1,7 @@
 """Signals: from recordings to model-ready windows ``(N, C, P, 200)``.
 
-Read (MNE: EDF, BDF, FIF, EEGLAB, BrainVision, DREAMS text; BIDS through MNE-BIDS) → map
+Read (MNE: EDF, BDF, FIF, EEGLAB, BrainVision; DREAMS text, CSV; BIDS through MNE-BIDS; an
+``mne.io.Raw`` or ``(array, sfreq, ch_names)`` in memory) → map
 channels onto a montage → preprocess (CBraMod contract: 200 Hz, 0.3–75 Hz, notch, µV/100) →
 windows + quality flags → memory-mapped cache. See ``docs/data.md``.
 
@@ -18,7 +19,7 @@ from passport_kit.signals.dataset_spec import DatasetSpec, RecordingSpec, load_d
 from passport_kit.signals.labels import BUILTIN_LABEL_MAPS, LabelMap, get_label_map
 from passport_kit.signals.preprocess import PreprocessConfig, preprocess
 from passport_kit.signals.quality import ChannelQuality, QualityThresholds, channel_quality, recording_quality, windows_quality
-from passport_kit.signals.readers import read_recording
+from passport_kit.signals.readers import raw_from_memory, read_csv_recording, read_recording
 from passport_kit.signals.simulator import simulate_dataset
 from passport_kit.signals.windows import make_windows
 
@@ -40,6 +41,8 @@ __all__ = [
     "make_windows",
     "map_channels",
     "preprocess",
+    "raw_from_memory",
+    "read_csv_recording",
     "read_recording",
     "recording_quality",
     "simulate_dataset",
