@@ -23,7 +23,6 @@ names the file and says how to fix it; MNE's own exceptions never reach the user
 from __future__ import annotations
 
 import csv
-import io
 import re
 import warnings
 from datetime import datetime, timezone
@@ -320,8 +319,7 @@ def read_csv_recording(path: str | Path, *, sfreq: float | None = None, units: s
         raise DataError(f"cannot read '{path}' as CSV: its first row holds numbers, not column names; add a header "
                         "row (e.g. 'timestamps,TP9,AF7,AF8,TP10') so that channels can be found by name")
     try:
-        values = np.loadtxt(io.StringIO("\n".join(lines[start + 1:])), delimiter=delimiter, usecols=numeric,
-                            ndmin=2, dtype=np.float64)
+        values = np.loadtxt(lines[start + 1:], delimiter=delimiter, usecols=numeric, ndmin=2, dtype=np.float64)
     except ValueError as exc:
         reason = " ".join(str(exc).split())[:160]
         raise DataError(f"cannot read '{path}' as CSV ({reason}); every row needs a number in each channel column "
