@@ -85,9 +85,13 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
     if sel:
         score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
         chosen = (f" (C {sel['C']:g}, backbone weight {sel['backbone_weight']:g}, context {sel.get('context', 0)}"
-                  + (f", pooling {sel['pooling']}" if "pooling" in sel else "") + ")"
+                  + (f", pooling {sel['pooling']}" if "pooling" in sel else "")
+                  + (f", scaling {sel['scaling']}" if sel.get("scaling", "none") != "none" else "") + ")"
                   if sel.get("recipe") == "probe" else "")
         lines.append(f"selected by {sel['metric']} {score}: {sel['method']}{chosen}")
+        reference = bandpower_line(sel)
+        if reference:
+            lines.append(reference)
     if m.get("validation"):
         v = m["validation"]
         auroc = f"AUROC {v['auroc']:.3f}  " if v.get("auroc") is not None else ""
@@ -105,6 +109,19 @@ def recipe_line(cfg: Any) -> str:
     given = gradient_options_given(cfg) if cfg.recipe == "finetune" else []
     named = ", ".join("--" + k.replace("_", "-") for k in given)
     return f"recipe {cfg.recipe}" + (f" (gradient training: {named} given)" if given else "")
+
+
+def bandpower_line(selection: dict[str, Any]) -> str | None:
+    """Return the line that tells the user whether the pretrained features help on their data (None: unknown)."""
+    bp, inc = selection.get("bandpower_score"), selection.get("increment_over_bandpower")
+    if bp is None or inc is None:
+        return None
+    metric = selection["metric"]
+    if selection.get("backbone_weight") == 0:
+        return (f"band power alone: cross-validated {metric} {bp:.3f}; the pretrained features add nothing here that "
+                "beats it clearly, so the bundle uses band power alone")
+    return (f"band power alone: cross-validated {metric} {bp:.3f}; the pretrained features add {inc:+.3f} {metric} "
+            "over band power on your data")
 
 
 def _uncorrelated(value: str) -> float | None:

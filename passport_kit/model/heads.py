@@ -12,11 +12,14 @@ from passport_kit.errors import ConfigError, DataError
 from passport_kit.model.backbone import Backbone
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.model.policy import FrozenStaysEval
+from passport_kit.model.spectral import band_power_features
 
 Pooling = Literal["mean", "patches"]
 HeadKind = Literal["mlp", "probe"]
 
-#: Bands (Hz) of the probe head's spectral summary: delta (split), theta, alpha, sigma, beta.
+#: Bands (Hz) of the spectral summary of probe heads written before issue 24 (``bands`` None): log absolute
+#: power only, by :func:`log_band_power`. New heads use :mod:`passport_kit.model.spectral`.
+#: Delta (split), theta, alpha, sigma, beta.
 #: All at or below 30 Hz, which every recording at 64 Hz or more carries, and below the
 #: prefilter differences of real data sets (eegmat's 45 Hz low-pass in some recordings).
 SPECTRAL_BANDS: tuple[tuple[float, float], ...] = ((0.5, 2.0), (2.0, 4.0), (4.0, 8.0), (8.0, 12.0), (12.0, 16.0),
@@ -69,6 +72,43 @@ def sequence_features(z: Tensor, context: int, groups: Sequence[Any] | None = No
     return torch.cat([z, out], dim=1)
 
 
+#: How a probe head scales its inputs before the read-out: as they are, or per recording (each feature minus
+#: its median over the recording's windows, divided by its interquartile range), as YASA scales every
+#: feature within a night. Only for data labelled per window (sleep): where a recording holds one class,
+#: scaling within it would erase the label.
+Scaling = Literal["none", "recording"]
+SCALINGS: tuple[str, ...] = ("none", "recording")
+
+
+def recording_scaled(z: Tensor, groups: Sequence[Any] | None = None) -> Tensor:
+    """Return rows ``z`` ``(N, F)`` robust-scaled within each recording ``groups`` names (None: one recording).
+
+    Each feature minus its median over the recording's rows, divided by its interquartile range
+    (1 where that is 0). A recording of one row comes back as zeros.
+    """
+    keys = [0] * len(z) if groups is None else list(groups)
+    out = torch.empty_like(z)
+    start = 0
+    while start < len(z):
+        stop = start + 1
+        while stop < len(z) and keys[stop] == keys[start]:
+            stop += 1
+        seg = z[start:stop]
+        q = torch.quantile(seg.double(), torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64, device=z.device), dim=0)
+        iqr = q[2] - q[0]
+        iqr = torch.where(iqr > 1e-12, iqr, torch.ones_like(iqr))
+        out[start:stop] = ((seg.double() - q[1]) / iqr).to(z.dtype)
+        start = stop
+    return out
+
+
+def read_out_inputs(z: Tensor, context: int, scaling: str = "none", groups: Sequence[Any] | None = None) -> Tensor:
+    """Return what a probe head's linear layer reads for features ``z`` ``(N, F)``: scaled, then with context."""
+    if scaling == "recording":
+        z = recording_scaled(z, groups)
+    return sequence_features(z, context, groups)
+
+
 #: How a probe head pools the encoder features over channels and patches: their mean (D values),
 #: or their mean and their spread over the window's patches (2 D values).
 ProbePooling = Literal["mean", "meanstd"]
@@ -116,20 +156,39 @@ class ProbeHead(nn.Module):
     """
 
     def __init__(self, d_model: int, n_classes: int, n_channels: int, context: int = 0, layer: int | None = None,
-                 pooling: ProbePooling = "mean") -> None:
+                 pooling: ProbePooling = "mean", bands: Sequence[Sequence[float]] | None = None,
+                 scaling: Scaling = "none") -> None:
         super().__init__()
         if n_classes < 1 or n_channels < 1 or context < 0 or (layer is not None and layer < 0):
             raise ConfigError(f"a probe head needs classes, channels and a context and layer of 0 or more, got "
                               f"{n_classes}, {n_channels}, {context} and {layer}")
+        if scaling not in SCALINGS:
+            raise ConfigError(f"unknown probe scaling {scaling!r}; choose one of {', '.join(SCALINGS)}")
+        if bands is not None and (not len(bands) or any(len(b) != 2 or not 0 <= b[0] < b[1] for b in bands)):
+            raise ConfigError(f"probe bands must be (low, high) pairs in Hz with low < high, got {bands!r}")
         self.d_model, self.n_channels, self.context = d_model, n_channels, context
-        self.layer, self.pooling = layer, pooling
+        self.layer, self.pooling, self.scaling = layer, pooling, scaling
+        #: None: the spectral block of heads written before issue 24 (log absolute power, SPECTRAL_BANDS).
+        self.bands = None if bands is None else tuple((float(lo), float(hi)) for lo, hi in bands)
         self.linear = nn.Linear(self._width(context, pooling), n_classes)
         nn.init.zeros_(self.linear.weight)
         nn.init.zeros_(self.linear.bias)
 
+    @property
+    def n_spectral_features(self) -> int:
+        """Return how many spectral features the head reads (per channel: absolute and relative power per band)."""
+        per_channel = len(SPECTRAL_BANDS) if self.bands is None else 2 * len(self.bands)
+        return self.n_channels * per_channel
+
     def _width(self, context: int, pooling: str) -> int:
-        n_inputs = pooled_width(self.d_model, pooling) + self.n_channels * len(SPECTRAL_BANDS)
+        n_inputs = pooled_width(self.d_model, pooling) + self.n_spectral_features
         return n_inputs * (2 if context else 1)
+
+    def spectral(self, x: Tensor) -> Tensor:
+        """Return the spectral block ``(B, n_spectral_features)`` of windows ``x`` ``(B, C, P, 200)``."""
+        if self.bands is None:
+            return log_band_power(x.float()).flatten(1)
+        return band_power_features(x, self.bands)
 
     @property
     def n_backbone_features(self) -> int:
@@ -148,23 +207,22 @@ class ProbeHead(nn.Module):
         pooled = [feats.mean(dim=(1, 2))]
         if (pooling or self.pooling) == "meanstd" and feats.shape[-1]:  # (a width-0 block has no spread)
             pooled.append(feats.std(dim=2, correction=0).mean(dim=1))
-        return torch.cat([*pooled, log_band_power(x.float()).flatten(1)], dim=1)
+        return torch.cat([*pooled, self.spectral(x)], dim=1)
 
-    def set_read_out(self, context: int, pooling: ProbePooling | None = None) -> None:
-        """Give the head ``context`` windows on each side (and ``pooling``); a new, zero read-out layer to match."""
+    def set_read_out(self, context: int, pooling: ProbePooling | None = None, scaling: Scaling | None = None) -> None:
+        """Give the head ``context`` windows on each side (and ``pooling``, ``scaling``); a new, zero read-out layer."""
         pooling = pooling or self.pooling
         self.linear = nn.Linear(self._width(context, pooling), self.linear.out_features)
-        self.context, self.pooling = context, pooling
+        self.context, self.pooling, self.scaling = context, pooling, scaling or self.scaling
         nn.init.zeros_(self.linear.weight)
         nn.init.zeros_(self.linear.bias)
 
     def read_out(self, z: Tensor, groups: Sequence[Any] | None = None) -> Tensor:
         """Return logits ``(N, n_classes)`` from read-out inputs ``z`` ``(N, F)`` (rows in time order per group)."""
-        z = sequence_features(z.to(self.linear.weight.dtype), self.context, groups)
-        return self.linear(z)
+        return self.linear(read_out_inputs(z.to(self.linear.weight.dtype), self.context, self.scaling, groups))
 
     def forward(self, feats: Tensor, x: Tensor) -> Tensor:
-        """Return logits ``(B, n_classes)`` (with ``context``: the batch is one recording's consecutive windows)."""
+        """Return logits ``(B, n_classes)`` (with ``context`` or ``scaling``: the batch is one recording's windows)."""
         return self.read_out(self.features(feats, x))
 
 
@@ -233,6 +291,8 @@ class Classifier(FrozenStaysEval, nn.Module):
         context: int = 0,
         layer: int | None = None,
         pooling_probe: ProbePooling = "mean",
+        bands: Sequence[Sequence[float]] | None = None,
+        scaling: Scaling = "none",
     ) -> None:
         super().__init__()
         self.backbone = backbone
@@ -244,7 +304,8 @@ class Classifier(FrozenStaysEval, nn.Module):
             if layer is not None and layer > n_layers:  # here, not at the first forward: adapt reads data first
                 raise ConfigError(f"probe_layer {layer} is beyond this backbone's {n_layers} layers; "
                                   f"choose 0..{n_layers}")
-            self.head = ProbeHead(backbone.config.d_model, n_classes, n_channels, context, layer, pooling_probe)
+            self.head = ProbeHead(backbone.config.d_model, n_classes, n_channels, context, layer, pooling_probe,
+                                  bands, scaling)
             self._head_settings: dict[str, Any] = {"kind": "probe", "n_classes": n_classes, "n_channels": n_channels}
         elif kind == "mlp":
             self.head = ClassificationHead(
@@ -274,6 +335,8 @@ class Classifier(FrozenStaysEval, nn.Module):
             settings = self._head_settings | {"context": self.head.context}
             if self.head.layer is not None:  # bundles written before the option existed read every layer
                 settings |= {"layer": self.head.layer, "pooling_probe": self.head.pooling}
+            if self.head.bands is not None:  # heads written before issue 24 have the old spectral block
+                settings |= {"bands": [list(b) for b in self.head.bands], "scaling": self.head.scaling}
             return settings
         return dict(self._head_settings)
 

@@ -72,6 +72,11 @@ class EvaluateConfig(RecipeOptions):
     h_freq: float | None = Field(None, gt=0, description="band-pass top in Hz; None: as adapt's h_freq")
 
 
+#: The method name of the band-power reference in evaluate's tables (probe recipe): the read-out of band power
+#: alone that the probe's inner cross-validation found best, fitted on the same training subjects.
+BANDPOWER = "band power"
+
+
 class EvaluationReport(BaseModel):
     """Every score of an evaluation and where its files are."""
 
@@ -174,6 +179,7 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                 for n in sizes:
                     plans.append((method, ckpt, backbone, info, run, fold, n, seed))
     total = len(plans)
+    report_methods = list(methods)
     for done, (method, ckpt, backbone, info, run, fold, n, seed) in enumerate(plans):
         if progress is not None:
             progress(done, total, f"{method} {fold.name} n={n or 'all'} seed={seed}")
@@ -201,22 +207,37 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                               batch_size=max(cfg.batch_size, 64),
                               device=device, precision=precision, channel_mask=run.channel_mask,
                               distrust=run.distrust)
-        pred = proba.argmax(1)
-        for subject in split.test:
-            sel = windows.subject[test_idx] == subject
-            if not sel.any():
-                continue
-            m = classification_metrics(windows.y[test_idx][sel], pred[sel], list(windows.classes), proba[sel])
-            rows.append({
-                "method": method, "fold": fold.name, "test_subject": subject,
-                "n_train_subjects": len(split.train), "sweep_size": n, "seed": seed,
-                "n_windows": m.n, "accuracy": m.accuracy, "balanced_accuracy": m.balanced_accuracy,
-                "kappa": m.kappa, "macro_f1": m.macro_f1, "auroc": m.auroc,
-                **{f"f1_{c}": v for c, v in m.per_class_f1.items()},
-            })
-        if n == sizes[-1]:
-            pooled[method][0].extend(windows.y[test_idx].tolist())
-            pooled[method][1].extend(pred.tolist())
+        scored = [(method, proba)]
+        if trained.bandpower_head is not None and method == methods[0]:
+            # The band-power reference (issue 24): the probe's best read-out of band power alone, fitted on the
+            # same training rows, scored on the same test windows (it reads no backbone feature, so once).
+            chosen, model.head = model.head, trained.bandpower_head
+            try:
+                scored.append((BANDPOWER, predict_proba(
+                    model, windows.x, run.meta, index=test_idx, groups=windows.recording[test_idx],
+                    batch_size=max(cfg.batch_size, 64), device=device, precision=precision,
+                    channel_mask=run.channel_mask, distrust=run.distrust)))
+            finally:
+                model.head = chosen
+            if BANDPOWER not in report_methods:
+                report_methods.append(BANDPOWER)
+        for name, proba in scored:
+            pred = proba.argmax(1)
+            for subject in split.test:
+                sel = windows.subject[test_idx] == subject
+                if not sel.any():
+                    continue
+                m = classification_metrics(windows.y[test_idx][sel], pred[sel], list(windows.classes), proba[sel])
+                rows.append({
+                    "method": name, "fold": fold.name, "test_subject": subject,
+                    "n_train_subjects": len(split.train), "sweep_size": n, "seed": seed,
+                    "n_windows": m.n, "accuracy": m.accuracy, "balanced_accuracy": m.balanced_accuracy,
+                    "kappa": m.kappa, "macro_f1": m.macro_f1, "auroc": m.auroc,
+                    **{f"f1_{c}": v for c, v in m.per_class_f1.items()},
+                })
+            if n == sizes[-1]:
+                pooled[name][0].extend(windows.y[test_idx].tolist())
+                pooled[name][1].extend(pred.tolist())
         if rows:
             # Rows so far, after every run: a long evaluation stopped midway keeps what it scored.
             reports.write_table(Path(cfg.out) / "results.csv", rows)
@@ -225,7 +246,7 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
     if not rows:
         raise DataError("no test windows were scored; check --test-subject and the dataset labels")
     classes = list(next(iter(runs.values())).windows.classes)
-    return _write_reports(cfg, rows, pooled, classes, methods, sizes)
+    return _write_reports(cfg, rows, pooled, classes, report_methods, sizes)
 
 
 def adapter_folder(out: Path, method: str, fold: str, n: int | None, seed: int) -> Path:

@@ -30,7 +30,8 @@ import numpy as np
 from passport_kit.contacts import channel_masks
 from passport_kit.errors import ConfigError, PassportWarning
 from passport_kit.model import ChannelMeta, Classifier, apply_policy, check_policy
-from passport_kit.model.heads import PROBE_LAYER
+from passport_kit.model.heads import PROBE_LAYER, SCALINGS
+from passport_kit.model.spectral import STANDARD_BANDS, carried_bands
 from passport_kit.signals import PreprocessConfig, WindowSet, load_dataset
 from passport_kit.signals.dataset import RecordingReader, fit_band_to_dataset
 from passport_kit.signals.dataset_spec import DatasetSpec, load_dataset_spec
@@ -123,6 +124,9 @@ class TrainedRun:
     fit: FitResult
     selection: dict[str, Any]
     warnings: list[str]
+    #: The probe recipe's band-power read-out (backbone weight 0), fitted on the same rows: the reference
+    #: ``evaluate`` scores next to the model (None for the finetune recipe).
+    bandpower_head: Any = None
 
 
 def train_once(
@@ -139,12 +143,15 @@ def train_once(
     """
     backbone.add_channels(run.meta.names)
     model = build_classifier(backbone, len(run.windows.classes), options.train, dropout=options.dropout,
-                             recipe=options.recipe, n_channels=len(run.meta.names), probe_layer=options.probe_layer)
+                             recipe=options.recipe, n_channels=len(run.meta.names), probe_layer=options.probe_layer,
+                             bands=carried_bands(run.preprocess.h_freq))
+    extra: dict[str, Any] = {}
     fitted, selection, notes = train_classifier(
         options, model, run.windows, run.meta, train_idx, val_idx, seed=seed, device=device, precision=precision,
         state_path=state_path, run_config=run_config, progress=progress, channel_mask=run.channel_mask,
-        distrust=run.distrust)
-    return TrainedRun(model=model, fit=fitted, selection=selection, warnings=notes)
+        distrust=run.distrust, extra=extra)
+    return TrainedRun(model=model, fit=fitted, selection=selection, warnings=notes,
+                      bandpower_head=extra.get("bandpower_head"))
 
 
 def usable_windows(windows: Any, *, skip_flagged: bool = True) -> np.ndarray:
@@ -162,15 +169,17 @@ def usable_windows(windows: Any, *, skip_flagged: bool = True) -> np.ndarray:
 
 
 def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: float = 0.1, recipe: Recipe = "finetune",
-                     n_channels: int | None = None, probe_layer: int = PROBE_LAYER) -> Any:
+                     n_channels: int | None = None, probe_layer: int = PROBE_LAYER,
+                     bands: tuple[tuple[float, float], ...] = STANDARD_BANDS) -> Any:
     """Return a Classifier over ``backbone`` with ``policy`` applied and checked.
 
     The ``probe`` recipe gets a :class:`~passport_kit.model.heads.ProbeHead` over ``n_channels``
-    channels reading the backbone after ``probe_layer`` criss-cross layers, ``finetune`` the
-    paper's MLP head.
+    channels reading the backbone after ``probe_layer`` criss-cross layers and the log absolute
+    and relative power of each channel in ``bands`` (Hz: the standard bands the data carries,
+    :func:`~passport_kit.model.spectral.carried_bands`); ``finetune`` the paper's MLP head.
     """
     if recipe == "probe":
-        model = Classifier(backbone, n_classes, kind="probe", n_channels=n_channels, layer=probe_layer)
+        model = Classifier(backbone, n_classes, kind="probe", n_channels=n_channels, layer=probe_layer, bands=bands)
     else:
         model = Classifier(backbone, n_classes, dropout=dropout)
     apply_policy(model, policy)
@@ -182,6 +191,7 @@ def train_classifier(
     cfg: RecipeOptions, model: Any, windows: Any, meta: Any, train_idx: np.ndarray, val_idx: np.ndarray, *, seed: int,
     device: Any, precision: Any, state_path: Path | None = None, run_config: dict[str, Any] | None = None,
     progress: ProgressFn | None = None, channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[FitResult, dict[str, Any], list[str]]:
     """Return the fit of ``model`` by ``cfg.recipe``, its selection block and the warnings for the user.
 
@@ -189,6 +199,7 @@ def train_classifier(
     training and validation rows together, selecting by cross-validation over their subjects
     (:func:`~passport_kit.training.probe.fit_probe`); ``finetune``: gradient steps on the
     training rows, selection on the validation rows (:func:`~passport_kit.training.finetune.fit`).
+    ``extra`` (a dict) receives the probe's band-power read-out as ``"bandpower_head"``.
     """
     classes = list(windows.classes)
     if cfg.recipe == "probe":
@@ -199,11 +210,14 @@ def train_classifier(
         probe = fit_probe(model, windows.x, windows.y, meta, classes, rows, windows.subject, seed=seed,
                           batch_size=max(cfg.batch_size, 64), device=device, channel_mask=channel_mask,
                           distrust=distrust, recordings=windows.recording, contexts=contexts,
-                          poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,))
+                          poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,),
+                          scalings=SCALINGS if labels_vary_within_recordings(windows, rows) else ("none",))
         if progress is not None:
             progress(1, 1, {} if probe.selection_score is None else {"val": probe.selection_score})
         result = FitResult(best_step=0, steps=0, best_score=probe.selection_score, validation=probe.validation,
                            seconds=probe.seconds)
+        if extra is not None:
+            extra["bandpower_head"] = probe.bandpower_head
         return result, probe_summary(probe), probe.warnings
     result = fit(
         model, windows.x, windows.y, meta, classes, cfg.settings(seed), train_index=train_idx, val_index=val_idx,
@@ -222,6 +236,17 @@ def train_classifier(
                  "score": None if result.best_score is None else round(result.best_score, 4),
                  "method": f"best of every evaluation on {n_val} validation subject(s)", "best_step": result.best_step}
     return result, selection, notes
+
+
+def labels_vary_within_recordings(windows: Any, rows: np.ndarray) -> bool:
+    """Return whether some recording holds windows of two classes among ``rows`` (sleep nights, not eegmat).
+
+    Only then may the probe scale its inputs per recording: where a recording holds one class,
+    scaling within it would remove exactly what tells the classes apart.
+    """
+    y = np.asarray(windows.y)[rows]
+    rec = np.asarray(windows.recording)[rows]
+    return any(len(np.unique(y[rec == r])) > 1 for r in np.unique(rec))
 
 
 def dataset_quality(windows: Any, qualities: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from passport_kit.cli.app import app
 from passport_kit.errors import ConfigError
 from passport_kit.model import ChannelMeta, build_backbone, model_config
 from passport_kit.model.heads import Classifier, log_band_power
+from passport_kit.model.spectral import STANDARD_BANDS
 from passport_kit.training.adapt import make_config
 from passport_kit.inference.forward import read_out_features
 from passport_kit.training.finetune import MAX_CLASS_WEIGHT, class_weights
@@ -44,8 +45,11 @@ def _windows(n_per_class: int, n_subjects: int, *, seed: int = 0) -> tuple[np.nd
 
 
 def _probe_model(seed: int = 0) -> Classifier:
+    from passport_kit.training.run import build_classifier
+
     torch.manual_seed(seed)
-    return Classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 2, kind="probe", n_channels=2)
+    return build_classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 2, "adapter",
+                            recipe="probe", n_channels=2)
 
 
 def test_capped_class_weights_never_exceed_the_cap() -> None:
@@ -82,15 +86,16 @@ def test_probe_separates_a_rhythm_and_folds_the_regression_into_the_head() -> No
     result = fit_probe(model, x, y, _meta(2), ["rest", "alpha"], rows, subjects)
     assert result.selection_metric == "auroc" and result.inner_folds == 4
     assert result.selection_score is not None and result.selection_score > 0.9
-    # 4 C x 2 backbone weights x 2 poolings, no context outside sleep staging
-    assert len(result.grid) == 16 and result.warnings == []
+    # 4 C x (weight 0 with one pooling + 2 backbone weights x 2 poolings), no context outside sleep staging
+    assert len(result.grid) == 20 and result.warnings == []
+    assert {g["backbone_weight"] for g in result.grid} == {0.0, 0.1, 0.3}
     assert {g["pooling"] for g in result.grid} == {"mean", "meanstd"} and model.head.pooling == result.pooling
     # The head's linear layer now computes what the regression computes on standardised features.
     with torch.no_grad():
         logits = model(torch.from_numpy(x), _meta(2))
     assert (logits.argmax(1).numpy() == y).mean() > 0.9
     z = read_out_features(model, x, _meta(2), rows)
-    assert z.shape == (len(y), model.head.n_backbone_features + 2 * 6)
+    assert z.shape == (len(y), model.head.n_backbone_features + 2 * 2 * 6)  # absolute + relative, 6 bands
     assert model.head.n_backbone_features == (400 if result.pooling == "meanstd" else 200)
 
 
@@ -125,7 +130,12 @@ def test_probe_head_settings_keep_layer_and_pooling_and_old_bundles_read_every_l
     settings = new.head_settings
     assert settings["layer"] == 0 and settings["pooling_probe"] == "meanstd" and settings["context"] == 2
     rebuilt = Classifier(backbone, **settings)
-    assert rebuilt.head.linear.in_features == new.head.linear.in_features == 2 * (400 + 12)
+    assert rebuilt.head.linear.in_features == new.head.linear.in_features == 2 * (400 + 24)
+    assert settings["bands"] == [list(b) for b in STANDARD_BANDS] and rebuilt.head.bands == STANDARD_BANDS
+    # A bundle written before issue 24 stores no "bands": its head keeps the old spectral block (6 per channel).
+    legacy = Classifier(backbone, 2, kind="probe", n_channels=2, context=2, layer=0, pooling_probe="meanstd")
+    assert legacy.head.bands is None and "bands" not in legacy.head_settings
+    assert legacy.head.linear.in_features == 2 * (400 + 12)
     # A bundle written before the read-out layer existed stores no "layer": its head reads the output.
     old = Classifier(backbone, 2, kind="probe", n_channels=2, context=0)
     assert old.head.layer is None and "layer" not in old.head_settings
@@ -206,7 +216,7 @@ def test_probe_with_context_predicts_a_recording_as_a_sequence(tmp_path: Path, m
     from passport_kit.checkpoint import load_adapter_bundle
 
     model, _ = load_adapter_bundle(out)
-    assert model.head.context == 2 and model.head.linear.in_features == 2 * (200 + 3 * 6)
+    assert model.head.context == 2 and model.head.linear.in_features == 2 * (200 + 3 * 2 * 6)  # abs + rel, 6 bands
     pred = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
     assert pred.exit_code == 0, pred.output
 
@@ -250,3 +260,78 @@ def test_cli_probe_layer_default_is_the_recipe_default() -> None:
     from passport_kit.training.adapt import RecipeOptions
 
     assert onboard._PROBE_LAYER_DEFAULT == PROBE_LAYER == RecipeOptions().probe_layer
+
+
+def _blocks(informative: str, n_subjects: int = 6, per: int = 30, seed: int = 0) -> tuple[dict, np.ndarray, np.ndarray]:
+    """Return read-out inputs ``{"mean": (N, D + 12)}`` where only the ``informative`` block ("backbone" or
+    "spectral") carries the class, the other is noise; labels; subjects."""
+    rng = np.random.default_rng(seed)
+    d = 8
+    y = np.tile(np.repeat([0, 1], per // 2), n_subjects)
+    subjects = np.repeat([f"s{k}" for k in range(n_subjects)], per)
+    backbone = rng.normal(size=(len(y), d))
+    spectral = rng.normal(size=(len(y), 12))
+    target = backbone if informative == "backbone" else spectral
+    target[:, :3] += 1.5 * y[:, None]
+    return {"mean": np.concatenate([backbone, spectral], axis=1)}, y, subjects
+
+
+@pytest.mark.parametrize("informative", ["spectral", "backbone"])
+def test_selection_keeps_the_backbone_block_only_when_it_carries_the_classes(informative: str) -> None:
+    from passport_kit.training.probe import select_read_out
+
+    plain, y, subjects = _blocks(informative)
+    sel = select_read_out(plain, y, subjects, ["a", "b"], d_model=8, poolings=("mean",))
+    assert sel.folds == 5 and sel.repeats == 3 and sel.bandpower_score is not None
+    if informative == "spectral":  # band power alone is the textbook: the simplest read-out wins
+        assert sel.choice.backbone_weight == 0 and sel.score <= sel.bandpower_score + 1e-12
+    else:
+        assert sel.choice.backbone_weight > 0 and sel.score > sel.bandpower_score + 0.2
+
+
+def test_one_standard_error_rule_prefers_the_simpler_read_out_within_reach() -> None:
+    from passport_kit.training.probe import ReadOutChoice, Scored, choose
+
+    simple = Scored(ReadOutChoice(0.1, 0.0, 0, "mean", "none"), 0.80, 0.02, None)
+    rich = Scored(ReadOutChoice(0.3, 0.3, 0, "meanstd", "none"), 0.81, 0.02, None)
+    clear = Scored(ReadOutChoice(0.3, 0.3, 0, "meanstd", "none"), 0.90, 0.02, None)
+    assert choose([simple, rich]) is simple  # 0.80 >= 0.81 - 0.02
+    assert choose([simple, rich], rule="best") is rich
+    assert choose([simple, clear]) is clear
+
+
+def test_recording_scaling_is_per_recording_and_the_head_applies_it_as_fitted() -> None:
+    from passport_kit.model.heads import read_out_inputs, recording_scaled
+
+    z = torch.tensor([[1.0], [2.0], [3.0], [10.0], [30.0], [50.0]])
+    out = recording_scaled(z, ["a"] * 3 + ["b"] * 3)
+    assert out[:, 0].tolist() == pytest.approx([-1.0, 0.0, 1.0, -1.0, 0.0, 1.0])
+    assert torch.equal(read_out_inputs(z, 0, "none"), z)
+    # A head with scaling reads a batch as one recording: scoring two recordings apart = scoring them with groups.
+    from passport_kit.training.run import build_classifier
+
+    torch.manual_seed(0)
+    model = build_classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 2, "adapter",
+                             recipe="probe", n_channels=2)
+    model.head.set_read_out(1, "mean", "recording")
+    torch.nn.init.normal_(model.head.linear.weight)
+    x, _, _ = _windows(6, 1)
+    from passport_kit.inference.forward import predict_proba
+
+    together = predict_proba(model, x, _meta(2), groups=["r1"] * 6 + ["r2"] * 6)
+    apart = np.concatenate([predict_proba(model, x, _meta(2), index=np.arange(6)),
+                            predict_proba(model, x, _meta(2), index=np.arange(6, 12))])
+    assert np.allclose(together, apart, atol=1e-5)
+    rebuilt = Classifier(model.backbone, **model.head_settings)
+    assert rebuilt.head.scaling == "recording" and rebuilt.head.context == 1
+
+
+def test_per_recording_scaling_is_offered_only_where_labels_vary_within_a_recording() -> None:
+    from types import SimpleNamespace
+
+    from passport_kit.training.run import labels_vary_within_recordings
+
+    eegmat_like = SimpleNamespace(y=np.array([0, 0, 1, 1]), recording=np.array(["r", "r", "a", "a"]))
+    night = SimpleNamespace(y=np.array([0, 1, 2, 1]), recording=np.array(["n", "n", "n", "n"]))
+    assert not labels_vary_within_recordings(eegmat_like, np.arange(4))
+    assert labels_vary_within_recordings(night, np.arange(4))

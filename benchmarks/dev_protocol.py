@@ -1,0 +1,423 @@
+"""Dev protocol of issue 24: the default probe against the textbook, on several tasks and repeated splits.
+
+A default is kept only if it holds on every task here, over repeated subject splits, with an
+interval, not on one leave-one-subject-out. Tasks (real ones from ``../shared/data``):
+
+- ``eegmat-temporal``: rest vs arithmetic, T3 T4 T5 T6 + A2-A1, 10-s windows (AUROC);
+- ``eegmat-ear``: the same with the ear-to-ear derivation A2-A1 alone (AUROC);
+- ``eegmat-frontal``: the same with Fp1 Fp2 F7 F8 (AUROC);
+  eegmat is low-passed at 45 Hz in its dataset.yaml (``h_freq: 45``): three subjects carry
+  different prefilters above 45 Hz in their two recordings (``../shared/data/README.md``);
+- ``dreams``: sleep staging of DREAMS excerpts 1 (100 Hz) and 3 (50 Hz), C3-A1, leave one night
+  out (Cohen's kappa; one training night: the probe's fallback read-out);
+- ``sim-ear``: sleep staging of simulated ear-EEG (``eesm17-ear``, 8 subjects x 1 h, seed 3;
+  kappa): the layout transfer the paper is about, without real data.
+
+Splits: ``--splits`` repeated grouped K-fold draws over subjects (seeded; 4 folds for eegmat,
+4 for sim-ear; the 2 nights of DREAMS give one leave-one-out draw). Per draw, every window is
+predicted once by a model that never saw its subject; the score is pooled over the draw.
+
+Methods, on exactly the same folds:
+
+- ``default``: the probe recipe as ``adapt`` runs it, at the feature level: the product's
+  model (pretrained base, contact policy, spectral block) computes the read-out inputs once,
+  then per fold :func:`passport_kit.training.probe.select_read_out` (the product's grid and
+  one-standard-error rule) and :func:`~passport_kit.training.probe.fit_read_out` on the
+  training subjects, scored on the test subjects through ``read_out_inputs`` as the head does
+  (``benchmarks/real_data.py`` runs ``adapt`` -> ``predict`` end to end on one LOSO).
+- ``random backbone i``: the same on a randomly initialised backbone of the same architecture.
+- ``textbook``: log absolute and relative band power (the standard 6 bands up to 45 Hz, clipped
+  to the slowest recording's Nyquist frequency) by ``scipy.signal.welch`` (4-s segments) at each
+  recording's OWN sampling rate on the raw signal, standardised, logistic regression (C = 1,
+  balanced classes): what a user builds without us.
+- ablations: ``band power alone`` (the product's selection with the backbone weight fixed at
+  0), ``issue-18 default`` (``--with-old``: the old head: log absolute power in 6 bands to 30 Hz, backbone
+  weights 0.1/0.3, best pooled score), ``rule best`` (no one-standard-error rule), ``contexts
+  0,2`` (no 7.5-min context), ``no scaling`` (no per-night scaling), and for sleep the YASA
+  prior when ``yasa`` is installed.
+
+Per task: the mean over draws of each method, and the mean and 95 % t-interval over draws of
+(default - textbook) and (default - random backbone)::
+
+    .venv/bin/python benchmarks/dev_protocol.py --out runs/dev-protocol --splits 10
+
+Skips cleanly (exit 0, one line) when ``../shared/data`` is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from real_data import (  # noqa: E402  (benchmarks/ is not a package)
+    CHECKPOINT,
+    DEFAULT_DATA,
+    DREAMS_MONTAGE,
+    EEGMAT_MONTAGE,
+    dreams_folder,
+    markdown,
+    random_base,
+    score,
+    t_interval,
+)
+
+MONTAGES = {"eegmat-temporal": EEGMAT_MONTAGE, "eegmat-ear": HERE / "montages" / "eegmat-ear.yaml",
+            "eegmat-frontal": HERE / "montages" / "eegmat-frontal.yaml", "dreams": DREAMS_MONTAGE,
+            "sim-ear": "eesm17-ear"}
+FOLDS = {"eegmat-temporal": 4, "eegmat-ear": 4, "eegmat-frontal": 4, "dreams": 2, "sim-ear": 4}
+
+
+def eegmat_folder(eegmat: Path, folder: Path) -> Path:
+    """Return a dataset folder describing eegmat rest (``_1``) vs arithmetic (``_2``), low-passed at 45 Hz."""
+    files = sorted(Path(eegmat).glob("Subject*_[12].edf"))
+    lines = ["task: classification", "window_seconds: 10", "classes: [rest, arithmetic]", "h_freq: 45", "recordings:"]
+    for f in files:
+        subject, part = f.stem.split("_")
+        lines += [f"  - subject: {subject}", f"    file: {f.resolve().as_posix()}",
+                  f"    label: {'rest' if part == '1' else 'arithmetic'}"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "dataset.yaml").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def sim_folder(folder: Path) -> Path:
+    """Return a simulated ear-EEG sleep data set (8 subjects x 1 h, seed 3), made once."""
+    if not (folder / "dataset.yaml").exists():
+        subprocess.run([sys.executable, "-m", "passport_kit.cli.app", "simulate", "--montage", "eesm17-ear",
+                        "--subjects", "8", "--hours", "1", "--seed", "3", "--out", str(folder)], check=True,
+                       capture_output=True)
+    return folder
+
+
+@dataclass
+class Task:
+    """One task's windows as the product reads them, with the raw-rate textbook features."""
+
+    name: str
+    classes: list[str]
+    y: np.ndarray
+    subjects: np.ndarray
+    recordings: np.ndarray
+    keep: np.ndarray
+    run: Any
+    textbook: np.ndarray
+    raws: dict[str, tuple[np.ndarray, float]]
+
+
+def yasa_log_proba(task: Task) -> np.ndarray | None:
+    """Return YASA's pretrained stage log-probabilities ``(N, 5)`` per window (NaN rows: none), or None without yasa.
+
+    YASA's staging reads one EEG channel of a whole recording (the montage's first) at >= 80 Hz; slower
+    recordings are upsampled to 100 Hz first (it refuses < 80 Hz).
+    """
+    try:
+        import mne
+        import yasa
+    except ImportError:
+        return None
+    cols = {"W": "WAKE", "N1": "N1", "N2": "N2", "N3": "N3", "REM": "REM"}
+    out = np.full((len(task.y), len(task.classes)), np.nan)
+    onsets = np.asarray(task.run.windows.onset_s)
+    for rec, (data, sf) in task.raws.items():
+        raw = mne.io.RawArray(data[:1] * 1e-6, mne.create_info(["EEG"], sf, "eeg"), verbose="error")  # µV -> V
+        if sf < 80:
+            raw.resample(100.0, verbose="error")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = yasa.SleepStaging(raw, eeg_name="EEG").predict().proba  # one row per 30-s epoch
+        rows = np.flatnonzero(task.recordings == rec)
+        epochs = np.round(onsets[rows] / 30).astype(int)
+        ok = epochs < len(table)
+        for k, c in enumerate(task.classes):
+            out[rows[ok], k] = np.log(np.clip(table[cols[c]].to_numpy()[epochs[ok]], 1e-4, 1))
+    return out
+
+
+def textbook_features(run: Any, rows: np.ndarray) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, float]]]:
+    """Return log absolute + relative band power at each recording's own rate on the raw signal ``(N, C·2·bands)``,
+    and the raw signals ``{recording: ((C, T) µV, sfreq)}``."""
+    import torch
+
+    from passport_kit.model.spectral import band_power_features, carried_bands
+    from passport_kit.signals.channels import mapped_data
+    from passport_kit.signals.readers import read_recording
+
+    w = run.windows
+    seconds = float(run.preprocess.window_seconds)
+    files = {rec.file: run.spec.path_of(rec.file) for rec in run.spec.recordings}
+    by_name = {Path(str(p)).name: p for p in files.values()}
+    raws = {}
+    for rec in np.unique(w.recording[rows]):
+        path = by_name.get(Path(str(rec)).name, rec)
+        raw = read_recording(Path(path))
+        raws[rec] = (mapped_data(raw, run.montage) * 1e6, float(raw.info["sfreq"]))
+    top = min(sf for _, sf in raws.values()) * 0.45
+    bands = carried_bands(top)
+    out = np.zeros((len(w.y), len(run.montage.channels) * 2 * len(bands)))
+    for rec, (data, sf) in raws.items():
+        idx = rows[w.recording[rows] == rec]
+        n = int(round(seconds * sf))
+        starts = np.round(np.asarray(w.onset_s)[idx] * sf).astype(int)
+        segs = np.stack([data[:, s:s + n] for s in starts])
+        out[idx] = band_power_features(torch.from_numpy(segs), bands, sfreq=sf).double().numpy()
+    return out, raws
+
+
+def load_task(name: str, folder: Path) -> Task:
+    """Return ``name``'s windows and textbook features (the product's default preprocessing and contact policy)."""
+    from passport_kit.checkpoint import find_checkpoint
+    from passport_kit.montage import Montage
+    from passport_kit.montage.registry import get_montage as load_montage
+    from passport_kit.training.options import RecipeOptions
+    from passport_kit.training.run import prepare_run
+
+    montage = MONTAGES[name]
+    mont = Montage.from_yaml(montage) if isinstance(montage, Path) else load_montage(montage)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = prepare_run(RecipeOptions(), find_checkpoint(CHECKPOINT), mont, folder)
+    w = run.windows
+    keep = np.asarray(run.keep)
+    textbook, raws = textbook_features(run, np.flatnonzero(keep))
+    return Task(name=name, classes=list(w.classes), y=np.asarray(w.y), subjects=np.asarray(w.subject),
+                recordings=np.asarray(w.recording), keep=keep, run=run, textbook=textbook, raws=raws)
+
+
+def product_features(task: Task, checkpoint: str, legacy: bool = False) -> tuple[dict[str, np.ndarray], int]:
+    """Return the probe head's inputs per pooling for every window (the default's model), and D."""
+    from passport_kit.checkpoint import load_base_checkpoint
+    from passport_kit.inference.forward import read_out_features
+    from passport_kit.model.spectral import carried_bands
+    from passport_kit.training.probe import POOLINGS, plain_features
+    from passport_kit.training.run import build_classifier
+
+    run = task.run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        backbone, _ = load_base_checkpoint(checkpoint)
+    backbone.add_channels(run.meta.names)
+    model = build_classifier(backbone, len(task.classes), "adapter", recipe="probe", n_channels=len(run.meta.names),
+                             bands=carried_bands(run.preprocess.h_freq))
+    if legacy:
+        model.head.bands = None
+    z = read_out_features(model, run.windows.x, run.meta, channel_mask=run.channel_mask, distrust=run.distrust,
+                          pooling="meanstd")
+    d = model.head.d_model
+    return plain_features(z, d, POOLINGS), d
+
+
+def draws(task: Task, n: int, seed: int) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+    """Return ``n`` draws of grouped outer folds over the usable windows ``(train rows, test rows)``."""
+    from passport_kit.training.probe import repeated_group_folds
+
+    rows = np.flatnonzero(task.keep)
+    k = FOLDS[task.name]
+    n_subjects = len(np.unique(task.subjects[rows]))
+    out = repeated_group_folds(task.subjects[rows], min(k, n_subjects), n if n_subjects > k else 1, seed)
+    return [[(rows[a], rows[b]) for a, b in d] for d in out]
+
+
+def selection(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarray, **select: Any) -> Any:
+    """Return the product's inner-CV selection on ``train`` rows (sleep: the product's contexts and scalings)."""
+    from passport_kit.training.probe import CONTEXTS, select_read_out
+
+    sleep = len(task.classes) > 2
+    options = {"contexts": CONTEXTS if sleep else (0,), "scalings": ("none", "recording") if sleep else ("none",)}
+    sub = {p: v[train] for p, v in plain.items()}
+    return select_read_out(sub, task.y[train], task.subjects[train], task.classes, d_model=d,
+                           recordings=list(task.recordings[train]), **(options | select))
+
+
+def fitted_proba(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarray, test: np.ndarray,
+                 choice: Any) -> np.ndarray:
+    """Return test probabilities of read-out ``choice`` fitted on ``train`` rows, applied as the head applies it."""
+    import torch
+
+    from passport_kit.model.heads import read_out_inputs
+    from passport_kit.training.probe import fit_read_out
+
+    sub = {p: v[train] for p, v in plain.items()}
+    lr, standardise = fit_read_out(sub, task.y[train], choice, len(task.classes), d_model=d,
+                                   recordings=list(task.recordings[train]))
+    z = read_out_inputs(torch.from_numpy(plain[choice.pooling][test]), choice.context, choice.scaling,
+                        list(task.recordings[test])).numpy()
+    out = np.zeros((len(test), len(task.classes)))
+    out[:, lr.classes_] = lr.predict_proba(standardise(z))
+    return out
+
+
+def prior_proba(task: Task, yasa: np.ndarray, train: np.ndarray, test: np.ndarray, w_bp: float) -> np.ndarray:
+    """Return test probabilities of a logistic regression on [YASA log-probabilities, w_bp x band power]."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    bp = StandardScaler().fit(task.textbook[train])
+    prior = StandardScaler().fit(yasa[train])
+
+    def feats(rows: np.ndarray) -> np.ndarray:
+        blocks = [prior.transform(yasa[rows])] + ([w_bp * bp.transform(task.textbook[rows])] if w_bp else [])
+        return np.concatenate(blocks, axis=1)
+
+    model = LogisticRegression(C=1.0, max_iter=3000, class_weight="balanced")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(feats(train), task.y[train])
+    out = np.zeros((len(test), len(task.classes)))
+    out[:, model.classes_] = model.predict_proba(feats(test))
+    return out
+
+
+def textbook_proba(task: Task, train: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """Return test probabilities of the textbook: standardised log band powers + balanced logistic regression."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=3000, class_weight="balanced"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(task.textbook[train], task.y[train])
+    out = np.zeros((len(test), len(task.classes)))
+    out[:, model.classes_] = model.predict_proba(task.textbook[test])
+    return out
+
+
+def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, seed: int = 0,
+             with_old: bool = False, with_yasa: bool = True) -> dict[str, Any]:
+    """Return the table of one task: per method the mean over draws, and paired differences to the default."""
+    from passport_kit.training.probe import FALLBACK, ReadOutChoice, choose
+
+    t0 = time.perf_counter()
+    plain, d = product_features(task, CHECKPOINT)
+    legacy = product_features(task, CHECKPOINT, legacy=True)[0] if with_old else None
+    randoms = [product_features(task, str(random_base(out / "bases" / f"random-{s}", s)))[0]
+               for s in range(random_seeds)]
+    sleep = len(task.classes) > 2
+    scores: dict[str, list[float]] = {}
+    yasa = yasa_log_proba(task) if sleep and with_yasa else None
+    if yasa is not None:
+        yasa = np.nan_to_num(yasa, nan=np.log(1.0 / len(task.classes)))
+        with_prior = {p: np.concatenate([v, yasa], axis=1) for p, v in plain.items()}
+    all_draws = draws(task, n_splits, seed)
+    for j, folds in enumerate(all_draws):
+        rows = np.concatenate([te for _, te in folds])
+        probas: dict[str, np.ndarray] = {}
+
+        def put(method: str, te: np.ndarray, proba: np.ndarray) -> None:
+            probas.setdefault(method, np.zeros((len(task.y), len(task.classes))))[te] = proba
+
+        for tr, te in folds:
+            sel = selection(task, plain, d, tr)
+            put("default", te, fitted_proba(task, plain, d, tr, te, sel.choice))
+            put("textbook (native rate)", te, textbook_proba(task, tr, te))
+            # Ablations read off the default's evaluated grid (the same inner folds), then refitted.
+            derived = {"band power alone (product, weight 0)": lambda r: r.choice.backbone_weight == 0}
+            if sleep:
+                derived |= {"no scaling": lambda r: r.choice.scaling == "none",
+                            "contexts 0,2": lambda r: r.choice.context <= 2}
+            for method, keep in derived.items():
+                pick = choose([r for r in sel.results if keep(r)])
+                put(method, te, fitted_proba(task, plain, d, tr, te, pick.choice if pick else sel.choice))
+            best = choose(sel.results, rule="best")
+            put("rule best (no 1-SE)", te, fitted_proba(task, plain, d, tr, te, best.choice if best else sel.choice))
+            if legacy is not None:
+                old = selection(task, legacy, d, tr, backbone_weights=(0.1, 0.3), rule="best", repeats=1,
+                                scalings=("none",), contexts=(0, 2) if sleep else (0,))
+                put("issue-18 default", te, fitted_proba(task, legacy, d, tr, te, old.choice))
+            for i, r in enumerate(randoms):
+                put(f"random backbone {i}", te, fitted_proba(task, r, d, tr, te, selection(task, r, d, tr).choice))
+            if yasa is not None:
+                put("yasa (pretrained) alone", te, np.exp(yasa[te]))
+                for w_bp in (0.0, 0.3, 1.0):  # the YASA block with the band-power block weighted by w_bp
+                    put(f"yasa block + band power x{w_bp:g}", te, prior_proba(task, yasa, tr, te, w_bp))
+                sel_y = selection(task, with_prior, d, tr)
+                put("default + yasa block", te, fitted_proba(task, with_prior, d, tr, te, sel_y.choice))
+            if sleep:
+                for c in (0.1, 1.0):
+                    put(f"fixed: band power, C {c:g}, no context, no scaling", te,
+                        fitted_proba(task, plain, d, tr, te, ReadOutChoice(c, 0.0, 0, "mean", "none")))
+                for k in (0, 2, 7):
+                    for sc in ("none", "recording"):
+                        put(f"fixed: band power, context {k}, scaling {sc}", te,
+                            fitted_proba(task, plain, d, tr, te, ReadOutChoice(FALLBACK[0], 0.0, k, "mean", sc)))
+        for method, proba in probas.items():
+            scores.setdefault(method, []).append(score(task.y[rows], proba[rows], task.classes))
+        log(f"{task.name} draw {j + 1}/{len(all_draws)}: default {scores['default'][-1]:.3f}  textbook "
+            f"{scores['textbook (native rate)'][-1]:.3f}  ({time.perf_counter() - t0:.0f} s)")
+    if random_seeds:
+        scores["random backbone (mean of seeds)"] = list(np.mean([scores[f"random backbone {i}"]
+                                                                  for i in range(random_seeds)], axis=0))
+    metric = "auroc" if len(task.classes) == 2 else "kappa"
+    table = []
+    for method, values in scores.items():
+        diffs = [a - b for a, b in zip(scores["default"], values)]
+        ci = t_interval(diffs)
+        row = {"task": task.name, "method": method, f"mean {metric} over draws": round(float(np.mean(values)), 3),
+               "draws": len(values)}
+        if method != "default":
+            row["default minus this"] = round(float(np.mean(diffs)), 3)
+            row["95% t-interval (draws)"] = None if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+        table.append(row)
+    return {"task": task.name, "metric": metric, "table": table, "scores": scores,
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding eegmat/ and dreams-spindles/")
+    parser.add_argument("--out", type=Path, default=Path("runs/dev-protocol"))
+    parser.add_argument("--tasks", default="eegmat-temporal,eegmat-ear,eegmat-frontal,dreams,sim-ear")
+    parser.add_argument("--splits", type=int, default=10, help="repeated grouped draws per task")
+    parser.add_argument("--random-seeds", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--with-old", action="store_true", help="also the issue-18 default (old spectral block)")
+    args = parser.parse_args(argv)
+    if not (args.data / "eegmat").is_dir() or not (args.data / "dreams-spindles").is_dir():
+        print(f"dev_protocol: no real recordings under {args.data} (eegmat/, dreams-spindles/); skipped")
+        return 0
+    import torch
+
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    results = []
+    for name in args.tasks.split(","):
+        if name.startswith("eegmat"):
+            folder = eegmat_folder(args.data / "eegmat", args.out / "data-eegmat")
+        elif name == "dreams":
+            folder = dreams_folder(args.data / "dreams-spindles", args.out / "data-dreams")
+        else:
+            folder = sim_folder(args.out / "data-sim-ear")
+        task = load_task(name, folder)
+        results.append(run_task(task, args.splits, args.random_seeds, args.out, print, args.seed, args.with_old))
+        (args.out / f"{name}.json").write_text(json.dumps(results[-1], indent=2))
+        print(markdown(results[-1]["table"]))
+    from machine import machine_line
+
+    report = {"machine": machine_line(torch.get_num_threads()),
+              "command": " ".join(["benchmarks/dev_protocol.py", *(argv if argv is not None else sys.argv[1:])]),
+              "seconds": round(time.perf_counter() - start, 1), "results": results}
+    (args.out / "dev_protocol.json").write_text(json.dumps(report, indent=2))
+    text = []
+    for r in results:
+        text += [f"## {r['task']} ({r['metric']})", "", markdown(r["table"]), ""]
+    (args.out / "dev_protocol.md").write_text("\n".join(text))
+    print(f"done in {report['seconds']} s; {args.out / 'dev_protocol.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
