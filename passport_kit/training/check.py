@@ -159,9 +159,12 @@ def check(
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         elif str(w.message) != preprocess.h_freq_note:
             report.add("preprocessing", "warn", str(w.message))
-    # Headers before the windows: the recordings the rate step opened are still open (read once).
-    headers = _guard(report, "recording metadata", lambda: {rec.file: reader.header(rec, mont)
-                                                             for rec in spec.recordings})
+    # Headers before the windows: the recordings the rate step opened are still open (read once). A recording
+    # that cannot be opened is reported once, by the channels step below, not here too.
+    try:
+        headers: dict[str, dict[str, Any]] | None = {rec.file: reader.header(rec, mont) for rec in spec.recordings}
+    except PassportError:
+        headers = None
     # Load without instance normalisation so the raw amplitude scale can be checked; the
     # batch below is normalised as adapt would.
     raw_config = preprocess.model_copy(update={"instance_norm": False})
