@@ -111,3 +111,23 @@ def test_a_failed_first_adapt_leaves_no_empty_out_folder(tmp_path: Path, montage
                               "no-such-checkpoint", "--out", str(out), "--no-progress", "--max-steps", "2"])
     assert result.exit_code == 2
     assert not out.exists()
+
+
+def test_simulate_onto_a_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import collections
+
+    import edfio
+
+    from passport_kit.signals.simulator import simulate as simulate_module
+
+    def short_write(self, path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        raise OSError("17280 requested and 4096 written")  # numpy's tofile on a full disk: no errno
+
+    monkeypatch.setattr(edfio.Edf, "write", short_write)
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(simulate_module.shutil, "disk_usage", lambda path: usage(2**30, 2**30, 0))
+    result = RUN.invoke(app, ["simulate", "--montage", "tuh-standard", "--subjects", "1", "--hours", "0.02",
+                              "--out", str(tmp_path / "sim")])
+    assert result.exit_code == 2, result.output
+    assert "the disk is full" in result.output and "reads as incomplete" in result.output
+    assert not (tmp_path / "sim" / "dataset.yaml").exists()

@@ -14,6 +14,7 @@ out (``"ELA:drift"``); ``KIND`` is ``noise``, ``drift`` or ``flat``.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -190,8 +191,20 @@ def simulate_dataset(
         # An overwritten folder is incomplete until its new dataset.yaml: readers see none meanwhile.
         (folder / DATASET_FILE).unlink(missing_ok=True)
         folder.mkdir(parents=True, exist_ok=True)
-        _write_simulation(folder, montage, config, bad, progress)
+        try:
+            _write_simulation(folder, montage, config, bad, progress)
+        except OSError as exc:
+            # Writers that fill a disk may fail without an errno (numpy: "N requested and M written"),
+            # which the CLI cannot tell from a bug: say it when the disk is indeed (nearly) full.
+            if exc.errno is None and shutil.disk_usage(folder).free < _FULL_BELOW_BYTES:
+                raise DataError(f"'{folder}': the disk is full ({exc}); free some space or choose another disk; "
+                                f"the folder has no {DATASET_FILE}, so it reads as incomplete") from None
+            raise
     return folder
+
+
+#: Free space under which a failed write is taken for a full disk.
+_FULL_BELOW_BYTES = 64 * 1024 * 1024
 
 
 def _write_simulation(folder: Path, montage: Montage, config: SimulationConfig, bad: dict[str, dict[str, str]],
