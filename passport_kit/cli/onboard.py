@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import typer
 
@@ -27,9 +27,10 @@ _PROBE_LAYER_HELP = ("Probe recipe: the backbone layer the read-out reads: 0 = t
                      "(default), the backbone's layer count = its output.")
 _TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recipe), head, or full."
 _RECIPE_HELP = ("probe: a linear read-out of the frozen model's pooled features and band powers, regularisation "
-                "chosen by cross-validation over subjects; finetune: the paper's gradient recipe (--train, --lr, "
-                "--epochs, ... apply to it). Default: finetune if --max-steps, --eval-every, --corrupt-prob, "
-                "--quality-gate or --channel-dropout is given, else probe.")
+                "chosen by cross-validation over subjects; finetune: the paper's gradient recipe. Default: "
+                "finetune if an option only it uses is given (--max-steps, --lr, --head-lr, --epochs, --patience, "
+                "--balance, --train full, --eval-every, --corrupt-prob, --quality-gate, --channel-dropout), else "
+                "probe; --recipe probe with one of them is an error.")
 _CORRUPT_HELP = ("Share of training windows (0-1) in which random channels are replaced by synthetic faults "
                  "(noise, drift, flat, line); 0 = the paper's recipe.")
 _DROPOUT_HELP = ("Share of training windows (0-1) in which 1 to a quarter of the channels are replaced by the mask "
@@ -234,7 +235,7 @@ def adapt_command(
     config: Path | None = typer.Option(None, "--config", help=_CONFIG_HELP),
     out: Path | None = typer.Option(None, "--out", help="Adapter bundle folder, new or empty (default runs/<montage>)."),
     checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
-    recipe: str | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
+    recipe: Literal["probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
     context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP),
     probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP),
     train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
@@ -323,7 +324,7 @@ def evaluate_command(
     subjects_sweep: str | None = typer.Option(None, "--subjects-sweep", help="Training-set sizes, e.g. 1,2,4."),
     seeds: int = typer.Option(1, "--seeds", help="Fine-tuning seeds per fold."),
     metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ..."),
-    recipe: str | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
+    recipe: Literal["probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
     context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP),
     probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP),
     train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),

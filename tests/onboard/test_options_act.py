@@ -62,3 +62,10 @@ def test_adapt_names_its_recipe_and_counts_what_the_probe_fitted(tmp_path: Path,
     fitted = model.head.linear.weight.numel() + model.head.linear.bias.numel()
     assert f"fitted: the read-out head.linear ({fitted:,} params)" in result.output
     assert not result.output.splitlines()[1].startswith("trainable params")
+
+
+@pytest.mark.parametrize("command", ["adapt", "evaluate"])
+def test_recipe_is_shown_as_a_choice(command: str) -> None:
+    result = RUN.invoke(app, [command, "--help"])
+    assert "--recipe <probe|finetune>" in result.output
+    assert "gradient recipe. Default: finetune if an option only it uses is given" in " ".join(result.output.split())
