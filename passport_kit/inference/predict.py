@@ -637,7 +637,7 @@ def write_prediction(
         scorer = None if reference is None else _scorer_hypnogram(reference, onsets_s, classes, window_seconds, start)
         files["hypnogram_plot"] = reports.plot_hypnogram(
             folder / f"{stem}_hypnogram.png", hyp, title=f"{recording.name} (adapter {Path(adapter).name})",
-            note=_plot_note(summary, withheld), reference=scorer)
+            note=_plot_note(summary, withheld), reference=scorer, stage_table=not withheld)
     else:
         events = [{"onset": float(o), "duration": window_seconds, "value": int(k), "trial_type": classes[k],
                    "low_confidence": int(u)} for o, k, u in zip(onsets_s, pred, unsure)]

@@ -112,24 +112,27 @@ def _save_figure(fig: Any, path: Path | str, *, tight: bool = True) -> Path:
 
 
 def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogram | None = None,
-                   title: str = "", note: str = "") -> Path:
+                   title: str = "", note: str = "", stage_table: bool = False) -> Path:
     """Draw the hypnogram (step plot, REM in red) above the hypnodensity; write a PNG.
 
     With ``reference`` (a scorer's hypnogram), it is drawn under the prediction in grey.
     Low-confidence epochs (:meth:`Hypnogram.low_confidence`) are shaded in the hypnogram. The
     time axis is clock time when the hypnogram's ``start`` is known (as the recording stores
-    it), else hours from the start; ``note`` (e.g. the sleep statistics) is printed under the title.
+    it), else hours from the start; ``note`` (e.g. the sleep statistics) is printed under the title;
+    ``stage_table``: the minutes of each stage (and % of sleep) in a row under the time axis.
     """
     from matplotlib.figure import Figure
 
     has_density = hypnogram.proba is not None
-    height = 5.5 if has_density else 3
+    table = stage_table_text(hypnogram) if stage_table else ""
+    below = 0.3 if table else 0.0  # inches for the stage row under the time axis
+    height = (5.5 if has_density else 3) + below
     fig = Figure(figsize=(11, height))
     axes = fig.subplots(2 if has_density else 1, 1, sharex=True, squeeze=False)[:, 0]
     # Fixed margins (in inches, whatever the height) with room for the two-line title, the clock
     # axis and the hypnodensity's legend on the right: cropping to a tight bounding box instead
     # costs a second drawing of the figure, a third of predict's report time on a short night.
-    fig.subplots_adjust(left=0.7 / 11, right=1 - (0.9 if has_density else 0.2) / 11, bottom=0.6 / height,
+    fig.subplots_adjust(left=0.7 / 11, right=1 - (0.9 if has_density else 0.2) / 11, bottom=(0.6 + below) / height,
                         top=1 - 0.55 / height, hspace=0.08)
     origin, unit, xlabel = _time_axis(hypnogram)
     hours = origin + hypnogram.onsets_s / unit  # x positions: matplotlib dates, or hours from the start
@@ -183,6 +186,8 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
         ax2.set_ylabel("probability")
         ax2.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     axes[-1].set_xlabel(xlabel)
+    if table:
+        fig.text(0.7 / 11, 0.12 / height, table, fontsize=9, family="monospace", va="bottom")
     if hypnogram.start is not None:
         from matplotlib.dates import AutoDateLocator, DateFormatter
 
@@ -190,6 +195,19 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
         axes[-1].xaxis.set_major_locator(AutoDateLocator(minticks=4, maxticks=12))
         axes[-1].xaxis.set_major_formatter(DateFormatter("%H:%M"))
     return _save_figure(fig, path, tight=False)
+
+
+def stage_table_text(hypnogram: Hypnogram) -> str:
+    """Return one row of minutes per stage, sleep stages with their % of total sleep time.
+
+    Example: ``'W 42.0 min | N1 20.5 min (5 %) | N2 210.0 min (48 %) | N3 ... | REM ... | TST 437.5 min'``.
+    """
+    stats = hypnogram.sleep_statistics()
+    cells = []
+    for stage in ("W", "N1", "N2", "N3", "REM"):
+        pct = stats.get(f"{stage}_pct")
+        cells.append(f"{stage} {stats[f'{stage}_min']:.1f} min" + (f" ({pct:.0f} %)" if pct is not None else ""))
+    return " | ".join(cells + [f"TST {stats['TST']:.1f} min"])
 
 
 def _time_axis(hypnogram: Hypnogram) -> tuple[float, float, str]:
@@ -289,6 +307,7 @@ __all__ = [
     "plot_history",
     "plot_hypnogram",
     "plot_sweep",
+    "stage_table_text",
     "window_rows",
     "write_channel_quality",
     "write_edf_annotations",
