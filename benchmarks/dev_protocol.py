@@ -330,8 +330,11 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
             for method, keep in derived.items():
                 pick = choose([r for r in sel.results if keep(r)])
                 put(method, te, fitted_proba(task, plain, d, tr, te, pick.choice if pick else sel.choice))
-            best = choose(sel.results, rule="best")
-            put("rule best (no 1-SE)", te, fitted_proba(task, plain, d, tr, te, best.choice if best else sel.choice))
+            for rule in ("best", "one-se-structure"):
+                pick = choose(sel.results, rule=rule)
+                put(f"rule {rule}", te, fitted_proba(task, plain, d, tr, te, pick.choice if pick else sel.choice))
+            pick = choose([r for r in sel.results if r.choice.backbone_weight == 0], rule="best")
+            put("band power alone, best C", te, fitted_proba(task, plain, d, tr, te, pick.choice if pick else sel.choice))
             if legacy is not None:
                 old = selection(task, legacy, d, tr, backbone_weights=(0.1, 0.3), rule="best", repeats=1,
                                 scalings=("none",), contexts=(0, 2) if sleep else (0,))

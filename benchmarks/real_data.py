@@ -21,9 +21,10 @@ Methods, all trained on exactly the training subjects of each fold and scored on
 - ``random backbone``: the default recipe on a randomly initialised backbone of the same
   architecture (``--random-seeds`` initialisations), written as a base checkpoint; if the
   pretrained one does not beat it, pretraining is not helping.
-- ``bandpower-logreg``: log10 power in the probe head's bands per channel (Welch, 2-s
-  segments) + standardisation + logistic regression (balanced class weights), scikit-learn, on
-  the same preprocessed windows.
+- ``bandpower-logreg``: the textbook: log10 absolute and relative power in the standard bands up to
+  45 Hz (clipped to the data's band-pass top) per channel (scipy Welch, 4-s segments) +
+  standardisation + logistic regression (balanced class weights), scikit-learn, on the same
+  preprocessed windows (since issue 24; before: log absolute power in 6 bands to 30 Hz).
 - ``bandpower-logreg, z-scored per subject``: the same features z-scored within each subject,
   test subjects included (needs all of a subject's windows at once; an ablation of per-subject
   normalisation, which ``predict`` does not do: it sees one recording at a time, and an eegmat
@@ -125,16 +126,17 @@ def dreams_folder(dreams: Path, folder: Path) -> Path:
 
 
 # ----------------------------------------------------------------------------- methods
-def band_power(x: np.ndarray) -> np.ndarray:
-    """Return log10 band powers ``(N, C · bands)`` of windows ``(N, C, P, 200)``: Welch, 2-s segments."""
-    from scipy.signal import welch
+def band_power(x: np.ndarray, top_hz: float = 45.0) -> np.ndarray:
+    """Return the textbook's log absolute + relative band powers ``(N, C · 2 · bands)`` of windows ``(N, C, P, 200)``.
 
-    from passport_kit.model.heads import SPECTRAL_BANDS
+    The standard bands up to 45 Hz clipped to ``top_hz`` (the data's band-pass top), scipy's Welch with 4-s
+    segments (:func:`passport_kit.model.spectral.band_power_features`, the probe head's own spectral block).
+    """
+    import torch
 
-    signal = np.asarray(x, dtype=np.float64).reshape(x.shape[0], x.shape[1], -1)
-    freqs, psd = welch(signal, fs=200.0, nperseg=400, axis=-1)
-    cols = [psd[..., (freqs >= lo) & (freqs < hi)].mean(-1) for lo, hi in SPECTRAL_BANDS]
-    return np.log10(np.stack(cols, axis=-1) + 1e-12).reshape(x.shape[0], -1)
+    from passport_kit.model.spectral import band_power_features, carried_bands
+
+    return band_power_features(torch.from_numpy(np.asarray(x, dtype=np.float32)), carried_bands(top_hz)).double().numpy()
 
 
 def logreg_proba(features: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, n_classes: int,
@@ -220,12 +222,13 @@ def backbone_features(checkpoint: str, x: np.ndarray, montage: Any, depth: int |
 
 
 def spectral_probe_proba(x: np.ndarray, y: np.ndarray, groups: np.ndarray, train: np.ndarray, test: np.ndarray,
-                         classes: list[str]) -> np.ndarray:
+                         classes: list[str], top_hz: float = 45.0) -> np.ndarray:
     """Return test probabilities of the probe recipe on the probe head's log band powers alone (no backbone block)."""
     import torch
     from torch import nn
 
     from passport_kit.model.heads import ProbeHead
+    from passport_kit.model.spectral import carried_bands
     from passport_kit.training import probe as probe_mod
 
     class SpectralOnly(nn.Module):
@@ -233,7 +236,7 @@ def spectral_probe_proba(x: np.ndarray, y: np.ndarray, groups: np.ndarray, train
 
         def __init__(self, n_channels: int) -> None:
             super().__init__()
-            self.head = ProbeHead(0, len(classes), n_channels)
+            self.head = ProbeHead(0, len(classes), n_channels, bands=carried_bands(top_hz))
 
         def read_out_features(self, xb: torch.Tensor, meta: Any, pooling: str | None = None, **_: Any) -> torch.Tensor:
             return self.head.features(xb.new_zeros(*xb.shape[:3], 0), xb, pooling)
@@ -341,7 +344,7 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
     for rec in spec.recordings:
         files[rec.subject].append(spec.path_of(rec.file))
     x = np.asarray(windows.x)
-    bp = band_power(x)
+    bp = band_power(x, preprocess.h_freq)
     feats = backbone_features(checkpoint, x, montage)
     feats0 = backbone_features(checkpoint, x, montage, depth=0)
     n_layers = find_checkpoint(checkpoint).model.n_layers
@@ -381,7 +384,8 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
         for i, f0 in enumerate(feats0_random):
             slot(f"frozen probe (backbone only, layer 0), random {i}")[test_rows] = logreg_proba(
                 f0, y, train_rows, test_rows, len(classes))
-        slot("probe (spectral only)")[test_rows] = spectral_probe_proba(x, y, subjects, train_rows, test_rows, classes)
+        slot("probe (spectral only)")[test_rows] = spectral_probe_proba(x, y, subjects, train_rows, test_rows, classes,
+                                                                   preprocess.h_freq)
         log(f"{name} fold {k + 1}/{len(folds)} ({test_subject}): {time.perf_counter() - t0:.0f} s")
     if len(classes) > 2:
         yasa = yasa_proba(data, recordings, onsets, len(classes))

@@ -536,14 +536,14 @@ def check_command(
 
 def demo_command(
     out: Path = typer.Option(Path("passport-demo"), "--out", help="Folder for the demo's data and results."),
-    subjects: int = typer.Option(4, "--subjects", help="Simulated subjects."),
-    steps: int = typer.Option(40, "--steps", help="Adaptation steps per model."),
+    subjects: int = typer.Option(4, "--subjects", min=3, help="Simulated subjects (the last is held out)."),
+    hours: float = typer.Option(2.0, "--hours", min=0.5, max=12.0, help="Hours of sleep per simulated subject."),
     threads: int | None = typer.Option(None, "--threads"),
 ) -> None:
-    """Simulate ear-EEG sleep, adapt the shipped checkpoint and the acpe baseline, compare, predict."""
+    """Simulate ear-EEG sleep, adapt the shipped checkpoint and the acpe baseline, compare with band power, predict."""
     from passport_kit.training.demo import run_demo
 
-    run_demo(out=out, n_subjects=subjects, steps=steps, threads=threads, echo=typer.echo)
+    run_demo(out=out, n_subjects=subjects, hours=hours, threads=threads, echo=typer.echo)
 
 
 def register(app: typer.Typer) -> None:

@@ -335,12 +335,19 @@ class Scored:
 
 
 def choose(results: list[Scored], poolings: tuple[str, ...] = POOLINGS, rule: str = "one-se") -> Scored | None:
-    """Return the simplest of ``results`` within one standard error of the best (``rule="best"``: the best)."""
+    """Return the simplest of ``results`` within one standard error of the best (``rule="best"``: the best).
+
+    ``rule="one-se-structure"``: the one-standard-error rule decides the structure (blocks, context,
+    scaling) only; within the simplest structure in reach, the best C.
+    """
     finite = [r for r in results if np.isfinite(r.mean)]
     if not finite:
         return None
     best = max(finite, key=lambda r: r.mean)
-    reach = best.mean - (best.se if rule == "one-se" else 0.0)
+    reach = best.mean - (0.0 if rule == "best" else best.se)
+    if rule == "one-se-structure":
+        return min((r for r in finite if r.mean >= reach - 1e-12),
+                   key=lambda r: (r.choice.complexity(poolings)[:-1], -r.mean))
     return min((r for r in finite if r.mean >= reach - 1e-12), key=lambda r: (r.choice.complexity(poolings), -r.mean))
 
 

@@ -13,8 +13,9 @@ from passport_kit.cli.app import app
 @pytest.mark.slow
 def test_demo_runs_and_lists_its_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PASSPORT_KIT_HOME", str(tmp_path / "home"))
-    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "demo"), "--subjects", "3", "--steps", "2"])
+    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "demo"), "--subjects", "3", "--hours", "1"])
     assert result.exit_code == 0, result.output
     assert "kappa on held-out subject s03" in result.output
+    assert "band power alone (reference)" in result.output and "default recipe" in result.output
     assert (tmp_path / "demo" / "evaluation" / "per_subject.csv").is_file()
     assert (tmp_path / "demo" / "predictions" / "s03" / "s03_hypnogram.png").is_file()

@@ -74,3 +74,18 @@ def test_channel_id_base_gets_fresh_rows_for_unseen_channels(tmp_path: Path, mon
     report = evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(name,),
                       test_subjects=("s01",), max_steps=1, batch_size=4)
     assert [r["test_subject"] for r in report.rows] == ["s01"]
+
+
+def test_probe_evaluation_carries_the_band_power_reference(tmp_path: Path, montage_yaml: Path, dataset: Path,
+                                                           checkpoint: str) -> None:
+    """Issue 24: next to the model, the probe's band-power read-out scored on the same test windows."""
+    from passport_kit.training.evaluate import BANDPOWER
+
+    report = evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(checkpoint,),
+                      protocol="split")
+    assert BANDPOWER in report.summary and len(report.summary) == 2
+    assert all(BANDPOWER in row for row in report.per_subject)
+    methods = {r["method"] for r in report.rows}
+    assert methods == {BANDPOWER, *[m for m in report.summary if m != BANDPOWER]}
+    header = (tmp_path / "ev" / "per_subject.csv").read_text().splitlines()[0]
+    assert BANDPOWER in header

@@ -189,6 +189,12 @@ def test_default_adapt_prints_its_selection_and_predicts(tmp_path: Path, montage
     assert meta["head"]["kind"] == "probe" and meta["training"]["recipe"] == "probe"
     assert meta["metrics"]["selection"]["metric"] == "kappa" and "warnings" in meta["metrics"]
     assert meta["metrics"]["validation_subjects"] == []  # every subject trains; selection is cross-validated
+    # The band-power reference (issue 24): its cross-validated score, the increment, printed and stored.
+    sel = meta["metrics"]["selection"]
+    assert sel["bandpower_score"] is not None and "band power alone: cross-validated kappa" in result.output
+    assert sel["increment_over_bandpower"] == pytest.approx(sel["score"] - sel["bandpower_score"], abs=2e-4)
+    assert sel["scaling"] in ("none", "recording") and {g["backbone_weight"] for g in sel["grid"]} >= {0.0}
+    assert meta["head"]["bands"][0] == [0.5, 4.0]
     pred = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
     assert pred.exit_code == 0, pred.output
     assert (tmp_path / "p" / "s01" / "s01_predictions.csv").is_file()
