@@ -23,9 +23,10 @@ def test_dreams_epochs_take_the_majority_of_six_rk_scores(tmp_path: Path) -> Non
     assert rd.dreams_epochs(hyp) == ["W", "N2", "N3"]  # S3 + S4 = N3
 
 
-def test_band_power_matches_the_probe_heads_bands() -> None:
+def test_band_power_is_the_textbook_absolute_and_relative_power_clipped_to_the_band() -> None:
     x = np.random.default_rng(0).normal(size=(4, 2, 10, 200)).astype(np.float32)
-    assert rd.band_power(x).shape == (4, 2 * 6)
+    assert rd.band_power(x).shape == (4, 2 * 2 * 6)  # 6 bands up to 45 Hz, absolute and relative
+    assert rd.band_power(x, top_hz=30.0).shape == (4, 2 * 2 * 5)  # gamma (30-45 Hz) not carried
 
 
 def test_paired_bootstrap_of_identical_predictions_is_zero() -> None:
