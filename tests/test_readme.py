@@ -15,3 +15,12 @@ def test_readme_points_at_every_way_in() -> None:
     assert "docs/data.md` § Every way in" in README
     data = (Path(__file__).resolve().parents[1] / "docs" / "data.md").read_text(encoding="utf-8")
     assert "### Every way in" in data
+
+
+def test_the_tour_predicts_a_night_adapt_never_saw() -> None:
+    """Issue 27 item 4: the tour's predict reads a recording outside the folder adapt trained on."""
+    import re
+
+    adapt_data = re.search(r"passport-kit adapt .*?--data (\S+)", README).group(1).strip("./")
+    predicted = re.search(r"passport-kit predict --adapter \S+ (\S+)", README).group(1)
+    assert not predicted.strip("./").startswith(adapt_data)
