@@ -31,6 +31,45 @@ def test_help_at_80_columns_keeps_every_option_name(command: str) -> None:
     assert max(len(line) for line in result.output.splitlines()) <= 80
 
 
+def _help_sections(command: str) -> dict[str, str]:
+    """Return ``{section title: its text}`` of ``command --help`` at 80 columns (titles: unindented 'Title:')."""
+    result = CliRunner(env={"COLUMNS": "80"}).invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    sections: dict[str, str] = {}
+    title = ""
+    for line in result.output.splitlines():
+        if line.endswith(":") and not line.startswith(" "):
+            title = line[:-1]
+        else:
+            sections[title] = sections.get(title, "") + line + "\n"
+    return sections
+
+
+@pytest.mark.parametrize(("command", "panels"), [
+    ("adapt", ["Data", "Model", "Training (probe)", "Training (finetune only)", "Poor contacts", "Compute", "Output"]),
+    ("evaluate", ["Data", "Model", "Evaluation", "Training (probe)", "Training (finetune only)", "Poor contacts"]),
+    ("predict", ["Arguments", "Data", "Scorer's labels", "Model", "Poor contacts", "Compute", "Output"]),
+])
+def test_help_groups_the_options_in_panels_within_80_columns(command: str, panels: list[str]) -> None:
+    assert [t for t in _help_sections(command) if t in panels] == panels  # every panel, in this order
+
+
+@pytest.mark.parametrize("command", ["adapt", "evaluate", "predict"])
+def test_contact_policy_options_are_under_poor_contacts(command: str) -> None:
+    from passport_kit.contacts import THRESHOLDS
+
+    contacts = _help_sections(command)["Poor contacts"]
+    assert all("--" + key.replace("_", "-") in contacts for key in THRESHOLDS)
+    assert ("--quality-gate" in contacts) == (command != "predict")
+
+
+def test_finetune_only_options_are_under_their_panel() -> None:
+    sections = _help_sections("adapt")
+    assert all(f"--{name} " in sections["Training (finetune only)"] for name in ("lr", "epochs", "max-steps", "train"))
+    assert "--context " in sections["Training (probe)"] and "--lr " not in sections["Training (probe)"]
+
+
 def test_pretrain_help_lists_the_registered_embedding_kinds() -> None:
     from passport_kit.model import EMBEDDING_KINDS
 

@@ -15,7 +15,9 @@ from typing import Any, Literal
 import typer
 
 from passport_kit.cli import verbosity
-from passport_kit.cli.options import EXIT_INTERRUPTED, echo_json, notch_frequency, optional_float
+from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_INTERRUPTED, FINETUNE, MODEL,
+                                      OUTPUT, PROBE, SCORER, PanelledCommand, echo_json, notch_frequency,
+                                      optional_float)
 from passport_kit.contacts import ContactPolicy
 from passport_kit.errors import ConfigError
 
@@ -53,15 +55,20 @@ def _contact_help(key: str) -> str:
 
 def _contact_option(key: str, *, bundle: bool = False) -> Any:
     """Return the typer option of ContactPolicy threshold ``key``: adapt/evaluate default to the policy's, predict to
-    'bundle' (the adapter's own value)."""
+    'bundle' (the adapter's own value); --help lists it under "Poor contacts"."""
     extra = " 'bundle' (default): the value adapt trained with." if bundle else ""
     return typer.Option("bundle" if bundle else _contact_default(key), "--" + key.replace("_", "-"),
-                        help=_contact_help(key) + extra)
+                        help=_contact_help(key) + extra, rich_help_panel=CONTACTS)
+
+
+def _gate_option() -> Any:
+    """Return the typer option of ContactPolicy's ``quality_gate`` (adapt, evaluate), under "Poor contacts"."""
+    return typer.Option(False, "--quality-gate/--no-quality-gate", help=_contact_help("quality_gate")
+                        + " Finetune recipe only.", rich_help_panel=CONTACTS)
 
 
 #: Default of adapt/evaluate --mask-uncorrelated-channels: ContactPolicy's.
 _UNCORRELATED_DEFAULT = _contact_default("mask_uncorrelated_channels")
-_GATE_HELP = _contact_help("quality_gate")
 
 _CONFIG_HELP = ("Run file (YAML) of adapt settings, e.g. 'data: ./eesm17' and 'max_steps: 200' (options with '_' for "
                 "'-'), or a bundle's adapter.json to repeat its run; options given here override the file. Not the "
@@ -229,42 +236,58 @@ def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
 def adapt_command(
     ctx: typer.Context,
     montage: str | None = typer.Option(None, "--montage", help="Registered montage name or montage YAML "
-                                       "(required unless the --config file gives it)."),
+                                       "(required unless the --config file gives it).", rich_help_panel=DATA),
     data: Path | None = typer.Option(None, "--data", help="Labeled dataset folder (dataset.yaml, BIDS or "
-                                     "discovered; required unless the --config file gives it)."),
-    config: Path | None = typer.Option(None, "--config", help=_CONFIG_HELP),
-    out: Path | None = typer.Option(None, "--out", help="Adapter bundle folder, new or empty (default runs/<montage>)."),
-    checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
-    recipe: Literal["probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
-    context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP),
-    probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP),
-    train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
-    subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw)."),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget (no early stopping)."),
-    epochs: int = typer.Option(50, "--epochs", help="Epochs without --max-steps (early stopping on val kappa)."),
-    batch_size: int = typer.Option(64, "--batch-size"),
-    lr: float = typer.Option(1e-4, "--lr", help="Learning rate of the adapter (backbone-side tensors)."),
-    head_lr: float | None = typer.Option(None, "--head-lr", help="Head learning rate (default 1e-3*sqrt(B/256))."),
-    patience: int = typer.Option(5, "--patience", help="Evaluations without improvement before stopping."),
-    balance: str = typer.Option("weights", "--balance", help="Skewed classes: weights, sampler or none."),
+                                     "discovered; required unless the --config file gives it).",
+                                     rich_help_panel=DATA),
+    config: Path | None = typer.Option(None, "--config", help=_CONFIG_HELP, rich_help_panel=DATA),
+    out: Path | None = typer.Option(None, "--out", help="Adapter bundle folder, new or empty (default runs/<montage>).",
+                                    rich_help_panel=OUTPUT),
+    checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder.",
+                                   rich_help_panel=MODEL),
+    recipe: Literal["probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP,
+                                                               rich_help_panel=MODEL),
+    context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP, rich_help_panel=PROBE),
+    probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP,
+                                    rich_help_panel=PROBE),
+    train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP, rich_help_panel=FINETUNE),
+    subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw).",
+                                        rich_help_panel=DATA),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget (no early stopping).",
+                                         rich_help_panel=FINETUNE),
+    epochs: int = typer.Option(50, "--epochs", help="Epochs without --max-steps (early stopping on val kappa).",
+                               rich_help_panel=FINETUNE),
+    batch_size: int = typer.Option(64, "--batch-size", rich_help_panel=COMPUTE),
+    lr: float = typer.Option(1e-4, "--lr", help="Learning rate of the adapter (backbone-side tensors).",
+                             rich_help_panel=FINETUNE),
+    head_lr: float | None = typer.Option(None, "--head-lr", help="Head learning rate (default 1e-3*sqrt(B/256)).",
+                                         rich_help_panel=FINETUNE),
+    patience: int = typer.Option(5, "--patience", help="Evaluations without improvement before stopping.",
+                                 rich_help_panel=FINETUNE),
+    balance: str = typer.Option("weights", "--balance", help="Skewed classes: weights, sampler or none.",
+                                rich_help_panel=FINETUNE),
     instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm",
-                                              help="Per-window normalisation (default: the checkpoint's)."),
-    notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
-    h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP),
-    corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
-    quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
-    channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
+                                              help="Per-window normalisation (default: the checkpoint's).",
+                                              rich_help_panel=DATA),
+    notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'.",
+                              rich_help_panel=DATA),
+    h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP, rich_help_panel=DATA),
+    corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP, rich_help_panel=FINETUNE),
+    quality_gate: bool = _gate_option(),
+    channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP, rich_help_panel=FINETUNE),
     mask_bad_channels: str = _contact_option("mask_bad_channels"),
     distrust_bad_channels: str = _contact_option("distrust_bad_channels"),
     mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels"),
-    seed: int = typer.Option(0, "--seed"),
-    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
-    precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
-    threads: int | None = typer.Option(None, "--threads", help="CPU threads."),
-    resume: bool = typer.Option(True, "--resume/--restart", help="Continue an interrupted run in --out."),
+    seed: int = typer.Option(0, "--seed", rich_help_panel=MODEL),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda.", rich_help_panel=COMPUTE),
+    precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16.", rich_help_panel=COMPUTE),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads.", rich_help_panel=COMPUTE),
+    resume: bool = typer.Option(True, "--resume/--restart", help="Continue an interrupted run in --out.",
+                                rich_help_panel=OUTPUT),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a finished bundle in --out trained with other "
-                                   "settings (a rerun with the same settings leaves it as it is)."),
-    progress: bool = typer.Option(True, "--progress/--no-progress"),
+                                   "settings (a rerun with the same settings leaves it as it is).",
+                                   rich_help_panel=OUTPUT),
+    progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
 ) -> None:
     """Train the mixture adapter and a head on labeled data; write an adapter bundle."""
     from passport_kit.signals.quality import quality_line
@@ -314,39 +337,52 @@ def adapt_command(
 
 
 def evaluate_command(
-    montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML."),
-    data: Path = typer.Option(..., "--data", help="Labeled dataset folder."),
-    out: Path = typer.Option(..., "--out", help="Report folder."),
+    montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML.",
+                                rich_help_panel=DATA),
+    data: Path = typer.Option(..., "--data", help="Labeled dataset folder.", rich_help_panel=DATA),
+    out: Path = typer.Option(..., "--out", help="Report folder.", rich_help_panel=OUTPUT),
     checkpoint: list[str] = typer.Option(["passport-small-mlp"], "--checkpoint",
-                                         help="Base checkpoint to compare; repeat for several methods."),
-    protocol: str = typer.Option("loso", "--protocol", help="loso (leave-one-subject-out) or split."),
-    test_subject: list[str] = typer.Option([], "--test-subject", help="Evaluate only these held-out subjects."),
-    subjects_sweep: str | None = typer.Option(None, "--subjects-sweep", help="Training-set sizes, e.g. 1,2,4."),
-    seeds: int = typer.Option(1, "--seeds", help="Fine-tuning seeds per fold."),
-    metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ..."),
-    recipe: Literal["probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP),
-    context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP),
-    probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP),
-    train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget per run."),
-    epochs: int = typer.Option(50, "--epochs"),
-    batch_size: int = typer.Option(64, "--batch-size"),
-    lr: float = typer.Option(1e-4, "--lr", help="Learning rate of the adapter (backbone-side tensors)."),
-    balance: str = typer.Option("weights", "--balance", help="Skewed classes: weights, sampler or none."),
-    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
-    notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
-    h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP),
-    corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP),
-    quality_gate: bool = typer.Option(False, "--quality-gate/--no-quality-gate", help=_GATE_HELP),
-    channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP),
+                                         help="Base checkpoint to compare; repeat for several methods.",
+                                         rich_help_panel=MODEL),
+    protocol: str = typer.Option("loso", "--protocol", help="loso (leave-one-subject-out) or split.",
+                                 rich_help_panel=EVALUATION),
+    test_subject: list[str] = typer.Option([], "--test-subject", help="Evaluate only these held-out subjects.",
+                                           rich_help_panel=EVALUATION),
+    subjects_sweep: str | None = typer.Option(None, "--subjects-sweep", help="Training-set sizes, e.g. 1,2,4.",
+                                              rich_help_panel=EVALUATION),
+    seeds: int = typer.Option(1, "--seeds", help="Fine-tuning seeds per fold.", rich_help_panel=EVALUATION),
+    metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ...",
+                               rich_help_panel=EVALUATION),
+    recipe: Literal["probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP,
+                                                               rich_help_panel=MODEL),
+    context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP, rich_help_panel=PROBE),
+    probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP,
+                                    rich_help_panel=PROBE),
+    train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP, rich_help_panel=FINETUNE),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget per run.",
+                                         rich_help_panel=FINETUNE),
+    epochs: int = typer.Option(50, "--epochs", rich_help_panel=FINETUNE),
+    batch_size: int = typer.Option(64, "--batch-size", rich_help_panel=COMPUTE),
+    lr: float = typer.Option(1e-4, "--lr", help="Learning rate of the adapter (backbone-side tensors).",
+                             rich_help_panel=FINETUNE),
+    balance: str = typer.Option("weights", "--balance", help="Skewed classes: weights, sampler or none.",
+                                rich_help_panel=FINETUNE),
+    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm", rich_help_panel=DATA),
+    notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'.",
+                              rich_help_panel=DATA),
+    h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP, rich_help_panel=DATA),
+    corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP, rich_help_panel=FINETUNE),
+    quality_gate: bool = _gate_option(),
+    channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP, rich_help_panel=FINETUNE),
     mask_bad_channels: str = _contact_option("mask_bad_channels"),
     distrust_bad_channels: str = _contact_option("distrust_bad_channels"),
     mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels"),
-    device: str = typer.Option("auto", "--device"),
-    precision: str = typer.Option("auto", "--precision"),
-    threads: int | None = typer.Option(None, "--threads"),
-    progress: bool = typer.Option(True, "--progress/--no-progress"),
-    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON instead of the table."),
+    device: str = typer.Option("auto", "--device", rich_help_panel=COMPUTE),
+    precision: str = typer.Option("auto", "--precision", rich_help_panel=COMPUTE),
+    threads: int | None = typer.Option(None, "--threads", rich_help_panel=COMPUTE),
+    progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
+    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON instead of the table.",
+                                 rich_help_panel=OUTPUT),
 ) -> None:
     """Evaluate checkpoints subject-wise (LOSO or split); write tables, plots and JSON."""
     from passport_kit.training.evaluate import evaluate
@@ -402,35 +438,47 @@ def print_table(report: Any) -> None:
 
 def predict_command(
     recordings: list[Path] = typer.Argument(..., help="Recording files or folders of recordings."),
-    adapter: Path = typer.Option(..., "--adapter", help="Adapter bundle folder written by adapt."),
-    out: Path = typer.Option(Path("predictions"), "--out", help="Output folder (one subfolder per recording)."),
-    edf_annotations: bool = typer.Option(False, "--edf-annotations", help="Also write EDF+ annotation files."),
-    base: str | None = typer.Option(None, "--base", help="Base checkpoint to use instead of the recorded one."),
+    adapter: Path = typer.Option(..., "--adapter", help="Adapter bundle folder written by adapt.",
+                                 rich_help_panel=MODEL),
+    out: Path = typer.Option(Path("predictions"), "--out", help="Output folder (one subfolder per recording).",
+                             rich_help_panel=OUTPUT),
+    edf_annotations: bool = typer.Option(False, "--edf-annotations", help="Also write EDF+ annotation files.",
+                                         rich_help_panel=OUTPUT),
+    base: str | None = typer.Option(None, "--base", help="Base checkpoint to use instead of the recorded one.",
+                                    rich_help_panel=MODEL),
     batch_size: int = typer.Option(32, "--batch-size", help="Windows per forward pass (predictions do not depend "
-                                   "on it)."),
-    device: str = typer.Option("auto", "--device"),
-    precision: str = typer.Option("auto", "--precision"),
+                                   "on it).", rich_help_panel=COMPUTE),
+    device: str = typer.Option("auto", "--device", rich_help_panel=COMPUTE),
+    precision: str = typer.Option("auto", "--precision", rich_help_panel=COMPUTE),
     mask_bad_channels: str = _contact_option("mask_bad_channels", bundle=True),
     distrust_bad_channels: str = _contact_option("distrust_bad_channels", bundle=True),
     mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels", bundle=True),
     h_freq: float | None = typer.Option(None, "--h-freq", help="Band-pass top in Hz (default: the bundle's, as adapt "
-                                        "trained, lowered for recordings sampled too slowly for it)."),
+                                        "trained, lowered for recordings sampled too slowly for it).",
+                                        rich_help_panel=DATA),
     amplitude_check: bool = typer.Option(True, "--amplitude-check/--no-amplitude-check", help="Refuse recordings "
-                                         "that are all flat or 30x off the adapter's training amplitude (unit errors)."),
+                                         "that are all flat or 30x off the adapter's training amplitude (unit errors).",
+                                         rich_help_panel=DATA),
     rename: list[str] = typer.Option([], "--rename", help="MONTAGE_CHANNEL=NAME_IN_FILE for a channel whose name in "
-                                     "the recordings neither the montage nor its aliases know; repeat per channel."),
+                                     "the recordings neither the montage nor its aliases know; repeat per channel.",
+                                     rich_help_panel=DATA),
     sfreq: float | None = typer.Option(None, "--sfreq", help="Sampling rate in Hz of recordings that do not store "
-                                       "one (DREAMS .txt, CSV without timestamps); checked where they do."),
+                                       "one (DREAMS .txt, CSV without timestamps); checked where they do.",
+                                       rich_help_panel=DATA),
     units: str | None = typer.Option(None, "--units", help="Unit of the recordings' numbers where the header is "
-                                     "wrong or unknown to MNE: uV, mV, V or nV (EDF/BDF, .txt, .csv)."),
-    scale: float | None = typer.Option(None, "--scale", help="Multiply every sample by this after reading."),
+                                     "wrong or unknown to MNE: uV, mV, V or nV (EDF/BDF, .txt, .csv).",
+                                     rich_help_panel=DATA),
+    scale: float | None = typer.Option(None, "--scale", help="Multiply every sample by this after reading.",
+                                       rich_help_panel=DATA),
     labels: list[Path] = typer.Option([], "--labels", help="A scorer's label file per recording, same order "
                                       "(repeat): prints kappa and a confusion table, and draws it under the "
-                                      "hypnogram."),
+                                      "hypnogram.", rich_help_panel=SCORER),
     label_map: str | None = typer.Option(None, "--label-map", help="How to read --labels: aasm, rk (R&K numbers "
-                                         "per 5 s) or eesm (default: stage or class names)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the outputs of recordings --out already holds."),
-    as_json: bool = typer.Option(False, "--json", help="Print every recording's summary as JSON."),
+                                         "per 5 s) or eesm (default: stage or class names).", rich_help_panel=SCORER),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the outputs of recordings --out already holds.",
+                                   rich_help_panel=OUTPUT),
+    as_json: bool = typer.Option(False, "--json", help="Print every recording's summary as JSON.",
+                                 rich_help_panel=OUTPUT),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
     from passport_kit.inference.predict import PredictionFailures, predict
@@ -548,8 +596,7 @@ def demo_command(
 
 def register(app: typer.Typer) -> None:
     """Add this part's commands to the root app."""
-    app.command("adapt")(adapt_command)
-    app.command("evaluate")(evaluate_command)
-    app.command("predict")(predict_command)
-    app.command("check")(check_command)
-    app.command("demo")(demo_command)
+    # PanelledCommand: --help lists the options by their rich_help_panel (Data, Model, ..., Output).
+    for name, command in (("adapt", adapt_command), ("evaluate", evaluate_command), ("predict", predict_command),
+                          ("check", check_command), ("demo", demo_command)):
+        app.command(name, cls=PanelledCommand)(command)

@@ -1,4 +1,4 @@
-"""What the commands share: option parsing (one rule per kind of value), JSON output, the group class."""
+"""What the commands share: option parsing (one rule per kind of value), JSON output, the group and command classes."""
 
 from __future__ import annotations
 
@@ -6,12 +6,19 @@ import json
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from passport_kit.errors import ConfigError
 
 #: Exit code after Ctrl-C, once the training state has been saved (128 + SIGINT).
 EXIT_INTERRUPTED = 130
+
+#: The ``rich_help_panel=`` of options, in the order ``--help`` shows them; options without one come last,
+#: under "Options" (--quiet, --verbose, --help).
+DATA, SCORER, MODEL, EVALUATION = "Data", "Scorer's labels", "Model", "Evaluation"
+PROBE, FINETUNE = "Training (probe)", "Training (finetune only)"
+CONTACTS, COMPUTE, OUTPUT = "Poor contacts", "Compute", "Output"
+PANELS = (DATA, SCORER, MODEL, EVALUATION, PROBE, FINETUNE, CONTACTS, COMPUTE, OUTPUT)
 
 
 class HelpfulGroup(TyperGroup):
@@ -22,6 +29,35 @@ class HelpfulGroup(TyperGroup):
             typer.echo(ctx.get_help())
             ctx.exit(0)
         return super().parse_args(ctx, args)
+
+
+class PanelledCommand(TyperCommand):
+    """A command whose plain ``--help`` lists its options in one section per ``rich_help_panel`` (in PANELS order).
+
+    The app's help is plain (``rich_markup_mode=None``: rich panels cut long option names at 80
+    columns), and typer's plain help ignores the panels; this keeps them as titled sections.
+    """
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, sections = [], {}  # type: ignore[var-annotated]
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append(record)
+            else:
+                sections.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
+        # One description column for all sections, as in one list: pad the names to the widest that fits
+        # (click's write_dl puts a name wider than 30 on a line of its own).
+        width = min(30, max(len(name) for rows in [arguments, *sections.values()] for name, _ in rows))
+        order = {title: i for i, title in enumerate(PANELS)}
+        if arguments:
+            with formatter.section("Arguments"):
+                formatter.write_dl([(name.ljust(width), text) for name, text in arguments])
+        for title in sorted(sections, key=lambda t: order.get(t, len(PANELS))):  # stable: others as they come
+            with formatter.section(title):
+                formatter.write_dl([(name.ljust(width), text) for name, text in sections[title]])
 
 
 def echo_json(data: object) -> None:
