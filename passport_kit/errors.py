@@ -69,6 +69,13 @@ class OutputBusyError(PassportError):
     """Another passport-kit process is writing the same output folder."""
 
 
+class OptionalDependencyError(PassportError, ImportError):
+    """A feature needs a Python package that passport-kit does not install (the message says how to).
+
+    Also an ImportError, so code that already guards an optional import keeps working.
+    """
+
+
 #: File-system errors that a path given by the user causes (a read-only place, a file where a
 #: folder should be, a missing or full disk), with what to do about each. Other OSErrors
 #: (I/O errors, ...) are not the user's to fix and keep their traceback.

@@ -22,6 +22,9 @@ YASA implements them, with one documented difference for REM latency):
 
 Without any sleep epoch, SOL, SPT, WASO and REM latency are ``None`` (undefined), never 0.
 
+:data:`YASA_STATISTICS` names YASA's key for each of ours (``W_min`` is YASA's ``WAKE``,
+``N1_pct`` its ``%N1``, ...); :meth:`Hypnogram.to_yasa` gives the hypnogram to YASA itself.
+
 Example::
 
     >>> h = Hypnogram(["W", "W", "N1", "N2", "W", "N2", "REM", "W"])
@@ -39,18 +42,33 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from passport_kit.errors import LabelError
+from passport_kit.errors import LabelError, OptionalDependencyError
 from passport_kit.signals.labels import AASM_STAGES
+
+if TYPE_CHECKING:  # pragma: no cover - yasa is optional: imported where a hypnogram is converted
+    import yasa
+
 #: Epochs that carry no stage: excluded from TST and from sleep/wake decisions.
 UNSCORED: tuple[str, ...] = ("UNS", "ART")
 SLEEP_STAGES: tuple[str, ...] = ("N1", "N2", "N3", "REM")
 
 # Integer codes written to events files (BIDS `value`): the NeuroAtlas/braindecode convention.
 STAGE_CODES: dict[str, int] = {"W": 0, "N1": 1, "N2": 2, "N3": 3, "REM": 4, "UNS": -1, "ART": -2}
+
+#: YASA's key (``yasa.Hypnogram.sleep_statistics()``) for each of :meth:`Hypnogram.sleep_statistics`'s that
+#: means the same; equal on the same hypnogram where both are defined (ours are None where YASA's are NaN,
+#: and YASA omits UNS/ART minutes when there are none). Not here: ``REM_latency``, counted from sleep onset
+#: (AASM), where YASA's ``Lat_REM`` counts from the start of the record: ``Lat_REM = REM_latency + SOL``;
+#: and YASA's SME, SFI and SOL_5min, which passport-kit does not compute.
+YASA_STATISTICS: dict[str, str] = {
+    "TIB": "TIB", "SPT": "SPT", "WASO": "WASO", "TST": "TST", "SE": "SE", "SOL": "SOL",
+    "W_min": "WAKE", "N1_min": "N1", "N2_min": "N2", "N3_min": "N3", "REM_min": "REM", "UNS_min": "UNS",
+    "ART_min": "ART", "N1_pct": "%N1", "N2_pct": "%N2", "N3_pct": "%N3", "REM_pct": "%REM",
+}
 
 _ALIASES: dict[str, str] = {
     "W": "W", "WAKE": "W", "0": "W",
@@ -212,6 +230,36 @@ class Hypnogram:
             }
             for onset, stage in zip(self.onsets_s, self.stages, strict=True)
         ]
+
+    def to_yasa(self, *, scorer: str | None = None) -> yasa.Hypnogram:
+        """Return this hypnogram as a five-stage ``yasa.Hypnogram`` (needs the optional package ``yasa``).
+
+        The epoch length becomes YASA's ``freq``; ``start`` moved by ``offset_s`` (the first
+        epoch's onset) its ``start``, when known; the hypnodensity its ``proba``, when every epoch
+        has one: YASA requires each row to sum to 1, and an unscored gap's row is all zeros, so a
+        hypnogram with gaps goes without it. Statistics are compared key by key with
+        :data:`YASA_STATISTICS`.
+
+        Example::
+
+            >>> h = Hypnogram(["W", "N1", "N2", "N2", "REM", "W"])
+            >>> h.to_yasa().sleep_statistics()["WAKE"] == h.sleep_statistics()["W_min"]  # doctest: +SKIP
+            True
+        """
+        try:
+            import yasa
+        except ImportError:
+            raise OptionalDependencyError("Hypnogram.to_yasa() needs the Python package 'yasa', which passport-kit "
+                                          "does not install; install it (pip install yasa) and retry") from None
+        import pandas as pd
+
+        seconds = self.epoch_seconds
+        freq = f"{seconds:g}s" if seconds == int(seconds) else f"{round(seconds * 1000)}ms"
+        start = None if self.start is None else pd.Timestamp(self.start) + pd.Timedelta(seconds=self.offset_s)
+        proba = None
+        if self.proba is not None and is_sleep_staging(self.classes) and np.allclose(self.proba.sum(axis=1), 1):
+            proba = pd.DataFrame(self.proba, columns=[normalize_stage(c) for c in self.classes])
+        return yasa.Hypnogram(list(self.stages), n_stages=5, freq=freq, start=start, scorer=scorer, proba=proba)
 
     def to_json(self) -> str:
         """Return the hypnogram and its sleep statistics as a JSON string."""

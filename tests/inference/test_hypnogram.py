@@ -84,3 +84,67 @@ def test_bad_json_is_a_label_error() -> None:
 @pytest.mark.parametrize(("classes", "expected"), [(["W", "N1", "N2", "N3", "REM"], True), (["rest", "task"], False)])
 def test_is_sleep_staging(classes: list[str], expected: bool) -> None:
     assert is_sleep_staging(classes) is expected
+
+
+# YASA (optional): a hypnogram handed to yasa.Hypnogram keeps its epochs, and the statistics agree key by key.
+YASA_NIGHTS = {
+    "night": (NIGHT, 30.0),
+    "unscored and artefact": (["W", "N2", "UNS", "N2", "ART", "REM", "W"], 30.0),
+    "no REM, 15-s epochs": (["W", "N1", "N2", "N3", "W", "N2"], 15.0),
+    "all wake": (["W", "W", "W"], 30.0),
+}
+
+
+@pytest.mark.parametrize("name", list(YASA_NIGHTS))
+def test_sleep_statistics_match_yasa_key_by_key(name: str) -> None:
+    pytest.importorskip("yasa")
+    from passport_kit.inference.hypnogram import YASA_STATISTICS
+
+    stages, epoch_seconds = YASA_NIGHTS[name]
+    h = Hypnogram(stages, epoch_seconds=epoch_seconds)
+    ours, theirs = h.sleep_statistics(), h.to_yasa().sleep_statistics()
+    for key, yasa_key in YASA_STATISTICS.items():
+        if ours[key] is None or yasa_key not in theirs:  # undefined here / UNS, ART minutes YASA omits at 0
+            assert yasa_key not in theirs or np.isnan(theirs[yasa_key]) or theirs[yasa_key] == 0, key
+            continue
+        assert ours[key] == pytest.approx(theirs[yasa_key], abs=1e-4), key
+    if ours["REM_latency"] is not None:  # ours from sleep onset (AASM), YASA's from the record's start
+        assert ours["REM_latency"] + ours["SOL"] == pytest.approx(theirs["Lat_REM"], abs=1e-4)
+
+
+def test_to_yasa_keeps_stages_epoch_length_start_and_hypnodensity() -> None:
+    pytest.importorskip("yasa")
+    proba = np.full((3, 5), 0.2)
+    h = Hypnogram(["W", "N2", "REM"], epoch_seconds=20.0, offset_s=60.0, start=datetime(2024, 1, 1, 22, 0),
+                  proba=proba)
+    y = h.to_yasa(scorer="passport-kit")
+    assert list(y.hypno) == ["WAKE", "N2", "REM"] and y.freq == "20s" and y.scorer == "passport-kit"
+    assert y.start == datetime(2024, 1, 1, 22, 1)  # the first epoch's onset
+    assert y.proba.shape == (3, 5) and np.allclose(y.proba.to_numpy(), 0.2)
+
+
+def test_to_yasa_leaves_out_a_hypnodensity_with_unscored_gaps() -> None:
+    pytest.importorskip("yasa")
+    proba = np.array([[1.0, 0, 0, 0, 0], [0, 0, 0, 0, 0]])  # the second epoch: no prediction (all zeros)
+    assert Hypnogram(["W", "UNS"], proba=proba).to_yasa().proba is None
+
+
+def test_to_yasa_without_yasa_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from passport_kit.errors import OptionalDependencyError, PassportError
+
+    monkeypatch.setitem(sys.modules, "yasa", None)  # import yasa -> ImportError
+    with pytest.raises(OptionalDependencyError, match=r"pip install yasa") as info:
+        Hypnogram(NIGHT).to_yasa()
+    assert isinstance(info.value, PassportError) and isinstance(info.value, ImportError)
+
+
+def test_docs_list_every_yasa_key() -> None:
+    from pathlib import Path
+
+    from passport_kit.inference.hypnogram import YASA_STATISTICS
+
+    text = (Path(__file__).parents[2] / "docs" / "onboarding.md").read_text(encoding="utf-8")
+    assert all(f"| `{ours}` | `{theirs}` |" in text for ours, theirs in YASA_STATISTICS.items())
+    assert "`Lat_REM` = `REM_latency` + `SOL`" in text
