@@ -477,10 +477,13 @@ def predict_command(
                                          "per 5 s) or eesm (default: stage or class names).", rich_help_panel=SCORER),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the outputs of recordings --out already holds.",
                                    rich_help_panel=OUTPUT),
+    plot_format: Literal["png", "svg", "pdf"] = typer.Option("png", "--plot-format", help="Format of the hypnogram "
+                                                             "plot; svg and pdf are vector graphics.",
+                                                             rich_help_panel=OUTPUT),
     as_json: bool = typer.Option(False, "--json", help="Print every recording's summary as JSON.",
                                  rich_help_panel=OUTPUT),
 ) -> None:
-    """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON/PNG."""
+    """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON and a plot."""
     from passport_kit.inference.predict import PredictionFailures, predict
 
     failed = None
@@ -491,7 +494,8 @@ def predict_command(
                           distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
                           mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
                           h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename),
-                          sfreq=sfreq, units=units, scale=scale, labels=labels or None, label_map=label_map)
+                          sfreq=sfreq, units=units, scale=scale, labels=labels or None, label_map=label_map,
+                          plot_format=plot_format)
     except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
         results, failed = exc.results, exc
     if as_json:

@@ -21,8 +21,8 @@ Written per recording, in ``<out>/<recording stem>/``:
 Before any of this, a recording whose channels are all flat, or whose amplitude is 30 times
 off the adapter's training data (a unit error in its header), is refused with one line
 (:mod:`passport_kit.signals.amplitude`; ``amplitude_check=False`` skips the check).
-- sleep staging: ``<stem>_hypnogram.png`` (hypnogram + hypnodensity) and
-  ``<stem>_hypnogram.json``.
+- sleep staging: ``<stem>_hypnogram.png`` (hypnogram + hypnodensity; ``.svg`` or ``.pdf`` with
+  ``plot_format``) and ``<stem>_hypnogram.json``.
 - with ``edf_annotations``: ``<stem>_annotations.edf`` (annotation-only EDF+, opens next to
   the recording in EDFbrowser).
 - ``<stem>_channel_quality.tsv``: each channel's quality score, status and statistics from the
@@ -282,6 +282,7 @@ def predict(
     scale: float | None = None,
     labels: Sequence[str | Path] | None = None,
     label_map: str | None = None,
+    plot_format: Literal["png", "svg", "pdf"] = "png",
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -351,6 +352,9 @@ def predict(
     label_map : str, optional
         How to read ``labels``: ``aasm``, ``rk`` (R&K numbers, one per 5 s, as DREAMS) or
         ``eesm``; default AASM stage names or the adapter's class names.
+    plot_format : {"png", "svg", "pdf"}
+        Format of the hypnogram plot (``<stem>_hypnogram.<plot_format>``); SVG and PDF are vector
+        graphics, for a report or a paper.
     """
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
@@ -365,6 +369,9 @@ def predict(
             check_threshold(key, value)  # type: ignore[arg-type]
     if batch_size < 1:
         raise ConfigError(f"batch_size (--batch-size) must be at least 1, got {batch_size}")
+    if plot_format not in reports.PLOT_FORMATS:
+        raise ConfigError(f"plot_format (--plot-format) must be one of {', '.join(reports.PLOT_FORMATS)}, "
+                          f"got {plot_format!r}")
     from passport_kit.signals.readers import raw_from_memory
 
     files, memory = _split_recordings(recordings)
@@ -412,7 +419,7 @@ def predict(
             distrust_threshold=policy.distrust_bad_channels, uncorrelated_below=policy.mask_uncorrelated_channels,
             preprocessing=night.config.model_dump(mode="json"),
             band_short=band_too_narrow(night.config.h_freq, config.h_freq), not_learned=not_learned,
-            reference=reference, reference_file=scorer_of.get(path)))
+            reference=reference, reference_file=scorer_of.get(path), plot_format=plot_format))
 
     def prepare(path: Path) -> Recording:
         raw = raw_from_memory(memory[path], units=units, scale=scale, sfreq=sfreq) if path in memory else None
@@ -572,6 +579,7 @@ def write_prediction(
     not_learned: Sequence[str] = (),
     reference: np.ndarray | None = None,
     reference_file: Path | None = None,
+    plot_format: str = "png",
 ) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
@@ -585,6 +593,7 @@ def write_prediction(
     Windows in which most channels score bad (:func:`mostly_bad_windows`) are flagged too.
     ``not_learned``: classes the adapter had no training window of, named in the summary
     (``classes_not_learned``: it cannot output them, so e.g. a REM latency is n/a for that reason).
+    ``plot_format``: the hypnogram plot's, png, svg or pdf (``reports.PLOT_FORMATS``).
     """
     stem = _stem(recording)
     mostly_bad = mostly_bad_windows(quality, onsets_s, window_seconds)
@@ -636,7 +645,7 @@ def write_prediction(
         files["hypnogram"] = reports.write_text(folder / f"{stem}_hypnogram.json", hyp.to_json())
         scorer = None if reference is None else _scorer_hypnogram(reference, onsets_s, classes, window_seconds, start)
         files["hypnogram_plot"] = reports.plot_hypnogram(
-            folder / f"{stem}_hypnogram.png", hyp, title=f"{recording.name} (adapter {Path(adapter).name})",
+            folder / f"{stem}_hypnogram.{plot_format}", hyp, title=f"{recording.name} (adapter {Path(adapter).name})",
             note=_plot_note(summary, withheld), reference=scorer, stage_table=not withheld)
     else:
         events = [{"onset": float(o), "duration": window_seconds, "value": int(k), "trial_type": classes[k],

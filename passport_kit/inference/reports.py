@@ -1,4 +1,4 @@
-"""Report writers: per-window CSV, BIDS events, EDF+ annotations, JSON, tables and PNG plots.
+"""Report writers: per-window CSV, BIDS events, EDF+ annotations, JSON, tables and plots (PNG; SVG or PDF too).
 
 Every writer takes the target path first, writes atomically (a temp file in the same folder,
 then ``os.replace``), and returns the path, so a crash never leaves a half-written report that
@@ -17,6 +17,10 @@ import numpy as np
 
 from passport_kit.atomic_io import atomic_output, atomic_write_text as write_text, write_json, write_table
 from passport_kit.inference.hypnogram import Hypnogram
+
+#: Formats a plot can be written in, by the path's suffix: PNG (120 dpi) or the vector formats a
+#: report or a scorer's annotation tool takes without blurring (``predict --plot-format``).
+PLOT_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
 
 
 def window_rows(
@@ -105,15 +109,23 @@ def write_edf_annotations(
 
 
 def _save_figure(fig: Any, path: Path | str, *, tight: bool = True) -> Path:
-    """Write ``fig`` as a PNG (120 dpi) atomically; ``tight`` crops it to what is drawn (one more draw)."""
+    """Write ``fig`` atomically in the format of ``path``'s suffix (PLOT_FORMATS; PNG at 120 dpi); return the path.
+
+    ``tight`` crops it to what is drawn (one more draw).
+    """
+    fmt = Path(path).suffix.lstrip(".").lower()
+    if fmt not in PLOT_FORMATS:
+        raise ValueError(f"plot path {str(path)!r} must end in one of .{', .'.join(PLOT_FORMATS)}")
     with atomic_output(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight" if tight else None)
+        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight" if tight else None)
     return Path(path)
 
 
 def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogram | None = None,
                    title: str = "", note: str = "", stage_table: bool = False) -> Path:
-    """Draw the hypnogram (step plot, REM in red) above the hypnodensity; write a PNG.
+    """Draw the hypnogram (step plot, REM in red) above the hypnodensity; write it as ``path``'s suffix says.
+
+    PNG, SVG or PDF (:data:`PLOT_FORMATS`).
 
     With ``reference`` (a scorer's hypnogram), it is drawn under the prediction in grey.
     Low-confidence epochs (:meth:`Hypnogram.low_confidence`) are shaded in the hypnogram. The

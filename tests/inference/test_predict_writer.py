@@ -33,6 +33,18 @@ def test_sleep_outputs_and_statistics(tmp_path: Path) -> None:
     assert result.files["events"].name == "sub-01_task-sleep_events.tsv"
 
 
+@pytest.mark.parametrize("fmt", ["svg", "pdf"])
+def test_hypnogram_plot_in_the_format_asked_for(tmp_path: Path, fmt: str) -> None:
+    rng = np.random.default_rng(0)
+    result = write_prediction(tmp_path / "rec", Path("night.edf"), rng.dirichlet(np.full(5, 0.1), size=4),
+                              np.array([0.0, 30, 60, 90]), np.zeros((4, 2), dtype=np.uint8), classes=SLEEP,
+                              window_seconds=30.0, task="sleep-staging", adapter=Path("a"), base_name="b",
+                              plot_format=fmt)
+    assert result.files["hypnogram_plot"] == tmp_path / "rec" / f"night_hypnogram.{fmt}"
+    assert sorted(p.name for p in (tmp_path / "rec").glob("*_hypnogram.*")) == ["night_hypnogram.json",
+                                                                                 f"night_hypnogram.{fmt}"]
+
+
 def test_missing_epochs_become_unscored(tmp_path: Path) -> None:
     result = _write(tmp_path, SLEEP, "sleep-staging", [0, 30, 120])
     hyp = json.loads(result.files["hypnogram"].read_text())
@@ -85,3 +97,12 @@ def test_cli_and_python_predict_share_the_batch_size() -> None:
 
     cli = inspect.signature(predict_command).parameters["batch_size"].default.default
     assert cli == inspect.signature(predict).parameters["batch_size"].default == 32
+
+
+def test_predict_refuses_an_unknown_plot_format_before_any_work(tmp_path: Path) -> None:
+    from passport_kit.errors import ConfigError
+    from passport_kit.inference.predict import predict
+
+    with pytest.raises(ConfigError, match=r"--plot-format\) must be one of png, svg, pdf"):
+        predict(tmp_path / "no-bundle", [tmp_path / "x.edf"], tmp_path / "out", plot_format="jpg")  # type: ignore[arg-type]
+    assert not (tmp_path / "out").exists()

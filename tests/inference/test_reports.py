@@ -61,6 +61,17 @@ def test_hypnogram_png(tmp_path: Path, with_reference: bool) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize(("fmt", "magic"), [("png", b"\x89PNG"), ("svg", b"<svg"), ("pdf", b"%PDF")])
+def test_hypnogram_in_each_plot_format(tmp_path: Path, fmt: str, magic: bytes) -> None:
+    path = reports.plot_hypnogram(tmp_path / f"h.{fmt}", _hypnogram(), stage_table=True)
+    assert magic in path.read_bytes()[:400]
+
+
+def test_a_plot_path_of_another_format_is_a_bug_not_a_silent_png(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"\.png, \.svg, \.pdf"):
+        reports.plot_hypnogram(tmp_path / "h.jpg", _hypnogram())
+
+
 def test_confusion_png(tmp_path: Path) -> None:
     path = reports.plot_confusion(tmp_path / "c.png", [[3, 1], [0, 0]], ["A", "B"])
     assert path.read_bytes()[:4] == b"\x89PNG"

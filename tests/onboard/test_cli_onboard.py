@@ -59,6 +59,20 @@ def test_adapt_leaves_base_tensors_untouched(bundle: Path, checkpoint: str) -> N
                                before[n.removeprefix("backbone.")]) for n in adapted if n.startswith("backbone."))
 
 
+def test_predict_plot_format_pdf(bundle: Path, dataset: Path, tmp_path: Path) -> None:
+    result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(dataset / "s02.edf"), "--out",
+                              str(tmp_path / "pred"), "--plot-format", "pdf"])
+    assert result.exit_code == 0, result.output
+    plot = tmp_path / "pred" / "s02" / "s02_hypnogram.pdf"
+    assert plot.read_bytes()[:4] == b"%PDF" and not plot.with_suffix(".png").exists()
+
+
+def test_predict_refuses_a_plot_format_it_cannot_write(bundle: Path, dataset: Path, tmp_path: Path) -> None:
+    result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(dataset / "s02.edf"), "--out",
+                              str(tmp_path / "pred"), "--plot-format", "jpg"])
+    assert result.exit_code == 2 and "png" in result.output and not (tmp_path / "pred").exists()
+
+
 def test_predict_writes_every_report(bundle: Path, dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "pred"
     result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(dataset / "s02.edf"), "--out", str(out),
