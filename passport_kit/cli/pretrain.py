@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from passport_kit.cli import verbosity
 from passport_kit.cli.options import EXIT_INTERRUPTED, notch_frequency, optional_float
 from passport_kit.embedding_kinds import EMBEDDING_KINDS, EXPERT_KINDS
 
@@ -92,7 +93,8 @@ def pretrain_command(
         val_subjects=[s for item in val_subjects for s in item.split(",") if s],
         val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv),
         notch_freq=notch_frequency(notch), corrupt_prob=corrupt_prob,
-        threads=threads, workers=workers, name=name, progress=progress,
+        # --quiet hides the progress bar (and its step lines in a log) as --no-progress does.
+        threads=threads, workers=workers, name=name, progress=progress and verbosity.shows_progress(),
     )
     try:
         folder = pretrain(cfg)

@@ -38,6 +38,19 @@ def test_pretrain_command_writes_a_checkpoint(simulated: Path, tmp_path: Path) -
     assert [d["val_subjects"] for d in info.training["data"]] == [["s02"]]
 
 
+@pytest.mark.parametrize(("quiet", "shown"), [([], True), (["--quiet"], False), (["-q"], False)])
+def test_pretrain_quiet_hides_its_progress(simulated: Path, tmp_path: Path, quiet: list[str], shown: bool) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(app, [
+        "pretrain", "--data", f"{simulated}:tuh-standard", "--embedding", "acpe", "--config", "cbramod-tiny",
+        "--steps", "1", "--batch-size", "2", "--amplitude-limit-uv", "none", "--device", "cpu", "--threads", "1",
+        "--out", str(out), *quiet,
+    ])
+    assert result.exit_code == 0, result.output
+    assert ("step 1/1 loss" in result.output) == shown  # no terminal here: the plain progress line
+    assert f"base checkpoint written to {out}" in result.output  # the result stays
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
