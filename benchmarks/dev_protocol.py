@@ -67,6 +67,7 @@ from real_data import (  # noqa: E402  (benchmarks/ is not a package)
     DREAMS_MONTAGE,
     EEGMAT_MONTAGE,
     dreams_folder,
+    eegmat_folder,
     markdown,
     random_base,
     score,
@@ -77,19 +78,6 @@ MONTAGES = {"eegmat-temporal": EEGMAT_MONTAGE, "eegmat-ear": HERE / "montages" /
             "eegmat-frontal": HERE / "montages" / "eegmat-frontal.yaml", "dreams": DREAMS_MONTAGE,
             "sim-ear": "eesm17-ear"}
 FOLDS = {"eegmat-temporal": 4, "eegmat-ear": 4, "eegmat-frontal": 4, "dreams": 2, "sim-ear": 4}
-
-
-def eegmat_folder(eegmat: Path, folder: Path) -> Path:
-    """Return a dataset folder describing eegmat rest (``_1``) vs arithmetic (``_2``), low-passed at 45 Hz."""
-    files = sorted(Path(eegmat).glob("Subject*_[12].edf"))
-    lines = ["task: classification", "window_seconds: 10", "classes: [rest, arithmetic]", "h_freq: 45", "recordings:"]
-    for f in files:
-        subject, part = f.stem.split("_")
-        lines += [f"  - subject: {subject}", f"    file: {f.resolve().as_posix()}",
-                  f"    label: {'rest' if part == '1' else 'arithmetic'}"]
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "dataset.yaml").write_text("\n".join(lines) + "\n")
-    return folder
 
 
 def sim_folder(folder: Path) -> Path:
@@ -399,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for name in args.tasks.split(","):
         if name.startswith("eegmat"):
-            folder = eegmat_folder(args.data / "eegmat", args.out / "data-eegmat")
+            folder = eegmat_folder(args.data / "eegmat", args.out / "data-eegmat", h_freq=45.0)
         elif name == "dreams":
             folder = dreams_folder(args.data / "dreams-spindles", args.out / "data-dreams")
         else:

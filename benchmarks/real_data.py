@@ -80,10 +80,11 @@ SLEEP_CLASSES = ["W", "N1", "N2", "N3", "REM"]
 
 
 # ----------------------------------------------------------------------------- data folders
-def eegmat_folder(eegmat: Path, folder: Path) -> Path:
-    """Return a dataset folder describing eegmat rest (``_1``) vs arithmetic (``_2``), low-passed at 30 Hz."""
+def eegmat_folder(eegmat: Path, folder: Path, h_freq: float = 30.0) -> Path:
+    """Return a dataset folder describing eegmat rest (``_1``) vs arithmetic (``_2``), low-passed at ``h_freq`` Hz."""
     files = sorted(Path(eegmat).glob("Subject*_[12].edf"))
-    lines = ["task: classification", "window_seconds: 10", "classes: [rest, arithmetic]", "h_freq: 30", "recordings:"]
+    lines = ["task: classification", "window_seconds: 10", "classes: [rest, arithmetic]", f"h_freq: {h_freq:g}",
+             "allow_outside_paths: true", "recordings:"]
     for f in files:
         subject, part = f.stem.split("_")
         lines += [f"  - subject: {subject}", f"    file: {f.resolve().as_posix()}",

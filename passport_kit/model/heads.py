@@ -56,20 +56,27 @@ def sequence_features(z: Tensor, context: int, groups: Sequence[Any] | None = No
     """
     if context <= 0:
         return z
-    keys = [0] * len(z) if groups is None else list(groups)
     out = torch.empty_like(z)
-    start = 0
-    while start < len(z):
-        stop = start + 1
-        while stop < len(z) and keys[stop] == keys[start]:
-            stop += 1
+    for start, stop in recording_runs(len(z), groups):
         seg = z[start:stop]
         cum = torch.cat([torch.zeros_like(seg[:1]), seg.cumsum(dim=0)])
         idx = torch.arange(len(seg), device=z.device)
         lo, hi = (idx - context).clamp(min=0), (idx + context + 1).clamp(max=len(seg))
         out[start:stop] = (cum[hi] - cum[lo]) / (hi - lo).unsqueeze(1).to(z.dtype)
-        start = stop
     return torch.cat([z, out], dim=1)
+
+
+def recording_runs(n: int, groups: Sequence[Any] | None = None) -> list[tuple[int, int]]:
+    """Return ``(start, stop)`` of every run of equal consecutive ``groups`` entries over ``n`` rows (None: one run)."""
+    if groups is None:
+        return [(0, n)] if n else []
+    keys = list(groups)
+    runs, start = [], 0
+    for i in range(1, n + 1):
+        if i == n or keys[i] != keys[start]:
+            runs.append((start, i))
+            start = i
+    return runs
 
 
 #: How a probe head scales its inputs before the read-out: as they are, or per recording (each feature minus
@@ -86,19 +93,13 @@ def recording_scaled(z: Tensor, groups: Sequence[Any] | None = None) -> Tensor:
     Each feature minus its median over the recording's rows, divided by its interquartile range
     (1 where that is 0). A recording of one row comes back as zeros.
     """
-    keys = [0] * len(z) if groups is None else list(groups)
     out = torch.empty_like(z)
-    start = 0
-    while start < len(z):
-        stop = start + 1
-        while stop < len(z) and keys[stop] == keys[start]:
-            stop += 1
+    for start, stop in recording_runs(len(z), groups):
         seg = z[start:stop]
         q = torch.quantile(seg.double(), torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64, device=z.device), dim=0)
         iqr = q[2] - q[0]
         iqr = torch.where(iqr > 1e-12, iqr, torch.ones_like(iqr))
         out[start:stop] = ((seg.double() - q[1]) / iqr).to(z.dtype)
-        start = stop
     return out
 
 
