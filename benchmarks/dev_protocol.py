@@ -283,14 +283,14 @@ def textbook_proba(task: Task, train: np.ndarray, test: np.ndarray) -> np.ndarra
 
 
 def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, seed: int = 0,
-             with_old: bool = False, with_yasa: bool = True) -> dict[str, Any]:
+             with_old: bool = False, with_yasa: bool = True, checkpoint: str = CHECKPOINT) -> dict[str, Any]:
     """Return the table of one task: per method the mean over draws, and paired differences to the default."""
     from passport_kit.training.probe import FALLBACK, ReadOutChoice, choose
 
     t0 = time.perf_counter()
-    plain, d = product_features(task, CHECKPOINT)
-    legacy = product_features(task, CHECKPOINT, legacy=True)[0] if with_old else None
-    randoms = [product_features(task, str(random_base(out / "bases" / f"random-{s}", s)))[0]
+    plain, d = product_features(task, checkpoint)
+    legacy = product_features(task, checkpoint, legacy=True)[0] if with_old else None
+    randoms = [product_features(task, str(random_base(out / "bases" / f"random-{s}", s, checkpoint)))[0]
                for s in range(random_seeds)]
     sleep = len(task.classes) > 2
     scores: dict[str, list[float]] = {}
@@ -375,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--with-old", action="store_true", help="also the issue-18 default (old spectral block)")
+    parser.add_argument("--checkpoint", default=CHECKPOINT, help="base checkpoint of the default (name or folder); "
+                        "the random control copies its architecture")
     args = parser.parse_args(argv)
     if not (args.data / "eegmat").is_dir() or not (args.data / "dreams-spindles").is_dir():
         print(f"dev_protocol: no real recordings under {args.data} (eegmat/, dreams-spindles/); skipped")
@@ -393,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             folder = sim_folder(args.out / "data-sim-ear")
         task = load_task(name, folder)
-        results.append(run_task(task, args.splits, args.random_seeds, args.out, print, args.seed, args.with_old))
+        results.append(run_task(task, args.splits, args.random_seeds, args.out, print, args.seed, args.with_old,
+                                checkpoint=args.checkpoint))
         (args.out / f"{name}.json").write_text(json.dumps(results[-1], indent=2))
         print(markdown(results[-1]["table"]))
     from machine import machine_line
