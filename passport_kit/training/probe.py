@@ -345,10 +345,9 @@ def choose(results: list[Scored], poolings: tuple[str, ...] = POOLINGS, rule: st
         return None
     best = max(finite, key=lambda r: r.mean)
     reach = best.mean - (0.0 if rule == "best" else best.se)
-    if rule == "one-se-structure":
-        return min((r for r in finite if r.mean >= reach - 1e-12),
-                   key=lambda r: (r.choice.complexity(poolings)[:-1], -r.mean))
-    return min((r for r in finite if r.mean >= reach - 1e-12), key=lambda r: (r.choice.complexity(poolings), -r.mean))
+    ranked = slice(None, -1) if rule == "one-se-structure" else slice(None)  # complexity's last entry is C
+    return min((r for r in finite if r.mean >= reach - 1e-12),
+               key=lambda r: (r.choice.complexity(poolings)[ranked], -r.mean))
 
 
 def fit_read_out(
@@ -430,27 +429,31 @@ def fit_probe(
     elif sel.score is not None and near_chance(sel.score, metric):
         notes.append(f"cross-validated {metric} {sel.score:.3f} is near chance: the classes may not be "
                      "separable with this montage and these labels")
+    choice = sel.choice
+    _fit_head(head, plain, y_train, choice, n_classes, recordings=seq, seed=seed)
+    model.eval()
     bandpower = choose([r for r in sel.results if r.choice.backbone_weight == 0], poolings)
-    bandpower_choice = bandpower.choice if bandpower is not None else sel.choice
+    bandpower_choice = bandpower.choice if bandpower is not None else choice
     bandpower_head = None
     if bandpower_choice.backbone_weight == 0:
-        bandpower_head = copy.deepcopy(head)
-        bandpower_head.set_read_out(bandpower_choice.context, bandpower_choice.pooling, bandpower_choice.scaling)
-        lr, standardise = fit_read_out(plain, y_train, bandpower_choice, n_classes, d_model=d, recordings=seq,
-                                       seed=seed)
-        _fold_into_linear(bandpower_head.linear, lr, standardise, n_classes)
+        bandpower_head = copy.deepcopy(head)  # when the choice is band power alone, this is the fitted head
+        if bandpower_choice != choice:
+            _fit_head(bandpower_head, plain, y_train, bandpower_choice, n_classes, recordings=seq, seed=seed)
         bandpower_head.eval()
-    choice = sel.choice
-    head.set_read_out(choice.context, choice.pooling, choice.scaling)
-    lr, standardise = fit_read_out(plain, y_train, choice, n_classes, d_model=d, recordings=seq, seed=seed)
-    _fold_into_linear(head.linear, lr, standardise, n_classes)
-    model.eval()
     return ProbeResult(c=choice.c, backbone_weight=choice.backbone_weight, context=choice.context,
                        pooling=choice.pooling, selection_metric=metric, selection_score=sel.score,
                        inner_folds=sel.folds, validation=sel.metrics, seconds=time.perf_counter() - start,
                        warnings=notes, grid=sel.grid, scaling=choice.scaling, bandpower_score=sel.bandpower_score,
                        inner_repeats=sel.repeats, best_score=sel.best_score, standard_error=sel.standard_error,
                        bandpower_head=bandpower_head)
+
+
+def _fit_head(head: nn.Module, plain: dict[str, np.ndarray], y: np.ndarray, choice: ReadOutChoice, n_classes: int,
+              *, recordings: list[Any] | None, seed: int) -> None:
+    """Give ``head`` the read-out of ``choice`` fitted on every row (context, pooling and scaling set to match)."""
+    head.set_read_out(choice.context, choice.pooling, choice.scaling)
+    lr, standardise = fit_read_out(plain, y, choice, n_classes, d_model=head.d_model, recordings=recordings, seed=seed)
+    _fold_into_linear(head.linear, lr, standardise, n_classes)
 
 
 def _one_blas_thread() -> Any:

@@ -145,13 +145,11 @@ def train_once(
     model = build_classifier(backbone, len(run.windows.classes), options.train, dropout=options.dropout,
                              recipe=options.recipe, n_channels=len(run.meta.names), probe_layer=options.probe_layer,
                              bands=carried_bands(run.preprocess.h_freq))
-    extra: dict[str, Any] = {}
-    fitted, selection, notes = train_classifier(
+    fitted, selection, notes, bandpower_head = train_classifier(
         options, model, run.windows, run.meta, train_idx, val_idx, seed=seed, device=device, precision=precision,
         state_path=state_path, run_config=run_config, progress=progress, channel_mask=run.channel_mask,
-        distrust=run.distrust, extra=extra)
-    return TrainedRun(model=model, fit=fitted, selection=selection, warnings=notes,
-                      bandpower_head=extra.get("bandpower_head"))
+        distrust=run.distrust)
+    return TrainedRun(model=model, fit=fitted, selection=selection, warnings=notes, bandpower_head=bandpower_head)
 
 
 def usable_windows(windows: Any, *, skip_flagged: bool = True) -> np.ndarray:
@@ -191,15 +189,15 @@ def train_classifier(
     cfg: RecipeOptions, model: Any, windows: Any, meta: Any, train_idx: np.ndarray, val_idx: np.ndarray, *, seed: int,
     device: Any, precision: Any, state_path: Path | None = None, run_config: dict[str, Any] | None = None,
     progress: ProgressFn | None = None, channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
-    extra: dict[str, Any] | None = None,
-) -> tuple[FitResult, dict[str, Any], list[str]]:
-    """Return the fit of ``model`` by ``cfg.recipe``, its selection block and the warnings for the user.
+) -> tuple[FitResult, dict[str, Any], list[str], Any]:
+    """Return the fit of ``model`` by ``cfg.recipe``, its selection block, the warnings and the band-power head.
 
     The one training step of ``adapt`` and ``evaluate``. ``probe``: the head is fitted on the
     training and validation rows together, selecting by cross-validation over their subjects
     (:func:`~passport_kit.training.probe.fit_probe`); ``finetune``: gradient steps on the
     training rows, selection on the validation rows (:func:`~passport_kit.training.finetune.fit`).
-    ``extra`` (a dict) receives the probe's band-power read-out as ``"bandpower_head"``.
+    The band-power head is the probe's read-out of band power alone (None for finetune), the reference
+    ``evaluate`` scores.
     """
     classes = list(windows.classes)
     if cfg.recipe == "probe":
@@ -216,9 +214,7 @@ def train_classifier(
             progress(1, 1, {} if probe.selection_score is None else {"val": probe.selection_score})
         result = FitResult(best_step=0, steps=0, best_score=probe.selection_score, validation=probe.validation,
                            seconds=probe.seconds)
-        if extra is not None:
-            extra["bandpower_head"] = probe.bandpower_head
-        return result, probe_summary(probe), probe.warnings
+        return result, probe_summary(probe), probe.warnings, probe.bandpower_head
     result = fit(
         model, windows.x, windows.y, meta, classes, cfg.settings(seed), train_index=train_idx, val_index=val_idx,
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
@@ -235,7 +231,7 @@ def train_classifier(
     selection = {"recipe": "finetune", "metric": metric,
                  "score": None if result.best_score is None else round(result.best_score, 4),
                  "method": f"best of every evaluation on {n_val} validation subject(s)", "best_step": result.best_step}
-    return result, selection, notes
+    return result, selection, notes, None
 
 
 def labels_vary_within_recordings(windows: Any, rows: np.ndarray) -> bool:
