@@ -28,11 +28,13 @@ _PROBE_LAYER_DEFAULT = 0
 _PROBE_LAYER_HELP = ("Probe recipe: the backbone layer the read-out reads: 0 = the patch and channel embedding "
                      "(default), the backbone's layer count = its output.")
 _TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recipe), head, or full."
-_RECIPE_HELP = ("probe: a linear read-out of the frozen model's pooled features and band powers, regularisation "
-                "chosen by cross-validation over subjects; finetune: the paper's gradient recipe. Default: "
-                "finetune if an option only it uses is given (--max-steps, --lr, --head-lr, --epochs, --patience, "
-                "--balance, --train full, --eval-every, --corrupt-prob, --quality-gate, --channel-dropout), else "
-                "probe; --recipe probe with one of them is an error.")
+_RECIPE_HELP = ("auto: the probe, then the mixture adapter trained from its read-out (LP-FT) only where "
+                "cross-validation over the training subjects says it helps; probe: a linear read-out of the frozen "
+                "model's pooled features and band powers, regularisation chosen by cross-validation over subjects; "
+                "finetune: the paper's gradient recipe. Default: finetune if an option only it uses is given "
+                "(--max-steps, --lr, --head-lr, --epochs, --patience, --balance, --train full, --eval-every, "
+                "--corrupt-prob, --quality-gate, --channel-dropout), else auto; --recipe probe with one of them is "
+                "an error, --recipe auto takes --lr, --head-lr, --max-steps and --train for its adapter training.")
 _CORRUPT_HELP = ("Share of training windows (0-1) in which random channels are replaced by synthetic faults "
                  "(noise, drift, flat, line); 0 = the paper's recipe.")
 _DROPOUT_HELP = ("Share of training windows (0-1) in which 1 to a quarter of the channels are replaced by the mask "
@@ -89,21 +91,23 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
     sel = m.get("selection") or {}
     lines = [f"trained on {len(m['train_subjects'])} subjects ({m['train_windows']} windows)"
              + (f", validated on {len(m['validation_subjects'])} ({m['validation_windows']} windows); "
-                f"{m['steps']} steps, best at step {m['best_step']}" if sel.get("recipe") != "probe" else "")]
+                f"{m['steps']} steps, best at step {m['best_step']}" if sel.get("recipe") == "finetune" else "")]
     if sel:
         score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
         chosen = (f" (C {sel['C']:g}, backbone weight {sel['backbone_weight']:g}, context {sel.get('context', 0)}"
                   + (f", pooling {sel['pooling']}" if "pooling" in sel else "")
                   + (f", scaling {sel['scaling']}" if sel.get("scaling", "none") != "none" else "") + ")"
-                  if sel.get("recipe") == "probe" else "")
+                  if sel.get("recipe") in ("probe", "auto") else "")
         lines.append(f"selected by {sel['metric']} {score}: {sel['method']}{chosen}")
         reference = bandpower_line(sel)
         if reference:
             lines.append(reference)
+        if sel.get("adapter_training"):
+            lines.append(adapter_training_line(sel["adapter_training"], sel.get("metric", "score")))
     if m.get("validation"):
         v = m["validation"]
         auroc = f"AUROC {v['auroc']:.3f}  " if v.get("auroc") is not None else ""
-        kind = "cross-validated" if sel.get("recipe") == "probe" else "validation"
+        kind = "cross-validated" if sel.get("recipe") in ("probe", "auto") else "validation"
         lines.append(f"{kind}: {auroc}kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
                      f"macro-F1 {v['macro_f1']:.3f}")
     lines += [f"warning: {w}" for w in m.get("warnings") or []]
@@ -117,6 +121,17 @@ def recipe_line(cfg: Any) -> str:
     given = gradient_options_given(cfg) if cfg.recipe == "finetune" else []
     named = ", ".join("--" + k.replace("_", "-") for k in given)
     return f"recipe {cfg.recipe}" + (f" (gradient training: {named} given)" if given else "")
+
+
+def adapter_training_line(block: dict[str, Any], metric: str) -> str:
+    """Return the line that says whether the auto recipe trained the mixture adapter (LP-FT), with both scores."""
+    if block.get("probe_score") is None:
+        return f"adapter training (LP-FT) not tried: {block['reason']}"
+    scores = (f"probe {metric} {block['probe_score']:.3f}, LP-FT {block['lpft_score']:.3f} "
+              f"({block['gain']:+.3f}, SE {block['standard_error']:.3f}) on {block['folds']} inner folds")
+    if block.get("trained"):
+        return f"adapter trained (LP-FT, {block['steps']} steps from the probe's read-out): {scores}"
+    return f"adapter not trained: the probe is kept; {scores}"
 
 
 def bandpower_line(selection: dict[str, Any]) -> str | None:
@@ -245,7 +260,7 @@ def adapt_command(
                                     rich_help_panel=OUTPUT),
     checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder.",
                                    rich_help_panel=MODEL),
-    recipe: Literal["probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP,
+    recipe: Literal["auto", "probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP,
                                                                rich_help_panel=MODEL),
     context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP, rich_help_panel=PROBE),
     probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP,
@@ -353,7 +368,7 @@ def evaluate_command(
     seeds: int = typer.Option(1, "--seeds", help="Fine-tuning seeds per fold.", rich_help_panel=EVALUATION),
     metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ...",
                                rich_help_panel=EVALUATION),
-    recipe: Literal["probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP,
+    recipe: Literal["auto", "probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP,
                                                                rich_help_panel=MODEL),
     context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP, rich_help_panel=PROBE),
     probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP,

@@ -177,7 +177,7 @@ def check_resumable(state_path: Path, run_config: dict[str, Any]) -> None:
     Resuming it would mix two runs, and starting over silently would discard its progress
     (issue 28): the user chooses, with the interrupted command or ``--restart``.
     """
-    from passport_kit.training.state import load_training_state
+    from passport_kit.engine.state import load_training_state
 
     if not state_path.is_file():
         return
@@ -196,7 +196,7 @@ def training_record(cfg: AdaptConfig) -> dict[str, Any]:
     """Return the ``training`` block of adapter.json: every setting of ``cfg`` and the resolved head learning rate."""
     # The probe has no learning rate: its head_lr stays unset (an adapter.json given to --config must not turn a
     # probe run into a finetune one).
-    head_lr = cfg.head_lr if cfg.recipe == "probe" else cfg.settings(cfg.seed).resolved_head_lr
+    head_lr = cfg.head_lr if cfg.recipe != "finetune" else cfg.settings(cfg.seed).resolved_head_lr
     return cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": head_lr}
 
 
@@ -217,7 +217,7 @@ def finished_bundle(cfg: AdaptConfig) -> AdaptResult | None:
     stored, wanted = meta.training, training_record(cfg)
     defaults = {k: f.default for k, f in AdaptConfig.model_fields.items()}
     # Bundles of the probe written before issue 27 recorded a resolved head_lr the probe never used.
-    ignored = _RUN_ONLY | ({"head_lr"} if cfg.recipe == "probe" else set())
+    ignored = _RUN_ONLY | ({"head_lr"} if cfg.recipe != "finetune" else set())
     differ = [k for k, v in wanted.items() if k not in ignored and stored.get(k, defaults.get(k)) != v]
     if differ:
         shown = ", ".join(f"{k} {stored.get(k, defaults.get(k))!r} there, {wanted[k]!r} now" for k in differ[:3])
@@ -291,7 +291,7 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     if progress_quality is not None:
         progress_quality(run.quality)
     split = training_split(windows.subject[run.keep], train_subjects=cfg.train_subjects, n_subjects=cfg.subjects,
-                           validation_fraction=None if cfg.recipe == "probe" else cfg.validation_fraction,
+                           validation_fraction=None if cfg.recipe != "finetune" else cfg.validation_fraction,
                            seed=cfg.seed)
     train_mask, val_mask, _ = split.masks(windows.subject)
     train_idx, val_idx = np.flatnonzero(train_mask & run.keep), np.flatnonzero(val_mask & run.keep)
@@ -321,7 +321,8 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
                           training_data=dataset_hashes(run.spec))
     state_path.unlink(missing_ok=True)
     summary = trainable_summary(model)
-    if cfg.recipe == "probe":  # the policy's tensors are stored, but only the read-out was fitted
+    lpft = (metrics.get("selection") or {}).get("adapter_training") or {}
+    if cfg.recipe != "finetune" and not lpft.get("trained"):  # the policy's tensors are stored, only the read-out fitted
         fitted = sum(p.numel() for p in model.head.parameters())
         summary = (f"fitted: the read-out head.linear ({fitted:,} params); backbone, experts and mixture adapter as "
                    f"pretrained (stored with it: {summary})")

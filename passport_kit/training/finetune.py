@@ -18,7 +18,7 @@ is this module: the CBraMod fine-tuning recipe as the Device Passport paper uses
   loss (``balance='weights'``, default) or class-balanced sampling (``'sampler'``).
 - Beyond the paper (issue 8, poor-contact channels; both off by default, which is the paper's
   recipe): ``corrupt_prob`` replaces random channels of that share of training windows by
-  synthetic faults (:mod:`passport_kit.training.corruption`); ``quality_gate`` adds the
+  synthetic faults (:mod:`passport_kit.engine.corruption`); ``quality_gate`` adds the
   quality-gated noise expert to an expert-kind model before training
   (:mod:`passport_kit.model.quality_gate`).
 - Model selection by validation Cohen's kappa (CBraMod's rule for multi-class tasks; AUROC for
@@ -46,12 +46,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from passport_kit.errors import DataError, TrainingError
-from passport_kit.inference.forward import gate_meta, predict_proba
+from passport_kit.engine.forward import gate_meta, predict_proba
 from passport_kit.model.meta import ChannelMeta
-from passport_kit.training.corruption import corrupt_windows, drop_channels
+from passport_kit.engine.corruption import corrupt_windows, drop_channels
 from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
 from passport_kit.runtime import Precision, autocast, step_seed
-from passport_kit.training.state import TrainingState, load_training_state, save_training_state
+from passport_kit.engine.state import TrainingState, load_training_state, save_training_state
 
 #: Key of the corruption draws in :func:`~passport_kit.runtime.step_seed` (step, stream).
 _CORRUPTION_STREAM = 8
@@ -82,6 +82,8 @@ class FinetuneSettings(BaseModel):
     corrupt_prob: float = Field(0.0, ge=0, le=1, description="share of training windows given synthetic channel faults")
     quality_gate: bool = False
     drop_prob: float = Field(0.0, ge=0, le=1, description="share of training windows with random channels masked")
+    l2sp: float = Field(0.0, ge=0, description="L2-SP: penalty l2sp/2 * |theta - theta_0|^2 pulling every trainable "
+                        "tensor toward its value at the start of training (0: off, the paper's recipe)")
     seed: int = 0
 
     @property
@@ -133,6 +135,17 @@ def _epoch_order(n: int, seed: int, epoch: int, y: np.ndarray | None) -> np.ndar
     return rng.choice(n, size=n, replace=True, p=p / p.sum())
 
 
+def _sequence_chunks(train_index: np.ndarray, sequence: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Return the training rows cut into batches of consecutive windows of one recording (rows in time order)."""
+    rows = np.sort(train_index)
+    chunks: list[np.ndarray] = []
+    names = np.asarray(sequence)[rows]
+    starts = np.flatnonzero(np.r_[True, names[1:] != names[:-1], True])
+    for a, b in zip(starts[:-1], starts[1:]):
+        chunks += [rows[i:min(i + batch_size, b)] for i in range(a, b, batch_size)]
+    return chunks
+
+
 def _param_groups(model: nn.Module, settings: FinetuneSettings) -> list[dict[str, Any]]:
     """Return AdamW groups: head at the head rate, every other trainable tensor at ``lr``."""
     head, rest = [], []
@@ -153,7 +166,7 @@ def batch_channel_mask(
     """Return the ``(B, C, P)`` bool patch mask of one training batch, or None when nothing is masked.
 
     The rows ``idx`` of ``channel_mask`` (known-bad channels), plus channel dropout
-    (:func:`~passport_kit.training.corruption.drop_channels`) among the channels left.
+    (:func:`~passport_kit.engine.corruption.drop_channels`) among the channels left.
     """
     b, c, p = shape[0], shape[1], shape[2]
     known = torch.zeros(b, c, dtype=torch.bool) if channel_mask is None else torch.from_numpy(np.asarray(channel_mask[idx], dtype=bool))
@@ -215,6 +228,7 @@ def fit(
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
     channel_mask: np.ndarray | None = None,
     distrust: np.ndarray | None = None,
+    sequence: np.ndarray | None = None,
 ) -> FitResult:
     """Train ``model``'s trainable parameters on windows ``x`` with labels ``y``; return the result.
 
@@ -245,6 +259,10 @@ def fit(
     distrust : np.ndarray, shape (N, C) bool, optional
         Channels that keep their signal but not their say over their own channel code (expert
         kinds; ``predict --distrust-bad-channels``), in training and validation alike.
+    sequence : np.ndarray, shape (N,), optional
+        The recording of every row: each batch is then a run of consecutive windows of one recording
+        (chunks of ``batch_size``, in a seeded order per epoch), as a probe head with temporal context
+        reads them (LP-FT, :mod:`passport_kit.training.lpft`). None: windows drawn across recordings.
     """
     device = device or torch.device("cpu")
     y = np.asarray(y, dtype=np.int64)
@@ -254,7 +272,8 @@ def fit(
         raise DataError("no labeled training windows; check the labels and the training subjects")
     has_val = val_index is not None and len(val_index) > 0
     n_classes = len(classes)
-    steps_per_epoch = max(1, math.ceil(len(train_index) / settings.batch_size))
+    chunks = None if sequence is None else _sequence_chunks(train_index, sequence, settings.batch_size)
+    steps_per_epoch = len(chunks) if chunks is not None else max(1, math.ceil(len(train_index) / settings.batch_size))
     total = settings.max_steps or settings.epochs * steps_per_epoch
     eval_every = settings.eval_every or steps_per_epoch
     early_stop = settings.max_steps is None
@@ -266,6 +285,8 @@ def fit(
         gate_classifier(model, policy_of(model))
     model.to(device)
     meta_dev = meta.to(device)
+    # L2-SP's anchor: the trainable tensors as they start (pretrained adapter, fitted read-out), not as resumed.
+    anchor = [p.detach().clone() for p in model.parameters() if p.requires_grad] if settings.l2sp > 0 else []
     optimizer = torch.optim.AdamW(_param_groups(model, settings), weight_decay=settings.weight_decay)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total, eta_min=settings.min_lr)
     weight = None
@@ -298,9 +319,12 @@ def fit(
     model.train()  # frozen modules stay in eval (model.policy.FrozenStaysEval)
     while step < total:
         epoch, offset = divmod(step, steps_per_epoch)
-        order = _epoch_order(len(train_index), settings.seed, epoch, balanced_y)
-        # Sorted rows read a memmap front to back.
-        idx = np.sort(train_index[order[offset * settings.batch_size : (offset + 1) * settings.batch_size]])
+        if chunks is not None:
+            idx = chunks[np.random.default_rng([settings.seed, epoch]).permutation(len(chunks))[offset]]
+        else:
+            order = _epoch_order(len(train_index), settings.seed, epoch, balanced_y)
+            # Sorted rows read a memmap front to back.
+            idx = np.sort(train_index[order[offset * settings.batch_size : (offset + 1) * settings.batch_size]])
         xb = torch.from_numpy(np.ascontiguousarray(x[idx], dtype=np.float32))
         if settings.corrupt_prob > 0:
             xb, _ = corrupt_windows(xb, settings.corrupt_prob, torch.Generator().manual_seed(
@@ -320,6 +344,8 @@ def fit(
         with autocast(device, precision):
             logits = model(xb, gate_meta(model, xb, meta_dev), **extra)
         loss = loss_fn(logits.float(), yb)
+        if anchor:
+            loss = loss + 0.5 * settings.l2sp * sum(((p - a) ** 2).sum() for (_, p), a in zip(trained, anchor))
         # A diverged run must stop before its weights are saved (issue 28): never a NaN bundle.
         if not bool(torch.isfinite(loss)):
             raise diverged(step + 1, total, "the training loss", settings)

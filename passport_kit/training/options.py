@@ -18,8 +18,10 @@ from passport_kit.model.heads import PROBE_LAYER
 from passport_kit.training.finetune import Balance, FinetuneSettings, TrainPolicy
 
 _Options = TypeVar("_Options", bound=BaseModel)
-#: How ``adapt`` trains (docs/onboarding.md § Recipes): the cross-validated probe, or gradient fine-tuning.
-Recipe = Literal["probe", "finetune"]
+#: How ``adapt`` trains (docs/onboarding.md § Recipes): the cross-validated probe, then adapter training (LP-FT)
+#: where the inner cross-validation says it helps (``auto``, the default); the probe alone; or the paper's
+#: gradient fine-tuning from a fresh head.
+Recipe = Literal["auto", "probe", "finetune"]
 #: Options only the ``finetune`` recipe uses, with the values that leave them unset: the probe fits a read-out
 #: by a solver and cross-validation, so a step budget, learning rates, epochs, early stopping, a class
 #: sampler, dropout, a validation share or training more than the head would be ignored by it (issue 27).
@@ -29,6 +31,9 @@ FINETUNE_ONLY: dict[str, tuple[Any, ...]] = {
     "channel_dropout": (0.0,), "train": ("adapter", "head"), "epochs": (50,), "lr": (1e-4,), "head_lr": (None,),
     "patience": (5,), "balance": ("weights",), "dropout": (0.1,), "validation_fraction": (0.2,),
 }
+#: The gradient options that act on the ``auto`` recipe's adapter-training stage (LP-FT): its rates, its step
+#: budget and what it trains. The other FINETUNE_ONLY options are refused with ``--recipe auto``.
+AUTO_ACTS = ("lr", "head_lr", "max_steps", "train")
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 
 
@@ -42,11 +47,13 @@ class RecipeOptions(ContactPolicy):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    recipe: Recipe = Field("probe", description="'probe': a linear read-out of frozen pooled features and band "
-                           "powers, regularisation chosen by cross-validation over subjects (default, issue 18); "
-                           "'finetune': the paper's recipe (AdamW on the adapter and an MLP head, early stopping "
-                           "on validation subjects). Not given: 'finetune' when an option only it uses is set "
-                           "(FINETUNE_ONLY), else 'probe'")
+    recipe: Recipe = Field("auto", description="'auto' (default): the probe, then the mixture adapter trained "
+                           "from the probe's read-out (LP-FT, L2-SP) when cross-validation over the training "
+                           "subjects says it helps; 'probe': a linear read-out of frozen pooled features and band "
+                           "powers, regularisation chosen by cross-validation over subjects; 'finetune': the "
+                           "paper's recipe (AdamW on the adapter and a fresh MLP head, early stopping on validation "
+                           "subjects). Not given: 'finetune' when an option only it uses is set (FINETUNE_ONLY), "
+                           "else 'auto'")
     context: int | None = Field(None, ge=0, le=20, description="probe recipe: windows of temporal context on each "
                                 "side of a sleep epoch; None: chosen by cross-validation among 0 and 2 for sleep "
                                 "staging, 0 otherwise")
@@ -86,10 +93,15 @@ class RecipeOptions(ContactPolicy):
             return data
         given = gradient_options_given(data)
         if data.get("recipe") is None:
-            data = {**data, "recipe": "finetune" if given else "probe"}
+            data = {**data, "recipe": "finetune" if given else "auto"}
         elif data["recipe"] == "probe" and given:
-            raise ValueError(f"recipe 'probe' ignores {', '.join(given)} (they only apply to recipe 'finetune', "
-                             "gradient training); drop them or pass --recipe finetune")
+            raise ValueError(f"recipe 'probe' ignores {', '.join(given)} (they only apply to gradient training); "
+                             "drop them, or pass --recipe finetune, or --recipe auto for lr, head_lr, max_steps "
+                             "and train")
+        elif data["recipe"] == "auto" and set(given) - set(AUTO_ACTS):
+            refused = [k for k in given if k not in AUTO_ACTS]
+            raise ValueError(f"recipe 'auto' ignores {', '.join(refused)} (its adapter training takes only "
+                             f"{', '.join(AUTO_ACTS)}); drop them or pass --recipe finetune")
         if data["recipe"] == "finetune" and data.get("context") is not None:
             raise ValueError("context applies to recipe 'probe' only; drop it or drop the finetune options")
         for key, default in (("probe_layer", PROBE_LAYER), ("probe_pooling", "auto")):
@@ -139,5 +151,5 @@ def parse_options(model: type[_Options], command: str, config: _Options | None, 
         raise ConfigError(f"invalid {command} option {where}: {err['msg']}; fix it and retry") from None
 
 
-__all__ = ["DEFAULT_DISTRUST", "DEFAULT_UNCORRELATED", "FINETUNE_ONLY", "ProgressFn", "Recipe", "RecipeOptions",
+__all__ = ["AUTO_ACTS", "DEFAULT_DISTRUST", "DEFAULT_UNCORRELATED", "FINETUNE_ONLY", "ProgressFn", "Recipe", "RecipeOptions",
            "gradient_options_given", "naming_metric", "parse_options"]

@@ -38,7 +38,7 @@ from torch import nn
 
 from passport_kit.errors import DataError
 from passport_kit.model.meta import ChannelMeta
-from passport_kit.inference.forward import read_out_features
+from passport_kit.engine.forward import read_out_features
 from passport_kit.model.heads import PROBE_POOLINGS, pooled_width, read_out_inputs
 from passport_kit.training.finetune import (
     MAX_CLASS_WEIGHT,
@@ -117,6 +117,15 @@ class ProbeResult:
     standard_error: float | None = None
     #: A copy of the head holding the best band-power read-out (backbone weight 0) fitted on the same rows.
     bandpower_head: nn.Module | None = None
+    #: The read-out LP-FT starts from: the choice when it reads the backbone, else the best cross-validated one
+    #: that does (None without cross-validation). ``features``: the read-out inputs per pooling of the rows.
+    lpft_start: ReadOutChoice | None = None
+    features: dict[str, np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def choice(self) -> ReadOutChoice:
+        """Return the read-out the probe chose."""
+        return ReadOutChoice(self.c, self.backbone_weight, self.context, self.pooling, self.scaling)
 
 
 class _Standardiser:
@@ -430,7 +439,7 @@ def fit_probe(
         notes.append(f"cross-validated {metric} {sel.score:.3f} is near chance: the classes may not be "
                      "separable with this montage and these labels")
     choice = sel.choice
-    _fit_head(head, plain, y_train, choice, n_classes, recordings=seq, seed=seed)
+    fit_head(head, plain, y_train, choice, n_classes, recordings=seq, seed=seed)
     model.eval()
     bandpower = choose([r for r in sel.results if r.choice.backbone_weight == 0], poolings)
     bandpower_choice = bandpower.choice if bandpower is not None else choice
@@ -438,17 +447,25 @@ def fit_probe(
     if bandpower_choice.backbone_weight == 0:
         bandpower_head = copy.deepcopy(head)  # when the choice is band power alone, this is the fitted head
         if bandpower_choice != choice:
-            _fit_head(bandpower_head, plain, y_train, bandpower_choice, n_classes, recordings=seq, seed=seed)
+            fit_head(bandpower_head, plain, y_train, bandpower_choice, n_classes, recordings=seq, seed=seed)
         bandpower_head.eval()
     return ProbeResult(c=choice.c, backbone_weight=choice.backbone_weight, context=choice.context,
                        pooling=choice.pooling, selection_metric=metric, selection_score=sel.score,
                        inner_folds=sel.folds, validation=sel.metrics, seconds=time.perf_counter() - start,
                        warnings=notes, grid=sel.grid, scaling=choice.scaling, bandpower_score=sel.bandpower_score,
                        inner_repeats=sel.repeats, best_score=sel.best_score, standard_error=sel.standard_error,
-                       bandpower_head=bandpower_head)
+                       bandpower_head=bandpower_head, lpft_start=_lpft_start(sel), features=plain)
 
 
-def _fit_head(head: nn.Module, plain: dict[str, np.ndarray], y: np.ndarray, choice: ReadOutChoice, n_classes: int,
+def _lpft_start(sel: Selection) -> ReadOutChoice | None:
+    """Return the read-out LP-FT starts from: the chosen one if it reads the backbone, else the best that does."""
+    if sel.choice.backbone_weight:
+        return sel.choice
+    reading = [r for r in sel.results if r.choice.backbone_weight and np.isfinite(r.mean)]
+    return max(reading, key=lambda r: r.mean).choice if reading else None
+
+
+def fit_head(head: nn.Module, plain: dict[str, np.ndarray], y: np.ndarray, choice: ReadOutChoice, n_classes: int,
               *, recordings: list[Any] | None, seed: int) -> None:
     """Give ``head`` the read-out of ``choice`` fitted on every row (context, pooling and scaling set to match)."""
     head.set_read_out(choice.context, choice.pooling, choice.scaling)
@@ -535,5 +552,6 @@ def probe_summary(result: ProbeResult) -> dict[str, Any]:
     }
 
 
-__all__ = ["CONTEXTS", "ProbeResult", "ReadOutChoice", "Selection", "class_warnings", "fit_probe", "fit_read_out",
+__all__ = ["CONTEXTS", "ProbeResult", "ReadOutChoice", "Selection", "class_warnings", "fit_head", "fit_probe",
+           "fit_read_out",
            "plain_features", "probe_summary", "select_read_out"]

@@ -38,8 +38,9 @@ from passport_kit.signals.dataset_spec import DatasetSpec, load_dataset_spec
 from passport_kit.signals.quality import ChannelQuality, quality_summary, windowset_quality
 from passport_kit.signals.windows import FLAG_FLAT, FLAG_NAN
 from passport_kit.training.finetune import FitResult, fit, near_chance, selection_metric
+from passport_kit.training.lpft import AdapterTraining, decide, lpft_settings, not_tried, step_budget
 from passport_kit.training.options import ProgressFn, Recipe, RecipeOptions
-from passport_kit.training.probe import CONTEXTS, POOLINGS, class_warnings, fit_probe, probe_summary
+from passport_kit.training.probe import CONTEXTS, POOLINGS, class_warnings, fit_head, fit_probe, probe_summary
 from passport_kit.training.splits import unique_subjects
 
 
@@ -176,7 +177,7 @@ def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: flo
     and relative power of each channel in ``bands`` (Hz: the standard bands the data carries,
     :func:`~passport_kit.model.spectral.carried_bands`); ``finetune`` the paper's MLP head.
     """
-    if recipe == "probe":
+    if recipe in ("probe", "auto"):
         model = Classifier(backbone, n_classes, kind="probe", n_channels=n_channels, layer=probe_layer, bands=bands)
     else:
         model = Classifier(backbone, n_classes, dropout=dropout)
@@ -200,7 +201,7 @@ def train_classifier(
     ``evaluate`` scores.
     """
     classes = list(windows.classes)
-    if cfg.recipe == "probe":
+    if cfg.recipe in ("probe", "auto"):
         rows = np.sort(np.concatenate([train_idx, val_idx]))
         # Temporal context only where windows are consecutive epochs of a night (sleep staging).
         sleep = windows.info.get("task") == "sleep-staging"
@@ -214,7 +215,15 @@ def train_classifier(
             progress(1, 1, {} if probe.selection_score is None else {"val": probe.selection_score})
         result = FitResult(best_step=0, steps=0, best_score=probe.selection_score, validation=probe.validation,
                            seconds=probe.seconds)
-        return result, probe_summary(probe), probe.warnings, probe.bandpower_head
+        summary = probe_summary(probe)
+        if cfg.recipe == "auto":
+            decision = adapter_training(cfg, model, windows, meta, rows, probe, seed=seed, device=device,
+                                        precision=precision, channel_mask=channel_mask, distrust=distrust,
+                                        state_path=state_path, run_config=run_config, progress=progress)
+            summary = summary | {"recipe": "auto", "adapter_training": decision.as_dict()}
+            if decision.trained:
+                result.steps = result.best_step = decision.steps
+        return result, summary, probe.warnings, probe.bandpower_head
     result = fit(
         model, windows.x, windows.y, meta, classes, cfg.settings(seed), train_index=train_idx, val_index=val_idx,
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
@@ -232,6 +241,40 @@ def train_classifier(
                  "score": None if result.best_score is None else round(result.best_score, 4),
                  "method": f"best of every evaluation on {n_val} validation subject(s)", "best_step": result.best_step}
     return result, selection, notes, None
+
+
+def adapter_training(cfg: RecipeOptions, model: Any, windows: Any, meta: Any, rows: np.ndarray, probe: Any, *,
+                     seed: int, device: Any, precision: Any, channel_mask: np.ndarray | None = None,
+                     distrust: np.ndarray | None = None, state_path: Path | None = None,
+                     run_config: dict[str, Any] | None = None, progress: ProgressFn | None = None) -> AdapterTraining:
+    """Return the ``auto`` recipe's decision on LP-FT after ``probe`` (:mod:`passport_kit.training.lpft`); when it
+    says adapter training helps, train ``model``'s adapter and read-out from the LP-FT start on ``rows``.
+
+    ``--lr``, ``--head-lr`` and ``--max-steps`` act on this stage (its rates and step budget)."""
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad and not n.startswith("head.")]
+    if not trainable:
+        return not_tried(f"the policy '{cfg.train}' trains no adapter tensor")
+    if probe.lpft_start is None or probe.features is None or not probe.inner_folds:
+        return not_tried("fewer than two training subjects: nothing to cross-validate adapter training over")
+    if probe.lpft_start.scaling != "none":
+        return not_tried("the read-out scales its inputs per recording, which a training batch cannot see whole")
+    steps = cfg.max_steps or step_budget(len(rows), cfg.batch_size)
+    settings = lpft_settings(steps=steps, batch_size=cfg.batch_size, lr=cfg.lr, head_lr=cfg.head_lr, seed=seed)
+    recordings = np.asarray(windows.recording)
+    decision = decide(model, windows.x, windows.y, meta, list(windows.classes), rows, windows.subject,
+                      chosen=probe.choice, start=probe.lpft_start, plain=probe.features, recordings=recordings,
+                      settings=settings, device=device, precision=precision, channel_mask=channel_mask,
+                      distrust=distrust, seed=seed)
+    if decision.trained:
+        y_rows = np.asarray(windows.y, dtype=np.int64)[rows]
+        fit_head(model.head, probe.features, y_rows, probe.lpft_start, len(windows.classes),
+                 recordings=list(recordings[rows]), seed=seed)
+        fit(model, windows.x, windows.y, meta, list(windows.classes),
+            settings.model_copy(update={"max_steps": decision.steps}), train_index=rows, device=device,
+            precision=precision, state_path=state_path, run_config=run_config, progress=progress,
+            channel_mask=channel_mask, distrust=distrust,
+            sequence=recordings if probe.lpft_start.context else None)
+    return decision
 
 
 def labels_vary_within_recordings(windows: Any, rows: np.ndarray) -> bool:

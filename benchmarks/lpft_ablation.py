@@ -1,0 +1,247 @@
+"""Ablation of issue 26: probe, LP-FT, the auto recipe and the paper's finetune, on the dev protocol's folds.
+
+Tasks and outer folds are those of ``benchmarks/dev_protocol.py`` (eegmat rest/arithmetic on three
+montages, DREAMS sleep, simulated ear-EEG; repeated grouped draws over subjects). Per outer fold, on
+the product's model (base checkpoint, contact policy, spectral block), trained on the training
+subjects and scored on the held-out ones:
+
+- ``probe``: the probe recipe (``fit_probe``: inner-CV read-out of band power and frozen features);
+- ``LP-FT (forced)``: the mixture adapter and read-out trained from the probe's LP-FT start for the
+  whole step budget (``passport_kit.training.lpft``), whatever the inner cross-validation says;
+- ``auto``: the default recipe: the probe, then LP-FT only when its inner cross-validation says so
+  (how often it did is reported);
+- ``finetune (paper)``: the paper's recipe (fresh MLP head + adapter, AdamW, early stopping on a
+  validation share of the training subjects), ``--finetune`` only (slow on CPU);
+- ``textbook``: log absolute and relative band power at each recording's own rate + logistic
+  regression (dev_protocol's);
+- ``LP-FT (forced), random backbone``: the same on a randomly initialised backbone, ``--random``.
+
+Per task: the mean over draws of every method and the mean and 95 % t-interval over draws of
+(method - probe)::
+
+    OMP_NUM_THREADS=1 .venv/bin/python -u benchmarks/lpft_ablation.py --out runs/lpft --splits 3
+
+Skips cleanly (exit 0, one line) when ``../shared/data`` is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from dev_protocol import draws, load_task, sim_folder, textbook_proba  # noqa: E402
+from real_data import (  # noqa: E402
+    CHECKPOINT,
+    DEFAULT_DATA,
+    dreams_folder,
+    eegmat_folder,
+    markdown,
+    random_base,
+    score,
+    t_interval,
+)
+
+
+def base_model(task: Any, checkpoint: str, recipe: str = "probe") -> Any:
+    """Return the product's classifier for ``task`` over ``checkpoint`` (adapter policy), as ``adapt`` builds it."""
+    from passport_kit.checkpoint import load_base_checkpoint
+    from passport_kit.model.spectral import carried_bands
+    from passport_kit.training.run import build_classifier
+
+    run = task.run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        backbone, _ = load_base_checkpoint(checkpoint)
+    backbone.add_channels(run.meta.names)
+    return build_classifier(backbone, len(task.classes), "adapter", recipe=recipe, n_channels=len(run.meta.names),
+                            bands=carried_bands(run.preprocess.h_freq))
+
+
+def proba_of(model: Any, task: Any, rows: np.ndarray) -> np.ndarray:
+    """Return the model's probabilities for ``rows`` (whole recordings in order for context heads)."""
+    from passport_kit.inference.forward import predict_proba
+
+    run = task.run
+    return predict_proba(model, run.windows.x, run.meta, index=rows, channel_mask=run.channel_mask,
+                         distrust=run.distrust)
+
+
+def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, seed: int, *, decide_too: bool
+              ) -> dict[str, Any]:
+    """Return the probe's, forced LP-FT's and (``decide_too``) auto's test probabilities of one outer fold."""
+    from passport_kit.training.finetune import fit
+    from passport_kit.training.lpft import decide, lpft_settings, step_budget
+    from passport_kit.training.probe import CONTEXTS, fit_head, fit_probe
+
+    run, w = task.run, task.run.windows
+    sleep = len(task.classes) > 2
+    model = copy.deepcopy(template)
+    probe = fit_probe(model, w.x, w.y, run.meta, task.classes, train, w.subject, seed=seed,
+                      channel_mask=run.channel_mask, distrust=run.distrust, recordings=w.recording,
+                      contexts=CONTEXTS if sleep else (0,), scalings=("none", "recording") if sleep else ("none",))
+    out: dict[str, Any] = {"probe": proba_of(model, task, test)}
+    start = probe.lpft_start or probe.choice
+    steps = step_budget(len(train), 64)
+    settings = lpft_settings(steps=steps, seed=seed)
+    seq = np.asarray(w.recording) if start.context else None
+    if start.scaling != "none":  # the product does not try LP-FT on a per-recording scaled read-out
+        out["LP-FT (forced)"] = out["probe"]
+    else:
+        tuned = copy.deepcopy(template)
+        fit_head(tuned.head, probe.features, np.asarray(w.y)[train], start, len(task.classes),
+                 recordings=list(np.asarray(w.recording)[train]), seed=seed)
+        fit(tuned, w.x, w.y, run.meta, task.classes, settings, train_index=train, channel_mask=run.channel_mask,
+            distrust=run.distrust, sequence=seq)
+        out["LP-FT (forced)"] = proba_of(tuned, task, test)
+    if decide_too:
+        if not probe.inner_folds or start.scaling != "none":
+            out["auto"], out["auto trained"] = out["probe"], False
+        else:
+            decision = decide(model, w.x, w.y, run.meta, task.classes, train, w.subject, chosen=probe.choice,
+                              start=start, plain=probe.features, recordings=np.asarray(w.recording),
+                              settings=settings, channel_mask=run.channel_mask, distrust=run.distrust, seed=seed)
+            out["auto trained"] = decision.trained
+            out["decision"] = decision.as_dict()
+            if decision.trained:
+                tuned = copy.deepcopy(template)
+                fit_head(tuned.head, probe.features, np.asarray(w.y)[train], start, len(task.classes),
+                         recordings=list(np.asarray(w.recording)[train]), seed=seed)
+                fit(tuned, w.x, w.y, run.meta, task.classes, settings.model_copy(update={"max_steps": decision.steps}),
+                    train_index=train, channel_mask=run.channel_mask, distrust=run.distrust, sequence=seq)
+                out["auto"] = proba_of(tuned, task, test)
+            else:
+                out["auto"] = out["probe"]
+    return out
+
+
+def finetune_fold(task: Any, checkpoint: str, train: np.ndarray, test: np.ndarray, seed: int) -> np.ndarray:
+    """Return the paper's finetune recipe's test probabilities (validation share of the training subjects)."""
+    from passport_kit.training.options import RecipeOptions
+    from passport_kit.training.splits import SubjectSplit, with_validation
+
+    from passport_kit.training.run import train_once
+    from passport_kit.checkpoint import load_base_checkpoint
+
+    w = task.run.windows
+    subjects = np.asarray(w.subject)
+    fold = SubjectSplit(name="outer", train=tuple(sorted(set(subjects[train].tolist()))),
+                        test=tuple(sorted(set(subjects[test].tolist()))))
+    split = with_validation(fold, fraction=0.2, seed=seed)
+    tr = train[np.isin(subjects[train], split.train)]
+    va = train[np.isin(subjects[train], split.validation)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        backbone, _ = load_base_checkpoint(checkpoint)
+        trained = train_once(RecipeOptions(recipe="finetune"), backbone, task.run, tr, va, seed=seed,
+                             device=None, precision="fp32")
+    return proba_of(trained.model, task, test)
+
+
+def run_task(task: Any, args: argparse.Namespace, log: Any) -> dict[str, Any]:
+    """Return one task's table: per method the mean over draws, and paired differences to the probe."""
+    t0 = time.perf_counter()
+    template = base_model(task, args.checkpoint)
+    random_template = base_model(task, str(random_base(args.out / "bases" / "random-0", 0, args.checkpoint))) \
+        if args.random else None
+    scores: dict[str, list[float]] = {}
+    decisions: list[dict[str, Any]] = []
+    for j, folds in enumerate(draws(task, args.splits, args.seed)):
+        rows = np.concatenate([te for _, te in folds])
+        probas: dict[str, np.ndarray] = {}
+
+        def put(method: str, te: np.ndarray, proba: np.ndarray) -> None:
+            probas.setdefault(method, np.zeros((len(task.y), len(task.classes))))[te] = proba
+
+        for tr, te in folds:
+            out = lpft_fold(task, template, tr, te, args.seed + j, decide_too=True)
+            for method in ("probe", "LP-FT (forced)", "auto"):
+                put(method, te, out[method])
+            decisions.append({"draw": j, "trained": out["auto trained"], **(out.get("decision") or {})})
+            put("textbook (native rate)", te, textbook_proba(task, tr, te))
+            if random_template is not None:
+                rnd = lpft_fold(task, random_template, tr, te, args.seed + j, decide_too=False)
+                put("probe, random backbone", te, rnd["probe"])
+                put("LP-FT (forced), random backbone", te, rnd["LP-FT (forced)"])
+            if args.finetune:
+                put("finetune (paper)", te, finetune_fold(task, args.checkpoint, tr, te, args.seed + j))
+        for method, proba in probas.items():
+            scores.setdefault(method, []).append(score(task.y[rows], proba[rows], task.classes))
+        log(f"{task.name} draw {j + 1}: " + "  ".join(f"{m} {v[-1]:.3f}" for m, v in scores.items())
+            + f"  ({time.perf_counter() - t0:.0f} s)")
+    metric = "auroc" if len(task.classes) == 2 else "kappa"
+    table = []
+    for method, values in scores.items():
+        diffs = [a - b for a, b in zip(values, scores["probe"])]
+        ci = t_interval(diffs)
+        row = {"task": task.name, "method": method, f"mean {metric} over draws": round(float(np.mean(values)), 3),
+               "draws": len(values)}
+        if method != "probe":
+            row["this minus probe"] = round(float(np.mean(diffs)), 3)
+            row["95% t-interval (draws)"] = None if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+        table.append(row)
+    trained = sum(bool(d["trained"]) for d in decisions)
+    return {"task": task.name, "metric": metric, "table": table, "scores": scores, "decisions": decisions,
+            "auto_trained": f"{trained} of {len(decisions)} outer folds",
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding eegmat/ and dreams-spindles/")
+    parser.add_argument("--out", type=Path, default=Path("runs/lpft-ablation"))
+    parser.add_argument("--tasks", default="eegmat-temporal,eegmat-ear,eegmat-frontal,dreams,sim-ear")
+    parser.add_argument("--splits", type=int, default=3, help="repeated grouped draws per task")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--random", action="store_true", help="also the random-backbone control")
+    parser.add_argument("--finetune", action="store_true", help="also the paper's finetune recipe (slow)")
+    parser.add_argument("--checkpoint", default=CHECKPOINT, help="base checkpoint (name or folder)")
+    args = parser.parse_args(argv)
+    if not (args.data / "eegmat").is_dir() or not (args.data / "dreams-spindles").is_dir():
+        print(f"lpft_ablation: no real recordings under {args.data} (eegmat/, dreams-spindles/); skipped")
+        return 0
+    import torch
+
+    from machine import machine_line
+
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    results = []
+    for name in args.tasks.split(","):
+        if name.startswith("eegmat"):
+            folder = eegmat_folder(args.data / "eegmat", args.out / "data-eegmat", h_freq=45.0)
+        elif name == "dreams":
+            folder = dreams_folder(args.data / "dreams-spindles", args.out / "data-dreams")
+        else:
+            folder = sim_folder(args.out / "data-sim-ear")
+        results.append(run_task(load_task(name, folder), args, print))
+        (args.out / f"{name}.json").write_text(json.dumps(results[-1], indent=2, default=str))
+        print(markdown(results[-1]["table"]))
+        print(f"auto trained the adapter in {results[-1]['auto_trained']}")
+    report = {"machine": machine_line(torch.get_num_threads()),
+              "command": " ".join(["benchmarks/lpft_ablation.py", *(argv if argv is not None else sys.argv[1:])]),
+              "seconds": round(time.perf_counter() - start, 1), "results": results}
+    (args.out / "lpft_ablation.json").write_text(json.dumps(report, indent=2, default=str))
+    text = []
+    for r in results:
+        text += [f"## {r['task']} ({r['metric']}); auto trained the adapter in {r['auto_trained']}", "",
+                 markdown(r["table"]), ""]
+    (args.out / "lpft_ablation.md").write_text("\n".join(text))
+    print(f"done in {report['seconds']} s; {args.out / 'lpft_ablation.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

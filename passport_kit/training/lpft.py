@@ -1,0 +1,175 @@
+"""LP-FT: train the mixture adapter starting from the fitted probe read-out, kept only where it helps (issue 26).
+
+The ``auto`` recipe (the default) runs the probe (:mod:`passport_kit.training.probe`) and then asks the
+training subjects whether gradient training of the mixture adapter and the read-out improves on it:
+
+1. **Start** (the "LP" of LP-FT, Kumar et al. 2022): the probe head's solution, standardisation folded in,
+   with its band-power block and context. When the probe chose band power alone (backbone weight 0) the
+   adapter would get no gradient through the read-out, so the start is the best cross-validated
+   read-out that reads the backbone (stage 2 of the probe's selection).
+2. **Fine-tune**: AdamW without weight decay at a small learning rate (1e-4, the paper's adapter rate,
+   for adapter and read-out alike), cross-entropy without label smoothing and with the probe's capped
+   class weights, and an L2-SP penalty (Li et al. 2018) pulling every trained tensor toward where it
+   started: the pretrained adapter and the fitted read-out. Batches of a head with temporal context are
+   runs of consecutive windows of one recording. Budget: :func:`step_budget` (about four passes over
+   the data, 40 to 400 steps) at a constant rate, so a run stopped after k steps is the first k steps of
+   the full one.
+3. **Decide** by inner cross-validation over training subjects (grouped folds, as the probe's): on each
+   fold the probe's chosen read-out and the LP-FT start are fitted on the fold's training subjects, LP-FT
+   is scored after a quarter, half and all of the budget, the probe at step 0; the step count with the
+   best mean paired gain is kept only if that gain exceeds its standard error (the probe is the
+   simpler model: it wins ties, as the probe's own one-standard-error rule does). Then the adapter is
+   trained on every training window for that many steps; otherwise the probe bundle is kept unchanged.
+
+Not tried (recorded as the reason): fewer than two training subjects (nothing to cross-validate over), a
+read-out scaled per recording (a batch cannot see the whole night), a policy that trains no adapter
+tensor. ``adapter.json`` ``metrics.selection.adapter_training`` records the decision, both scores, the
+gain and the curve; ``adapt`` prints it.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from passport_kit.engine.forward import predict_proba
+from passport_kit.training.finetune import FinetuneSettings, fit, selection_score
+from passport_kit.training.metrics import classification_metrics
+from passport_kit.training.probe import MAX_INNER_FOLDS, ReadOutChoice, fit_head, repeated_group_folds
+
+#: The learning rate of adapter and read-out (the paper's adapter rate; the read-out starts at its optimum).
+LPFT_LR = 1e-4
+#: L2-SP strength: penalty l2sp/2 * |theta - theta_0|^2 summed over the trained tensors.
+LPFT_L2SP = 1e-2
+#: Step budget: this many passes over the training windows, within [MIN_STEPS, MAX_STEPS].
+BUDGET_EPOCHS, MIN_STEPS, MAX_STEPS = 4, 40, 400
+#: Fractions of the budget at which the inner cross-validation scores LP-FT.
+CHECKPOINTS = (0.25, 0.5, 1.0)
+
+
+def step_budget(n_windows: int, batch_size: int) -> int:
+    """Return LP-FT's step budget for ``n_windows`` training windows: about four passes, 40 to 400 steps."""
+    return int(min(MAX_STEPS, max(MIN_STEPS, BUDGET_EPOCHS * math.ceil(n_windows / batch_size))))
+
+
+def lpft_settings(*, steps: int, batch_size: int = 64, lr: float | None = None, head_lr: float | None = None,
+                  seed: int = 0, eval_every: int | None = None) -> FinetuneSettings:
+    """Return the optimisation settings of LP-FT (module docstring): small rate, L2-SP, no decay or smoothing."""
+    return FinetuneSettings(batch_size=batch_size, lr=lr or LPFT_LR, head_lr=head_lr or lr or LPFT_LR,
+                            weight_decay=0.0, label_smoothing=0.0, max_steps=steps, eval_every=eval_every,
+                            l2sp=LPFT_L2SP, min_lr=lr or LPFT_LR, seed=seed)
+
+
+@dataclass
+class AdapterTraining:
+    """The decision of the ``auto`` recipe: whether the adapter was trained after the probe, and why."""
+
+    trained: bool
+    reason: str
+    steps: int = 0
+    budget: int = 0
+    folds: int = 0
+    probe_score: float | None = None
+    lpft_score: float | None = None
+    gain: float | None = None
+    standard_error: float | None = None
+    start: dict[str, Any] | None = None
+    curve: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the block adapter.json stores under ``metrics.selection.adapter_training``."""
+        r = (lambda v: None if v is None else round(float(v), 4))
+        return {"trained": self.trained, "reason": self.reason, "steps": self.steps, "budget": self.budget,
+                "folds": self.folds, "probe_score": r(self.probe_score), "lpft_score": r(self.lpft_score),
+                "gain": r(self.gain), "standard_error": r(self.standard_error), "start": self.start,
+                "curve": self.curve}
+
+
+def not_tried(reason: str) -> AdapterTraining:
+    """Return the decision of a run where adapter training was not tried (``reason`` says why)."""
+    return AdapterTraining(trained=False, reason=reason)
+
+
+def _fold_score(model: nn.Module, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
+                **forward: Any) -> float:
+    proba = predict_proba(model, x, meta, index=rows, **forward)
+    return selection_score(classification_metrics(y[rows], proba.argmax(1), classes, proba))
+
+
+def decide(
+    model: nn.Module, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
+    groups: np.ndarray, *, chosen: ReadOutChoice, start: ReadOutChoice, plain: dict[str, np.ndarray],
+    recordings: np.ndarray | None, settings: FinetuneSettings, device: Any = None, precision: Any = "fp32",
+    channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None, seed: int = 0,
+    folds: int = MAX_INNER_FOLDS,
+) -> AdapterTraining:
+    """Return whether LP-FT beats the probe on grouped inner folds of ``rows`` (the module docstring's rule).
+
+    ``plain``: the probe's read-out inputs of ``rows`` per pooling (row i of each = ``rows[i]``);
+    ``chosen``: the probe's read-out; ``start``: LP-FT's starting read-out. ``model`` is not changed.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    g = np.asarray(groups)[rows]
+    n_folds = min(folds, len(np.unique(g)))
+    budget = int(settings.max_steps or 0)
+    every = max(1, budget // 4)
+    marks = sorted({min(budget, every * round(budget * f / every)) for f in CHECKPOINTS})
+    n_classes = len(classes)
+    forward = {"batch_size": max(settings.batch_size, 64), "device": device, "precision": precision,
+               "channel_mask": channel_mask, "distrust": distrust}
+    seq_all = None if recordings is None else np.asarray(recordings)
+    y = np.asarray(y, dtype=np.int64)
+    gains: dict[int, list[float]] = {m: [] for m in marks}
+    probe_scores: list[float] = []
+    lpft_scores: dict[int, list[float]] = {m: [] for m in marks}
+    for fit_pos, test_pos in repeated_group_folds(g, n_folds, 1, seed)[0]:
+        fit_rows, test_rows = rows[fit_pos], rows[test_pos]
+        if len(np.unique(y[fit_rows])) < 2 or (n_classes == 2 and len(np.unique(y[test_rows])) < 2):
+            continue  # AUROC needs both classes in the test fold; a fit needs two classes
+        sub = {k: v[fit_pos] for k, v in plain.items()}
+        seq = None if seq_all is None else list(seq_all[fit_rows])
+        probe = copy.deepcopy(model)
+        fit_head(probe.head, sub, y[fit_rows], chosen, n_classes, recordings=seq, seed=seed)
+        probe.eval()
+        base = _fold_score(probe, x, y, meta, classes, test_rows, **forward)
+        del probe
+        tuned = copy.deepcopy(model)
+        fit_head(tuned.head, sub, y[fit_rows], start, n_classes, recordings=seq, seed=seed)
+        # One run, scored on the fold's test subjects at every mark (its kept state is not used).
+        result = fit(tuned, x, y, meta, classes, settings.model_copy(update={"eval_every": every}),
+                     train_index=fit_rows, val_index=test_rows, device=device, precision=precision,
+                     channel_mask=channel_mask, distrust=distrust,
+                     sequence=seq_all if seq_all is not None and start.context else None)
+        scores = {int(r["step"]): float(r["val_score"]) for r in result.history if "val_score" in r}
+        del tuned
+        probe_scores.append(base)
+        for m in marks:
+            lpft_scores[m].append(scores[m])
+            gains[m].append(scores[m] - base)
+    used = len(probe_scores)
+    if used < 2:
+        return AdapterTraining(trained=False, reason=f"{used} usable inner fold(s): nothing to decide on",
+                               budget=budget, folds=used)
+    curve = [{"steps": m, "gain": round(float(np.mean(gains[m])), 4),
+              "se": round(float(np.std(gains[m], ddof=1) / math.sqrt(used)), 4)} for m in marks]
+    best = max(marks, key=lambda m: np.mean(gains[m]))
+    gain = float(np.mean(gains[best]))
+    se = float(np.std(gains[best], ddof=1) / math.sqrt(used))
+    trained = gain > se and gain > 0
+    reason = (f"inner cross-validation: LP-FT after {best} steps gains {gain:+.3f} (SE {se:.3f}) over the probe"
+              if trained else f"inner cross-validation: LP-FT's best gain {gain:+.3f} (after {best} steps) is within "
+                              f"one standard error ({se:.3f}) of the probe, which is simpler: the probe is kept")
+    return AdapterTraining(trained=trained, reason=reason, steps=best if trained else 0, budget=budget, folds=used,
+                           probe_score=float(np.mean(probe_scores)),
+                           lpft_score=float(np.mean(lpft_scores[best])), gain=gain, standard_error=se,
+                           start=start.as_dict(), curve=curve)
+
+
+__all__ = ["AdapterTraining", "BUDGET_EPOCHS", "CHECKPOINTS", "LPFT_L2SP", "LPFT_LR", "decide", "lpft_settings",
+           "not_tried", "step_budget"]

@@ -1,0 +1,145 @@
+"""LP-FT and the ``auto`` recipe (issue 26): adapter training from the probe's read-out, kept only where it helps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from passport_kit.errors import ConfigError
+from passport_kit.model import ChannelMeta, build_backbone, model_config
+from passport_kit.training.finetune import _sequence_chunks, fit
+from passport_kit.training.lpft import MAX_STEPS, MIN_STEPS, decide, lpft_settings, step_budget
+from passport_kit.training.options import RecipeOptions
+from passport_kit.training.probe import fit_head, fit_probe
+
+
+def _meta(n: int) -> ChannelMeta:
+    positions = torch.tensor([[0.07 * np.cos(k), 0.07 * np.sin(k), 0.05] for k in range(n)], dtype=torch.float32)
+    return ChannelMeta.create([f"C{k}" for k in range(n)], positions, torch.full((n, 3), float("nan")))
+
+
+def _windows(n_per_class: int, n_subjects: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(N, 2, 2, 200)`` windows: class 1 carries a 10 Hz rhythm, class 0 noise; subjects in turn."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(400) / 200.0
+    x, y = [], []
+    for label in (0, 1):
+        for _ in range(n_per_class):
+            w = rng.normal(0, 0.3, (2, 400)) + (0.3 * np.sin(2 * np.pi * 10 * t + rng.uniform(0, 6)) if label else 0)
+            x.append(w.reshape(2, 2, 200))
+            y.append(label)
+    subjects = np.array([f"s{k % n_subjects}" for k in range(len(y))])
+    return np.asarray(x, dtype=np.float32), np.asarray(y), subjects
+
+
+def _model(seed: int = 0):
+    from passport_kit.training.run import build_classifier
+
+    torch.manual_seed(seed)
+    return build_classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 2, "adapter",
+                            recipe="auto", n_channels=2)
+
+
+def test_step_budget_grows_with_the_data_within_bounds() -> None:
+    assert step_budget(10, 64) == MIN_STEPS
+    assert step_budget(64 * 30, 64) == 120
+    assert step_budget(10**6, 64) == MAX_STEPS
+
+
+def test_sequence_batches_are_runs_of_one_recording_in_time_order() -> None:
+    recordings = np.array(["a"] * 5 + ["b"] * 3)
+    chunks = _sequence_chunks(np.array([7, 0, 1, 2, 3, 4, 5, 6]), recordings, 2)
+    assert [c.tolist() for c in chunks] == [[0, 1], [2, 3], [4], [5, 6], [7]]
+    assert all(len(set(recordings[c])) == 1 for c in chunks)
+
+
+def test_l2sp_keeps_trained_tensors_nearer_their_start() -> None:
+    x, y, subjects = _windows(12, 4)
+    meta = _meta(2)
+    moved = {}
+    for l2sp in (0.0, 100.0):
+        model = _model()
+        start = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+        settings = lpft_settings(steps=15, batch_size=8, lr=1e-2).model_copy(update={"l2sp": l2sp})
+        fit(model, x, y, meta, ["rest", "task"], settings)
+        moved[l2sp] = sum(float((p.detach() - start[n]).pow(2).sum())
+                          for n, p in model.named_parameters() if n in start and not n.startswith("head."))
+    assert moved[0.0] > 0
+    assert moved[100.0] < moved[0.0]
+
+
+def test_lpft_starts_from_the_probe_read_out_and_trains_the_adapter() -> None:
+    x, y, subjects = _windows(12, 4)
+    meta = _meta(2)
+    model = _model()
+    rows = np.arange(len(y))
+    probe = fit_probe(model, x, y, meta, ["rest", "task"], rows, subjects)
+    assert probe.lpft_start is not None and probe.lpft_start.backbone_weight > 0  # it reads the backbone
+    assert probe.features is not None
+    fit_head(model.head, probe.features, y, probe.lpft_start, 2, recordings=None, seed=0)
+    head0 = model.head.linear.weight.detach().clone()
+    adapter0 = {n: p.detach().clone() for n, p in model.named_parameters()
+                if p.requires_grad and not n.startswith("head.")}
+    assert adapter0, "the adapter policy trains adapter tensors"
+    fit(model, x, y, meta, ["rest", "task"], lpft_settings(steps=5, batch_size=8))
+    assert not torch.equal(model.head.linear.weight, head0)
+    assert any(not torch.equal(p, adapter0[n]) for n, p in model.named_parameters() if n in adapter0)
+
+
+def test_decide_scores_lpft_against_the_probe_on_paired_folds_and_leaves_the_model() -> None:
+    x, y, subjects = _windows(12, 4)
+    meta = _meta(2)
+    model = _model()
+    rows = np.arange(len(y))
+    probe = fit_probe(model, x, y, meta, ["rest", "task"], rows, subjects)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    decision = decide(model, x, y, meta, ["rest", "task"], rows, subjects, chosen=probe.choice,
+                      start=probe.lpft_start, plain=probe.features, recordings=None,
+                      settings=lpft_settings(steps=8, batch_size=8), folds=3)
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+    assert decision.folds == 3 and decision.budget == 8
+    assert [c["steps"] for c in decision.curve] == [2, 4, 8]
+    assert decision.gain == pytest.approx(decision.lpft_score - decision.probe_score, abs=1e-9)
+    # The rule: trained only when the best gain beats its standard error.
+    assert decision.trained == (decision.gain > decision.standard_error and decision.gain > 0)
+    assert decision.steps == (decision.steps if decision.trained else 0)
+    block = decision.as_dict()
+    assert set(block) >= {"trained", "reason", "probe_score", "lpft_score", "gain", "standard_error", "curve"}
+
+
+def test_recipe_auto_is_the_default_and_takes_only_the_options_its_adapter_training_uses() -> None:
+    assert RecipeOptions().recipe == "auto"
+    assert RecipeOptions(lr=1e-3).recipe == "finetune"  # a gradient option alone still means the paper's recipe
+    assert RecipeOptions(recipe="auto", lr=1e-3, max_steps=50).lr == 1e-3
+    with pytest.raises(ValueError, match="recipe 'auto' ignores epochs"):
+        RecipeOptions(recipe="auto", epochs=3)
+
+
+def test_adapt_auto_records_the_decision_and_both_scores(montage_yaml: Path, tmp_path: Path) -> None:
+    from tests.onboard.conftest import make_dataset  # noqa: PLC0415 - the shared writer of tiny data sets
+
+    from passport_kit.training.adapt import adapt
+
+    data = make_dataset(tmp_path / "data", n_subjects=4, n_epochs=12)
+    result = adapt(montage=str(montage_yaml), data=data, out=tmp_path / "a", checkpoint="tiny-mlp", batch_size=8,
+                   max_steps=8)
+    selection = json.loads((tmp_path / "a" / "adapter.json").read_text())["metrics"]["selection"]
+    assert selection["recipe"] == "auto"
+    block = selection["adapter_training"]
+    assert isinstance(block["trained"], bool) and block["reason"]
+    if block["probe_score"] is not None:
+        assert block["budget"] == 8
+    assert result.metrics["selection"]["adapter_training"] == block
+
+
+def test_probe_recipe_refuses_what_auto_would_take() -> None:
+    with pytest.raises(ValueError, match="--recipe auto for lr"):
+        RecipeOptions(recipe="probe", lr=1e-3)
+    with pytest.raises(ConfigError):
+        from passport_kit.training.options import parse_options
+
+        parse_options(RecipeOptions, "adapt", None, {"recipe": "auto", "patience": 2})
