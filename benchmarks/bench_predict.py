@@ -87,7 +87,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     import torch
 
     from passport_kit.checkpoint import load_adapter_bundle
-    from passport_kit.inference.forward import PROBE_PRECISION, predict_proba
+    from passport_kit.engine.forward import PROBE_PRECISION, predict_proba
     from passport_kit.inference.hypnogram import Hypnogram
     from passport_kit.contacts import ContactPolicy
     from passport_kit.inference.predict import predict, recording_preprocess, write_prediction

@@ -186,7 +186,7 @@ def load_task(name: str, folder: Path) -> Task:
 def product_features(task: Task, checkpoint: str, legacy: bool = False) -> tuple[dict[str, np.ndarray], int]:
     """Return the probe head's inputs per pooling for every window (the default's model), and D."""
     from passport_kit.checkpoint import load_base_checkpoint
-    from passport_kit.inference.forward import read_out_features
+    from passport_kit.engine.forward import read_out_features
     from passport_kit.model.spectral import carried_bands
     from passport_kit.training.probe import POOLINGS, plain_features
     from passport_kit.training.run import build_classifier

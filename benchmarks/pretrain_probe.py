@@ -30,8 +30,8 @@ from passport_kit.model.config import EMBEDDING_KINDS, model_config
 from passport_kit.montage import resolve_montage
 from passport_kit.signals import load_dataset
 from passport_kit.signals.preprocess import PreprocessConfig
-from passport_kit.training import pretrain_data as pdata
-from passport_kit.training.pretrain import masked_mse, random_mask
+from passport_kit.pretrain import corpus as pdata
+from passport_kit.pretrain.run import masked_mse, random_mask
 
 
 def load_windows(folder: str, montage: str, n_train: int, n_val: int, patches: int) -> tuple[torch.Tensor, torch.Tensor, ChannelMeta]:

@@ -124,7 +124,7 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     """Return two rows (as is, +mask) for one training variant and held-out subject."""
     import copy
 
-    from passport_kit.inference.forward import predict_proba
+    from passport_kit.engine.forward import predict_proba
     from passport_kit.model import ChannelMeta
     from passport_kit.training.adapt import build_classifier, usable_windows
     from passport_kit.training.finetune import FinetuneSettings, fit

@@ -6,7 +6,7 @@ their data and their question; what they share lives here, once:
 - the command line every script has (``--quick``, ``--out``, ``--seeds``, ``--threads``) and the
   ``run.json`` record of a run (command, machine line, wall time);
 - simulating a dataset once per output folder, pretraining a grid of small checkpoints with
-  :func:`passport_kit.training.pretrain.pretrain` and fine-tuning/scoring them with
+  :func:`passport_kit.pretrain.run.pretrain` and fine-tuning/scoring them with
   :func:`passport_kit.training.evaluate.evaluate` (both resumable: a finished piece is skipped
   when the command is run again with the same ``--out``);
 - summaries of evaluate's per-subject rows (mean ± SD over seeds, per-subject tables,
@@ -216,7 +216,7 @@ def pretrain_grid(runs: Sequence[PretrainRun], windows_by_layout: dict[str, tupl
     ignored) are read once and shared by every kind and seed of that layout; the folder is what
     the model card names as the data.
     """
-    from passport_kit.training.pretrain import PretrainConfig, pretrain
+    from passport_kit.pretrain.run import PretrainConfig, pretrain
 
     folders: dict[str, Path] = {}
     for i, run in enumerate(runs, 1):

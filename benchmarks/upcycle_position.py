@@ -26,9 +26,9 @@ from passport_kit.model import ChannelMeta
 from passport_kit.montage import resolve_montage
 from passport_kit.signals import load_dataset
 from passport_kit.signals.preprocess import PreprocessConfig
-from passport_kit.training import pretrain_data as pdata
-from passport_kit.training import upcycle
-from passport_kit.training.pretrain import DataSource, PretrainConfig, heldout_mse, pretrain
+from passport_kit.pretrain import corpus as pdata
+from passport_kit.pretrain import upcycle
+from passport_kit.pretrain.run import DataSource, PretrainConfig, heldout_mse, pretrain
 
 
 def ratio(result: dict) -> float:

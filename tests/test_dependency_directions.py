@@ -1,4 +1,4 @@
-"""The package's import directions (DESIGN.md §5; issue 17): read with ``ast``, imports inside functions included."""
+"""The package's import directions (DESIGN.md §5; issues 17 and 29): read with ``ast``, imports inside functions included."""
 
 from __future__ import annotations
 
@@ -38,7 +38,11 @@ def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE)
 
 
 @pytest.mark.parametrize(("folder", "forbidden"), [
-    ("inference", ("passport_kit.training",)),  # prediction never imports training
+    ("inference", ("passport_kit.training", "passport_kit.pretrain")),  # prediction imports neither training room
+    ("pretrain", ("passport_kit.training",)),  # pretraining never imports onboarding
+    ("training", ("passport_kit.pretrain",)),  # onboarding never imports pretraining
+    ("engine", ("passport_kit.training", "passport_kit.pretrain", "passport_kit.inference",
+                "passport_kit.cli")),  # the floor under all three
     ("model", ("passport_kit.montage", "passport_kit.signals")),  # positions and quality arrive as tensors
     ("signals/simulator", ("passport_kit.inference",)),  # stage names live in signals.labels
     ("runtime.py", ("passport_kit.training", "passport_kit.inference", "passport_kit.model", "passport_kit.signals",

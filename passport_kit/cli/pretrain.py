@@ -82,7 +82,7 @@ def pretrain_command(
     Run it under `torchrun --nproc_per_node=N` for several processes (DDP). Ctrl-C saves the
     state; rerun with --resume to continue.
     """
-    from passport_kit.training.pretrain import PretrainConfig, TrainingInterrupted, parse_sources, pretrain
+    from passport_kit.pretrain.run import PretrainConfig, TrainingInterrupted, parse_sources, pretrain
 
     given = {key: value for key, value in (("arch", config), ("init_from", init_from), ("train", train),
                                            ("temporal_position", temporal_position)) if value is not None}
@@ -101,7 +101,7 @@ def pretrain_command(
     except TrainingInterrupted as stop:
         typer.echo(f"{stop}; continue with the same command plus --resume", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    from passport_kit.training.distributed import env_context
+    from passport_kit.pretrain.distributed import env_context
 
     if env_context().is_main:  # under torchrun, one line from rank 0 only
         typer.echo(f"base checkpoint written to {folder}")

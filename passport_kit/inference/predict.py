@@ -70,7 +70,7 @@ from passport_kit.errors import (
 )
 from passport_kit.inference import reports
 from passport_kit.output_lock import output_lock
-from passport_kit.inference.forward import predict_proba
+from passport_kit.engine.forward import predict_proba
 from passport_kit.inference.hypnogram import (
     Hypnogram,
     is_sleep_staging,

@@ -379,7 +379,7 @@ class _ExpertEmbedding(ChannelEmbedding):
 
         Quality-gated mixture (``adapt --quality-gate``): e_c' = q_c e_c + (1 - q_c) n, with
         q_c the channel's quality score in the window (``meta.quality``, scored by the data
-        pipeline: :func:`passport_kit.inference.forward.gate_meta`). Added at
+        pipeline: :func:`passport_kit.engine.forward.gate_meta`). Added at
         adaptation time, never in ``__init__``, so base checkpoints keep their tensor names;
         it starts at zero, so a bad channel first loses its (misleading) code and the adapter
         learns what to say instead. Call it before building an optimizer.
@@ -396,7 +396,7 @@ class _ExpertEmbedding(ChannelEmbedding):
             return vectors
         if meta.quality is None:  # a gated model fed without scores would silently run ungated
             raise RuntimeError("a quality-gated channel embedding needs each window's channel quality: pass "
-                               "meta.with_quality(scores) (passport_kit.inference.forward.gate_meta)")
+                               "meta.with_quality(scores) (passport_kit.engine.forward.gate_meta)")
         q = meta.quality.to(device=vectors.device, dtype=vectors.dtype).unsqueeze(-1)  # (B, C, 1)
         return q * vectors + (1.0 - q) * noise.to(vectors.dtype)
 

@@ -152,7 +152,7 @@ class ProbeHead(nn.Module):
     ``context`` > 0 (sleep staging): the read-out also sees the running mean of these inputs
     over ±``context`` neighbouring windows (:func:`sequence_features`), so its input doubles.
     Such a head scores a recording as a sequence: ``forward`` treats its batch as consecutive
-    windows of one recording, and :func:`~passport_kit.inference.forward.predict_proba`
+    windows of one recording, and :func:`~passport_kit.engine.forward.predict_proba`
     passes whole recordings.
     """
 

@@ -40,7 +40,7 @@ class ChannelMeta:
     bipolar derivations. Kinds that do not use positions (``ape``, ``channel-id``, ``acpe``)
     accept NaN positions. ``quality`` ``(B, C)`` float in [0, 1] (1 = good): each window's channel
     quality scores for a quality-gated channel embedding, scored by the data pipeline
-    (:func:`passport_kit.inference.forward.gate_meta`) and handed in with the batch
+    (:func:`passport_kit.engine.forward.gate_meta`) and handed in with the batch
     (:meth:`with_quality`); None where nothing is gated.
     """
 

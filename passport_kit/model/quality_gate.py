@@ -11,7 +11,7 @@ expert n::
 
 A channel that scores 1 keeps its code exactly (clean data is unchanged); a clearly bad one
 gets n. The scores are data, not model work: the data pipeline computes them from the batch it
-feeds the model (:func:`passport_kit.inference.forward.gate_meta`, which ``adapt``, ``evaluate``
+feeds the model (:func:`passport_kit.engine.forward.gate_meta`, which ``adapt``, ``evaluate``
 and ``predict`` all go through) and hands them in with the channel metadata
 (``ChannelMeta.quality``), so the model imports nothing from ``signals``. n is an adapter
 tensor (``patch_embedding.positional_encoding.noise_expert``, trained under the ``adapter``

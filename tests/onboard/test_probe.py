@@ -16,7 +16,7 @@ from passport_kit.model import ChannelMeta, build_backbone, model_config
 from passport_kit.model.heads import Classifier, log_band_power
 from passport_kit.model.spectral import STANDARD_BANDS
 from passport_kit.training.adapt import make_config
-from passport_kit.inference.forward import read_out_features
+from passport_kit.engine.forward import read_out_features
 from passport_kit.training.finetune import MAX_CLASS_WEIGHT, class_weights
 from passport_kit.training.probe import fit_probe
 
@@ -322,7 +322,7 @@ def test_recording_scaling_is_per_recording_and_the_head_applies_it_as_fitted() 
     model.head.set_read_out(1, "mean", "recording")
     torch.nn.init.normal_(model.head.linear.weight)
     x, _, _ = _windows(6, 1)
-    from passport_kit.inference.forward import predict_proba
+    from passport_kit.engine.forward import predict_proba
 
     together = predict_proba(model, x, _meta(2), groups=["r1"] * 6 + ["r2"] * 6)
     apart = np.concatenate([predict_proba(model, x, _meta(2), index=np.arange(6)),

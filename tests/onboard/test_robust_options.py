@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
 from passport_kit.errors import ConfigError
-from passport_kit.inference.forward import gate_meta
+from passport_kit.engine.forward import gate_meta
 from passport_kit.model import ChannelMeta, Classifier, apply_policy, build_backbone, model_config
 from passport_kit.model.quality_gate import enable_quality_gate, has_quality_gate
-from passport_kit.training.corruption import corrupt_windows, drop_channels
+from passport_kit.engine.corruption import corrupt_windows, drop_channels
 
 RUN = CliRunner()
 POSITIONS = [[-0.08, -0.005, 0.01], [-0.078, 0.002, -0.003], [-0.075, 0.01, 0.0], [-0.082, -0.01, 0.005],

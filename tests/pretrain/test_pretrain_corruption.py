@@ -11,8 +11,8 @@ import pytest
 import torch
 from pretrain_helpers import tiny_config, two_montage_data
 
-from passport_kit.training.pretrain import STATE_FILE, StepEvent, TrainingInterrupted, pretrain
-from passport_kit.training.state import load_training_state
+from passport_kit.pretrain.run import STATE_FILE, StepEvent, TrainingInterrupted, pretrain
+from passport_kit.engine.state import load_training_state
 
 
 def _final_state(out: Path, prob: float) -> dict[str, torch.Tensor]:
@@ -50,7 +50,7 @@ def test_resume_accepts_a_saved_run_without_the_new_setting(tmp_path: Path) -> N
     path = tmp_path / "run" / STATE_FILE
     state = load_training_state(path)
     state.config.pop("corrupt_prob")
-    from passport_kit.training.state import save_training_state
+    from passport_kit.engine.state import save_training_state
 
     save_training_state(path, state)
     out = pretrain(cfg.model_copy(update={"resume": True}), datasets=two_montage_data())

@@ -10,7 +10,7 @@ import pytest
 
 from passport_kit.errors import PassportWarning
 from passport_kit.signals import PreprocessConfig
-from passport_kit.training.pretrain import source_preprocess
+from passport_kit.pretrain.run import source_preprocess
 
 
 def _folder(root: Path, sfreq: float, h_freq: float | None) -> Path:

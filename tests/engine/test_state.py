@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from passport_kit.errors import CheckpointError
-from passport_kit.training.state import (
+from passport_kit.engine.state import (
     TrainingState,
     load_training_state,
     save_training_state,

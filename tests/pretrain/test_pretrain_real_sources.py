@@ -13,7 +13,7 @@ import pytest
 
 from passport_kit.montage import resolve_montage
 from passport_kit.signals.dataset_spec import load_dataset_spec
-from passport_kit.training import pretrain_data as pdata
+from passport_kit.pretrain import corpus as pdata
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "real_pretrain_sources.py"
 _spec = importlib.util.spec_from_file_location("real_pretrain_sources", SCRIPT)

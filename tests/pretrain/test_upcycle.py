@@ -16,8 +16,8 @@ from passport_kit.checkpoint import find_checkpoint, load_base_checkpoint
 from passport_kit.cli.app import app
 from passport_kit.model import ChannelMeta
 from passport_kit.montage import get_montage
-from passport_kit.training import upcycle
-from passport_kit.training.pretrain import StepEvent, TrainingInterrupted, pretrain
+from passport_kit.pretrain import upcycle
+from passport_kit.pretrain.run import StepEvent, TrainingInterrupted, pretrain
 
 runner = CliRunner()
 PE = upcycle.EMBEDDING_PREFIX

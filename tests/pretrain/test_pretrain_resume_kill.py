@@ -13,9 +13,9 @@ import torch
 from pretrain_helpers import imported_cbramod, tiny_config, two_montage_data
 from safetensors.torch import load_file
 
-from passport_kit.training.pretrain import STATE_FILE, pretrain
-from passport_kit.training.pretrain_log import read_metrics
-from passport_kit.training.state import load_training_state
+from passport_kit.pretrain.run import STATE_FILE, pretrain
+from passport_kit.pretrain.log import read_metrics
+from passport_kit.engine.state import load_training_state
 
 WORKER = Path(__file__).with_name("pretrain_worker.py")
 STEPS = 10

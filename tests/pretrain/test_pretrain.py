@@ -13,8 +13,8 @@ from pretrain_helpers import tiny_config, two_montage_data
 from passport_kit.checkpoint import load_base_checkpoint
 from passport_kit.errors import ConfigError, DataError
 from passport_kit.model import EMBEDDING_KINDS
-from passport_kit.training import pretrain_data as pdata
-from passport_kit.training.pretrain import (
+from passport_kit.pretrain import corpus as pdata
+from passport_kit.pretrain.run import (
     STATE_FILE,
     DataSource,
     StepEvent,
@@ -24,8 +24,8 @@ from passport_kit.training.pretrain import (
     pretrain,
     random_mask,
 )
-from passport_kit.training.pretrain_log import read_metrics
-from passport_kit.training.state import load_training_state
+from passport_kit.pretrain.log import read_metrics
+from passport_kit.engine.state import load_training_state
 
 
 # ------------------------------------------------------------------ objective and masking
@@ -236,7 +236,7 @@ def test_stop_at_matches_the_first_steps_of_the_full_run(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("stop_at", "message"), [(7, "after the last step"), (0, "stop_at")])
 def test_stop_at_outside_the_run_is_refused(tmp_path: Path, stop_at: int, message: str) -> None:
-    from passport_kit.training.pretrain import PretrainConfig
+    from passport_kit.pretrain.run import PretrainConfig
 
     options = tiny_config(tmp_path / "run", steps=6).model_dump()
     with pytest.raises(ConfigError, match=message):
@@ -264,7 +264,7 @@ def test_resume_refuses_a_changed_setting(tmp_path: Path) -> None:
 
 
 def test_metrics_log_drops_rows_after_the_resumed_step(tmp_path: Path) -> None:
-    from passport_kit.training.pretrain_log import MetricsLog
+    from passport_kit.pretrain.log import MetricsLog
 
     log = MetricsLog(tmp_path / "metrics.csv")
     for step in range(1, 6):
@@ -283,7 +283,7 @@ def test_metrics_log_drops_rows_after_the_resumed_step(tmp_path: Path) -> None:
      ({"sim": {"val_loss": 0.05, "val_zero_loss": 0.04}}, None)],
 )
 def test_card_names_a_dataset_where_the_model_loses_to_zeros(per_dataset: dict, named: str | None) -> None:
-    from passport_kit.training.pretrain_card import _per_dataset_warning
+    from passport_kit.pretrain.card import _per_dataset_warning
 
     warning = _per_dataset_warning(per_dataset)
     assert (warning is None) if named is None else (named in warning and "`sim`" not in warning)
@@ -292,7 +292,7 @@ def test_card_names_a_dataset_where_the_model_loses_to_zeros(per_dataset: dict, 
 def test_card_command_parses_back_to_the_same_sources(tmp_path: Path) -> None:
     import shlex
 
-    from passport_kit.training.pretrain_card import reproduce_command
+    from passport_kit.pretrain.card import reproduce_command
 
     cfg = tiny_config(tmp_path / "run", sources=[
         DataSource(path=Path("muse-data"), montage="muse"),

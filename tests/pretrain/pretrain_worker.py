@@ -14,7 +14,7 @@ from pathlib import Path
 from pretrain_helpers import tiny_config, two_montage_data
 from safetensors.torch import save_file
 
-from passport_kit.training.pretrain import StepEvent, pretrain
+from passport_kit.pretrain.run import StepEvent, pretrain
 
 
 def main(folder: Path, steps: int, checkpoint_every: int, resume: bool, init_from: str | None = None,

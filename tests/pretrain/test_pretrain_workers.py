@@ -13,10 +13,10 @@ import torch
 from pretrain_helpers import tiny_config, two_montage_data
 from typer.testing import CliRunner
 
-from passport_kit.training import pretrain_data as pdata
-from passport_kit.training import pretrain_loader
-from passport_kit.training.pretrain import STATE_FILE, StepEvent, TrainingInterrupted, pretrain
-from passport_kit.training.state import load_training_state
+from passport_kit.pretrain import corpus as pdata
+from passport_kit.pretrain import loader as pretrain_loader
+from passport_kit.pretrain.run import STATE_FILE, StepEvent, TrainingInterrupted, pretrain
+from passport_kit.engine.state import load_training_state
 
 
 # ------------------------------------------------------------------ the stream

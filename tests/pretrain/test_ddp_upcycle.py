@@ -13,7 +13,7 @@ import torch
 from pretrain_helpers import imported_cbramod
 from safetensors.torch import load_file
 
-from passport_kit.training.upcycle import EMBEDDING_PREFIX
+from passport_kit.pretrain.upcycle import EMBEDDING_PREFIX
 
 
 @pytest.mark.slow  # two torchrun processes reading simulated recordings: ~40 s on 2 shared cores

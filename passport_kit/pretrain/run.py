@@ -17,7 +17,7 @@ One run, one folder (``--out``)::
       train/metrics.csv                               step, loss, lr, grad norm, samples/s, validation
       train/tensorboard/                              the same, when tensorboard is installed
 
-The same call runs alone or under ``torchrun`` (DDP, see :mod:`~passport_kit.training.distributed`);
+The same call runs alone or under ``torchrun`` (DDP, see :mod:`~passport_kit.pretrain.distributed`);
 only rank 0 writes. Ctrl-C (SIGINT) or SIGTERM saves the state before the run stops, and
 ``resume=True`` continues with the same step, optimizer, schedule, random streams and data
 position.
@@ -52,13 +52,13 @@ from torch import Tensor, nn
 
 from passport_kit.errors import ConfigError
 from passport_kit.output_lock import output_lock
-from passport_kit.training import distributed as dist_tools
-from passport_kit.training import pretrain_data as pdata
-from passport_kit.training import pretrain_loader
+from passport_kit.pretrain import distributed as dist_tools
+from passport_kit.pretrain import corpus as pdata
+from passport_kit.pretrain import loader as pretrain_loader
 from passport_kit import runtime
-from passport_kit.training.corruption import corrupt_windows
-from passport_kit.training.pretrain_log import MetricsLog, ProgressReporter
-from passport_kit.training.state import TrainingState, load_training_state, save_training_state
+from passport_kit.engine.corruption import corrupt_windows
+from passport_kit.pretrain.log import MetricsLog, ProgressReporter
+from passport_kit.engine.state import TrainingState, load_training_state, save_training_state
 
 STATE_FILE = "train/state.safetensors"
 METRICS_FILE = "train/metrics.csv"
@@ -98,7 +98,7 @@ class PretrainConfig(BaseModel):
     eta_min: float = Field(1e-5, ge=0)
     grad_clip: float = Field(1.0, gt=0)
     mask_prob: float = Field(0.5, gt=0, lt=1)
-    # Share of windows with synthetic channel faults (training.corruption); 0 = CBraMod's recipe.
+    # Share of windows with synthetic channel faults (engine.corruption); 0 = CBraMod's recipe.
     corrupt_prob: float = Field(0.0, ge=0, le=1)
     seed: int = 42
     checkpoint_every: int = Field(100, gt=0)
@@ -118,7 +118,7 @@ class PretrainConfig(BaseModel):
     workers: int | None = Field(None, ge=0)
     resume: bool = False
     progress: bool = True
-    # Upcycling (training.upcycle): start from this base checkpoint's backbone (name or folder).
+    # Upcycling (pretrain.upcycle): start from this base checkpoint's backbone (name or folder).
     init_from: str | None = None
     train: Literal["experts", "all"] | None = None  # with init_from; default "experts"
     temporal_position: Literal["acpe-conv", "sinusoid"] | None = None  # with init_from; see upcycle
@@ -136,7 +136,7 @@ class PretrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _upcycling_options(self) -> PretrainConfig:
-        from passport_kit.training.upcycle import require_expert_kind
+        from passport_kit.pretrain.upcycle import require_expert_kind
 
         if self.init_from is None:
             for option, value in (("--train", self.train), ("--temporal-position", self.temporal_position)):
@@ -357,7 +357,7 @@ class _Run:
 
     def _read_source(self) -> None:
         """Read the ``init_from`` checkpoint and check the options against it (before the data)."""
-        from passport_kit.training import upcycle
+        from passport_kit.pretrain import upcycle
 
         if self.cfg.init_from is None:
             return
@@ -368,7 +368,7 @@ class _Run:
         self.source = (info, tensors)
 
     def _build_upcycled(self) -> nn.Module:
-        from passport_kit.training import upcycle
+        from passport_kit.pretrain import upcycle
 
         info, tensors = self.source
         backbone = upcycle.build_upcycled(info, tensors, self.model_cfg)
@@ -534,7 +534,7 @@ class _Run:
 
     def _check_frozen_kept(self, backbone: nn.Module) -> None:
         """Raise RuntimeError (a bug, not a user error) if a frozen source tensor changed."""
-        from passport_kit.training.upcycle import changed_tensors
+        from passport_kit.pretrain.upcycle import changed_tensors
 
         changed = changed_tensors(self.source[1], backbone.state_dict(), self.frozen)
         if changed:
@@ -562,7 +562,7 @@ class _Run:
         file is in place, and the training folder beside it is never touched.
         """
         from passport_kit.checkpoint import CARD_FILE, CONFIG_FILE, WEIGHTS_FILE, save_base_checkpoint
-        from passport_kit.training.pretrain_card import model_card, training_info
+        from passport_kit.pretrain.card import model_card, training_info
 
         info = training_info(self.cfg, self.corpus, self.preprocess, final, last_loss, wall_s,
                              world_size=self.ctx.world_size, workers=self.workers,

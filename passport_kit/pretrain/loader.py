@@ -1,6 +1,6 @@
 """The pretraining batch stream: the batches of one rank, read by DataLoader worker processes.
 
-A batch is named by its data position ``(epoch, position)`` (:mod:`~passport_kit.training.pretrain_data`
+A batch is named by its data position ``(epoch, position)`` (:mod:`~passport_kit.pretrain.corpus`
 fixes which pool and rows that is, from the seed alone). The stream is a ``torch`` DataLoader
 over those positions, in order, from the position a run starts or resumes at. With
 ``workers > 0`` the windows are gathered from the pools' memory-mapped cache arrays in worker
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from passport_kit.training import pretrain_data as pdata
+from passport_kit.pretrain import corpus as pdata
 
 #: Worker processes per training process that ``workers=None`` gives on a GPU (see :func:`default_workers`).
 MAX_AUTO_WORKERS = 4

@@ -15,7 +15,7 @@ import torch
 from passport_kit.checkpoint import import_cbramod
 from passport_kit.montage import get_montage
 from passport_kit.signals import PreprocessConfig, WindowSet
-from passport_kit.training.pretrain import DataSource, PretrainConfig
+from passport_kit.pretrain.run import DataSource, PretrainConfig
 
 PATCHES = 4
 
