@@ -70,7 +70,7 @@ def base_model(task: Any, checkpoint: str, recipe: str = "probe") -> Any:
 
 def proba_of(model: Any, task: Any, rows: np.ndarray) -> np.ndarray:
     """Return the model's probabilities for ``rows`` (whole recordings in order for context heads)."""
-    from passport_kit.inference.forward import predict_proba
+    from passport_kit.engine.forward import predict_proba
 
     run = task.run
     return predict_proba(model, run.windows.x, run.meta, index=rows, channel_mask=run.channel_mask,
