@@ -183,13 +183,17 @@ def load_task(name: str, folder: Path) -> Task:
                 recordings=np.asarray(w.recording), keep=keep, run=run, textbook=textbook, raws=raws)
 
 
-def product_features(task: Task, checkpoint: str, legacy: bool = False) -> tuple[dict[str, np.ndarray], int]:
-    """Return the probe head's inputs per pooling for every window (the default's model), and D."""
+def product_features(task: Task, checkpoint: str, legacy: bool = False,
+                     probe_layer: int | None = None) -> tuple[dict[str, np.ndarray], int]:
+    """Return the probe head's inputs per pooling for every window (the default's model), and D.
+
+    ``probe_layer`` None: the product's read-out layer (``PROBE_LAYER``); N: the backbone after N layers.
+    """
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.engine.forward import read_out_features
     from passport_kit.model.spectral import carried_bands
     from passport_kit.training.probe import POOLINGS, plain_features
-    from passport_kit.training.run import build_classifier
+    from passport_kit.training.run import PROBE_LAYER, build_classifier
 
     run = task.run
     with warnings.catch_warnings():
@@ -197,7 +201,8 @@ def product_features(task: Task, checkpoint: str, legacy: bool = False) -> tuple
         backbone, _ = load_base_checkpoint(checkpoint)
     backbone.add_channels(run.meta.names)
     model = build_classifier(backbone, len(task.classes), "adapter", recipe="probe", n_channels=len(run.meta.names),
-                             bands=carried_bands(run.preprocess.h_freq))
+                             bands=carried_bands(run.preprocess.h_freq),
+                             probe_layer=PROBE_LAYER if probe_layer is None else probe_layer)
     if legacy:
         model.head.bands = None
     z = read_out_features(model, run.windows.x, run.meta, channel_mask=run.channel_mask, distrust=run.distrust,
@@ -283,14 +288,16 @@ def textbook_proba(task: Task, train: np.ndarray, test: np.ndarray) -> np.ndarra
 
 
 def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, seed: int = 0,
-             with_old: bool = False, with_yasa: bool = True, checkpoint: str = CHECKPOINT) -> dict[str, Any]:
+             with_old: bool = False, with_yasa: bool = True, checkpoint: str = CHECKPOINT,
+             probe_layer: int | None = None) -> dict[str, Any]:
     """Return the table of one task: per method the mean over draws, and paired differences to the default."""
     from passport_kit.training.probe import FALLBACK, ReadOutChoice, choose
 
     t0 = time.perf_counter()
-    plain, d = product_features(task, checkpoint)
-    legacy = product_features(task, checkpoint, legacy=True)[0] if with_old else None
-    randoms = [product_features(task, str(random_base(out / "bases" / f"random-{s}", s, checkpoint)))[0]
+    plain, d = product_features(task, checkpoint, probe_layer=probe_layer)
+    legacy = product_features(task, checkpoint, legacy=True, probe_layer=probe_layer)[0] if with_old else None
+    randoms = [product_features(task, str(random_base(out / "bases" / f"random-{s}", s, checkpoint)),
+                                probe_layer=probe_layer)[0]
                for s in range(random_seeds)]
     sleep = len(task.classes) > 2
     scores: dict[str, list[float]] = {}
@@ -377,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-old", action="store_true", help="also the issue-18 default (old spectral block)")
     parser.add_argument("--checkpoint", default=CHECKPOINT, help="base checkpoint of the default (name or folder); "
                         "the random control copies its architecture")
+    parser.add_argument("--probe-layer", type=int, default=None,
+                        help="the backbone layer the probe head reads, for the base and its random control "
+                        "(default: the product's, layer 0)")
     args = parser.parse_args(argv)
     if not (args.data / "eegmat").is_dir() or not (args.data / "dreams-spindles").is_dir():
         print(f"dev_protocol: no real recordings under {args.data} (eegmat/, dreams-spindles/); skipped")
@@ -396,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = sim_folder(args.out / "data-sim-ear")
         task = load_task(name, folder)
         results.append(run_task(task, args.splits, args.random_seeds, args.out, print, args.seed, args.with_old,
-                                checkpoint=args.checkpoint))
+                                checkpoint=args.checkpoint, probe_layer=args.probe_layer))
         (args.out / f"{name}.json").write_text(json.dumps(results[-1], indent=2))
         print(markdown(results[-1]["table"]))
     from machine import machine_line
