@@ -15,6 +15,10 @@ The recordings stay where they are (``../shared/data``, never copied); this writ
 - ``dreams/``: DREAMS excerpts 1 (100 Hz) and 3 (50 Hz) as text files, channel C3-A1, on
   a one-channel montage ``dreams-c3`` (C3 from ``tuh-19``), written beside it. Its band top is
   lowered below excerpt 3's 25 Hz Nyquist frequency by the data layer.
+- ``dreams-psg/``: the EEG of ``excerpt3.edf`` (Fp1-A1, C3-A1, O1-A1, 50 Hz; ``units: uV``: its
+  header says 'UV', which MNE reads as volts) on a three-channel montage ``dreams-psg``: the
+  same night as excerpt 3 above, as multi-channel sleep EEG (excerpt 1 has C3-A1 only and stays
+  held out in ``dreams/``).
 
 It prints, one per line, the ``--data DIR:MONTAGE`` and ``--val-subjects`` arguments of
 ``passport-kit pretrain`` (``scripts/pretrain_real.sh`` reads them). Held-out subjects
@@ -36,8 +40,9 @@ MUSE_VAL = [f"cueing-subject{n}" for n in (105, 110, 1105, 1110, 1205, 1308, 140
 EEGMAT_VAL = ["Subject10", "Subject11"]
 DREAMS_VAL = ["dreams-excerpt1"]
 
-#: C3 in the head frame (mm), as in the built-in tuh-19 montage.
+#: Positions in the head frame (mm), as in the built-in tuh-19 montage.
 _C3_MM = [-67.1, 23.4, 104.5]
+_PSG_MM = {"Fp1": [-30.9, 114.6, 27.9], "C3": _C3_MM, "O1": [-31.6, -80.6, 54.8]}
 
 
 def muse_spec(root: Path) -> dict:
@@ -67,6 +72,21 @@ def dreams_spec(root: Path) -> dict:
     return {"task": "classification", "allow_outside_paths": True, "recordings": recordings}
 
 
+def dreams_psg_spec(root: Path) -> dict:
+    """Return the EEG channels of DREAMS ``excerpt3.edf`` (Fp1, C3, O1 against A1) as a dataset.yaml mapping."""
+    recordings = [{"subject": "dreams-excerpt3", "file": str((root / "excerpt3.edf").resolve()), "units": "uV",
+                   "channels": {name: f"{name.upper()}-A1" for name in _PSG_MM}}]
+    return {"task": "classification", "allow_outside_paths": True, "recordings": recordings}
+
+
+def dreams_psg_montage() -> dict:
+    """Return the three-channel montage of ``excerpt3.edf`` (Fp1, C3, O1, referenced to A1)."""
+    return {"name": "dreams-psg", "description": "DREAMS excerpt 3 EDF: Fp1-A1, C3-A1, O1-A1 (positions from tuh-19)",
+            "coordinate_frame": "head", "units": "mm", "reference": "A1",
+            "channels": [{"name": name, "position": pos, "aliases": [f"{name.upper()}-A1"]}
+                         for name, pos in _PSG_MM.items()]}
+
+
 def dreams_montage() -> dict:
     """Return the one-channel montage of the DREAMS excerpts (C3, referenced to A1)."""
     return {"name": "dreams-c3", "description": "DREAMS sleep excerpts: C3-A1 only (position from tuh-19)",
@@ -82,17 +102,19 @@ def write_sources(work: Path, data: Path) -> list[str]:
     for name, maker, montage, held in (
         ("muse", muse_spec, "muse", MUSE_VAL),
         ("eegmat", eegmat_spec, "tuh-19", EEGMAT_VAL),
-        ("dreams", dreams_spec, None, DREAMS_VAL),
+        ("dreams", dreams_spec, dreams_montage, DREAMS_VAL),
+        ("dreams-psg", dreams_psg_spec, dreams_psg_montage, []),
     ):
-        src = data / ("dreams-spindles" if name == "dreams" else name)
+        src = data / ("dreams-spindles" if name.startswith("dreams") else name)
         if not src.is_dir():
             continue  # a source that is absent is left out (the script says which it found)
         folder = out / name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "dataset.yaml").write_text(yaml.safe_dump(maker(src), sort_keys=False), encoding="utf-8")
-        if montage is None:  # a montage file: --data DIR:MONTAGE takes names only, so --montage PATH
-            montage_path = out / "dreams-c3.yaml"
-            montage_path.write_text(yaml.safe_dump(dreams_montage(), sort_keys=False), encoding="utf-8")
+        if callable(montage):  # a montage file: --data DIR:MONTAGE takes names only, so --montage PATH
+            spec = montage()
+            montage_path = out / f"{spec['name']}.yaml"
+            montage_path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
             args += [f"--data={folder}", f"--montage={montage_path}"]
         else:
             args.append(f"--data={folder}:{montage}")

@@ -53,12 +53,28 @@ def test_descriptions_name_the_recordings_in_place_and_hold_out_whole_subjects(t
     assert pdata.held_out_subjects(subjects, set(held), 0.1, seed=0) == {"Subject10", "Subject11"}
 
 
-def test_dreams_montage_reads_as_a_montage(tmp_path: Path) -> None:
-    path = tmp_path / "dreams-c3.yaml"
+@pytest.mark.parametrize(("maker", "names"), [("dreams_montage", ["C3"]), ("dreams_psg_montage", ["Fp1", "C3", "O1"])])
+def test_dreams_montages_read_as_montages(tmp_path: Path, maker: str, names: list[str]) -> None:
     import yaml
 
-    path.write_text(yaml.safe_dump(sources.dreams_montage()))
-    assert resolve_montage(path).ch_names == ["C3"]
+    spec = getattr(sources, maker)()
+    path = tmp_path / f"{spec['name']}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    assert resolve_montage(path).ch_names == names
+
+
+def test_each_dreams_source_gets_its_own_montage_file_in_order(tmp_path: Path) -> None:
+    data = _fake_data(tmp_path / "data")
+    (data / "dreams-spindles").mkdir()
+    (data / "dreams-spindles" / "excerpt3.edf").write_bytes(b"")
+    args = sources.write_sources(tmp_path / "work", data)
+    out = tmp_path / "work" / "sources"
+    # --montage values apply to the plain --data values in order (parse_sources)
+    assert args[2:6] == [f"--data={out / 'dreams'}", f"--montage={out / 'dreams-c3.yaml'}",
+                         f"--data={out / 'dreams-psg'}", f"--montage={out / 'dreams-psg.yaml'}"]
+    psg = load_dataset_spec(out / "dreams-psg")
+    assert [(r.subject, r.units, r.channels) for r in psg.recordings] == [
+        ("dreams-excerpt3", "uV", {"Fp1": "FP1-A1", "C3": "C3-A1", "O1": "O1-A1"})]
 
 
 def test_real_sources_describe_the_shared_corpus(shared_data: Path, tmp_path: Path) -> None:
@@ -67,3 +83,4 @@ def test_real_sources_describe_the_shared_corpus(shared_data: Path, tmp_path: Pa
     specs = {Path(f).name: load_dataset_spec(f) for f in folders}  # checks that every named file exists
     assert len(specs["muse"].recordings) == 252 and len(specs["eegmat"].recordings) == 24
     assert {r.subject for r in specs["dreams"].recordings} == {"dreams-excerpt1", "dreams-excerpt3"}
+    assert {r.subject for r in specs["dreams-psg"].recordings} == {"dreams-excerpt3"}  # excerpt 1 stays held out
