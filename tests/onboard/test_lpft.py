@@ -126,7 +126,7 @@ def test_adapt_auto_records_the_decision_and_both_scores(montage_yaml: Path, tmp
 
     data = make_dataset(tmp_path / "data", n_subjects=4, n_epochs=12)
     result = adapt(montage=str(montage_yaml), data=data, out=tmp_path / "a", checkpoint="tiny-mlp", batch_size=8,
-                   max_steps=8)
+                   recipe="auto", max_steps=8)
     selection = json.loads((tmp_path / "a" / "adapter.json").read_text())["metrics"]["selection"]
     assert selection["recipe"] == "auto"
     block = selection["adapter_training"]

@@ -24,8 +24,8 @@ def test_a_gradient_only_option_selects_finetune(option: dict) -> None:
 
 
 @pytest.mark.parametrize("option", [{}, {"train": "head"}, {"lr": 1e-4}, {"batch_size": 32}])
-def test_options_the_probe_uses_or_defaults_keep_the_probe(option: dict) -> None:
-    assert make_config(montage="m", data="d", **option).recipe == "probe"
+def test_options_the_probe_uses_or_defaults_keep_the_auto_recipe(option: dict) -> None:
+    assert make_config(montage="m", data="d", **option).recipe == "auto"
 
 
 @pytest.mark.parametrize(("options", "named"), [(["--lr", "0.01"], "lr"), (["--epochs", "3"], "epochs"),
@@ -41,7 +41,8 @@ def test_probe_named_with_a_gradient_option_exits_2_naming_the_recipe(tmp_path: 
 
 
 def test_probe_records_no_learning_rate_and_its_adapter_json_repeats_a_probe(tmp_path: Path) -> None:
-    cfg = make_config(montage="m", data="d")
+    assert training_record(make_config(montage="m", data="d"))["head_lr"] is None  # auto: lr only if given
+    cfg = make_config(montage="m", data="d", recipe="probe")
     assert training_record(cfg)["head_lr"] is None
     # A probe bundle written before issue 27 recorded a resolved head_lr: given to --config it stays a probe.
     old = {"format": "passport-kit/adapter-bundle", "training": {**training_record(cfg), "head_lr": 0.0005}}
@@ -55,7 +56,7 @@ def test_adapt_names_its_recipe_and_counts_what_the_probe_fitted(tmp_path: Path,
 
     out = tmp_path / "adapter"
     result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
-                              checkpoint, "--out", str(out), "--no-progress"])
+                              checkpoint, "--out", str(out), "--no-progress", "--recipe", "probe"])
     assert result.exit_code == 0, result.output
     assert "recipe probe\n" in result.output
     model, _ = load_adapter_bundle(out)
@@ -67,5 +68,5 @@ def test_adapt_names_its_recipe_and_counts_what_the_probe_fitted(tmp_path: Path,
 @pytest.mark.parametrize("command", ["adapt", "evaluate"])
 def test_recipe_is_shown_as_a_choice(command: str) -> None:
     result = RUN.invoke(app, [command, "--help"])
-    assert "--recipe <probe|finetune>" in result.output
+    assert "--recipe <auto|probe|finetune>" in result.output
     assert "gradient recipe. Default: finetune if an option only it uses is given" in " ".join(result.output.split())

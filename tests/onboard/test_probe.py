@@ -164,7 +164,8 @@ def test_probe_warns_about_rare_and_absent_classes() -> None:
 
 
 @pytest.mark.parametrize(("options", "recipe"), [
-    ({}, "probe"),
+    ({}, "auto"),
+    ({"recipe": "probe"}, "probe"),
     ({"max_steps": 5}, "finetune"),
     ({"quality_gate": True}, "finetune"),
     ({"recipe": "finetune"}, "finetune"),
@@ -174,7 +175,7 @@ def test_recipe_follows_the_options_given(options: dict, recipe: str) -> None:
 
 
 def test_explicit_probe_with_gradient_options_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="only apply to recipe 'finetune'"):
+    with pytest.raises(ConfigError, match="only apply to gradient training"):
         make_config(montage="m", data="d", recipe="probe", max_steps=5)
 
 
@@ -186,7 +187,8 @@ def test_default_adapt_prints_its_selection_and_predicts(tmp_path: Path, montage
     assert result.exit_code == 0, result.output
     assert "selected by kappa" in result.output and "cross-validation over training subjects" in result.output
     meta = json.loads((out / "adapter.json").read_text())
-    assert meta["head"]["kind"] == "probe" and meta["training"]["recipe"] == "probe"
+    assert meta["head"]["kind"] == "probe" and meta["training"]["recipe"] == "auto"
+    assert "adapter_training" in meta["metrics"]["selection"]  # the auto recipe's decision (issue 26)
     assert meta["metrics"]["selection"]["metric"] == "kappa" and "warnings" in meta["metrics"]
     assert meta["metrics"]["validation_subjects"] == []  # every subject trains; selection is cross-validated
     # The band-power reference (issue 24): its cross-validated score, the increment, printed and stored.
