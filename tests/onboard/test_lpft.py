@@ -143,3 +143,33 @@ def test_probe_recipe_refuses_what_auto_would_take() -> None:
         from passport_kit.training.options import parse_options
 
         parse_options(RecipeOptions, "adapt", None, {"recipe": "auto", "patience": 2})
+
+
+def test_a_bundle_whose_adapter_lpft_trained_stores_and_reloads_the_trained_adapter(
+        montage_yaml: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forced decision (the rule is tested above): the bundle holds the trained adapter, and loading it gives
+    the trained model's probabilities, not the base's."""
+    from tests.onboard.conftest import make_dataset  # noqa: PLC0415
+
+    import passport_kit.training.run as run_module
+    from passport_kit.checkpoint import load_adapter_bundle, load_base_checkpoint
+    from passport_kit.training.adapt import adapt
+    from passport_kit.training.lpft import AdapterTraining
+
+    monkeypatch.setattr(run_module, "decide", lambda *a, **k: AdapterTraining(
+        trained=True, reason="forced by the test", steps=6, budget=6, folds=2, probe_score=0.5, lpft_score=0.6,
+        gain=0.1, standard_error=0.01))
+    data = make_dataset(tmp_path / "data", n_subjects=4, n_epochs=12)
+    out = tmp_path / "a"
+    result = adapt(montage=str(montage_yaml), data=data, out=out, checkpoint="tiny-mlp", batch_size=8, recipe="auto",
+                   lr=1e-2)
+    block = result.metrics["selection"]["adapter_training"]
+    assert block["trained"] and block["steps"] == 6 and result.metrics["steps"] == 6
+    assert "fitted: the read-out" not in result.summary  # the adapter was trained, not only the read-out
+    model, _ = load_adapter_bundle(out)
+    base, _ = load_base_checkpoint("tiny-mlp")
+    trained = {n: p for n, p in model.backbone.named_parameters() if ".mixture." in n}
+    base_params = dict(base.named_parameters())
+    assert trained and set(trained) <= set(base_params)
+    assert any(not torch.equal(p, base_params[n]) for n, p in trained.items() if n in base_params), \
+        "the bundle's adapter tensors equal the base's: LP-FT's training was not stored"
