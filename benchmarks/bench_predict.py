@@ -90,7 +90,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     from passport_kit.engine.forward import PROBE_PRECISION, predict_proba
     from passport_kit.inference.hypnogram import Hypnogram
     from passport_kit.contacts import ContactPolicy
-    from passport_kit.inference.predict import predict, recording_preprocess, write_prediction
+    from passport_kit.inference.predict import predict, write_prediction
     from passport_kit.inference.reports import plot_hypnogram
     from passport_kit.model import ChannelMeta
     from passport_kit.model.heads import ProbeHead
@@ -98,7 +98,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     from passport_kit.runtime import resolve_device, resolve_precision
     from passport_kit.signals import PreprocessConfig, read_recording
     from passport_kit.signals.channels import mapped_data
-    from passport_kit.signals.dataset import windows_from_data
+    from passport_kit.signals.recording import fit_preprocessing, windows_from_data
     from passport_kit.signals.quality import channel_quality
 
     model, meta = load_adapter_bundle(bundle)
@@ -117,7 +117,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     quality = timed("recording_quality: channel_quality of the same samples",
                     lambda: channel_quality(data, sfreq, montage, window_seconds=config.window_seconds,
                                             mains_freq=config.notch_freq), rows)
-    rec_config = recording_preprocess(config, sfreq)
+    rec_config = fit_preprocessing(config, rate=lambda: (sfreq, str(edf)))
     x, flags = timed("load_recording stage: windows_from_data (filter, windows, flags)",
                      lambda: windows_from_data(data, sfreq, rec_config), rows)
     del data

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from passport_kit.cli.options import HelpfulGroup, echo_json
+from passport_kit.cli.options import HelpfulGroup, echo_json, notch_frequency
 
 if TYPE_CHECKING:  # pragma: no cover
     from passport_kit.signals.quality import ChannelQuality
@@ -25,9 +25,9 @@ def inspect_cmd(
     path: Annotated[Path, typer.Argument(help="A recording file, a dataset folder (dataset.yaml, BIDS, or a folder of recordings) or a dataset.yaml.")],
     montage: Annotated[Optional[str], typer.Option("--montage", "-m", help="Montage name or YAML path (a dataset needs it; for one file it adds the mapping).")] = None,
     window_seconds: Annotated[Optional[float], typer.Option(help="Window length in seconds (default: dataset.yaml's, else 30).")] = None,
-    notch: Annotated[Optional[float], typer.Option(help="Mains frequency in Hz for the notch (default 50).")] = None,
-    no_notch: Annotated[bool, typer.Option("--no-notch", help="Skip the notch filter.")] = False,
-    h_freq: Annotated[Optional[float], typer.Option(help="Upper band-pass edge in Hz (default 75).")] = None,
+    notch: Annotated[str, typer.Option("--notch", help="Mains frequency to notch (50, 60) or 'none'.")] = "50",
+    h_freq: Annotated[Optional[float], typer.Option(help="Upper band-pass edge in Hz (default: dataset.yaml's, "
+                                                    "else 75, lowered for a slowly sampled dataset).")] = None,
     label_column: Annotated[Optional[str], typer.Option(help="Column of *_events.tsv holding the labels.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the window cache.")] = False,
     sfreq: Annotated[Optional[float], typer.Option(help="One recording: its rate in Hz when the file has none "
@@ -42,7 +42,9 @@ def inspect_cmd(
     from passport_kit.montage import resolve_montage
     from passport_kit.signals import PreprocessConfig, load_dataset, load_dataset_spec
     from passport_kit.signals.channels import describe_mapping
+    from passport_kit.signals.dataset import lowest_sampling_rate
     from passport_kit.signals.readers import is_recording_file, read_recording
+    from passport_kit.signals.recording import fit_preprocessing
 
     if path.is_file() and is_recording_file(path, text=True):
         _inspect_recording(path, None if montage is None else resolve_montage(montage), as_json=as_json,
@@ -56,22 +58,11 @@ def inspect_cmd(
                           f"give a recording file instead of '{path}' to see its own channels and rate")
     m = resolve_montage(montage)
     spec = load_dataset_spec(path)
-    overrides: dict[str, object] = {}
-    if window_seconds is not None:
-        overrides["window_seconds"] = window_seconds
-    elif spec.window_seconds is not None:
-        overrides["window_seconds"] = spec.window_seconds
-    if no_notch:
-        overrides["notch_freq"] = None
-    elif notch is not None:
-        overrides["notch_freq"] = notch
-    if h_freq is not None:
-        overrides["h_freq"] = h_freq
-    config = PreprocessConfig.from_dict(overrides)
-    if h_freq is None:  # as adapt: a dataset too slow for the default band gets one below its Nyquist frequency
-        from passport_kit.signals.dataset import fit_band_to_dataset
-
-        config = fit_band_to_dataset(config, spec)
+    # The rule of adapt (signals.recording.fit_preprocessing) over the default contract.
+    config = fit_preprocessing(PreprocessConfig(), rate=lambda: lowest_sampling_rate(spec),
+                               window_seconds=window_seconds if window_seconds is not None else spec.window_seconds,
+                               notch_freq=notch_frequency(notch),
+                               h_freq=h_freq if h_freq is not None else spec.h_freq)
     from rich.console import Console
     from rich.progress import Progress
 

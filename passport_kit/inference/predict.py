@@ -52,7 +52,6 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -69,6 +68,7 @@ from passport_kit.errors import (
     file_system_message,
 )
 from passport_kit.inference import reports
+from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, read_windows
 from passport_kit.output_lock import output_lock
 from passport_kit.engine.forward import predict_proba
 from passport_kit.inference.hypnogram import (
@@ -139,53 +139,32 @@ def _stem(path: Path) -> str:
     return re.sub(r"_(eeg|ieeg)$", "", name)
 
 
-@dataclass
-class Recording:
-    """One recording as predict uses it, from one read: windows, flags, raw quality, band, start.
-
-    ``x`` ``(N, C, P, 200)`` float32 windows in montage order; ``flags`` ``(N, C)`` uint8;
-    ``onset_s`` ``(N,)`` window starts (s); ``quality`` the raw recording's
-    :class:`~passport_kit.signals.quality.ChannelQuality`; ``config`` its PreprocessConfig
-    (the bundle's, band fitted to its rate); ``start`` its ``meas_date`` (None: unknown).
-    """
-
-    x: np.ndarray
-    flags: np.ndarray
-    onset_s: np.ndarray
-    quality: Any
-    config: Any
-    start: datetime | None
-
-
 def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[str, str] | None = None,
                         h_freq: float | None = None, amplitude: dict[str, Any] | None = None,
                         amplitude_check: bool = True, sfreq: float | None = None, units: str | None = None,
-                        scale: float | None = None, raw: Any = None) -> Recording:
+                        scale: float | None = None, raw: Any = None) -> RecordingWindows:
     """Return one recording read, mapped and preprocessed once, with its quality scored from the same samples.
 
-    Open the file (header), map the montage channels and read their samples
-    (:func:`~passport_kit.signals.channels.mapped_data`), fit the band to the rate
-    (:func:`recording_preprocess`), then, from the same samples and side by side in two threads,
-    score the raw recording (:func:`~passport_kit.signals.quality.channel_quality`) and
-    preprocess and window it (:func:`~passport_kit.signals.dataset.windows_from_data`); last,
-    refuse an implausible amplitude against the bundle's profile ``amplitude``
-    (:func:`~passport_kit.signals.amplitude.check_amplitude`; ``amplitude_check=False`` skips
-    it). Nothing is cached: the file is opened once per call. ``sfreq``, ``units``, ``scale``:
-    as :func:`~passport_kit.signals.readers.read_recording`; ``raw``: the recording already in
-    memory (an MNE Raw in volts; ``path`` then only names it).
+    Open the file (header), fit the bundle's preprocessing ``config`` to its rate
+    (:func:`~passport_kit.signals.recording.fit_preprocessing`, the rule of adapt), read its
+    windows and raw quality side by side (:func:`~passport_kit.signals.recording.read_windows`,
+    the path of ``load_dataset``); last, refuse an implausible amplitude against the bundle's
+    profile ``amplitude`` (:func:`~passport_kit.signals.amplitude.check_amplitude`;
+    ``amplitude_check=False`` skips it). Nothing is cached: the file is opened once per call.
+    ``sfreq``, ``units``, ``scale``: as :func:`~passport_kit.signals.readers.read_recording`;
+    ``raw``: the recording already in memory (an MNE Raw in volts; ``path`` then only names it).
     """
     from passport_kit.signals import read_recording
     from passport_kit.signals.amplitude import check_amplitude
-    from passport_kit.signals.channels import mapped_data
-    from passport_kit.signals.dataset import windows_from_data
-    from passport_kit.signals.preprocess import check_sampling_rate
-    from passport_kit.signals.quality import channel_quality
-    from passport_kit.signals.windows import check_length
 
     source = f"recording '{path}'"
     raw = raw if raw is not None else read_recording(path, sfreq=sfreq, units=units, scale=scale)
+    rec_config = fit_preprocessing(config, rate=lambda: (float(raw.info["sfreq"]), str(path)), h_freq=h_freq,
+                                   advice=f"; the adapter was trained with the band up to {config.h_freq:g} Hz, so "
+                                          "expect less reliable predictions (adapt on recordings at this rate for "
+                                          "the best)")
     try:
-        data = mapped_data(raw, montage, renames, source=source)
+        night = read_windows(raw, montage, rec_config, renames=renames, quality=True, source=source, name=str(path))
     except ChannelMappingError as exc:
         if not exc.missing:
             raise
@@ -193,27 +172,13 @@ def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[
         raise ChannelMappingError(f"{exc.detail}; map them with --rename {exc.missing[0]}='<name in file>' "
                                   f"(renames={{'{exc.missing[0]}': ...}} in Python), once per channel",
                                   missing=exc.missing, detail=exc.detail) from None
-    sfreq = float(raw.info["sfreq"])
-    rec_config = recording_preprocess(config, sfreq, source=source, h_freq=h_freq)
-    # The header's checks first, so a recording too short or too slow is refused with the same
-    # message as by load_recording, before any work on its samples.
-    check_sampling_rate(sfreq, rec_config, source=source)
-    check_length(data.shape[1], sfreq, rec_config, source=source)
-    # Scoring and filtering read the same samples and neither writes them: the quality
-    # statistics run in a second thread (numpy and FFTs release the GIL) while this one filters.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="passport-kit-quality") as pool:
-        scoring = pool.submit(channel_quality, data, sfreq, montage, window_seconds=config.window_seconds,
-                              mains_freq=config.notch_freq, source=str(path))
-        x, flags = windows_from_data(data, sfreq, rec_config, source=source)
-        quality = scoring.result()
     if amplitude_check:
-        check_amplitude(quality, amplitude, source=source)
-    return Recording(x=x, flags=flags, onset_s=np.arange(len(x), dtype=np.float64) * rec_config.window_seconds,
-                     quality=quality, config=rec_config, start=recording_start(raw))
+        check_amplitude(night.quality, amplitude, source=source)
+    return night
 
 
-def _prefetched(files: Sequence[Path], prepare: Callable[[Path], Recording], *,
-                ahead: bool) -> Iterator[tuple[Path, Callable[[], Recording]]]:
+def _prefetched(files: Sequence[Path], prepare: Callable[[Path], RecordingWindows], *,
+                ahead: bool) -> Iterator[tuple[Path, Callable[[], RecordingWindows]]]:
     """Yield ``(path, get)`` per file in order; ``get()`` returns ``prepare(path)`` or raises its error.
 
     With ``ahead``, once file k is prepared the preparation of file k+1 starts in a worker
@@ -225,9 +190,9 @@ def _prefetched(files: Sequence[Path], prepare: Callable[[Path], Recording], *,
             yield path, functools.partial(prepare, path)
         return
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="passport-kit-read") as pool:
-        started: dict[int, Future[Recording]] = {}
+        started: dict[int, Future[RecordingWindows]] = {}
 
-        def get(i: int) -> Recording:
+        def get(i: int) -> RecordingWindows:
             try:
                 return started.pop(i).result() if i in started else prepare(files[i])
             finally:
@@ -395,7 +360,7 @@ def predict(
     out_dir = Path(out) if out is not None else Path("predictions")
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
 
-    def predict_one(path: Path, night: Recording) -> PredictionResult:
+    def predict_one(path: Path, night: RecordingWindows) -> PredictionResult:
         reference = None
         if path in scorer_of:  # read first: a label file that does not fit the recording fails before the model runs
             from passport_kit.inference.agreement import scorer_labels
@@ -421,7 +386,7 @@ def predict(
             band_short=band_too_narrow(night.config.h_freq, config.h_freq), not_learned=not_learned,
             reference=reference, reference_file=scorer_of.get(path), plot_format=plot_format))
 
-    def prepare(path: Path) -> Recording:
+    def prepare(path: Path) -> RecordingWindows:
         raw = raw_from_memory(memory[path], units=units, scale=scale, sfreq=sfreq) if path in memory else None
         return read_for_prediction(path, montage, config, renames=renames, h_freq=h_freq,
                                    amplitude=meta.metrics.get("amplitude"), amplitude_check=amplitude_check,
@@ -518,40 +483,6 @@ class PredictionFailures(DataError):
                          f"{first['error']}{more}; the other {len(results)} were written, and {log} lists every "
                          "recording with its error")
         self.results, self.failures, self.log = results, failures, log
-
-
-def recording_preprocess(config: Any, sfreq: float, *, source: str = "the recording",
-                         h_freq: float | None = None) -> Any:
-    """Return the preprocessing of one recording: the bundle's ``config``, its band-pass top fitted to the rate.
-
-    ``sfreq`` (Hz) is the recording's rate; ``h_freq`` (Hz) replaces the top; without it, a
-    recording too slow for the bundle's top gets one below its Nyquist frequency
-    (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`) and a PassportWarning.
-    """
-    import warnings
-
-    from passport_kit.errors import PassportWarning
-    from passport_kit.signals import PreprocessConfig
-    from passport_kit.signals.preprocess import fit_band_to_rate
-
-    if h_freq is not None:
-        return PreprocessConfig.from_dict(config.model_dump() | {"h_freq": h_freq, "h_freq_note": None})
-    fitted = fit_band_to_rate(config, sfreq, source=source)
-    if fitted is not config:
-        warnings.warn(f"{fitted.h_freq_note}; the adapter was trained with the band up to {config.h_freq:g} Hz, so "
-                      "expect less reliable predictions (adapt on recordings at this rate for the best)",
-                      PassportWarning, stacklevel=3)
-    return fitted
-
-
-def recording_start(raw: Any) -> datetime | None:
-    """Return the start of the opened recording ``raw`` (``meas_date`` as MNE reads it), or None when unknown.
-
-    EDF stores local time without a zone; MNE labels it UTC. The value is carried through
-    unchanged, so annotation files line up with the recording in any viewer.
-    """
-    meas_date = raw.info.get("meas_date")
-    return meas_date if isinstance(meas_date, datetime) else None
 
 
 def write_prediction(

@@ -696,14 +696,13 @@ def parse_sources(data: list[str], montages: list[str]) -> list[DataSource]:
 def source_preprocess(path: Path, preprocess: Any) -> Any:
     """Return ``preprocess`` for one pretraining dataset: its dataset.yaml ``h_freq``, else a top its slowest recording carries.
 
-    The rule of ``adapt`` (:func:`~passport_kit.training.adapt.dataset_preprocess`): the 200 Hz
-    input stays; a recording too slow for the band-pass top gets the top lowered below its
-    Nyquist frequency, with a warning (:func:`~passport_kit.signals.dataset.fit_band_to_dataset`).
+    The rule of ``adapt`` and ``predict`` (:func:`~passport_kit.signals.recording.fit_preprocessing`):
+    the 200 Hz input stays; a recording too slow for the band-pass top gets the top lowered below
+    its Nyquist frequency, with a warning.
     """
-    from passport_kit.signals.dataset import fit_band_to_dataset
+    from passport_kit.signals.dataset import lowest_sampling_rate
     from passport_kit.signals.dataset_spec import load_dataset_spec
+    from passport_kit.signals.recording import fit_preprocessing
 
     spec = load_dataset_spec(path)
-    if spec.h_freq is not None:
-        return type(preprocess).from_dict(preprocess.model_dump() | {"h_freq": spec.h_freq})
-    return fit_band_to_dataset(preprocess, spec)
+    return fit_preprocessing(preprocess, rate=lambda: lowest_sampling_rate(spec), h_freq=spec.h_freq)

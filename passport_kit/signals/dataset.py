@@ -15,7 +15,6 @@ Example::
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,15 +23,15 @@ from typing import TYPE_CHECKING, Any
 import mne
 import numpy as np
 
-from passport_kit.errors import ConfigError, DataError, LabelError, PassportWarning
+from passport_kit.errors import ConfigError, DataError, LabelError
 from passport_kit.signals.cache import entry_key, file_sha256, read_entry, write_entry, write_entry_chunks
-from passport_kit.signals.channels import mapped_data
 from passport_kit.signals.dataset_spec import DatasetSpec, RecordingSpec, load_dataset_spec
 from passport_kit.signals.labels import LabelMap, encode_labels, labels_from_intervals, read_events_tsv, read_label_file
-from passport_kit.signals.preprocess import PreprocessConfig, check_sampling_rate, fit_band_to_rate, preprocess_array
-from passport_kit.signals.quality import ChannelQuality, channel_quality
+from passport_kit.signals.preprocess import PreprocessConfig
+from passport_kit.signals.quality import ChannelQuality
 from passport_kit.signals.readers import content_files, read_recording
-from passport_kit.signals.windows import check_length, describe_flags, instance_normalise, make_windows, window_flags
+from passport_kit.signals.recording import RecordingWindows, read_quality, read_windows
+from passport_kit.signals.windows import describe_flags
 
 if TYPE_CHECKING:  # pragma: no cover
     from passport_kit.montage import Montage
@@ -141,61 +140,20 @@ def _recording_key(
     })
 
 
-def _annotations(raw: mne.io.BaseRaw) -> list[tuple[float, float, str]]:
-    """Return ``(onset_s, duration_s, description)`` of raw's annotations, onsets from the first sample."""
-    ann = raw.annotations
-    offset = raw.first_time if ann.orig_time is not None else 0.0
-    return [(float(o - offset), float(d), str(s)) for o, d, s in zip(ann.onset, ann.duration, ann.description)]
-
-
 def _compute_windows(
     path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None,
     sfreq: float | None, bids: bool, raw: mne.io.BaseRaw | None = None, raw_quality: bool = False,
     units: str | None = None, scale: float | None = None,
-) -> tuple[np.ndarray, np.ndarray, list[tuple[float, float, str]], ChannelQuality | None]:
-    """Return ``(x (N, C, P, 200), flags (N, C), annotations, raw quality or None)`` computed from the file.
+) -> RecordingWindows:
+    """Return the windows of the file at ``path`` (:func:`~passport_kit.signals.recording.read_windows`).
 
     ``raw``: the recording already opened (its header read for the dataset's rates), so the
-    file is opened once; ``raw_quality``: also score the mapped raw samples
-    (:func:`~passport_kit.signals.quality.channel_quality`, as ``predict`` scores a recording).
+    file is opened once; ``raw_quality``: also score the mapped raw samples, as ``predict`` does.
     """
-    source = f"recording '{path}'"
     log.info("reading %s (not in the window cache)", path)
     raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids, units=units, scale=scale)
-    # Cheap checks before reading samples: the rate and the length are in the header.
-    check_sampling_rate(raw.info["sfreq"], config, source=source)
-    check_length(raw.n_times, raw.info["sfreq"], config, source=source)
-    data = mapped_data(raw, montage, renames, source=source)
-    sf = float(raw.info["sfreq"])
-    x, flags = windows_from_data(data, sf, config, source=source)
-    quality = _raw_quality(data, sf, montage, config, path) if raw_quality else None
-    return x, flags, _annotations(raw), quality
-
-
-def windows_from_data(data: np.ndarray, sfreq: float, config: PreprocessConfig, *,
-                      source: str = "recording") -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(x (N, C, P, 200) float32, flags (N, C) uint8)`` of mapped raw samples ``data``.
-
-    ``data`` is ``(C, T)`` in volts at ``sfreq`` Hz, channels in montage order
-    (:func:`~passport_kit.signals.channels.mapped_data`); preprocessing, windows, flags and
-    instance normalisation follow ``config``. The one path from samples to windows of
-    :func:`load_dataset`, :func:`load_recording` and ``predict``.
-    """
-    signal = preprocess_array(data, sfreq, config, source=source)
-    x = make_windows(signal, config.model_copy(update={"instance_norm": False}))
-    del signal  # (C, T) float32: as large as x, and no longer needed
-    # Flags look at the raw samples and at µV amplitudes, so before instance normalisation.
-    flags = window_flags(data, sfreq, x, config)
-    if config.instance_norm:
-        x = instance_normalise(x)
-    return x, flags
-
-
-def _raw_quality(data: np.ndarray, sfreq: float, montage: Montage, config: PreprocessConfig,
-                 path: Path) -> ChannelQuality:
-    """Return the quality of a mapped raw recording ``data`` ``(C, T)`` volts, windows and mains as ``config``'s."""
-    return channel_quality(data, sfreq, montage, window_seconds=config.window_seconds, mains_freq=config.notch_freq,
-                           source=str(path))
+    return read_windows(raw, montage, config, renames=renames, quality=raw_quality, source=f"recording '{path}'",
+                        name=str(path))
 
 
 def _read(path: Path, *, sfreq: float | None, bids: bool, units: str | None = None,
@@ -216,7 +174,8 @@ class RecordingReader:
 
     :meth:`rate` opens a recording (its header, no samples), remembers its rate and keeps it
     open; :func:`load_dataset` takes it from here (:meth:`take`) instead of opening the file
-    again. Give one reader to :func:`fit_band_to_dataset` and :func:`load_dataset` to open
+    again. Give one reader to :func:`lowest_sampling_rate` (the band of
+    :func:`~passport_kit.signals.recording.fit_preprocessing`) and :func:`load_dataset` to open
     every recording once.
     """
 
@@ -279,20 +238,6 @@ def lowest_sampling_rate(spec: DatasetSpec, reader: RecordingReader | None = Non
     return min((reader.rate(rec), rec.file) for rec in spec.recordings)
 
 
-def fit_band_to_dataset(config: PreprocessConfig, spec: DatasetSpec,
-                        reader: RecordingReader | None = None) -> PreprocessConfig:
-    """Return ``config`` with ``h_freq`` fitted to the dataset's most slowly sampled recording.
-
-    One band for the whole dataset (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`);
-    a lowered one is announced with a :class:`~passport_kit.errors.PassportWarning`.
-    """
-    sfreq, file = lowest_sampling_rate(spec, reader)
-    fitted = fit_band_to_rate(config, sfreq, source=f"recording '{file}'")
-    if fitted is not config:
-        warnings.warn(str(fitted.h_freq_note), PassportWarning, stacklevel=2)
-    return fitted
-
-
 def _recording_windows(
     path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None = None,
     sfreq: float | None = None, bids: bool = False, cache: bool = True, raw: mne.io.BaseRaw | None = None,
@@ -314,12 +259,13 @@ def _recording_windows(
             quality = None
             if raw_quality:
                 raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids, units=units, scale=scale)
-                data = mapped_data(raw, montage, renames, source=f"recording '{path}'")
-                quality = _raw_quality(data, float(raw.info["sfreq"]), montage, config, path)
+                quality = read_quality(raw, montage, config, renames=renames, source=f"recording '{path}'",
+                                       name=str(path))
             return _Windows(key, entry.arrays["x"], entry.arrays["flags"],
                             [tuple(a) for a in entry.meta["annotations"]], quality)
-    x, flags, annotations, quality = _compute_windows(path, montage, config, renames=renames, sfreq=sfreq, bids=bids,
-                                                      raw=raw, raw_quality=raw_quality, units=units, scale=scale)
+    read = _compute_windows(path, montage, config, renames=renames, sfreq=sfreq, bids=bids, raw=raw,
+                            raw_quality=raw_quality, units=units, scale=scale)
+    x, flags, annotations, quality = read.x, read.flags, read.annotations, read.quality
     if not cache:
         return _Windows(key, x, flags, annotations, quality)
     entry = write_entry(key, {"x": x, "flags": flags}, {
@@ -377,17 +323,14 @@ def _memory_windows(recording: Any, montage: Montage, config: PreprocessConfig, 
 
     raw = raw_from_memory(recording, units=units, scale=scale, sfreq=sfreq)
     name = Path(raw.filenames[0]).name if raw.filenames and raw.filenames[0] else "memory"
-    source = f"recording '{name}'"
-    check_sampling_rate(raw.info["sfreq"], config, source=source)
-    check_length(raw.n_times, raw.info["sfreq"], config, source=source)
-    data = mapped_data(raw, montage, renames, source=source)
-    x, flags = windows_from_data(data, float(raw.info["sfreq"]), config, source=source)
-    quality = _raw_quality(data, float(raw.info["sfreq"]), montage, config, Path(name)) if raw_quality else None
+    read = read_windows(raw, montage, config, renames=renames, quality=raw_quality, source=f"recording '{name}'",
+                        name=name)
+    x, flags, quality = read.x, read.flags, read.quality
     n = x.shape[0]
     return WindowSet(
         x=x, y=np.full(n, -1, dtype=np.int64), subject=np.full(n, Path(name).stem), recording=np.full(n, name),
         onset_s=np.arange(n, dtype=np.float64) * config.window_seconds, flags=flags, classes=[], montage=montage,
-        config=config, info={"annotations": _annotations(raw), "cache_key": None},
+        config=config, info={"annotations": read.annotations, "cache_key": None},
         raw_quality={name: quality} if quality is not None else None,
     )
 

@@ -28,14 +28,15 @@ from typing import Any
 import numpy as np
 
 from passport_kit.contacts import channel_masks
-from passport_kit.errors import ConfigError, PassportWarning
+from passport_kit.errors import ConfigError
 from passport_kit.model import ChannelMeta, Classifier, apply_policy, check_policy
 from passport_kit.model.heads import PROBE_LAYER, SCALINGS
 from passport_kit.model.spectral import STANDARD_BANDS, carried_bands
 from passport_kit.signals import PreprocessConfig, WindowSet, load_dataset
-from passport_kit.signals.dataset import RecordingReader, fit_band_to_dataset
+from passport_kit.signals.dataset import RecordingReader, lowest_sampling_rate
 from passport_kit.signals.dataset_spec import DatasetSpec, load_dataset_spec
 from passport_kit.signals.quality import ChannelQuality, quality_summary, windowset_quality
+from passport_kit.signals.recording import KEEP, fit_preprocessing
 from passport_kit.signals.windows import FLAG_FLAT, FLAG_NAN
 from passport_kit.training.finetune import FitResult, fit, near_chance, selection_metric
 from passport_kit.training.lpft import AdapterTraining, decide, lpft_settings, not_tried, step_budget
@@ -324,47 +325,20 @@ def dataset_channel_masks(qualities: dict[str, Any], windows: Any, *, mask_below
     return out[0], out[1]
 
 
-#: Mains frequencies (Hz); a notch elsewhere is almost certainly a typo.
-MAINS_HZ = (50.0, 60.0)
-
-
 def dataset_preprocess(info: Any, data: Path | DatasetSpec, *, instance_norm: bool | None = None,
-                       notch_freq: float | None | str = "keep", h_freq: float | None = None,
+                       notch_freq: float | None | str = KEEP, h_freq: float | None = None,
                        reader: RecordingReader | None = None) -> PreprocessConfig:
-    """Return the preprocessing of a run: the checkpoint's contract, the dataset's window length.
+    """Return the preprocessing of a run: the checkpoint's contract fitted to the dataset.
 
-    The dataset folder decides the window (30-s sleep epochs, N-s windows), the checkpoint
-    everything about the signal (rate, filters, units). ``instance_norm`` overrides the
-    checkpoint's choice when given (the paper normalises ear-EEG per window); ``notch_freq``
-    is the mains frequency of the recording site (``None``: no notch; ``"keep"``: default).
-    ``h_freq`` (Hz), else dataset.yaml's ``h_freq``, replaces the checkpoint's band-pass top;
-    with neither, a top that the most slowly sampled recording cannot carry is lowered below
-    its Nyquist frequency (:func:`~passport_kit.signals.preprocess.fit_band_to_rate`), with a
-    :class:`~passport_kit.errors.PassportWarning`; the model's 200 Hz input stays. ``data``:
-    the dataset folder or its parsed spec; ``reader`` keeps the recordings opened for their
-    rates, for :func:`~passport_kit.signals.load_dataset`.
+    :func:`~passport_kit.signals.recording.fit_preprocessing` (the rule of predict and pretrain
+    too) with the dataset's window, ``h_freq`` (else dataset.yaml's) and its most slowly sampled
+    recording; ``data``: the dataset folder or its parsed spec; ``reader`` keeps the recordings
+    opened for their rates, for :func:`~passport_kit.signals.load_dataset`.
     """
-    fields = PreprocessConfig.model_fields
-    # The checkpoint's contract also documents things PreprocessConfig does not set (units,
-    # patch length); keep the settings it shares with PreprocessConfig.
-    contract = {k: v for k, v in dict(info.preprocessing).items() if k in fields}
     spec = data if isinstance(data, DatasetSpec) else load_dataset_spec(data)
-    if spec.window_seconds is not None:
-        contract["window_seconds"] = spec.window_seconds
-    if instance_norm is not None:
-        contract["instance_norm"] = instance_norm
-    if notch_freq != "keep":
-        contract["notch_freq"] = notch_freq
-        if notch_freq is not None and notch_freq not in MAINS_HZ:
-            warnings.warn(f"notch at {notch_freq:g} Hz: mains power is {' or '.join(f'{f:g}' for f in MAINS_HZ)} Hz "
-                          f"everywhere, so this notch removes EEG at {notch_freq:g} Hz and leaves the hum; use "
-                          "--notch 50 (Europe, Asia, Africa, Australia) or 60 (the Americas), or 'none'",
-                          PassportWarning, stacklevel=2)
-    h_freq = h_freq if h_freq is not None else spec.h_freq
-    if h_freq is not None:
-        contract["h_freq"] = h_freq
-    config = PreprocessConfig.from_dict(contract)
-    return fit_band_to_dataset(config, spec, reader) if h_freq is None else config
+    return fit_preprocessing(info.preprocessing, rate=lambda: lowest_sampling_rate(spec, reader),
+                             window_seconds=spec.window_seconds, instance_norm=instance_norm, notch_freq=notch_freq,
+                             h_freq=h_freq if h_freq is not None else spec.h_freq)
 
 
 __all__ = ["RunData", "TrainedRun", "build_classifier", "dataset_channel_masks", "dataset_preprocess",

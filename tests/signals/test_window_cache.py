@@ -10,6 +10,7 @@ import pytest
 from signals_helpers import synthetic_raw, write_edf
 
 import passport_kit.signals.dataset as dataset_module
+import passport_kit.signals.recording as recording_module
 from passport_kit.signals import PreprocessConfig, load_dataset, load_recording
 from passport_kit.signals.cache import cache_root, entry_dir, read_entry, write_entry
 
@@ -29,7 +30,7 @@ def dataset(tmp_path: Path, write_dataset) -> Path:
 def test_second_load_does_not_read_the_recordings(dataset: Path, montage, monkeypatch: pytest.MonkeyPatch) -> None:
     first = load_dataset(dataset, montage)
     monkeypatch.setattr(dataset_module, "read_recording", _fail)
-    monkeypatch.setattr(dataset_module, "mapped_data", _fail)
+    monkeypatch.setattr(recording_module, "mapped_data", _fail)
     second = load_dataset(dataset, montage)
     assert isinstance(second.x, np.memmap) and not second.x.flags.writeable
     np.testing.assert_array_equal(second.x, first.x)
