@@ -3,8 +3,9 @@
 1. Simulate a small sleep dataset for the built-in ``eesm17-ear`` montage (physics-based
    simulator: dipoles in a spherical head, stage-dependent dynamics).
 2. Adapt the shipped Device Passport checkpoint and the ``acpe`` baseline the same way, with the
-   default recipe (``probe``: a cross-validated read-out of the frozen model and band power), on
-   the same subjects, with one subject held out.
+   default recipe (``auto``: a cross-validated read-out of the frozen model and band power, then
+   the mixture adapter trained from it where the inner cross-validation says that helps), on the
+   same subjects, with one subject held out.
 3. Score both on the held-out subject next to the band-power reference (the read-out of band
    power alone, fitted on the same subjects), and write the evaluation reports.
 4. Predict the held-out recording with the Device Passport adapter (CSV, events, hypnogram).
@@ -80,7 +81,8 @@ def run_demo(
     checkpoints = {label: _base_or_stand_in(name, "mlp-experts" if "mlp" in name else "acpe", echo)
                    for label, name in CHECKPOINTS.items()}
     echo(f"[2/4] adapting {', '.join(checkpoints.values())} on s01-s{n_subjects - 1:02d} with the default "
-         f"recipe (backbone and experts frozen; read-out chosen by cross-validation), holding out {held_out}")
+         f"recipe (backbone and experts frozen; read-out chosen by cross-validation, adapter trained where that "
+         f"helps), holding out {held_out}")
     report = evaluate(
         montage=MONTAGE, data=data, out=out / "evaluation", checkpoints=tuple(checkpoints.values()),
         protocol="split", test_subjects=(held_out,), batch_size=batch_size, threads=threads, save_adapters=True,
