@@ -116,7 +116,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     sfreq = float(raw.info["sfreq"])
     quality = timed("recording_quality: channel_quality of the same samples",
                     lambda: channel_quality(data, sfreq, montage, window_seconds=config.window_seconds,
-                                            mains_freq=config.notch_freq), rows)
+                                            notch_freq=config.notch_freq), rows)
     rec_config = fit_preprocessing(config, rate=lambda: (sfreq, str(edf)))
     x, flags = timed("load_recording stage: windows_from_data (filter, windows, flags)",
                      lambda: windows_from_data(data, sfreq, rec_config), rows)

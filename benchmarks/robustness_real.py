@@ -224,7 +224,7 @@ def detection_rows(data: Path, montage: Any, faults: tuple[Fault, ...], *, thres
     rows = []
     for path in sorted(Path(data).glob("Subject*_[12].edf")):
         subject = path.stem.split("_")[0]
-        q = recording_quality(path, montage, window_seconds=QUALITY_WINDOW_S, mains_freq=MAINS_HZ)
+        q = recording_quality(path, montage, window_seconds=QUALITY_WINDOW_S, notch_freq=MAINS_HZ)
         for c, channel in enumerate(montage.ch_names):
             scores = q.window_score[:, c]
             rows.append({"data": label, "recording": path.stem, "subject": subject, "channel": channel,

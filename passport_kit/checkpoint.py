@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save as save_safetensors_bytes
@@ -63,11 +63,13 @@ ADAPTER_CONFIG_FILE = "adapter.json"
 class InputContract(BaseModel):
     """The input a base checkpoint's backbone was pretrained on (``config.json`` → ``preprocessing``).
 
-    Rates in Hz, amplitudes in µV (``scale_uv``: model units per µV, "100 uV" units); ``notch``
-    documents the mains frequency of the pretraining recordings (a number, or words). ``adapt``
-    preprocesses new data by this contract with the dataset's window
-    (:func:`~passport_kit.training.run.dataset_preprocess`). The defaults are CBraMod's
-    (cbramod.md §1.1, §3.1), which every shipped backbone expects.
+    Rates in Hz, amplitudes in µV (``scale_uv``: model units per µV, "100 uV" units);
+    ``notch_freq`` documents the mains frequency (Hz) the pretraining recordings were notched at
+    (None: each recording site's own, as CBraMod's 60 Hz for TUH); new data is notched at its
+    own site's mains, never this one. ``adapt`` and ``predict`` preprocess new data by this
+    contract (:func:`~passport_kit.signals.recording.fit_preprocessing`). The defaults are
+    CBraMod's (cbramod.md §1.1, §3.1), which every shipped backbone expects. Files written
+    before issue 29 spell the notch ``notch`` (a number or words): read as ``notch_freq``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -76,9 +78,20 @@ class InputContract(BaseModel):
     patch_samples: int = 200
     l_freq: float = 0.3
     h_freq: float = 75.0
-    notch: float | str | None = "mains frequency of the recording site (60 Hz for TUH)"
+    notch_freq: float | None = None
     scale_uv: float = 100.0
     units: str = "100 uV"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_notch_key(cls, data: Any) -> Any:
+        # config.json before issue 29: 'notch', a number or a sentence ("mains frequency of the
+        # recording site (60 Hz for TUH)"), which is notch_freq None: each site's own.
+        if isinstance(data, dict) and "notch" in data and "notch_freq" not in data:
+            data = dict(data)
+            old = data.pop("notch")
+            data["notch_freq"] = old if isinstance(old, (int, float)) and not isinstance(old, bool) else None
+        return data
 
 
 #: The CBraMod input contract every shipped backbone expects, as a plain mapping.

@@ -147,8 +147,8 @@ def quality_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     window_seconds: Annotated[Optional[float], typer.Option(help="Length of the scored windows in seconds (default: "
                                                              "dataset.yaml's window_seconds, else 30).")] = None,
-    mains: Annotated[float, typer.Option(help="Mains frequency in Hz for the line-noise statistic.")] = 50.0,
-    no_mains: Annotated[bool, typer.Option("--no-mains", help="Skip the line-noise statistic.")] = False,
+    notch: Annotated[str, typer.Option("--notch", help="Mains frequency (50, 60) of the line-noise statistic, as "
+                                       "adapt's --notch, or 'none' to skip it.")] = "50",
     fail_on_bad: Annotated[bool, typer.Option("--fail-on-bad", help="Exit with code 1 when any channel is bad.")] = False,
 ) -> None:
     """Score every channel's quality (flat, variance, line noise, drift, neighbour correlation) from the raw signal."""
@@ -158,14 +158,15 @@ def quality_cmd(
     from passport_kit.montage import resolve_montage
     from passport_kit.signals.quality import TABLE_DIGITS, recording_quality
 
-    if (window_seconds is not None and window_seconds <= 0) or (not no_mains and mains <= 0):
-        raise ConfigError("--window-seconds and --mains must be positive; use --no-mains to skip the line-noise statistic")
+    if window_seconds is not None and window_seconds <= 0:
+        raise ConfigError("--window-seconds must be positive")
+    notch_freq = notch_frequency(notch)
     m = resolve_montage(montage)
     targets, dataset_seconds = _quality_targets(path)
     seconds = window_seconds or dataset_seconds or 30.0  # the windows adapt and predict use for this data
     results = [
         (name, recording_quality(file, m, renames=renames, sfreq=sfreq, window_seconds=seconds,
-                                 mains_freq=None if no_mains else mains, bids=bids, units=units, scale=scale))
+                                 notch_freq=notch_freq, bids=bids, units=units, scale=scale))
         for name, file, renames, sfreq, bids, units, scale in targets
     ]
     if out is not None:

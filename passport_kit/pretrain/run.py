@@ -551,7 +551,8 @@ class _Run:
         from passport_kit.checkpoint import CBRAMOD_PREPROCESSING
 
         used = self.preprocess.model_dump(mode="json")
-        return {**CBRAMOD_PREPROCESSING, **{k: used[k] for k in ("sfreq", "l_freq", "h_freq", "scale_uv")}}
+        return {**CBRAMOD_PREPROCESSING,
+                **{k: used[k] for k in ("sfreq", "l_freq", "h_freq", "notch_freq", "scale_uv")}}
 
     def _write_checkpoint(self, backbone: nn.Module, final: dict[str, Any], last_loss: float, wall_s: float) -> Path:
         """Write the base checkpoint files into ``out`` beside ``out/train``; return ``out``.

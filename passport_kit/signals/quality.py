@@ -233,14 +233,14 @@ def format_tsv(rows: list[dict[str, Any]]) -> str:
 
 def channel_quality(
     data: np.ndarray, sfreq: float, montage: Montage, *, window_seconds: float = 30.0,
-    mains_freq: float | None = 50.0, thresholds: QualityThresholds | None = None, source: str = "recording",
+    notch_freq: float | None = 50.0, thresholds: QualityThresholds | None = None, source: str = "recording",
 ) -> ChannelQuality:
     """Return the quality of each channel of a mapped raw recording, overall and per window.
 
     ``data`` is ``(C, T)`` in **volts** at ``sfreq`` Hz, channels in montage order, before any
     filtering: ``map_channels(raw, montage).get_data()``. Windows are ``window_seconds`` long
     from the first sample, as in :func:`~passport_kit.signals.windows.make_windows`, so the
-    per-window scores line up with a :class:`WindowSet` of the same recording. ``mains_freq``
+    per-window scores line up with a :class:`WindowSet` of the same recording. ``notch_freq``
     None skips the line-noise statistic. NaN/inf samples count as 0 (the data layer flags them).
     """
     data = np.asarray(data)
@@ -256,7 +256,7 @@ def channel_quality(
         block = np.where(np.isfinite(block), block, 0.0)
         return block.reshape(block.shape[0], stop - start, length).transpose(1, 0, 2) * 1e6
 
-    stats = _window_statistics(segments, n, length, float(sfreq), montage, mains_freq=mains_freq, raw=True)
+    stats = _window_statistics(segments, n, length, float(sfreq), montage, notch_freq=notch_freq, raw=True)
     return _assemble(stats, montage, thresholds or QualityThresholds(), window_seconds, "raw", source)
 
 
@@ -280,7 +280,7 @@ def windows_quality(
     def segments(start: int, stop: int) -> np.ndarray:
         return np.asarray(x[start:stop], dtype=np.float32).reshape(stop - start, x.shape[1], length) * np.float32(scale_uv)
 
-    stats = _window_statistics(segments, n, length, float(sfreq), montage, mains_freq=None, raw=False)
+    stats = _window_statistics(segments, n, length, float(sfreq), montage, notch_freq=None, raw=False)
     if instance_norm:
         stats["log_power"][:] = np.nan      # every window has variance 1: nothing to compare
     return _assemble(stats, montage, thresholds or QualityThresholds(), length / sfreq, "windows", source)
@@ -298,7 +298,7 @@ def windowset_quality(ws: WindowSet, *, thresholds: QualityThresholds | None = N
 
 def recording_quality(
     path: str | Path, montage: Montage | str, *, renames: dict[str, str] | None = None, sfreq: float | None = None,
-    window_seconds: float = 30.0, mains_freq: float | None = 50.0, thresholds: QualityThresholds | None = None,
+    window_seconds: float = 30.0, notch_freq: float | None = 50.0, thresholds: QualityThresholds | None = None,
     bids: bool = False, units: str | None = None, scale: float | None = None,
 ) -> ChannelQuality:
     """Return the quality of each channel of the recording file at ``path`` (read, mapped, unfiltered).
@@ -323,7 +323,7 @@ def recording_quality(
         raw = read_recording(path, sfreq=sfreq, units=units, scale=scale)
     mapped = map_channels(raw, montage, renames, source=source)
     return channel_quality(mapped.get_data(), mapped.info["sfreq"], montage, window_seconds=window_seconds,
-                           mains_freq=mains_freq, thresholds=thresholds, source=str(path))
+                           notch_freq=notch_freq, thresholds=thresholds, source=str(path))
 
 
 @dataclass(frozen=True)
@@ -415,7 +415,7 @@ def _check_channels(n_channels: int, montage: Montage, source: str) -> None:
 
 def _window_statistics(
     segments: Callable[[int, int], np.ndarray], n: int, length: int, sfreq: float, montage: Montage, *,
-    mains_freq: float | None, raw: bool,
+    notch_freq: float | None, raw: bool,
 ) -> dict[str, np.ndarray]:
     """Return per-window statistics, each ``(N, C)`` float64 (module docstring for their meaning).
 
@@ -439,10 +439,10 @@ def _window_statistics(
     band = bins(BAND_HZ[0], min(BAND_HZ[1], 0.45 * sfreq))
     drift = bins(0.0, DRIFT_HZ - 1e-9, open_low=True)
     line = sides = None
-    if raw and mains_freq is not None and mains_freq + _LINE_OUTER < nyquist:
-        line = bins(mains_freq - _LINE_HALF_WIDTH, mains_freq + _LINE_HALF_WIDTH)
-        sides = (bins(mains_freq - _LINE_OUTER, mains_freq - _LINE_GAP),
-                 bins(mains_freq + _LINE_GAP, mains_freq + _LINE_OUTER))
+    if raw and notch_freq is not None and notch_freq + _LINE_OUTER < nyquist:
+        line = bins(notch_freq - _LINE_HALF_WIDTH, notch_freq + _LINE_HALF_WIDTH)
+        sides = (bins(notch_freq - _LINE_OUTER, notch_freq - _LINE_GAP),
+                 bins(notch_freq + _LINE_GAP, notch_freq + _LINE_OUTER))
 
     def power(spec: np.ndarray, where: slice) -> np.ndarray:
         part = spec[..., where]

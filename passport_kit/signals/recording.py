@@ -53,7 +53,7 @@ def fit_preprocessing(contract: Any, *, rate: Callable[[], tuple[float, str]], w
 
     ``contract``: a base checkpoint's ``InputContract`` or a bundle's ``PreprocessConfig`` (its
     settings that PreprocessConfig shares; the rest, such as units or the patch length, only
-    document the model). ``rate()`` returns ``(sfreq, name)`` of the most slowly sampled
+    document the model; a checkpoint's ``notch_freq`` is its pretraining site's, not kept). ``rate()`` returns ``(sfreq, name)`` of the most slowly sampled
     recording, in Hz; it is called only when no ``h_freq`` is given, so that no header is read
     for nothing. ``window_seconds`` (the dataset's), ``instance_norm`` and ``notch_freq`` (the
     mains frequency of the recording site in Hz, ``None``: no notch, :data:`KEEP`: the
@@ -64,6 +64,10 @@ def fit_preprocessing(contract: Any, *, rate: Callable[[], tuple[float, str]], w
     fields = PreprocessConfig.model_fields
     items = contract.model_dump() if hasattr(contract, "model_dump") else dict(contract)
     settings = {k: v for k, v in items.items() if k in fields}
+    if not isinstance(contract, PreprocessConfig):
+        # A base checkpoint's contract: its notch_freq says where its pretraining data was
+        # recorded; this data is notched at its own site's mains (notch_freq, else the default).
+        settings.pop("notch_freq", None)
     if window_seconds is not None:
         settings["window_seconds"] = window_seconds
     if instance_norm is not None:
@@ -159,7 +163,7 @@ def read_quality(raw: Any, montage: Any, config: PreprocessConfig, *, renames: d
 
 def _score(data: np.ndarray, sfreq: float, montage: Any, config: PreprocessConfig, name: str) -> ChannelQuality:
     """Return the quality of mapped raw samples ``data`` ``(C, T)`` volts, windows and mains as ``config``'s."""
-    return channel_quality(data, sfreq, montage, window_seconds=config.window_seconds, mains_freq=config.notch_freq,
+    return channel_quality(data, sfreq, montage, window_seconds=config.window_seconds, notch_freq=config.notch_freq,
                            source=name)
 
 

@@ -287,3 +287,24 @@ def test_adapter_folder_given_as_base_checkpoint_is_refused(tmp_path: Path) -> N
     (folder / CONFIG_FILE).write_text((folder / ADAPTER_CONFIG_FILE).read_text())
     with pytest.raises(CheckpointError, match="is not a base checkpoint of passport-kit .format .passport-kit/adapter-bundle"):
         load_base_checkpoint(folder)
+
+
+@pytest.mark.parametrize(("stored", "notch_freq"), [
+    ({"notch": "mains frequency of the recording site (60 Hz for TUH)"}, None),  # before issue 29: words
+    ({"notch": 60}, 60.0),
+    ({"notch_freq": 50.0}, 50.0),
+    ({}, None),
+])
+def test_input_contract_reads_the_old_notch_key(stored: dict, notch_freq: float | None) -> None:
+    from passport_kit.checkpoint import InputContract
+
+    contract = InputContract.model_validate({"sfreq": 200.0, **stored})
+    assert contract.notch_freq == notch_freq and "notch" not in contract.model_dump()
+
+
+def test_a_checkpoints_notch_is_not_carried_into_new_data() -> None:
+    from passport_kit.checkpoint import InputContract
+    from passport_kit.signals.recording import fit_preprocessing
+
+    config = fit_preprocessing(InputContract(notch_freq=60.0), rate=lambda: (200.0, "r.edf"))
+    assert config.notch_freq == 50.0  # this site's default, not the pretraining site's

@@ -74,7 +74,7 @@ def test_ctrl_c_before_the_first_evaluation_does_not_promise_a_resume(montage_ya
 
 
 @pytest.mark.parametrize(("notch", "warned"), [("55", True), ("60", False), ("none", False)])
-def test_a_notch_off_the_mains_frequencies_is_warned_about(montage_yaml: Path, dataset: Path, notch: str,
+def test_a_notch_off_the_notch_frequencies_is_warned_about(montage_yaml: Path, dataset: Path, notch: str,
                                                            warned: bool) -> None:
     result = RUN.invoke(app, ["check", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
                               "tiny-mlp", "--notch", notch])

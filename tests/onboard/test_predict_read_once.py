@@ -51,7 +51,7 @@ def test_read_for_prediction_matches_load_recording(bundle: Path, dataset: Path)
     night = read_for_prediction(dataset / "s01.edf", montage, config, amplitude=meta.metrics.get("amplitude"))
     windows = load_recording(dataset / "s01.edf", montage, config, cache=False)
     quality = recording_quality(dataset / "s01.edf", montage, window_seconds=config.window_seconds,
-                                mains_freq=config.notch_freq)
+                                notch_freq=config.notch_freq)
     np.testing.assert_array_equal(night.x, windows.x)
     np.testing.assert_array_equal(night.flags, windows.flags)
     np.testing.assert_array_equal(night.onset_s, windows.onset_s)

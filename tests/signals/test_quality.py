@@ -143,7 +143,7 @@ def test_channels_are_compared_with_peers_of_their_own_kind() -> None:
 
 def test_mains_none_skips_line_noise() -> None:
     data, m = _simulated("eesm23-ear", 0, {"LB": "noise"})
-    q = channel_quality(data, 200.0, m, mains_freq=None)
+    q = channel_quality(data, 200.0, m, notch_freq=None)
     assert np.isnan(q.statistics["line_rel"]).all()
     assert not any("line noise" in r for r in q.reasons[0])
 
@@ -248,7 +248,7 @@ def test_cli_json_of_a_dataset_lists_every_recording(sim_folder: Path) -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["nope.edf", "-m", "eesm23-ear"], "does not exist; give a recording file, a dataset folder or a dataset.yaml"),
-    (["{folder}", "-m", "eesm23-ear", "--window-seconds", "0"], "--window-seconds and --mains must be positive"),
+    (["{folder}", "-m", "eesm23-ear", "--window-seconds", "0"], "--window-seconds must be positive"),
     (["{folder}", "-m", "tuh-19"], "the recording has:"),
 ])
 def test_cli_user_errors_exit_2_with_one_line(sim_folder: Path, tmp_path: Path, args: list[str], message: str) -> None:
@@ -278,3 +278,11 @@ def test_bipolar_channel_correlation_is_reported_not_scored() -> None:
     # ... and the correlation the uncorrelated-channel rule reads leaves it out (NaN), as it does T3 (no near peer).
     scored = q.window_neighbour_corr
     assert np.isnan(scored[:, [0, 3]]).all() and np.isfinite(scored[:, 1:3]).all()
+
+
+@pytest.mark.parametrize(("notch", "line_ratio"), [("50", True), ("none", False)])
+def test_cli_notch_sets_or_skips_the_line_noise_statistic(sim_folder: Path, notch: str, line_ratio: bool) -> None:
+    result = CliRunner().invoke(app, ["data", "quality", str(sim_folder), "-m", "eesm23-ear", "--json", "--notch", notch])
+    assert result.exit_code == 0, result.output
+    values = [row["line_ratio"] for r in json.loads(result.output)["recordings"] for row in r["channels"]]
+    assert values and (all(v is not None for v in values) if line_ratio else all(v is None for v in values))
