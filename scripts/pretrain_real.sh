@@ -6,8 +6,9 @@
 # 1. writes dataset.yaml files for the real sources under WORK_DIR/sources
 #    (scripts/real_pretrain_sources.py): the Muse headband corpus (../shared/data/muse, 12.5 h,
 #    built-in `muse` montage), eegmat 00-11 (tuh-19, low-passed at 45 Hz), DREAMS excerpts 1 and 3
-#    (C3-A1, text files) and the EEG of excerpt3.edf (Fp1, C3, O1; `units: uV`). The recordings
-#    are named by path and never copied;
+#    (C3-A1, text files) and the EEG of excerpt3.edf (Fp1, C3, O1; `units: uV`); stage 2 also
+#    O1 and Fp1 of excerpt3.edf each alone (one-channel sleep EEG, `--sleep-views`). The
+#    recordings are named by path and never copied;
 # 2. simulates SIM_SUBJECTS x SIM_HOURS of sleep EEG on tuh-19 (seed 0);
 # 3. stage 1: pretrains an `acpe` backbone (CBraMod's convolutional position encoding) on all of
 #    it for STEPS1 steps; stage 2: grows the mlp-experts bank around that backbone
@@ -56,7 +57,8 @@ PY=${PY:-.venv/bin/python}
 export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
 
 mkdir -p "$WORK"
-mapfile -t SOURCES < <($PY scripts/real_pretrain_sources.py "$WORK" --data "$DATA")
+mapfile -t SOURCES2 < <($PY scripts/real_pretrain_sources.py "$WORK" --data "$DATA" --sleep-views)
+mapfile -t SOURCES1 < <($PY scripts/real_pretrain_sources.py "$WORK" --data "$DATA")
 SIM="$WORK/sim-tuh19"
 if [ ! -f "$SIM/dataset.yaml" ]; then
   $PK simulate --montage tuh-19 --subjects "$SIM_SUBJECTS" --hours "$SIM_HOURS" --seed 0 --out "$SIM"
@@ -65,25 +67,26 @@ COMMON=(--batch-size "$BATCH" --seed "$SEED" --amplitude-limit-uv "$AMPLITUDE" -
         --val-max-windows 128 --checkpoint-every "$CHECKPOINT_EVERY" --val-every "$VAL_EVERY"
         --threads "$THREADS" --no-progress)
 
-# stage RUN_DIR NAME STOP_AT ARGS...: run (or resume) one pretraining stage unless its checkpoint exists.
+# stage RUN_DIR NAME STOP_AT SOURCES_ARRAY ARGS...: run (or resume) one pretraining stage unless its checkpoint exists.
 stage() {
   local run=$1 name=$2 stop=$3
-  shift 3
+  local -n sources=$4
+  shift 4
   local resume=()
   if [ -f "$run/train/state.safetensors" ] && [ ! -f "$run/model.safetensors" ]; then resume=(--resume); fi
   if [ ! -f "$run/model.safetensors" ]; then
     # --data DIR:MONTAGE pairs first; the simulated set goes last so that the plain --data of the
     # sources (DREAMS, whose montages are files) keep their --montage, in order.
-    $PK pretrain "${SOURCES[@]}" --data "$SIM:tuh-19" "${COMMON[@]}" "$@" \
+    $PK pretrain "${sources[@]}" --data "$SIM:tuh-19" "${COMMON[@]}" "$@" \
       ${stop:+--stop-at "$stop"} --name "$name" --out "$run" "${resume[@]}"
   fi
 }
 
 STAGE1="$WORK/$NAME-stage1-acpe"
 STAGE2="$WORK/$NAME-stage2"
-stage "$STAGE1" "$NAME-stage1-acpe" "${STOP_AT1:-}" \
+stage "$STAGE1" "$NAME-stage1-acpe" "${STOP_AT1:-}" SOURCES1 \
   --embedding acpe --config "$CONFIG" --steps "$STEPS1" --lr "$LR1"
-stage "$STAGE2" "$NAME" "${STOP_AT2:-}" \
+stage "$STAGE2" "$NAME" "${STOP_AT2:-}" SOURCES2 \
   --init-from "$STAGE1" --embedding mlp-experts --train all --steps "$STEPS2" --lr "$LR2"
 mkdir -p "checkpoints/$NAME"
 cp "$STAGE2/model.safetensors" "$STAGE2/config.json" "$STAGE2/MODEL_CARD.md" "checkpoints/$NAME/"

@@ -19,6 +19,11 @@ The recordings stay where they are (``../shared/data``, never copied); this writ
   header says 'UV', which MNE reads as volts) on a three-channel montage ``dreams-psg``: the
   same night as excerpt 3 above, as multi-channel sleep EEG (excerpt 1 has C3-A1 only and stays
   held out in ``dreams/``).
+- with ``--sleep-views``, also ``dreams-o1/`` and ``dreams-fp1/``: O1-A1 and Fp1-A1 of
+  ``excerpt3.edf`` each alone, on one-channel montages ``dreams-o1`` and ``dreams-fp1``. One-channel
+  sleep EEG is what the held-out DREAMS check (excerpt 1, C3-A1 alone) asks the model to fill in
+  from the channel's own past and future; without these views only one pool in about 24 of the
+  batches is a one-channel sleep batch (docs/pretraining.md).
 
 It prints, one per line, the ``--data DIR:MONTAGE`` and ``--val-subjects`` arguments of
 ``passport-kit pretrain`` (``scripts/pretrain_real.sh`` reads them). Held-out subjects
@@ -87,6 +92,20 @@ def dreams_psg_montage() -> dict:
                          for name, pos in _PSG_MM.items()]}
 
 
+def dreams_view_spec(root: Path, channel: str) -> dict:
+    """Return one EEG channel of DREAMS ``excerpt3.edf`` alone (``channel`` against A1) as a dataset.yaml mapping."""
+    recordings = [{"subject": "dreams-excerpt3", "file": str((root / "excerpt3.edf").resolve()), "units": "uV",
+                   "channels": {channel: f"{channel.upper()}-A1"}}]
+    return {"task": "classification", "allow_outside_paths": True, "recordings": recordings}
+
+
+def dreams_view_montage(channel: str) -> dict:
+    """Return the one-channel montage ``dreams-<channel>`` (referenced to A1, position from tuh-19)."""
+    return {"name": f"dreams-{channel.lower()}", "coordinate_frame": "head", "units": "mm", "reference": "A1",
+            "description": f"DREAMS excerpt 3 EDF: {channel.upper()}-A1 alone (position from tuh-19)",
+            "channels": [{"name": channel, "position": _PSG_MM[channel], "aliases": [f"{channel.upper()}-A1"]}]}
+
+
 def dreams_montage() -> dict:
     """Return the one-channel montage of the DREAMS excerpts (C3, referenced to A1)."""
     return {"name": "dreams-c3", "description": "DREAMS sleep excerpts: C3-A1 only (position from tuh-19)",
@@ -94,16 +113,22 @@ def dreams_montage() -> dict:
             "channels": [{"name": "C3", "position": _C3_MM, "aliases": ["C3-A1"]}]}
 
 
-def write_sources(work: Path, data: Path) -> list[str]:
-    """Write the dataset.yaml files under ``work/sources``; return the pretrain arguments, one per line."""
+def write_sources(work: Path, data: Path, sleep_views: bool = False) -> list[str]:
+    """Write the dataset.yaml files under ``work/sources``; return the pretrain arguments, one per line.
+
+    ``sleep_views``: also the one-channel views of ``excerpt3.edf`` (O1, Fp1; see the module docstring).
+    """
     out = work / "sources"
     args: list[str] = []
     val: list[str] = []
+    views = [(f"dreams-{ch.lower()}", lambda root, ch=ch: dreams_view_spec(root, ch),
+              lambda ch=ch: dreams_view_montage(ch), []) for ch in (("O1", "Fp1") if sleep_views else ())]
     for name, maker, montage, held in (
         ("muse", muse_spec, "muse", MUSE_VAL),
         ("eegmat", eegmat_spec, "tuh-19", EEGMAT_VAL),
         ("dreams", dreams_spec, dreams_montage, DREAMS_VAL),
         ("dreams-psg", dreams_psg_spec, dreams_psg_montage, []),
+        *views,
     ):
         src = data / ("dreams-spindles" if name.startswith("dreams") else name)
         if not src.is_dir():
@@ -128,8 +153,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("work", type=Path, help="work folder (outside git); dataset.yaml files go to WORK/sources")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared data folder")
+    parser.add_argument("--sleep-views", action="store_true",
+                        help="also O1-A1 and Fp1-A1 of excerpt3.edf, each as a one-channel dataset")
     ns = parser.parse_args()
-    for line in write_sources(ns.work.resolve(), ns.data):
+    for line in write_sources(ns.work.resolve(), ns.data, sleep_views=ns.sleep_views):
         print(line)
 
 

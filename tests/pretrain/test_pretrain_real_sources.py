@@ -77,6 +77,22 @@ def test_each_dreams_source_gets_its_own_montage_file_in_order(tmp_path: Path) -
         ("dreams-excerpt3", "uV", {"Fp1": "FP1-A1", "C3": "C3-A1", "O1": "O1-A1"})]
 
 
+def test_sleep_views_add_one_channel_datasets_of_excerpt3(tmp_path: Path) -> None:
+    data = _fake_data(tmp_path / "data")
+    (data / "dreams-spindles").mkdir()
+    (data / "dreams-spindles" / "excerpt3.edf").write_bytes(b"")
+    out = tmp_path / "work" / "sources"
+    assert not any("dreams-o1" in a for a in sources.write_sources(tmp_path / "work", data))
+    args = sources.write_sources(tmp_path / "work", data, sleep_views=True)
+    assert args[6:10] == [f"--data={out / 'dreams-o1'}", f"--montage={out / 'dreams-o1.yaml'}",
+                          f"--data={out / 'dreams-fp1'}", f"--montage={out / 'dreams-fp1.yaml'}"]
+    for channel in ("O1", "Fp1"):
+        spec = load_dataset_spec(out / f"dreams-{channel.lower()}")
+        assert [(r.subject, r.units, r.channels) for r in spec.recordings] == [
+            ("dreams-excerpt3", "uV", {channel: f"{channel.upper()}-A1"})]
+        assert resolve_montage(out / f"dreams-{channel.lower()}.yaml").ch_names == [channel]
+
+
 def test_real_sources_describe_the_shared_corpus(shared_data: Path, tmp_path: Path) -> None:
     args = sources.write_sources(tmp_path, shared_data)
     folders = [a.removeprefix("--data=").split(":")[0] for a in args if a.startswith("--data=")]
