@@ -122,9 +122,8 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
                      lambda: windows_from_data(data, sfreq, rec_config), rows)
     del data
     onsets = np.arange(len(x)) * config.window_seconds
-    policy = ContactPolicy.of_bundle(meta.training, adapter=bundle)
-    if not model.backbone.channel_embedding.reads_activity:
-        policy = policy.model_copy(update={"distrust_bad_channels": None})
+    policy = ContactPolicy.of_bundle(meta.training, adapter=bundle).for_model(
+        model.backbone.channel_embedding.reads_activity)
     masked, distrusted = policy.masks(quality, onsets, config.window_seconds)
     if isinstance(getattr(model, "head", None), ProbeHead):
         prec_label = f"{PROBE_PRECISION}: a probe head's inputs"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -72,11 +72,6 @@ class ContactPolicy(BaseModel):
                                "expert by its quality score")
 
     @property
-    def contact_policy(self) -> ContactPolicy:
-        """Return the policy alone (of a run config that includes it, such as ``AdaptConfig``)."""
-        return ContactPolicy(**{k: getattr(self, k) for k in ContactPolicy.model_fields})
-
-    @property
     def scores_needed(self) -> bool:
         """Return whether any threshold is on, so the raw recordings must be scored."""
         return any(getattr(self, k) is not None for k in THRESHOLDS)
@@ -112,16 +107,23 @@ class ContactPolicy(BaseModel):
             changes[key] = None if value is None else float(value)
         return self.model_copy(update=changes)
 
-    def masks(self, quality: Any, onsets_s: np.ndarray, window_seconds: float, *,
-              distrust: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def for_model(self, reads_activity: bool) -> Self:
+        """Return the policy a model applies: no distrust where its channel codes do not read channel activity.
+
+        Distrust swaps the activity a channel's expert mixture reads; position kinds
+        (``ChannelEmbedding.reads_activity`` False) read none, so for them it is off: the one
+        place this rule is written, for adapt, evaluate and predict.
+        """
+        return self if reads_activity else self.model_copy(update={"distrust_bad_channels": None})
+
+    def masks(self, quality: Any, onsets_s: np.ndarray,
+              window_seconds: float) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Return the ``(N, C)`` channels to mask and to distrust in windows at ``onsets_s`` (None: off).
 
-        ``quality`` is the raw recording's ChannelQuality; ``distrust=False`` (a model whose
-        channel codes do not read channel activity) distrusts nothing. :func:`channel_masks`.
+        ``quality`` is the raw recording's ChannelQuality (:func:`channel_masks`).
         """
         return channel_masks(quality, onsets_s, window_seconds, mask_below=self.mask_bad_channels,
-                             distrust_below=self.distrust_bad_channels if distrust else None,
-                             mask_uncorrelated=self.mask_uncorrelated_channels)
+                             distrust_below=self.distrust_bad_channels, mask_uncorrelated=self.mask_uncorrelated_channels)
 
 
 def check_threshold(key: str, value: float | None) -> None:

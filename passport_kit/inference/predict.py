@@ -345,10 +345,8 @@ def predict(
                           f"{len(labels)} label file(s)")
     scorer_of = dict(zip(files, (Path(f) for f in labels))) if labels is not None else {}
     model, meta = load_adapter_bundle(adapter, base=base)
-    policy = ContactPolicy.of_bundle(meta.training, adapter=adapter).given(**contacts)
-    if not model.backbone.channel_embedding.reads_activity:
-        # Position kinds (ACPE, ...) have no activity summary to distrust.
-        policy = policy.model_copy(update={"distrust_bad_channels": None})
+    policy = ContactPolicy.of_bundle(meta.training, adapter=adapter).given(**contacts).for_model(
+        model.backbone.channel_embedding.reads_activity)
     montage = Montage.from_dict(meta.montage)
     config = PreprocessConfig.from_dict(meta.preprocessing)
     torch_device = resolve_device(device)

@@ -15,8 +15,8 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,14 +83,6 @@ class WindowSet:
         """Return the number of windows per class (unlabeled windows are not counted)."""
         counts = np.bincount(self.y[self.y >= 0], minlength=len(self.classes))
         return {c: int(n) for c, n in zip(self.classes, counts)}
-
-    def select(self, index: np.ndarray | Sequence[int]) -> WindowSet:
-        """Return the windows at ``index`` (a boolean mask or integer indices) as a new set (x copied)."""
-        index = np.asarray(index)
-        return replace(
-            self, x=np.asarray(self.x[index]), y=self.y[index], subject=self.subject[index],
-            recording=self.recording[index], onset_s=self.onset_s[index], flags=self.flags[index],
-        )
 
     def flag_summary(self) -> dict[str, int]:
         """Return how many window × channel cells carry each quality flag."""

@@ -104,15 +104,14 @@ def prepare_run(options: RecipeOptions, info: Any, montage: Any, data: Path | Da
     if preprocess is None:
         preprocess = dataset_preprocess(info, spec, instance_norm=options.instance_norm,
                                         notch_freq=options.notch_freq, h_freq=h_freq, reader=reader)
-    distrust_below = options.distrust_bad_channels if distrust else None
-    contacts = (options.mask_bad_channels, options.mask_uncorrelated_channels, distrust_below)
-    scored = any(v is not None for v in contacts)
-    windows = load_dataset(spec, montage, preprocess, raw_quality=scored, reader=reader)
+    policy = options.for_model(distrust)
+    windows = load_dataset(spec, montage, preprocess, raw_quality=policy.scores_needed, reader=reader)
     masked = distrusted = None
-    if scored:
+    if policy.scores_needed:
         masked, distrusted = dataset_channel_masks(windows.raw_quality or {}, windows,
-                                                   mask_below=options.mask_bad_channels, distrust_below=distrust_below,
-                                                   mask_uncorrelated=options.mask_uncorrelated_channels)
+                                                   mask_below=policy.mask_bad_channels,
+                                                   distrust_below=policy.distrust_bad_channels,
+                                                   mask_uncorrelated=policy.mask_uncorrelated_channels)
     return RunData(spec=spec, montage=montage, preprocess=preprocess, windows=windows,
                    keep=usable_windows(windows, skip_flagged=options.skip_flagged), channel_mask=masked,
                    distrust=distrusted)

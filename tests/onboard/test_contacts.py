@@ -12,8 +12,9 @@ def test_run_options_are_a_contact_policy_declared_once() -> None:
     from passport_kit.training.options import RecipeOptions
 
     assert issubclass(RecipeOptions, ContactPolicy)
-    assert RecipeOptions().contact_policy == ContactPolicy(distrust_bad_channels=DEFAULT_DISTRUST,
-                                                           mask_uncorrelated_channels=DEFAULT_UNCORRELATED)
+    options = RecipeOptions()
+    assert {k: getattr(options, k) for k in ContactPolicy.model_fields} == ContactPolicy(
+        distrust_bad_channels=DEFAULT_DISTRUST, mask_uncorrelated_channels=DEFAULT_UNCORRELATED).model_dump()
     with pytest.raises(Exception):  # frozen
         ContactPolicy().mask_bad_channels = 0.3  # type: ignore[misc]
 
@@ -34,3 +35,10 @@ def test_bad_values_name_the_bundle_key_or_the_option() -> None:
         ContactPolicy.of_bundle({"distrust_bad_channels": True}, adapter="b")
     with pytest.raises(ConfigError, match="--mask-uncorrelated-channels takes a correlation"):
         ContactPolicy().given(mask_uncorrelated_channels=2.0)
+
+
+@pytest.mark.parametrize("reads_activity", [True, False], ids=["expert-kind", "position-kind"])
+def test_position_kinds_get_no_distrust_and_the_scores_follow(reads_activity: bool) -> None:
+    policy = ContactPolicy(distrust_bad_channels=0.5, mask_uncorrelated_channels=None).for_model(reads_activity)
+    assert policy.distrust_bad_channels == (0.5 if reads_activity else None)
+    assert policy.scores_needed == reads_activity
