@@ -90,7 +90,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     from passport_kit.engine.forward import PROBE_PRECISION, predict_proba
     from passport_kit.inference.hypnogram import Hypnogram
     from passport_kit.contacts import ContactPolicy
-    from passport_kit.inference.predict import predict, write_prediction
+    from passport_kit.inference.predict import AdapterFacts, ChannelMasks, predict, write_prediction
     from passport_kit.inference.reports import plot_hypnogram
     from passport_kit.model import ChannelMeta
     from passport_kit.model.heads import ProbeHead
@@ -98,7 +98,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     from passport_kit.runtime import resolve_device, resolve_precision
     from passport_kit.signals import PreprocessConfig, read_recording
     from passport_kit.signals.channels import mapped_data
-    from passport_kit.signals.recording import fit_preprocessing, windows_from_data
+    from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, recording_start, windows_from_data
     from passport_kit.signals.quality import channel_quality
 
     model, meta = load_adapter_bundle(bundle)
@@ -122,6 +122,8 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
                      lambda: windows_from_data(data, sfreq, rec_config), rows)
     del data
     onsets = np.arange(len(x)) * config.window_seconds
+    night = RecordingWindows(x=x, flags=flags, onset_s=onsets, quality=quality, config=rec_config,
+                             start=recording_start(raw))
     policy = ContactPolicy.of_bundle(meta.training, adapter=bundle).for_model(
         model.backbone.channel_embedding.reads_activity)
     masked, distrusted = policy.masks(quality, onsets, config.window_seconds)
@@ -138,10 +140,9 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
                     classes=[str(c) for c in meta.classes], proba=proba)
     timed("plot_hypnogram (PNG alone)", lambda: plot_hypnogram(out / "hypnogram.png", hyp, title="bench"), rows)
     timed("write_prediction (CSV, TSV, JSON, PNG)",
-          lambda: write_prediction(out / "reports", edf, proba, onsets, flags, classes=list(meta.classes),
-                                   window_seconds=config.window_seconds, task="sleep-staging", adapter=bundle,
-                                   base_name=meta.base_name, quality=quality, masked=masked,
-                                   distrusted=distrusted), rows)
+          lambda: write_prediction(out / "reports", edf, proba, night, adapter=AdapterFacts(
+              classes=list(meta.classes), window_seconds=config.window_seconds, task="sleep-staging", adapter=bundle,
+              base_name=meta.base_name), contacts=ChannelMasks(policy, masked, distrusted)), rows)
     times = []
     for i in range(repeats):
         start = time.perf_counter()

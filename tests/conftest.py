@@ -23,3 +23,19 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present on this machine")
     return SHARED_DATA
+
+
+@pytest.fixture
+def night_of():
+    """Return ``(onsets_s, flags) -> RecordingWindows``: a recording as read, for ``write_prediction`` (no samples)."""
+    import numpy as np
+
+    from passport_kit.signals import PreprocessConfig
+    from passport_kit.signals.recording import RecordingWindows
+
+    def night(onsets_s, flags) -> RecordingWindows:
+        onsets_s = np.asarray(onsets_s, dtype=np.float64)
+        return RecordingWindows(x=np.zeros((len(onsets_s), 0, 0, 0), np.float32), flags=np.asarray(flags),
+                                onset_s=onsets_s, quality=None, config=PreprocessConfig())
+
+    return night

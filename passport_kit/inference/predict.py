@@ -52,6 +52,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -90,6 +91,58 @@ class PredictionResult(BaseModel):
     classes: list[str]
     n_windows: int
     summary: dict[str, Any]
+
+
+class AdapterFacts(BaseModel):
+    """What a prediction's reports say about the adapter that made it (from its ``adapter.json``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    classes: list[str]
+    window_seconds: float            # seconds per predicted window
+    task: str                        # 'sleep-staging' | 'classification' | '' (older bundles)
+    adapter: Path                    # the bundle folder
+    base_name: str                   # its base checkpoint
+    not_learned: tuple[str, ...] = ()   # classes without a training window: the adapter cannot output them
+
+
+class ReadOptions(BaseModel):
+    """How predict reads each recording: channel names, header corrections, band and the amplitude check."""
+
+    model_config = ConfigDict(frozen=True)
+
+    renames: dict[str, str] | None = None   # montage channel -> name in the file (--rename)
+    sfreq: float | None = None              # Hz, for formats without a rate (DREAMS text, CSV)
+    units: str | None = None                # the unit of the numbers where a header is wrong
+    scale: float | None = None              # a factor for every sample after reading
+    h_freq: float | None = None             # band-pass top (Hz) instead of the bundle's
+    amplitude_check: bool = True            # refuse a unit error against the training amplitude
+
+
+class OutputOptions(BaseModel):
+    """What predict writes besides the reports every recording gets."""
+
+    model_config = ConfigDict(frozen=True)
+
+    edf_annotations: bool = False                    # <stem>_annotations.edf
+    plot_format: Literal["png", "svg", "pdf"] = "png"   # <stem>_hypnogram.<plot_format>
+
+
+@dataclass(frozen=True)
+class ChannelMasks:
+    """The contact policy applied to one recording and the ``(N, C)`` channel-windows it masked and distrusted."""
+
+    policy: ContactPolicy
+    masked: np.ndarray | None = None
+    distrusted: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class ScorerLabels:
+    """A scorer's labels of a recording, one class index per predicted window (-1: none), and their file."""
+
+    labels: np.ndarray
+    file: Path
 
 
 def find_recordings(inputs: Sequence[str | Path]) -> list[Path]:
@@ -139,10 +192,8 @@ def _stem(path: Path) -> str:
     return re.sub(r"_(eeg|ieeg)$", "", name)
 
 
-def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[str, str] | None = None,
-                        h_freq: float | None = None, amplitude: dict[str, Any] | None = None,
-                        amplitude_check: bool = True, sfreq: float | None = None, units: str | None = None,
-                        scale: float | None = None, raw: Any = None) -> RecordingWindows:
+def read_for_prediction(path: Path, montage: Any, config: Any, reading: ReadOptions = ReadOptions(), *,
+                        amplitude: dict[str, Any] | None = None, raw: Any = None) -> RecordingWindows:
     """Return one recording read, mapped and preprocessed once, with its quality scored from the same samples.
 
     Open the file (header), fit the bundle's preprocessing ``config`` to its rate
@@ -150,21 +201,24 @@ def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[
     windows and raw quality side by side (:func:`~passport_kit.signals.recording.read_windows`,
     the path of ``load_dataset``); last, refuse an implausible amplitude against the bundle's
     profile ``amplitude`` (:func:`~passport_kit.signals.amplitude.check_amplitude`;
-    ``amplitude_check=False`` skips it). Nothing is cached: the file is opened once per call.
-    ``sfreq``, ``units``, ``scale``: as :func:`~passport_kit.signals.readers.read_recording`;
-    ``raw``: the recording already in memory (an MNE Raw in volts; ``path`` then only names it).
+    ``reading.amplitude_check=False`` skips it). Nothing is cached: the file is opened once per
+    call. ``reading``: renames, the header's corrections (``sfreq``, ``units``, ``scale``: as
+    :func:`~passport_kit.signals.readers.read_recording`) and the band top ``h_freq``; ``raw``:
+    the recording already in memory (an MNE Raw in volts; ``path`` then only names it).
     """
     from passport_kit.signals import read_recording
     from passport_kit.signals.amplitude import check_amplitude
 
     source = f"recording '{path}'"
-    raw = raw if raw is not None else read_recording(path, sfreq=sfreq, units=units, scale=scale)
-    rec_config = fit_preprocessing(config, rate=lambda: (float(raw.info["sfreq"]), str(path)), h_freq=h_freq,
+    if raw is None:
+        raw = read_recording(path, sfreq=reading.sfreq, units=reading.units, scale=reading.scale)
+    rec_config = fit_preprocessing(config, rate=lambda: (float(raw.info["sfreq"]), str(path)), h_freq=reading.h_freq,
                                    advice=f"; the adapter was trained with the band up to {config.h_freq:g} Hz, so "
                                           "expect less reliable predictions (adapt on recordings at this rate for "
                                           "the best)")
     try:
-        night = read_windows(raw, montage, rec_config, renames=renames, quality=True, source=source, name=str(path))
+        night = read_windows(raw, montage, rec_config, renames=reading.renames, quality=True, source=source,
+                             name=str(path))
     except ChannelMappingError as exc:
         if not exc.missing:
             raise
@@ -172,7 +226,7 @@ def read_for_prediction(path: Path, montage: Any, config: Any, *, renames: dict[
         raise ChannelMappingError(f"{exc.detail}; map them with --rename {exc.missing[0]}='<name in file>' "
                                   f"(renames={{'{exc.missing[0]}': ...}} in Python), once per channel",
                                   missing=exc.missing, detail=exc.detail) from None
-    if amplitude_check:
+    if reading.amplitude_check:
         check_amplitude(night.quality, amplitude, source=source)
     return night
 
@@ -358,15 +412,23 @@ def predict(
     out_dir = Path(out) if out is not None else Path("predictions")
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
 
+    reading = ReadOptions(renames=renames, sfreq=sfreq, units=units, scale=scale, h_freq=h_freq,
+                          amplitude_check=amplitude_check)
+    output = OutputOptions(edf_annotations=edf_annotations, plot_format=plot_format)
+    facts = AdapterFacts(classes=list(meta.classes), window_seconds=config.window_seconds,
+                         task=str(meta.window.get("task", "")), adapter=Path(adapter), base_name=meta.base_name,
+                         not_learned=tuple(not_learned))
+
     def predict_one(path: Path, night: RecordingWindows) -> PredictionResult:
-        reference = None
+        scorer = None
         if path in scorer_of:  # read first: a label file that does not fit the recording fails before the model runs
             from passport_kit.inference.agreement import scorer_labels
 
-            reference = scorer_labels(scorer_of[path], list(meta.classes), n_windows=len(night.x),
-                                      window_seconds=config.window_seconds, label_map=label_map)
+            scorer = ScorerLabels(scorer_labels(scorer_of[path], facts.classes, n_windows=len(night.x),
+                                                window_seconds=config.window_seconds, label_map=label_map),
+                                  scorer_of[path])
         masked, distrusted = policy.masks(night.quality, night.onset_s, config.window_seconds)
-        if is_sleep_staging(list(meta.classes)):
+        if is_sleep_staging(facts.classes):
             import_plotting_soon()  # while the model runs: the hypnogram's PNG needs matplotlib next
         # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
         proba = predict_proba(model, night.x, channel_meta, batch_size=batch_size, device=torch_device,
@@ -375,20 +437,12 @@ def predict(
         # The recording's folder is written as a whole (temp folder + rename): a full disk or Ctrl-C
         # leaves the earlier one or none, never a part (issue 28).
         return write_folder_whole(out_dir / folder_of[path], lambda folder: write_prediction(
-            folder, path, proba, night.onset_s, night.flags, classes=list(meta.classes),
-            window_seconds=config.window_seconds, task=str(meta.window.get("task", "")), adapter=Path(adapter),
-            base_name=meta.base_name, edf_annotations=edf_annotations, start=night.start, quality=night.quality,
-            masked=masked, mask_threshold=policy.mask_bad_channels, distrusted=distrusted,
-            distrust_threshold=policy.distrust_bad_channels, uncorrelated_below=policy.mask_uncorrelated_channels,
-            preprocessing=night.config.model_dump(mode="json"),
-            band_short=band_too_narrow(night.config.h_freq, config.h_freq), not_learned=not_learned,
-            reference=reference, reference_file=scorer_of.get(path), plot_format=plot_format))
+            folder, path, proba, night, adapter=facts, contacts=ChannelMasks(policy, masked, distrusted),
+            band_short=band_too_narrow(night.config.h_freq, config.h_freq), scorer=scorer, output=output))
 
     def prepare(path: Path) -> RecordingWindows:
         raw = raw_from_memory(memory[path], units=units, scale=scale, sfreq=sfreq) if path in memory else None
-        return read_for_prediction(path, montage, config, renames=renames, h_freq=h_freq,
-                                   amplitude=meta.metrics.get("amplitude"), amplitude_check=amplitude_check,
-                                   sfreq=sfreq, units=units, scale=scale, raw=raw)
+        return read_for_prediction(path, montage, config, reading, amplitude=meta.metrics.get("amplitude"), raw=raw)
 
     folder_of = dict(zip(files, output_names(files)))
     # One writer per output folder (issue 28): a second predict into it exits at once, naming this one.
@@ -483,47 +537,26 @@ class PredictionFailures(DataError):
         self.results, self.failures, self.log = results, failures, log
 
 
-def write_prediction(
-    folder: Path,
-    recording: Path,
-    proba: np.ndarray,
-    onsets_s: np.ndarray,
-    flags: np.ndarray,
-    *,
-    classes: list[str],
-    window_seconds: float,
-    task: str,
-    adapter: Path,
-    base_name: str,
-    edf_annotations: bool = False,
-    start: datetime | None = None,
-    quality: Any = None,
-    masked: np.ndarray | None = None,
-    mask_threshold: float | None = None,
-    distrusted: np.ndarray | None = None,
-    distrust_threshold: float | None = None,
-    uncorrelated_below: float | None = None,
-    preprocessing: dict[str, Any] | None = None,
-    band_short: str | None = None,
-    not_learned: Sequence[str] = (),
-    reference: np.ndarray | None = None,
-    reference_file: Path | None = None,
-    plot_format: str = "png",
-) -> PredictionResult:
+def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: RecordingWindows, *,
+                     adapter: AdapterFacts, contacts: ChannelMasks | None = None, band_short: str | None = None,
+                     scorer: ScorerLabels | None = None, output: OutputOptions = OutputOptions()) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
-    ``proba`` (N, n_classes) are class probabilities; ``onsets_s`` (N,) window onsets in
-    seconds; ``flags`` (N, C) the quality flags of the windows; ``quality`` the recording's
-    ``ChannelQuality`` (written as ``<stem>_channel_quality.tsv``); ``masked`` (N, C) the
-    channels masked per window under ``mask_threshold``; ``distrusted`` (N, C) those distrusted
-    under ``distrust_threshold``; ``preprocessing`` the recording's PreprocessConfig as a dict;
-    ``band_short`` why the recording's band cannot carry the adapter's (:func:`band_too_narrow`):
-    then every window is flagged and the statistics withheld.
-    Windows in which most channels score bad (:func:`mostly_bad_windows`) are flagged too.
-    ``not_learned``: classes the adapter had no training window of, named in the summary
-    (``classes_not_learned``: it cannot output them, so e.g. a REM latency is n/a for that reason).
-    ``plot_format``: the hypnogram plot's, png, svg or pdf (``reports.PLOT_FORMATS``).
+    ``proba`` (N, n_classes) are class probabilities of the windows of ``night`` (the recording
+    as read: ``onset_s`` (N,) in seconds, ``flags`` (N, C), ``quality`` its ChannelQuality,
+    written as ``<stem>_channel_quality.tsv``, ``config`` the preprocessing it got, ``start``);
+    ``adapter`` what the reports say about the adapter (classes, window, task, base, classes it
+    never learned, named in the summary's ``classes_not_learned``: it cannot output them, so
+    e.g. a REM latency is n/a for that reason); ``contacts`` the contact policy applied and the
+    channel-windows it masked and distrusted; ``band_short`` why the recording's band cannot
+    carry the adapter's (:func:`band_too_narrow`): then every window is flagged and the
+    statistics withheld. Windows in which most channels score bad (:func:`mostly_bad_windows`)
+    are flagged too. ``scorer``: a scorer's labels, compared in ``scorer_agreement`` and drawn
+    under the hypnogram; ``output``: EDF+ annotations and the plot's format.
     """
+    classes, window_seconds = adapter.classes, adapter.window_seconds
+    onsets_s, flags, quality, start = night.onset_s, night.flags, night.quality, night.start
+    masked = None if contacts is None else contacts.masked
     stem = _stem(recording)
     mostly_bad = mostly_bad_windows(quality, onsets_s, window_seconds)
     flagged = np.asarray(flags).any(axis=1) | mostly_bad | (band_short is not None)
@@ -538,9 +571,9 @@ def write_prediction(
     summary: dict[str, Any] = {
         "recording": str(recording),
         "start": start.isoformat() if start else None,
-        "adapter": str(adapter),
-        "base_checkpoint": base_name,
-        "task": task,
+        "adapter": str(adapter.adapter),
+        "base_checkpoint": adapter.base_name,
+        "task": adapter.task,
         "classes": classes,
         "n_windows": int(len(pred)),
         "window_seconds": window_seconds,
@@ -551,20 +584,18 @@ def write_prediction(
         "low_confidence_below": round(low_confidence_threshold(len(classes)), 4),
     }
     withheld = band_short or _withheld_because(flagged, unsure, mostly_bad)
-    summary["classes_not_learned"] = list(not_learned)
-    if reference is not None:
+    summary["classes_not_learned"] = list(adapter.not_learned)
+    if scorer is not None:
         from passport_kit.inference.agreement import agreement
 
-        summary["scorer_agreement"] = {"labels": str(reference_file), **agreement(reference, pred, classes)}
-    if preprocessing is not None:
-        summary["preprocessing"] = preprocessing
+        summary["scorer_agreement"] = {"labels": str(scorer.file), **agreement(scorer.labels, pred, classes)}
+    summary["preprocessing"] = night.config.model_dump(mode="json")
     if quality is not None:
         masked_counts = None if masked is None else np.asarray(masked).sum(axis=0)
         files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv", quality,
                                                                  masked_windows=masked_counts)
-        summary["channel_quality"] = channel_quality_summary(quality, masked, mask_threshold,
-                                                             distrusted, distrust_threshold, uncorrelated_below)
-    sleep = task == "sleep-staging" or (task != "classification" and is_sleep_staging(classes))
+        summary["channel_quality"] = channel_quality_summary(quality, contacts)
+    sleep = adapter.task == "sleep-staging" or (adapter.task != "classification" and is_sleep_staging(classes))
     if sleep and is_sleep_staging(classes):
         hyp = _hypnogram(pred, proba, onsets_s, classes, window_seconds, start)
         events = [e | {"low_confidence": int(u)} for e, u in zip(hyp.as_events(), hyp.low_confidence())]
@@ -572,10 +603,12 @@ def write_prediction(
         summary["caveat"] = ("Automatic staging is a draft for a trained scorer to review; N1 is the least "
                              "reliable stage, and statistics inherit every staging error.")
         files["hypnogram"] = reports.write_text(folder / f"{stem}_hypnogram.json", hyp.to_json())
-        scorer = None if reference is None else _scorer_hypnogram(reference, onsets_s, classes, window_seconds, start)
+        reference = None if scorer is None else _scorer_hypnogram(scorer.labels, onsets_s, classes, window_seconds,
+                                                                  start)
         files["hypnogram_plot"] = reports.plot_hypnogram(
-            folder / f"{stem}_hypnogram.{plot_format}", hyp, title=f"{recording.name} (adapter {Path(adapter).name})",
-            note=_plot_note(summary, withheld), reference=scorer, stage_table=not withheld)
+            folder / f"{stem}_hypnogram.{output.plot_format}", hyp,
+            title=f"{recording.name} (adapter {adapter.adapter.name})", note=_plot_note(summary, withheld),
+            reference=reference, stage_table=not withheld)
     else:
         events = [{"onset": float(o), "duration": window_seconds, "value": int(k), "trial_type": classes[k],
                    "low_confidence": int(u)} for o, k, u in zip(onsets_s, pred, unsure)]
@@ -584,7 +617,7 @@ def write_prediction(
         summary["recording_probabilities"] = {c: float(p) for c, p in zip(classes, mean)}
     summary["statistics_withheld"] = withheld
     files["events"] = reports.write_events_tsv(folder / f"{stem}_events.tsv", events)
-    if edf_annotations:
+    if output.edf_annotations:
         files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events,
                                                                  start=start)
     files["summary"] = reports.write_json(folder / f"{stem}_summary.json", summary)
@@ -658,18 +691,18 @@ def _withheld_because(flagged: np.ndarray, unsure: np.ndarray, mostly_bad: np.nd
             "look at the recording and the per-window predictions")
 
 
-def channel_quality_summary(quality: Any, masked: np.ndarray | None, threshold: float | None,
-                            distrusted: np.ndarray | None = None,
-                            distrust_threshold: float | None = None,
-                            uncorrelated_below: float | None = None) -> dict[str, Any]:
+def channel_quality_summary(quality: Any, contacts: ChannelMasks | None = None) -> dict[str, Any]:
     """Return the ``channel_quality`` block of a prediction summary: bad channels, scores, masking, distrust."""
     from passport_kit.signals.quality import quality_summary
 
+    contacts = contacts or ChannelMasks(ContactPolicy(distrust_bad_channels=None, mask_uncorrelated_channels=None))
+    policy = contacts.policy
     block = quality_summary({"recording": quality})["recording"]
-    block["masking"] = _window_counts(quality.ch_names, masked, threshold, "masked")
+    block["masking"] = _window_counts(quality.ch_names, contacts.masked, policy.mask_bad_channels, "masked")
     if block["masking"] is not None:
-        block["masking"]["uncorrelated_below"] = uncorrelated_below
-    block["distrust"] = _window_counts(quality.ch_names, distrusted, distrust_threshold, "distrusted")
+        block["masking"]["uncorrelated_below"] = policy.mask_uncorrelated_channels
+    block["distrust"] = _window_counts(quality.ch_names, contacts.distrusted, policy.distrust_bad_channels,
+                                       "distrusted")
     return block
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -95,15 +95,12 @@ class RecordingWindows:
 
     x: np.ndarray                       # (N, C, P, 200) float32, 100 µV units
     flags: np.ndarray                   # (N, C) uint8 bit flags (signals.windows)
+    onset_s: np.ndarray                 # (N,) float64, each window's onset in seconds from the first sample
     quality: ChannelQuality | None      # the raw recording's channel quality, when asked for
     config: PreprocessConfig            # the preprocessing applied
-    start: datetime | None              # the recording's start (meas_date), None when unknown
-    annotations: list[tuple[float, float, str]]   # (onset_s, duration_s, description), onsets from the first sample
-
-    @property
-    def onset_s(self) -> np.ndarray:
-        """Return each window's onset in seconds from the first sample, ``(N,)`` float64."""
-        return np.arange(len(self.x), dtype=np.float64) * self.config.window_seconds
+    start: datetime | None = None       # the recording's start (meas_date), None when unknown
+    annotations: list[tuple[float, float, str]] = field(default_factory=list)   # (onset_s, duration_s,
+    # description), onsets from the first sample
 
 
 def read_windows(raw: Any, montage: Any, config: PreprocessConfig, *, renames: dict[str, str] | None = None,
@@ -131,8 +128,8 @@ def read_windows(raw: Any, montage: Any, config: PreprocessConfig, *, renames: d
             scores = scoring.result()
     else:
         x, flags = windows_from_data(data, sfreq, config, source=source)
-    return RecordingWindows(x=x, flags=flags, quality=scores, config=config, start=recording_start(raw),
-                            annotations=annotations(raw))
+    return RecordingWindows(x=x, flags=flags, onset_s=np.arange(len(x), dtype=np.float64) * config.window_seconds,
+                            quality=scores, config=config, start=recording_start(raw), annotations=annotations(raw))
 
 
 def windows_from_data(data: np.ndarray, sfreq: float, config: PreprocessConfig, *,

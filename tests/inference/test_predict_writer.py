@@ -9,23 +9,27 @@ import numpy as np
 import pytest
 
 from passport_kit.errors import DataError
-from passport_kit.inference.predict import _stem, find_recordings, write_prediction
+from passport_kit.inference.predict import AdapterFacts, OutputOptions, _stem, find_recordings, write_prediction
 
 SLEEP = ["W", "N1", "N2", "N3", "REM"]
 
 
-def _write(tmp_path: Path, classes: list[str], task: str, onsets: list[float]):
+def _facts(classes: list[str], task: str = "sleep-staging") -> AdapterFacts:
+    return AdapterFacts(classes=classes, window_seconds=30.0, task=task, adapter=Path("a"), base_name="b")
+
+
+def _write(tmp_path: Path, night_of, classes: list[str], task: str, onsets: list[float]):
     rng = np.random.default_rng(0)
     # Peaked probabilities: confident predictions, so the summary keeps its statistics.
     proba = rng.dirichlet(np.full(len(classes), 0.1), size=len(onsets))
     flags = np.zeros((len(onsets), 2), dtype=np.uint8)
     flags[0, 1] = 2
-    return write_prediction(tmp_path / "rec", Path("sub-01_task-sleep_eeg.edf"), proba, np.array(onsets), flags,
-                            classes=classes, window_seconds=30.0, task=task, adapter=Path("a"), base_name="b")
+    return write_prediction(tmp_path / "rec", Path("sub-01_task-sleep_eeg.edf"), proba, night_of(onsets, flags),
+                            adapter=_facts(classes, task))
 
 
-def test_sleep_outputs_and_statistics(tmp_path: Path) -> None:
-    result = _write(tmp_path, SLEEP, "sleep-staging", [0, 30, 60, 90])
+def test_sleep_outputs_and_statistics(tmp_path: Path, night_of) -> None:
+    result = _write(tmp_path, night_of, SLEEP, "sleep-staging", [0, 30, 60, 90])
     assert set(result.files) == {"predictions", "events", "summary", "hypnogram", "hypnogram_plot"}
     summary = json.loads(result.files["summary"].read_text())
     assert summary["sleep_statistics"]["TIB"] == pytest.approx(2.0)
@@ -34,25 +38,24 @@ def test_sleep_outputs_and_statistics(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["svg", "pdf"])
-def test_hypnogram_plot_in_the_format_asked_for(tmp_path: Path, fmt: str) -> None:
+def test_hypnogram_plot_in_the_format_asked_for(tmp_path: Path, night_of, fmt: str) -> None:
     rng = np.random.default_rng(0)
     result = write_prediction(tmp_path / "rec", Path("night.edf"), rng.dirichlet(np.full(5, 0.1), size=4),
-                              np.array([0.0, 30, 60, 90]), np.zeros((4, 2), dtype=np.uint8), classes=SLEEP,
-                              window_seconds=30.0, task="sleep-staging", adapter=Path("a"), base_name="b",
-                              plot_format=fmt)
+                              night_of([0.0, 30, 60, 90], np.zeros((4, 2), dtype=np.uint8)), adapter=_facts(SLEEP),
+                              output=OutputOptions(plot_format=fmt))
     assert result.files["hypnogram_plot"] == tmp_path / "rec" / f"night_hypnogram.{fmt}"
     assert sorted(p.name for p in (tmp_path / "rec").glob("*_hypnogram.*")) == ["night_hypnogram.json",
                                                                                  f"night_hypnogram.{fmt}"]
 
 
-def test_missing_epochs_become_unscored(tmp_path: Path) -> None:
-    result = _write(tmp_path, SLEEP, "sleep-staging", [0, 30, 120])
+def test_missing_epochs_become_unscored(tmp_path: Path, night_of) -> None:
+    result = _write(tmp_path, night_of, SLEEP, "sleep-staging", [0, 30, 120])
     hyp = json.loads(result.files["hypnogram"].read_text())
     assert hyp["stages"][2:4] == ["UNS", "UNS"] and len(hyp["stages"]) == 5
 
 
-def test_classification_gives_recording_class_and_no_hypnogram(tmp_path: Path) -> None:
-    result = _write(tmp_path, ["rest", "task"], "classification", [0, 30, 60])
+def test_classification_gives_recording_class_and_no_hypnogram(tmp_path: Path, night_of) -> None:
+    result = _write(tmp_path, night_of, ["rest", "task"], "classification", [0, 30, 60])
     summary = result.summary
     assert summary["recording_class"] in {"rest", "task"} and "sleep_statistics" not in summary
     assert "hypnogram" not in result.files

@@ -148,15 +148,16 @@ def test_hypnogram_plot_without_a_start_counts_hours(monkeypatch: pytest.MonkeyP
     assert fig.axes[-1].get_xlabel() == "time from recording start (h)"
 
 
-def test_predict_puts_the_recording_and_its_statistics_on_the_plot(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from passport_kit.inference.predict import write_prediction
+def test_predict_puts_the_recording_and_its_statistics_on_the_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   night_of) -> None:
+    from passport_kit.inference.predict import AdapterFacts, write_prediction
 
     titles = []
     real = reports.plot_hypnogram
     monkeypatch.setattr(reports, "plot_hypnogram", lambda path, hyp, **kw: titles.append(kw) or real(path, hyp, **kw))
     proba = np.tile([0.9, 0.05, 0.02, 0.02, 0.01], (4, 1))
-    write_prediction(tmp_path, Path("data/night3.edf"), proba, np.arange(4) * 30.0, np.zeros((4, 1), dtype=np.uint8),
-                     classes=CLASSES, window_seconds=30.0, task="sleep-staging", adapter=Path("runs/ear"), base_name="b")
+    write_prediction(tmp_path, Path("data/night3.edf"), proba, night_of(np.arange(4) * 30.0, np.zeros((4, 1), np.uint8)),
+                     adapter=AdapterFacts(classes=CLASSES, window_seconds=30.0, task="sleep-staging",
+                                          adapter=Path("runs/ear"), base_name="b"))
     assert titles[0]["title"] == "night3.edf (adapter ear)"
     assert titles[0]["note"].startswith("TST 0 min · SE 0 %") and "mean confidence 0.90" in titles[0]["note"]

@@ -65,13 +65,17 @@ def test_check_amplitude_accepts_a_few_times_louder_or_quieter_not_40() -> None:
 
 
 def _write(tmp_path: Path, proba: np.ndarray, *, classes: list[str] | None = None):
-    from passport_kit.inference.predict import write_prediction
+    from passport_kit.inference.predict import AdapterFacts, write_prediction
+    from passport_kit.signals import PreprocessConfig
+    from passport_kit.signals.recording import RecordingWindows
 
     classes = classes or ["W", "N1", "N2", "N3", "REM"]
     n = len(proba)
-    return write_prediction(tmp_path, Path("night.edf"), proba, np.arange(n) * 30.0, np.zeros((n, 2), dtype=np.uint8),
-                            classes=classes, window_seconds=30.0, task="sleep-staging" if len(classes) == 5 else
-                            "classification", adapter=Path("a"), base_name="b")
+    night = RecordingWindows(x=np.zeros((n, 0, 0, 0), np.float32), flags=np.zeros((n, 2), dtype=np.uint8),
+                             onset_s=np.arange(n) * 30.0, quality=None, config=PreprocessConfig())
+    task = "sleep-staging" if len(classes) == 5 else "classification"
+    return write_prediction(tmp_path, Path("night.edf"), proba, night, adapter=AdapterFacts(
+        classes=classes, window_seconds=30.0, task=task, adapter=Path("a"), base_name="b"))
 
 
 def test_low_confidence_epochs_are_marked_in_csv_tsv_and_summary(tmp_path: Path) -> None:
