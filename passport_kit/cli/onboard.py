@@ -107,7 +107,8 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
     if m.get("validation"):
         v = m["validation"]
         auroc = f"AUROC {v['auroc']:.3f}  " if v.get("auroc") is not None else ""
-        kind = "cross-validated" if sel.get("recipe") in ("probe", "auto") else "validation"
+        kind = ("cross-validated" + (" (the probe's read-out)" if (sel.get("adapter_training") or {}).get("trained")
+                                     else "") if sel.get("recipe") in ("probe", "auto") else "validation")
         lines.append(f"{kind}: {auroc}kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
                      f"macro-F1 {v['macro_f1']:.3f}")
     lines += [f"warning: {w}" for w in m.get("warnings") or []]
@@ -140,9 +141,11 @@ def bandpower_line(selection: dict[str, Any]) -> str | None:
     if bp is None or inc is None:
         return None
     metric = selection["metric"]
+    trained = (selection.get("adapter_training") or {}).get("trained")
     if selection.get("backbone_weight") == 0:
-        return (f"band power alone: cross-validated {metric} {bp:.3f}; the pretrained features add nothing here that "
-                "beats it clearly, so the bundle uses band power alone")
+        return (f"band power alone: cross-validated {metric} {bp:.3f}; the frozen pretrained features add nothing "
+                "here that beats it clearly, so the probe uses band power alone"
+                + ("; the trained adapter does (next line)" if trained else ""))
     return (f"band power alone: cross-validated {metric} {bp:.3f}; the pretrained features add {inc:+.3f} {metric} "
             "over band power on your data")
 
