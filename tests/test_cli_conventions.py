@@ -92,3 +92,12 @@ def test_data_inspect_json(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     info = json.loads(result.output)
     assert info["sfreq"] == 256.0 and info["n_times"] == 2560 and [c["name"] for c in info["channels"]] == ["C3", "C4"]
+
+
+def test_the_cli_starts_without_torch() -> None:
+    # adapt/evaluate's options come from training.options.RecipeOptions at startup: it must stay torch-free.
+    import subprocess
+    import sys
+
+    code = "import sys, passport_kit.cli.app; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"

@@ -8,6 +8,9 @@ Each command parses its options, calls the Python API (``passport_kit.training.a
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
+import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -18,16 +21,9 @@ from passport_kit.cli import verbosity
 from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_INTERRUPTED, FINETUNE, MODEL,
                                       OUTPUT, PROBE, SCORER, PanelledCommand, echo_json, notch_frequency,
                                       optional_float)
-from passport_kit.contacts import ContactPolicy
 from passport_kit.errors import ConfigError
+from passport_kit.training.options import FINETUNE_ONLY, RecipeOptions
 
-_CONTEXT_HELP = ("Probe recipe: sleep epochs of temporal context on each side that the read-out also sees "
-                 "(default: chosen by cross-validation among 0 and 2 for sleep staging, 0 otherwise).")
-#: RecipeOptions.probe_layer's default (model.heads.PROBE_LAYER), kept equal by a test: the CLI imports no torch.
-_PROBE_LAYER_DEFAULT = 0
-_PROBE_LAYER_HELP = ("Probe recipe: the backbone layer the read-out reads: 0 = the patch and channel embedding "
-                     "(default), the backbone's layer count = its output.")
-_TRAIN_HELP = "What to train: adapter (mixture adapter + head, the paper's recipe), head, or full."
 _RECIPE_HELP = ("auto: the probe, then the mixture adapter trained from its read-out (LP-FT) only where "
                 "cross-validation over the training subjects says it helps; probe: a linear read-out of the frozen "
                 "model's pooled features and band powers, regularisation chosen by cross-validation over subjects; "
@@ -35,49 +31,34 @@ _RECIPE_HELP = ("auto: the probe, then the mixture adapter trained from its read
                 "(--max-steps, --lr, --head-lr, --epochs, --patience, --balance, --train full, --eval-every, "
                 "--corrupt-prob, --quality-gate, --channel-dropout), else auto; --recipe probe with one of them is "
                 "an error, --recipe auto takes --lr, --head-lr, --max-steps and --train for its adapter training.")
-_CORRUPT_HELP = ("Share of training windows (0-1) in which random channels are replaced by synthetic faults "
-                 "(noise, drift, flat, line); 0 = the paper's recipe.")
-_DROPOUT_HELP = ("Share of training windows (0-1) in which 1 to a quarter of the channels are replaced by the mask "
-                 "token, so masking a bad channel later is nothing new to the model.")
 _H_FREQ_HELP = ("Band-pass top in Hz (default: dataset.yaml's h_freq, else the checkpoint's, lowered below the "
                 "Nyquist frequency of recordings sampled too slowly for it).")
 
 
-def _contact_default(key: str) -> str:
-    """Return the command-line text of ContactPolicy threshold ``key``'s default ('none' for None)."""
-    default = ContactPolicy.model_fields[key].default
+def _default_text(key: str) -> str:
+    """Return the command-line text of the default of a field that takes 'none' (RecipeOptions', ContactPolicy's)."""
+    default = RecipeOptions.model_fields[key].default
     return "none" if default is None else f"{default:g}"
 
 
-def _contact_help(key: str) -> str:
-    """Return the --help text of a ContactPolicy field, from its description (one source for every command)."""
-    text = str(ContactPolicy.model_fields[key].description)
-    return text[0].upper() + text[1:].replace("None: never", "'none': never") + "."
+def _option_help(key: str) -> str:
+    """Return the --help text of a RecipeOptions field (ContactPolicy's among them), from its description: one
+    source for every command; 'none' is how the command line spells None."""
+    text = str(RecipeOptions.model_fields[key].description)
+    if key in _TAKES_NONE:
+        text = text.replace("None:", "'none':")
+    return text[0].upper() + text[1:] + "."
 
 
-def _contact_option(key: str, *, bundle: bool = False) -> Any:
-    """Return the typer option of ContactPolicy threshold ``key``: adapt/evaluate default to the policy's, predict to
-    'bundle' (the adapter's own value); --help lists it under "Poor contacts"."""
-    extra = " 'bundle' (default): the value adapt trained with." if bundle else ""
-    return typer.Option("bundle" if bundle else _contact_default(key), "--" + key.replace("_", "-"),
-                        help=_contact_help(key) + extra, rich_help_panel=CONTACTS)
-
-
-def _gate_option() -> Any:
-    """Return the typer option of ContactPolicy's ``quality_gate`` (adapt, evaluate), under "Poor contacts"."""
-    return typer.Option(False, "--quality-gate/--no-quality-gate", help=_contact_help("quality_gate")
-                        + " Finetune recipe only.", rich_help_panel=CONTACTS)
-
-
-#: Default of adapt/evaluate --mask-uncorrelated-channels: ContactPolicy's.
-_UNCORRELATED_DEFAULT = _contact_default("mask_uncorrelated_channels")
+def _contact_option(key: str) -> Any:
+    """Return predict's typer option of ContactPolicy threshold ``key``: 'bundle' (the adapter's own value) by
+    default; --help lists it under "Poor contacts" with adapt's text."""
+    return typer.Option("bundle", "--" + key.replace("_", "-"), help=_option_help(key) + " 'bundle' (default): the "
+                        "value adapt trained with.", rich_help_panel=CONTACTS)
 
 _CONFIG_HELP = ("Run file (YAML) of adapt settings, e.g. 'data: ./eesm17' and 'max_steps: 200' (options with '_' for "
                 "'-'), or a bundle's adapter.json to repeat its run; options given here override the file. Not the "
                 "training recipe: that is --recipe.")
-#: adapt's command-line parameters whose AdaptConfig field has another name.
-_PARAMETER = {"notch_freq": "notch"}
-
 
 def _given(ctx: typer.Context, parameter: str) -> bool:
     """Return whether the command line gave ``parameter`` (not its default), so it overrides a --config file."""
@@ -251,6 +232,74 @@ def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
         yield update
 
 
+#: The RecipeOptions fields that adapt and evaluate take on the command line, in --help order, with the panel --help
+#: lists each under. Type, default and help are the field's (ContactPolicy's for the contact options): written once.
+_RECIPE_PANELS = {
+    "recipe": MODEL, "context": PROBE, "probe_layer": PROBE, "train": FINETUNE, "max_steps": FINETUNE,
+    "epochs": FINETUNE, "batch_size": COMPUTE, "lr": FINETUNE, "head_lr": FINETUNE, "patience": FINETUNE,
+    "balance": FINETUNE, "instance_norm": DATA, "notch_freq": DATA, "corrupt_prob": FINETUNE, "quality_gate": CONTACTS,
+    "channel_dropout": FINETUNE, "mask_bad_channels": CONTACTS, "distrust_bad_channels": CONTACTS,
+    "mask_uncorrelated_channels": CONTACTS, "device": COMPUTE, "precision": COMPUTE, "threads": COMPUTE,
+}
+#: Fields whose option has another name than --<field>.
+_FLAGS = {"notch_freq": "--notch"}
+#: Fields whose None a user gives as 'none': their option is text, read by this (one-line errors).
+_TAKES_NONE: dict[str, Callable[[str], float | None]] = {
+    "notch_freq": lambda v: _notch(v), "mask_bad_channels": lambda v: _mask_threshold(v),
+    "distrust_bad_channels": lambda v: _distrust_threshold(v), "mask_uncorrelated_channels": lambda v: _uncorrelated(v),
+}
+
+
+def _recipe_option(key: str) -> tuple[Any, Any]:
+    """Return the annotation and the typer option of RecipeOptions field ``key`` (adapt, evaluate).
+
+    A Literal other than the recipe stays text on the command line, so pydantic checks it with a
+    one-line error; the recipe is not given by default (options only finetune uses then choose it).
+    """
+    field, panel = RecipeOptions.model_fields[key], _RECIPE_PANELS[key]
+    flag = _FLAGS.get(key, "--" + key.replace("_", "-"))
+    if key == "recipe":
+        return field.annotation | None, typer.Option(None, flag, help=_RECIPE_HELP, rich_help_panel=panel)
+    text = _option_help(key) + (" Finetune recipe only." if key in FINETUNE_ONLY and panel != FINETUNE else "")
+    if key in _TAKES_NONE:
+        return str, typer.Option(_default_text(key), flag, help=text, rich_help_panel=panel)
+    annotation = field.annotation
+    if typing.get_origin(annotation) is Literal:
+        annotation = str
+    if bool in (annotation, *typing.get_args(annotation)):
+        flag = f"{flag}/--no-{flag[2:]}"
+    return annotation, typer.Option(field.default, flag, help=text, rich_help_panel=panel)
+
+
+def _recipe_options(*, leave_out: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Return a decorator that puts the options of _RECIPE_PANELS' fields (but ``leave_out``) in the place of a
+    command's ``recipe_options`` parameter, which then receives them as one dict of RecipeOptions values."""
+    options = {key: _recipe_option(key) for key in _RECIPE_PANELS if key not in leave_out}
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        hints = typing.get_type_hints(command, include_extras=True)
+        params: list[inspect.Parameter] = []
+        for param in inspect.signature(command).parameters.values():
+            if param.name == "recipe_options":
+                params += [inspect.Parameter(key, param.kind, annotation=annotation, default=option)
+                           for key, (annotation, option) in options.items()]
+            else:
+                params.append(param.replace(annotation=hints.get(param.name, param.annotation)))
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            given = {key: kwargs.pop(key) for key in options}
+            values = {key: _TAKES_NONE[key](v) if key in _TAKES_NONE else v for key, v in given.items()}
+            return command(*args, recipe_options=values, **kwargs)
+
+        run.__signature__ = inspect.signature(command).replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not inspect.Parameter.empty}
+        return run
+
+    return decorate
+
+
+@_recipe_options()
 def adapt_command(
     ctx: typer.Context,
     montage: str | None = typer.Option(None, "--montage", help="Registered montage name or montage YAML "
@@ -263,43 +312,11 @@ def adapt_command(
                                     rich_help_panel=OUTPUT),
     checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder.",
                                    rich_help_panel=MODEL),
-    recipe: Literal["auto", "probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP,
-                                                               rich_help_panel=MODEL),
-    context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP, rich_help_panel=PROBE),
-    probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP,
-                                    rich_help_panel=PROBE),
-    train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP, rich_help_panel=FINETUNE),
     subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw).",
                                         rich_help_panel=DATA),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget (no early stopping).",
-                                         rich_help_panel=FINETUNE),
-    epochs: int = typer.Option(50, "--epochs", help="Epochs without --max-steps (early stopping on val kappa).",
-                               rich_help_panel=FINETUNE),
-    batch_size: int = typer.Option(64, "--batch-size", rich_help_panel=COMPUTE),
-    lr: float = typer.Option(1e-4, "--lr", help="Learning rate of the adapter (backbone-side tensors).",
-                             rich_help_panel=FINETUNE),
-    head_lr: float | None = typer.Option(None, "--head-lr", help="Head learning rate (default 1e-3*sqrt(B/256)).",
-                                         rich_help_panel=FINETUNE),
-    patience: int = typer.Option(5, "--patience", help="Evaluations without improvement before stopping.",
-                                 rich_help_panel=FINETUNE),
-    balance: str = typer.Option("weights", "--balance", help="Skewed classes: weights, sampler or none.",
-                                rich_help_panel=FINETUNE),
-    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm",
-                                              help="Per-window normalisation (default: the checkpoint's).",
-                                              rich_help_panel=DATA),
-    notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'.",
-                              rich_help_panel=DATA),
+    recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: the RecipeOptions options
     h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP, rich_help_panel=DATA),
-    corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP, rich_help_panel=FINETUNE),
-    quality_gate: bool = _gate_option(),
-    channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP, rich_help_panel=FINETUNE),
-    mask_bad_channels: str = _contact_option("mask_bad_channels"),
-    distrust_bad_channels: str = _contact_option("distrust_bad_channels"),
-    mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels"),
     seed: int = typer.Option(0, "--seed", rich_help_panel=MODEL),
-    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda.", rich_help_panel=COMPUTE),
-    precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16.", rich_help_panel=COMPUTE),
-    threads: int | None = typer.Option(None, "--threads", help="CPU threads.", rich_help_panel=COMPUTE),
     resume: bool = typer.Option(True, "--resume/--restart", help="Continue an interrupted run in --out.",
                                 rich_help_panel=OUTPUT),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a finished bundle in --out trained with other "
@@ -312,19 +329,11 @@ def adapt_command(
     from passport_kit.training.adapt import adapt, make_config
     from passport_kit.training.run_file import adapt_config_from_file
 
-    options = dict(
-        montage=montage, data=data, out=out, checkpoint=checkpoint, recipe=recipe, context=context,
-        probe_layer=probe_layer, train=train, subjects=subjects, max_steps=max_steps, epochs=epochs,
-        batch_size=batch_size, lr=lr, head_lr=head_lr, patience=patience, balance=balance,
-        instance_norm=instance_norm, notch_freq=_notch(notch), h_freq=h_freq, corrupt_prob=corrupt_prob,
-        quality_gate=quality_gate, channel_dropout=channel_dropout, mask_bad_channels=_mask_threshold(mask_bad_channels),
-        distrust_bad_channels=_distrust_threshold(distrust_bad_channels),
-        mask_uncorrelated_channels=_uncorrelated(mask_uncorrelated_channels), seed=seed, device=device,
-        precision=precision, threads=threads, resume=resume, overwrite=overwrite,
-    )
+    options = dict(montage=montage, data=data, out=out, checkpoint=checkpoint, subjects=subjects, **recipe_options,
+                   h_freq=h_freq, seed=seed, resume=resume, overwrite=overwrite)
     if config is not None:
         # The file's settings stand where the command line gave nothing: only options given override it.
-        given = {k: v for k, v in options.items() if _given(ctx, _PARAMETER.get(k, k))}
+        given = {k: v for k, v in options.items() if _given(ctx, k)}
         cfg = adapt_config_from_file(config, **given)
     else:
         for option, value in (("--montage", montage), ("--data", data)):
@@ -354,6 +363,8 @@ def adapt_command(
     typer.echo(f"adapter bundle {'left as it was in' if result.reused else 'written to'} {result.bundle}")
 
 
+# evaluate has no --head-lr and --patience (as before the options were generated); EvaluateConfig takes them.
+@_recipe_options(leave_out=("head_lr", "patience"))
 def evaluate_command(
     montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML.",
                                 rich_help_panel=DATA),
@@ -371,33 +382,8 @@ def evaluate_command(
     seeds: int = typer.Option(1, "--seeds", help="Fine-tuning seeds per fold.", rich_help_panel=EVALUATION),
     metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ...",
                                rich_help_panel=EVALUATION),
-    recipe: Literal["auto", "probe", "finetune"] | None = typer.Option(None, "--recipe", help=_RECIPE_HELP,
-                                                               rich_help_panel=MODEL),
-    context: int | None = typer.Option(None, "--context", help=_CONTEXT_HELP, rich_help_panel=PROBE),
-    probe_layer: int = typer.Option(_PROBE_LAYER_DEFAULT, "--probe-layer", help=_PROBE_LAYER_HELP,
-                                    rich_help_panel=PROBE),
-    train: str = typer.Option("adapter", "--train", help=_TRAIN_HELP, rich_help_panel=FINETUNE),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Fixed step budget per run.",
-                                         rich_help_panel=FINETUNE),
-    epochs: int = typer.Option(50, "--epochs", rich_help_panel=FINETUNE),
-    batch_size: int = typer.Option(64, "--batch-size", rich_help_panel=COMPUTE),
-    lr: float = typer.Option(1e-4, "--lr", help="Learning rate of the adapter (backbone-side tensors).",
-                             rich_help_panel=FINETUNE),
-    balance: str = typer.Option("weights", "--balance", help="Skewed classes: weights, sampler or none.",
-                                rich_help_panel=FINETUNE),
-    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm", rich_help_panel=DATA),
-    notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'.",
-                              rich_help_panel=DATA),
+    recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: the RecipeOptions options
     h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP, rich_help_panel=DATA),
-    corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help=_CORRUPT_HELP, rich_help_panel=FINETUNE),
-    quality_gate: bool = _gate_option(),
-    channel_dropout: float = typer.Option(0.0, "--channel-dropout", help=_DROPOUT_HELP, rich_help_panel=FINETUNE),
-    mask_bad_channels: str = _contact_option("mask_bad_channels"),
-    distrust_bad_channels: str = _contact_option("distrust_bad_channels"),
-    mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels"),
-    device: str = typer.Option("auto", "--device", rich_help_panel=COMPUTE),
-    precision: str = typer.Option("auto", "--precision", rich_help_panel=COMPUTE),
-    threads: int | None = typer.Option(None, "--threads", rich_help_panel=COMPUTE),
     progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON instead of the table.",
                                  rich_help_panel=OUTPUT),
@@ -413,14 +399,7 @@ def evaluate_command(
         report = evaluate(
             montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,
             test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
-            metric=metric, recipe=recipe, context=context, probe_layer=probe_layer, train=train, max_steps=max_steps, epochs=epochs, batch_size=batch_size,
-            lr=lr, balance=balance, instance_norm=instance_norm, notch_freq=_notch(notch), h_freq=h_freq,
-            corrupt_prob=corrupt_prob,
-            quality_gate=quality_gate, channel_dropout=channel_dropout,
-            mask_bad_channels=_mask_threshold(mask_bad_channels),
-            distrust_bad_channels=_distrust_threshold(distrust_bad_channels),
-            mask_uncorrelated_channels=_uncorrelated(mask_uncorrelated_channels), device=device, precision=precision,
-            threads=threads, progress=runs, step_progress=bar,
+            metric=metric, **recipe_options, h_freq=h_freq, progress=runs, step_progress=bar,
         )
     if as_json:
         echo_json({"metric": report.metric, "summary": report.summary, "per_subject": report.per_subject,
@@ -468,9 +447,9 @@ def predict_command(
                                    "on it).", rich_help_panel=COMPUTE),
     device: str = typer.Option("auto", "--device", rich_help_panel=COMPUTE),
     precision: str = typer.Option("auto", "--precision", rich_help_panel=COMPUTE),
-    mask_bad_channels: str = _contact_option("mask_bad_channels", bundle=True),
-    distrust_bad_channels: str = _contact_option("distrust_bad_channels", bundle=True),
-    mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels", bundle=True),
+    mask_bad_channels: str = _contact_option("mask_bad_channels"),
+    distrust_bad_channels: str = _contact_option("distrust_bad_channels"),
+    mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels"),
     h_freq: float | None = typer.Option(None, "--h-freq", help="Band-pass top in Hz (default: the bundle's, as adapt "
                                         "trained, lowered for recordings sampled too slowly for it).",
                                         rich_help_panel=DATA),

@@ -3,25 +3,38 @@
 :class:`RecipeOptions` is a frozen pydantic model: the CLI fills it from its options, a notebook
 from keywords, ``adapt --config run.yaml`` from a file (:mod:`passport_kit.training.run_file`);
 :func:`parse_options` turns a validation error into one line a user can act on.
+
+Each field's type, default and description are the one source of the matching ``adapt`` and
+``evaluate`` option: the CLI generates those options from the fields
+(``cli/onboard.py::_recipe_options``), so a description is written to read both as API
+documentation and as ``--help`` text (lower case, no final period; ``None: ...`` says what
+None means). This module imports no torch: the CLI builds its options from it at startup.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from passport_kit.contacts import DEFAULT_DISTRUST, DEFAULT_UNCORRELATED, ContactPolicy
 from passport_kit.errors import ConfigError
-from passport_kit.model.heads import PROBE_LAYER
-from passport_kit.training.finetune import Balance, FinetuneSettings, TrainPolicy
+
+if TYPE_CHECKING:  # pragma: no cover - torch: imported where the settings are made
+    from passport_kit.training.finetune import FinetuneSettings
 
 _Options = TypeVar("_Options", bound=BaseModel)
 #: How ``adapt`` trains (docs/onboarding.md § Recipes): the cross-validated probe, then adapter training (LP-FT)
 #: where the inner cross-validation says it helps (``auto``, the default); the probe alone; or the paper's
 #: gradient fine-tuning from a fresh head.
 Recipe = Literal["auto", "probe", "finetune"]
+#: What gradient training trains and how it meets skewed classes: the values of training.finetune's TrainPolicy and
+#: Balance (the same Literals, kept equal by a test: finetune imports torch, this module must not).
+TrainPolicy = Literal["adapter", "head", "full"]
+Balance = Literal["weights", "sampler", "none"]
+#: The backbone layer the probe reads by default: model.heads.PROBE_LAYER (kept equal by a test, for the same reason).
+PROBE_LAYER = 0
 #: Options only the ``finetune`` recipe uses, with the values that leave them unset: the probe fits a read-out
 #: by a solver and cross-validation, so a step budget, learning rates, epochs, early stopping, a class
 #: sampler, dropout, a validation share or training more than the head would be ignored by it (issue 27).
@@ -54,36 +67,40 @@ class RecipeOptions(ContactPolicy):
                            "paper's recipe (AdamW on the adapter and a fresh MLP head, early stopping on validation "
                            "subjects). Not given: 'finetune' when an option only it uses is set (FINETUNE_ONLY), "
                            "else 'auto'")
-    context: int | None = Field(None, ge=0, le=20, description="probe recipe: windows of temporal context on each "
-                                "side of a sleep epoch; None: chosen by cross-validation among 0 and 2 for sleep "
-                                "staging, 0 otherwise")
-    probe_layer: int = Field(PROBE_LAYER, ge=0, description="probe recipe: the backbone layer the read-out reads "
-                             "(0: the patch and channel embedding, before any criss-cross layer; the backbone's "
-                             "layer count: its output)")
+    context: int | None = Field(None, ge=0, le=20, description="probe recipe: sleep epochs of temporal context on "
+                                "each side that the read-out also sees (default: chosen by cross-validation among 0 "
+                                "and 2 for sleep staging, 0 otherwise)")
+    probe_layer: int = Field(PROBE_LAYER, ge=0, description="probe recipe: the backbone layer the read-out reads: 0 = "
+                             "the patch and channel embedding, before any criss-cross layer (default), the "
+                             "backbone's layer count = its output")
     probe_pooling: Literal["auto", "mean", "meanstd"] = Field("auto", description="probe recipe: pool the backbone "
                                                               "features by their mean, or mean and spread over the "
                                                               "window's patches; auto: chosen by cross-validation")
-    train: TrainPolicy = "adapter"
+    train: TrainPolicy = Field("adapter", description="what to train: adapter (mixture adapter + head, the paper's "
+                               "recipe), head, or full")
     validation_fraction: float = Field(0.2, gt=0, lt=1)
-    max_steps: int | None = Field(None, gt=0)
-    epochs: int = Field(50, gt=0)
-    batch_size: int = Field(64, gt=0)
-    lr: float = Field(1e-4, gt=0)
-    head_lr: float | None = Field(None, gt=0)
-    patience: int = Field(5, ge=1)
+    max_steps: int | None = Field(None, gt=0, description="fixed step budget of each training run (no early stopping)")
+    epochs: int = Field(50, gt=0, description="epochs without a step budget (early stopping on val kappa)")
+    batch_size: int = Field(64, gt=0, description="windows per batch")
+    lr: float = Field(1e-4, gt=0, description="learning rate of the adapter (backbone-side tensors)")
+    head_lr: float | None = Field(None, gt=0, description="head learning rate (default 1e-3*sqrt(B/256))")
+    patience: int = Field(5, ge=1, description="evaluations without improvement before stopping")
     eval_every: int | None = Field(None, gt=0)
-    balance: Balance = "weights"
+    balance: Balance = Field("weights", description="skewed classes: weights, sampler or none")
     dropout: float = Field(0.1, ge=0, lt=1)
-    instance_norm: bool | None = Field(None, description="None: keep the checkpoint's contract")
-    notch_freq: float | None = Field(50.0, gt=0, description="mains frequency; None: no notch")
+    instance_norm: bool | None = Field(None, description="per-window normalisation (default: the checkpoint's)")
+    notch_freq: float | None = Field(50.0, gt=0, description="mains frequency to notch in Hz (50, 60); None: no notch")
     skip_flagged: bool = True
-    corrupt_prob: float = Field(0.0, ge=0, le=1, description="share of training windows given synthetic channel "
-                                "faults (noise, drift, flat, line); 0 = the paper's recipe")
-    channel_dropout: float = Field(0.0, ge=0, le=1, description="share of training windows in which 1 to a quarter "
-                                   "of the channels are replaced by the mask token")
-    device: str = "auto"
-    precision: str = "auto"
-    threads: int | None = Field(None, gt=0)
+    corrupt_prob: float = Field(0.0, ge=0, le=1, description="share of training windows (0-1) in which random "
+                                "channels are replaced by synthetic faults (noise, drift, flat, line); 0 = the "
+                                "paper's recipe")
+    channel_dropout: float = Field(0.0, ge=0, le=1, description="share of training windows (0-1) in which 1 to a "
+                                   "quarter of the channels are replaced by the mask token, so masking a bad channel "
+                                   "later is nothing new to the model")
+    device: str = Field("auto", description="device: auto, cpu or cuda")
+    precision: str = Field("auto", description="precision: auto, fp32 or bf16 (auto: bf16 where the hardware runs it "
+                           "fast)")
+    threads: int | None = Field(None, gt=0, description="CPU threads")
 
     @model_validator(mode="before")
     @classmethod
@@ -111,6 +128,8 @@ class RecipeOptions(ContactPolicy):
 
     def settings(self, seed: int) -> FinetuneSettings:
         """Return the optimisation settings of one training run with ``seed``."""
+        from passport_kit.training.finetune import FinetuneSettings
+
         return FinetuneSettings(
             batch_size=self.batch_size, lr=self.lr, head_lr=self.head_lr, epochs=self.epochs,
             max_steps=self.max_steps, eval_every=self.eval_every, patience=self.patience,
@@ -151,5 +170,6 @@ def parse_options(model: type[_Options], command: str, config: _Options | None, 
         raise ConfigError(f"invalid {command} option {where}: {err['msg']}; fix it and retry") from None
 
 
-__all__ = ["AUTO_ACTS", "DEFAULT_DISTRUST", "DEFAULT_UNCORRELATED", "FINETUNE_ONLY", "ProgressFn", "Recipe", "RecipeOptions",
-           "gradient_options_given", "naming_metric", "parse_options"]
+__all__ = ["AUTO_ACTS", "DEFAULT_DISTRUST", "DEFAULT_UNCORRELATED", "FINETUNE_ONLY", "PROBE_LAYER", "Balance",
+           "ProgressFn", "Recipe", "RecipeOptions", "TrainPolicy", "gradient_options_given", "naming_metric",
+           "parse_options"]

@@ -262,12 +262,16 @@ def test_a_bundle_from_a_base_folder_predicts_without_naming_the_base(tmp_path: 
     assert pred.exit_code == 0, pred.output
 
 
-def test_cli_probe_layer_default_is_the_recipe_default() -> None:
-    from passport_kit.cli import onboard
-    from passport_kit.model.heads import PROBE_LAYER
-    from passport_kit.training.adapt import RecipeOptions
+def test_the_torch_free_recipe_options_name_what_the_trainer_takes() -> None:
+    # training.options (read by the CLI at startup) imports no torch, so it spells these itself.
+    from typing import get_args
 
-    assert onboard._PROBE_LAYER_DEFAULT == PROBE_LAYER == RecipeOptions().probe_layer
+    from passport_kit.model.heads import PROBE_LAYER
+    from passport_kit.training import finetune, options
+
+    assert options.PROBE_LAYER == PROBE_LAYER == options.RecipeOptions().probe_layer
+    assert get_args(options.TrainPolicy) == get_args(finetune.TrainPolicy)
+    assert get_args(options.Balance) == get_args(finetune.Balance)
 
 
 def _blocks(informative: str, n_subjects: int = 6, per: int = 30, seed: int = 0) -> tuple[dict, np.ndarray, np.ndarray]:

@@ -192,11 +192,24 @@ def test_robust_defaults_are_on_and_can_be_turned_off(montage_yaml: Path, datase
     assert json.loads((out / "adapter.json").read_text())["training"][key] == stored
 
 
-def test_cli_defaults_are_the_recipe_defaults() -> None:
+@pytest.mark.parametrize("command", ["adapt", "evaluate"])
+def test_cli_defaults_are_the_recipe_defaults(command: str) -> None:
+    import typer
+
     from passport_kit.cli import onboard
     from passport_kit.training.adapt import DEFAULT_UNCORRELATED, RecipeOptions
 
-    assert float(onboard._UNCORRELATED_DEFAULT) == DEFAULT_UNCORRELATED == RecipeOptions().mask_uncorrelated_channels
+    params = {p.name: p for p in typer.main.get_command(app).commands[command].params}  # type: ignore[attr-defined]
+    generated = [key for key in onboard._RECIPE_PANELS if key in params]
+    assert len(generated) >= 20
+    for key in generated:
+        default = params[key].default
+        if key in onboard._TAKES_NONE:
+            default = onboard._TAKES_NONE[key](default)
+        assert default == (None if key == "recipe" else RecipeOptions.model_fields[key].default), key
+        assert params[key].help.startswith(onboard._option_help(key)) or key == "recipe"
+    assert onboard._TAKES_NONE["mask_uncorrelated_channels"](params["mask_uncorrelated_channels"].default) \
+        == DEFAULT_UNCORRELATED
 
 
 def test_distrust_threshold_travels_with_the_bundle(montage_yaml: Path, dataset: Path, tmp_path: Path) -> None:
