@@ -9,7 +9,8 @@ subjects and scored on the held-out ones:
 - ``LP-FT (forced)``: the mixture adapter and read-out trained from the probe's LP-FT start for the
   whole step budget (``passport_kit.training.lpft``), whatever the inner cross-validation says;
 - ``auto``: the default recipe: the probe, then LP-FT only when its inner cross-validation says so
-  (how often it did is reported);
+  (gain over the probe > 1 standard error; how often it did is reported); ``auto, rule gain > 0`` and
+  ``auto, rule gain > 2 SE``: the same decision with another margin (the rule's ablation);
 - ``finetune (paper)``: the paper's recipe (fresh MLP head + adapter, AdamW, early stopping on a
   validation share of the training subjects), ``--finetune`` only (slow on CPU);
 - ``textbook``: log absolute and relative band power at each recording's own rate + logistic
@@ -107,21 +108,32 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
     if decide_too:
         if not probe.inner_folds or start.scaling != "none":
             out["auto"], out["auto trained"] = out["probe"], False
+            out["auto, rule gain > 0"] = out["auto, rule gain > 2 SE"] = out["probe"]
         else:
             decision = decide(model, w.x, w.y, run.meta, task.classes, train, w.subject, chosen=probe.choice,
                               start=start, plain=probe.features, recordings=np.asarray(w.recording),
                               settings=settings, channel_mask=run.channel_mask, distrust=run.distrust, seed=seed)
             out["auto trained"] = decision.trained
             out["decision"] = decision.as_dict()
-            if decision.trained:
+            # The rule's margin, ablated: the product trains when gain > 1 SE; the best step count does not
+            # depend on the margin, so the other rules reuse the same trained model or the probe.
+            best = max(decision.curve, key=lambda c: c["gain"]) if decision.curve else None
+            margins = {"auto, rule gain > 0": 0.0, "auto, rule gain > 2 SE": 2.0}
+            out["auto"] = out["probe"]
+            for name in margins:
+                out[name] = out["probe"]
+            if best is not None and best["gain"] > 0:
                 tuned = copy.deepcopy(template)
                 fit_head(tuned.head, probe.features, np.asarray(w.y)[train], start, len(task.classes),
                          recordings=list(np.asarray(w.recording)[train]), seed=seed)
-                fit(tuned, w.x, w.y, run.meta, task.classes, settings.model_copy(update={"max_steps": decision.steps}),
+                fit(tuned, w.x, w.y, run.meta, task.classes, settings.model_copy(update={"max_steps": best["steps"]}),
                     train_index=train, channel_mask=run.channel_mask, distrust=run.distrust, sequence=seq)
-                out["auto"] = proba_of(tuned, task, test)
-            else:
-                out["auto"] = out["probe"]
+                trained_proba = proba_of(tuned, task, test)
+                if decision.trained:
+                    out["auto"] = trained_proba
+                for name, k in margins.items():
+                    if best["gain"] > k * best["se"]:
+                        out[name] = trained_proba
     return out
 
 
@@ -165,8 +177,9 @@ def run_task(task: Any, args: argparse.Namespace, log: Any) -> dict[str, Any]:
 
         for tr, te in folds:
             out = lpft_fold(task, template, tr, te, args.seed + j, decide_too=True)
-            for method in ("probe", "LP-FT (forced)", "auto"):
-                put(method, te, out[method])
+            for method in ("probe", "LP-FT (forced)", "auto", "auto, rule gain > 0", "auto, rule gain > 2 SE"):
+                if method in out:
+                    put(method, te, out[method])
             decisions.append({"draw": j, "trained": out["auto trained"], **(out.get("decision") or {})})
             put("textbook (native rate)", te, textbook_proba(task, tr, te))
             if random_template is not None:
