@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save as save_safetensors_bytes
 from torch import Tensor, nn
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
 from passport_kit import __version__
 from passport_kit.atomic_io import write_folder_atomically
@@ -46,6 +47,7 @@ from passport_kit.model import (
     policy_parameter_names,
 )
 from passport_kit.model.channel_embedding import ChannelIdEmbedding
+from passport_kit.model.heads import HeadKind, Pooling, ProbePooling, Scaling
 from passport_kit.model.quality_gate import gate_classifier, has_quality_gate
 from passport_kit.signals.preprocess import PreprocessConfig
 
@@ -180,12 +182,60 @@ class AdapterVariant(BaseModel):
                    head=classifier.head_settings.get("kind", "mlp"), quality_gate=has_quality_gate(classifier.backbone))
 
 
+class WindowSettings(TypedDict, total=False):
+    """``adapter.json`` → ``window``: how the training data was cut (absent in bundles older than it).
+
+    A typed mapping rather than a model: readers (predict) take it as the dict it always was.
+    """
+
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc] - keys a newer version may add stay
+
+    seconds: float
+    task: str
+
+
+class HeadSettings(TypedDict, total=False):
+    """``adapter.json`` → ``head``: the keyword arguments of :class:`~passport_kit.model.Classifier` that rebuild the
+    head (``Classifier.head_settings``), exactly the keys written.
+
+    A key absent is absent (not a default): bundles written before ``kind``, ``layer`` or ``bands``
+    existed read back as the head they were. The order is the order both kinds write their keys in,
+    so that a new bundle's JSON is what ``head_settings`` gave.
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc] - Classifier takes no other keyword
+
+    kind: HeadKind  # absent: "mlp" (bundles written before the probe head existed)
+    n_classes: int
+    n_channels: int | None  # probe
+    pooling: Pooling  # mlp
+    n_patches: int | None  # mlp
+    hidden: int  # mlp
+    dropout: float  # mlp
+    context: int  # probe
+    layer: int | None  # probe
+    pooling_probe: ProbePooling  # probe
+    bands: list[list[float]]  # probe: [low, high] in Hz per band
+    scaling: Scaling  # probe
+
+
+_HEAD_SETTINGS = TypeAdapter(HeadSettings)
+
+
 class AdapterMeta(BaseModel):
     """Contents of ``adapter.json``: everything that binds an adapter to its base and its data.
 
     Fill the first block when saving; ``policy``, ``model``, ``head``, ``variant`` and
     ``tensors`` are taken from the classifier by :func:`save_adapter_bundle`. Bundles written
     before ``variant`` existed read back with it None (their gate is known from their tensors).
+
+    ``window`` and ``head`` are typed mappings (:class:`WindowSettings`, :class:`HeadSettings`).
+    Three blocks stay plain mappings on purpose: ``montage`` is the montage file's own form
+    (``Montage.to_dict()``; the hash check and predict rebuild it with ``Montage.from_dict``),
+    ``training`` is a run file whose model (``AdaptConfig``) lives in onboarding, above this
+    floor (``run_file`` and ``ContactPolicy.of_bundle`` validate it where they read it), and
+    ``metrics`` is what adapt measured, a record that grows (``selection.adapter_training``,
+    ``channel_quality``, ``amplitude``, ...): a key written by a newer version must survive.
     """
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
@@ -198,7 +248,7 @@ class AdapterMeta(BaseModel):
     montage_hash: str
     classes: list[str]
     preprocessing: PreprocessConfig
-    window: dict[str, Any] = Field(default_factory=dict)
+    window: WindowSettings = Field(default_factory=WindowSettings)
     training: dict[str, Any] = Field(default_factory=dict)
     #: SHA-256 of every training recording and label file, by path relative to the dataset folder
     #: (``signals.data_hashes``); empty in bundles written before it was recorded.
@@ -209,7 +259,7 @@ class AdapterMeta(BaseModel):
     # Filled from the classifier at save time.
     policy: Policy | None = None
     model: ModelConfig | None = None
-    head: dict[str, Any] = Field(default_factory=dict)
+    head: HeadSettings = Field(default_factory=HeadSettings)
     variant: AdapterVariant | None = None
     tensors: list[str] = Field(default_factory=list)
 
@@ -595,7 +645,7 @@ def save_adapter_bundle(
         update={
             "policy": policy_of(classifier),
             "model": classifier.backbone.config,
-            "head": classifier.head_settings,
+            "head": _HEAD_SETTINGS.validate_python(classifier.head_settings),
             "variant": AdapterVariant.of(classifier),
             "tensors": sorted(tensors),
             "created": meta.created or _now(),

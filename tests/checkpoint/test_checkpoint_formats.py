@@ -308,3 +308,39 @@ def test_a_checkpoints_notch_is_not_carried_into_new_data() -> None:
 
     config = fit_preprocessing(InputContract(notch_freq=60.0), rate=lambda: (200.0, "r.edf"))
     assert config.notch_freq == 50.0  # this site's default, not the pretraining site's
+
+
+def test_adapter_json_reads_back_and_writes_the_same_bytes(tmp_path: Path) -> None:
+    from passport_kit.checkpoint import _dump_json, read_adapter_meta
+
+    _, folder, _, _ = _adapter(tmp_path, "mlp-experts")
+    text = (folder / ADAPTER_CONFIG_FILE).read_text()
+    meta = read_adapter_meta(folder)
+    assert _dump_json(meta) == text
+    assert meta.window == {"window_seconds": 3} and meta.head["n_classes"] == 5  # a key it does not know stays
+
+
+@pytest.mark.parametrize(("block", "value", "where"), [
+    ("head", {"n_classes": 5, "hiden": 200}, "head.hiden"),     # Classifier takes no such keyword
+    ("head", {"n_classes": "five"}, "head.n_classes"),
+    ("window", {"seconds": "long", "task": "sleep-staging"}, "window.seconds"),
+])
+def test_a_mistyped_head_or_window_is_a_one_line_error(tmp_path: Path, block: str, value: dict, where: str) -> None:
+    _, folder, base_path, _ = _adapter(tmp_path, "mlp-experts")
+    path = folder / ADAPTER_CONFIG_FILE
+    path.write_text(json.dumps({**json.loads(path.read_text()), block: value}))
+    with pytest.raises(CheckpointError, match=f"invalid: {where}"):
+        load_adapter_bundle(folder, base=base_path)
+
+
+def test_a_head_written_with_fewer_keys_reads_back_as_written(tmp_path: Path) -> None:
+    # Bundles older than the probe head store no "kind" (and older probe heads no layer or bands): nothing is
+    # filled in on reading, so Classifier rebuilds them with its own defaults, as it always did.
+    _, folder, base_path, _ = _adapter(tmp_path, "mlp-experts")
+    path = folder / ADAPTER_CONFIG_FILE
+    doc = json.loads(path.read_text())
+    assert "kind" not in doc["head"]
+    doc["head"] = {k: v for k, v in doc["head"].items() if k != "dropout"}
+    path.write_text(json.dumps(doc))
+    loaded, meta = load_adapter_bundle(folder, base=base_path)
+    assert meta.head == doc["head"] and loaded.head_settings["dropout"] == 0.1
