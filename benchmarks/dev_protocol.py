@@ -89,6 +89,91 @@ def sim_folder(folder: Path) -> Path:
     return folder
 
 
+def protocol_parser(description: str, *, out: Path, splits: int) -> argparse.ArgumentParser:
+    """Return the arguments every dev-protocol benchmark takes: data, out, tasks, draws, seed, threads."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding eegmat/ and dreams-spindles/")
+    parser.add_argument("--out", type=Path, default=out)
+    parser.add_argument("--tasks", default="eegmat-temporal,eegmat-ear,eegmat-frontal,dreams,sim-ear")
+    parser.add_argument("--splits", type=int, default=splits, help="repeated grouped draws per task")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    return parser
+
+
+def no_real_data(data: Path, tool: str) -> bool:
+    """Return True (after saying so in one line) when ``data`` lacks the real recordings the protocol reads."""
+    if (data / "eegmat").is_dir() and (data / "dreams-spindles").is_dir():
+        return False
+    print(f"{tool}: no real recordings under {data} (eegmat/, dreams-spindles/); skipped")
+    return True
+
+
+def paired_table(name: str, metric: str, scores: dict[str, list[float]], reference: str, *,
+                 reference_first: bool) -> list[dict[str, Any]]:
+    """Return one row per method: its mean over draws and the mean and 95 % t-interval over draws of the paired
+    difference to ``reference`` (``reference - method`` when ``reference_first``, else ``method - reference``)."""
+    label = f"{reference} minus this" if reference_first else f"this minus {reference}"
+    table = []
+    for method, values in scores.items():
+        diffs = [(r - v) if reference_first else (v - r) for r, v in zip(scores[reference], values)]
+        ci = t_interval(diffs)
+        row = {"task": name, "method": method, f"mean {metric} over draws": round(float(np.mean(values)), 3),
+               "draws": len(values)}
+        if method != reference:
+            row[label] = round(float(np.mean(diffs)), 3)
+            row["95% t-interval (draws)"] = None if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+        table.append(row)
+    return table
+
+
+def run_tasks(args: argparse.Namespace, tool: str, argv: list[str] | None, run_one: Any, note: str = "") -> int:
+    """Run ``run_one(task)`` on every task of ``args.tasks``; write each task's JSON and the report; return 0."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    results = []
+    for name in args.tasks.split(","):
+        results.append(run_one(load_task(name, task_folder(name, args.data, args.out))))
+        (args.out / f"{name}.json").write_text(json.dumps(results[-1], indent=2, default=str))
+        print(markdown(results[-1]["table"]))
+        if note:
+            print(f"{note.replace('_', ' ')}: {results[-1][note]}")
+    write_report(args.out, tool, argv, start, results, note)
+    return 0
+
+
+def write_report(out: Path, tool: str, argv: list[str] | None, start: float, results: list[dict[str, Any]],
+                 note: str = "") -> None:
+    """Write ``out/<tool>.json`` (machine, command, seconds, results) and ``out/<tool>.md`` (one table per task;
+    ``note``: a result key whose value follows each task's heading)."""
+    import torch
+
+    from machine import machine_line
+
+    report = {"machine": machine_line(torch.get_num_threads()),
+              "command": " ".join([f"benchmarks/{tool}.py", *(argv if argv is not None else sys.argv[1:])]),
+              "seconds": round(time.perf_counter() - start, 1), "results": results}
+    (out / f"{tool}.json").write_text(json.dumps(report, indent=2, default=str))
+    text = []
+    for r in results:
+        extra = f"; {note.replace('_', ' ')}: {r[note]}" if note else ""
+        text += [f"## {r['task']} ({r['metric']}){extra}", "", markdown(r["table"]), ""]
+    (out / f"{tool}.md").write_text("\n".join(text))
+    print(f"done in {report['seconds']} s; {out / (tool + '.md')}")
+
+
+def task_folder(name: str, data: Path, out: Path) -> Path:
+    """Return the dataset folder of task ``name`` (written under ``out`` once, from the recordings in ``data``)."""
+    if name.startswith("eegmat"):
+        return eegmat_folder(data / "eegmat", out / "data-eegmat", h_freq=45.0)
+    if name == "dreams":
+        return dreams_folder(data / "dreams-spindles", out / "data-dreams")
+    return sim_folder(out / "data-sim-ear")
+
+
 @dataclass
 class Task:
     """One task's windows as the product reads them, with the raw-rate textbook features."""
@@ -358,29 +443,14 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
         scores["random backbone (mean of seeds)"] = list(np.mean([scores[f"random backbone {i}"]
                                                                   for i in range(random_seeds)], axis=0))
     metric = "auroc" if len(task.classes) == 2 else "kappa"
-    table = []
-    for method, values in scores.items():
-        diffs = [a - b for a, b in zip(scores["default"], values)]
-        ci = t_interval(diffs)
-        row = {"task": task.name, "method": method, f"mean {metric} over draws": round(float(np.mean(values)), 3),
-               "draws": len(values)}
-        if method != "default":
-            row["default minus this"] = round(float(np.mean(diffs)), 3)
-            row["95% t-interval (draws)"] = None if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
-        table.append(row)
+    table = paired_table(task.name, metric, scores, "default", reference_first=True)
     return {"task": task.name, "metric": metric, "table": table, "scores": scores,
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding eegmat/ and dreams-spindles/")
-    parser.add_argument("--out", type=Path, default=Path("runs/dev-protocol"))
-    parser.add_argument("--tasks", default="eegmat-temporal,eegmat-ear,eegmat-frontal,dreams,sim-ear")
-    parser.add_argument("--splits", type=int, default=10, help="repeated grouped draws per task")
+    parser = protocol_parser(__doc__.split("\n")[0], out=Path("runs/dev-protocol"), splits=10)
     parser.add_argument("--random-seeds", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--with-old", action="store_true", help="also the issue-18 default (old spectral block)")
     parser.add_argument("--checkpoint", default=CHECKPOINT, help="base checkpoint of the default (name or folder); "
                         "the random control copies its architecture")
@@ -388,39 +458,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the backbone layer the probe head reads, for the base and its random control "
                         "(default: the product's, layer 0)")
     args = parser.parse_args(argv)
-    if not (args.data / "eegmat").is_dir() or not (args.data / "dreams-spindles").is_dir():
-        print(f"dev_protocol: no real recordings under {args.data} (eegmat/, dreams-spindles/); skipped")
+    if no_real_data(args.data, "dev_protocol"):
         return 0
-    import torch
-
-    torch.set_num_threads(args.threads)
-    args.out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    results = []
-    for name in args.tasks.split(","):
-        if name.startswith("eegmat"):
-            folder = eegmat_folder(args.data / "eegmat", args.out / "data-eegmat", h_freq=45.0)
-        elif name == "dreams":
-            folder = dreams_folder(args.data / "dreams-spindles", args.out / "data-dreams")
-        else:
-            folder = sim_folder(args.out / "data-sim-ear")
-        task = load_task(name, folder)
-        results.append(run_task(task, args.splits, args.random_seeds, args.out, print, args.seed, args.with_old,
-                                checkpoint=args.checkpoint, probe_layer=args.probe_layer))
-        (args.out / f"{name}.json").write_text(json.dumps(results[-1], indent=2))
-        print(markdown(results[-1]["table"]))
-    from machine import machine_line
-
-    report = {"machine": machine_line(torch.get_num_threads()),
-              "command": " ".join(["benchmarks/dev_protocol.py", *(argv if argv is not None else sys.argv[1:])]),
-              "seconds": round(time.perf_counter() - start, 1), "results": results}
-    (args.out / "dev_protocol.json").write_text(json.dumps(report, indent=2))
-    text = []
-    for r in results:
-        text += [f"## {r['task']} ({r['metric']})", "", markdown(r["table"]), ""]
-    (args.out / "dev_protocol.md").write_text("\n".join(text))
-    print(f"done in {report['seconds']} s; {args.out / 'dev_protocol.md'}")
-    return 0
+    return run_tasks(args, "dev_protocol", argv, lambda task: run_task(
+        task, args.splits, args.random_seeds, args.out, print, args.seed, args.with_old, checkpoint=args.checkpoint,
+        probe_layer=args.probe_layer))
 
 
 if __name__ == "__main__":

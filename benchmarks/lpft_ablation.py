@@ -41,17 +41,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from dev_protocol import draws, load_task, sim_folder, textbook_proba  # noqa: E402
-from real_data import (  # noqa: E402
-    CHECKPOINT,
-    DEFAULT_DATA,
-    dreams_folder,
-    eegmat_folder,
-    markdown,
-    random_base,
-    score,
-    t_interval,
-)
+import dev_protocol as dp  # noqa: E402  (benchmarks/ is not a package)
+import real_data as rd  # noqa: E402
 
 
 def base_model(task: Any, checkpoint: str, recipe: str = "probe") -> Any:
@@ -164,11 +155,11 @@ def run_task(task: Any, args: argparse.Namespace, log: Any) -> dict[str, Any]:
     """Return one task's table: per method the mean over draws, and paired differences to the probe."""
     t0 = time.perf_counter()
     template = base_model(task, args.checkpoint)
-    random_template = base_model(task, str(random_base(args.out / "bases" / "random-0", 0, args.checkpoint))) \
+    random_template = base_model(task, str(rd.random_base(args.out / "bases" / "random-0", 0, args.checkpoint))) \
         if args.random else None
     scores: dict[str, list[float]] = {}
     decisions: list[dict[str, Any]] = []
-    for j, folds in enumerate(draws(task, args.splits, args.seed)):
+    for j, folds in enumerate(dp.draws(task, args.splits, args.seed)):
         rows = np.concatenate([te for _, te in folds])
         probas: dict[str, np.ndarray] = {}
 
@@ -181,7 +172,7 @@ def run_task(task: Any, args: argparse.Namespace, log: Any) -> dict[str, Any]:
                 if method in out:
                     put(method, te, out[method])
             decisions.append({"draw": j, "trained": out["auto trained"], **(out.get("decision") or {})})
-            put("textbook (native rate)", te, textbook_proba(task, tr, te))
+            put("textbook (native rate)", te, dp.textbook_proba(task, tr, te))
             if random_template is not None:
                 rnd = lpft_fold(task, random_template, tr, te, args.seed + j, decide_too=False)
                 put("probe, random backbone", te, rnd["probe"])
@@ -189,20 +180,11 @@ def run_task(task: Any, args: argparse.Namespace, log: Any) -> dict[str, Any]:
             if args.finetune:
                 put("finetune (paper)", te, finetune_fold(task, args.checkpoint, tr, te, args.seed + j))
         for method, proba in probas.items():
-            scores.setdefault(method, []).append(score(task.y[rows], proba[rows], task.classes))
+            scores.setdefault(method, []).append(rd.score(task.y[rows], proba[rows], task.classes))
         log(f"{task.name} draw {j + 1}: " + "  ".join(f"{m} {v[-1]:.3f}" for m, v in scores.items())
             + f"  ({time.perf_counter() - t0:.0f} s)")
     metric = "auroc" if len(task.classes) == 2 else "kappa"
-    table = []
-    for method, values in scores.items():
-        diffs = [a - b for a, b in zip(values, scores["probe"])]
-        ci = t_interval(diffs)
-        row = {"task": task.name, "method": method, f"mean {metric} over draws": round(float(np.mean(values)), 3),
-               "draws": len(values)}
-        if method != "probe":
-            row["this minus probe"] = round(float(np.mean(diffs)), 3)
-            row["95% t-interval (draws)"] = None if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
-        table.append(row)
+    table = dp.paired_table(task.name, metric, scores, "probe", reference_first=False)
     trained = sum(bool(d["trained"]) for d in decisions)
     return {"task": task.name, "metric": metric, "table": table, "scores": scores, "decisions": decisions,
             "auto_trained": f"{trained} of {len(decisions)} outer folds",
@@ -210,50 +192,14 @@ def run_task(task: Any, args: argparse.Namespace, log: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding eegmat/ and dreams-spindles/")
-    parser.add_argument("--out", type=Path, default=Path("runs/lpft-ablation"))
-    parser.add_argument("--tasks", default="eegmat-temporal,eegmat-ear,eegmat-frontal,dreams,sim-ear")
-    parser.add_argument("--splits", type=int, default=3, help="repeated grouped draws per task")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
+    parser = dp.protocol_parser(__doc__.split("\n")[0], out=Path("runs/lpft-ablation"), splits=3)
     parser.add_argument("--random", action="store_true", help="also the random-backbone control")
     parser.add_argument("--finetune", action="store_true", help="also the paper's finetune recipe (slow)")
-    parser.add_argument("--checkpoint", default=CHECKPOINT, help="base checkpoint (name or folder)")
+    parser.add_argument("--checkpoint", default=rd.CHECKPOINT, help="base checkpoint (name or folder)")
     args = parser.parse_args(argv)
-    if not (args.data / "eegmat").is_dir() or not (args.data / "dreams-spindles").is_dir():
-        print(f"lpft_ablation: no real recordings under {args.data} (eegmat/, dreams-spindles/); skipped")
+    if dp.no_real_data(args.data, "lpft_ablation"):
         return 0
-    import torch
-
-    from machine import machine_line
-
-    torch.set_num_threads(args.threads)
-    args.out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    results = []
-    for name in args.tasks.split(","):
-        if name.startswith("eegmat"):
-            folder = eegmat_folder(args.data / "eegmat", args.out / "data-eegmat", h_freq=45.0)
-        elif name == "dreams":
-            folder = dreams_folder(args.data / "dreams-spindles", args.out / "data-dreams")
-        else:
-            folder = sim_folder(args.out / "data-sim-ear")
-        results.append(run_task(load_task(name, folder), args, print))
-        (args.out / f"{name}.json").write_text(json.dumps(results[-1], indent=2, default=str))
-        print(markdown(results[-1]["table"]))
-        print(f"auto trained the adapter in {results[-1]['auto_trained']}")
-    report = {"machine": machine_line(torch.get_num_threads()),
-              "command": " ".join(["benchmarks/lpft_ablation.py", *(argv if argv is not None else sys.argv[1:])]),
-              "seconds": round(time.perf_counter() - start, 1), "results": results}
-    (args.out / "lpft_ablation.json").write_text(json.dumps(report, indent=2, default=str))
-    text = []
-    for r in results:
-        text += [f"## {r['task']} ({r['metric']}); auto trained the adapter in {r['auto_trained']}", "",
-                 markdown(r["table"]), ""]
-    (args.out / "lpft_ablation.md").write_text("\n".join(text))
-    print(f"done in {report['seconds']} s; {args.out / 'lpft_ablation.md'}")
-    return 0
+    return dp.run_tasks(args, "lpft_ablation", argv, lambda task: run_task(task, args, print), note="auto_trained")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,13 @@ def _model(seed: int = 0):
                             recipe="auto", n_channels=2)
 
 
+def _probed() -> tuple:
+    """Return windows, labels, subjects, metadata, a model whose probe is fitted on every row, and the probe."""
+    x, y, subjects = _windows(12, 4)
+    meta, model = _meta(2), _model()
+    return x, y, subjects, meta, model, fit_probe(model, x, y, meta, ["rest", "task"], np.arange(len(y)), subjects)
+
+
 def test_step_budget_grows_with_the_data_within_bounds() -> None:
     assert step_budget(10, 64) == MIN_STEPS
     assert step_budget(64 * 30, 64) == 120
@@ -73,11 +80,7 @@ def test_l2sp_keeps_trained_tensors_nearer_their_start() -> None:
 
 
 def test_lpft_starts_from_the_probe_read_out_and_trains_the_adapter() -> None:
-    x, y, subjects = _windows(12, 4)
-    meta = _meta(2)
-    model = _model()
-    rows = np.arange(len(y))
-    probe = fit_probe(model, x, y, meta, ["rest", "task"], rows, subjects)
+    x, y, subjects, meta, model, probe = _probed()
     assert probe.lpft_start is not None and probe.lpft_start.backbone_weight > 0  # it reads the backbone
     assert probe.features is not None
     fit_head(model.head, probe.features, y, probe.lpft_start, 2, recordings=None, seed=0)
@@ -91,11 +94,8 @@ def test_lpft_starts_from_the_probe_read_out_and_trains_the_adapter() -> None:
 
 
 def test_decide_scores_lpft_against_the_probe_on_paired_folds_and_leaves_the_model() -> None:
-    x, y, subjects = _windows(12, 4)
-    meta = _meta(2)
-    model = _model()
+    x, y, subjects, meta, model, probe = _probed()
     rows = np.arange(len(y))
-    probe = fit_probe(model, x, y, meta, ["rest", "task"], rows, subjects)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     decision = decide(model, x, y, meta, ["rest", "task"], rows, subjects, chosen=probe.choice,
                       start=probe.lpft_start, plain=probe.features, recordings=None,
