@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from passport_kit.montage.registry import HOME_ENV
     from passport_kit.signals.simulator import simulate_dataset
-    from passport_kit.training.adapt import adapt
+    from passport_kit.onboard.adapt import adapt
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--hours", default="8", help="night lengths, comma-separated (e.g. 1,8)")

@@ -21,8 +21,8 @@ Methods, on exactly the same folds:
 
 - ``default``: the probe recipe as ``adapt`` runs it, at the feature level: the product's
   model (pretrained base, contact policy, spectral block) computes the read-out inputs once,
-  then per fold :func:`passport_kit.training.probe.select_read_out` (the product's grid and
-  one-standard-error rule) and :func:`~passport_kit.training.probe.fit_read_out` on the
+  then per fold :func:`passport_kit.onboard.probe.select_read_out` (the product's grid and
+  one-standard-error rule) and :func:`~passport_kit.onboard.probe.fit_read_out` on the
   training subjects, scored on the test subjects through ``read_out_inputs`` as the head does
   (``benchmarks/real_data.py`` runs ``adapt`` -> ``predict`` end to end on one LOSO).
 - ``random backbone i``: the same on a randomly initialised backbone of the same architecture.
@@ -253,8 +253,8 @@ def load_task(name: str, folder: Path) -> Task:
     from passport_kit.checkpoint import find_checkpoint
     from passport_kit.montage import Montage
     from passport_kit.montage.registry import get_montage as load_montage
-    from passport_kit.training.options import RecipeOptions
-    from passport_kit.training.run import prepare_run
+    from passport_kit.onboard.recipe import RecipeOptions
+    from passport_kit.onboard.run import prepare_run
 
     montage = MONTAGES[name]
     mont = Montage.from_yaml(montage) if isinstance(montage, Path) else load_montage(montage)
@@ -277,8 +277,8 @@ def product_features(task: Task, checkpoint: str, legacy: bool = False,
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.engine.forward import read_out_features
     from passport_kit.model.spectral import carried_bands
-    from passport_kit.training.probe import POOLINGS, plain_features
-    from passport_kit.training.run import PROBE_LAYER, build_classifier
+    from passport_kit.onboard.probe import POOLINGS, plain_features
+    from passport_kit.onboard.run import PROBE_LAYER, build_classifier
 
     run = task.run
     with warnings.catch_warnings():
@@ -298,7 +298,7 @@ def product_features(task: Task, checkpoint: str, legacy: bool = False,
 
 def draws(task: Task, n: int, seed: int) -> list[list[tuple[np.ndarray, np.ndarray]]]:
     """Return ``n`` draws of grouped outer folds over the usable windows ``(train rows, test rows)``."""
-    from passport_kit.training.probe import repeated_group_folds
+    from passport_kit.onboard.probe import repeated_group_folds
 
     rows = np.flatnonzero(task.keep)
     k = FOLDS[task.name]
@@ -309,7 +309,7 @@ def draws(task: Task, n: int, seed: int) -> list[list[tuple[np.ndarray, np.ndarr
 
 def selection(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarray, **select: Any) -> Any:
     """Return the product's inner-CV selection on ``train`` rows (sleep: the product's contexts and scalings)."""
-    from passport_kit.training.probe import CONTEXTS, select_read_out
+    from passport_kit.onboard.probe import CONTEXTS, select_read_out
 
     sleep = len(task.classes) > 2
     options = {"contexts": CONTEXTS if sleep else (0,), "scalings": ("none", "recording") if sleep else ("none",)}
@@ -324,7 +324,7 @@ def fitted_proba(task: Task, plain: dict[str, np.ndarray], d: int, train: np.nda
     import torch
 
     from passport_kit.model.heads import read_out_inputs
-    from passport_kit.training.probe import fit_read_out
+    from passport_kit.onboard.probe import fit_read_out
 
     sub = {p: v[train] for p, v in plain.items()}
     lr, standardise = fit_read_out(sub, task.y[train], choice, len(task.classes), d_model=d,
@@ -376,7 +376,7 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
              with_old: bool = False, with_yasa: bool = True, checkpoint: str = CHECKPOINT,
              probe_layer: int | None = None) -> dict[str, Any]:
     """Return the table of one task: per method the mean over draws, and paired differences to the default."""
-    from passport_kit.training.probe import FALLBACK, ReadOutChoice, choose
+    from passport_kit.onboard.probe import FALLBACK, ReadOutChoice, choose
 
     t0 = time.perf_counter()
     plain, d = product_features(task, checkpoint, probe_layer=probe_layer)

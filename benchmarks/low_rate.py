@@ -62,7 +62,7 @@ def main() -> int:
 
     from passport_kit.errors import PassportWarning
     from passport_kit.signals import simulate_dataset
-    from passport_kit.training.evaluate import evaluate
+    from passport_kit.onboard.evaluate import evaluate
 
     warnings.simplefilter("ignore", PassportWarning)  # the lowered band is the point here
     rates = [float(r) for r in args.rates.split(",")]

@@ -7,7 +7,7 @@ subjects and scored on the held-out ones:
 
 - ``probe``: the probe recipe (``fit_probe``: inner-CV read-out of band power and frozen features);
 - ``LP-FT (forced)``: the mixture adapter and read-out trained from the probe's LP-FT start for the
-  whole step budget (``passport_kit.training.lpft``), whatever the inner cross-validation says;
+  whole step budget (``passport_kit.onboard.lpft``), whatever the inner cross-validation says;
 - ``auto``: the default recipe: the probe, then LP-FT only when its inner cross-validation says so
   (gain over the probe > 1 standard error; how often it did is reported); ``auto, rule gain > 0`` and
   ``auto, rule gain > 2 SE``: the same decision with another margin (the rule's ablation);
@@ -49,7 +49,7 @@ def base_model(task: Any, checkpoint: str, recipe: str = "probe") -> Any:
     """Return the product's classifier for ``task`` over ``checkpoint`` (adapter policy), as ``adapt`` builds it."""
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.model.spectral import carried_bands
-    from passport_kit.training.run import build_classifier
+    from passport_kit.onboard.run import build_classifier
 
     run = task.run
     with warnings.catch_warnings():
@@ -72,9 +72,9 @@ def proba_of(model: Any, task: Any, rows: np.ndarray) -> np.ndarray:
 def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, seed: int, *, decide_too: bool
               ) -> dict[str, Any]:
     """Return the probe's, forced LP-FT's and (``decide_too``) auto's test probabilities of one outer fold."""
-    from passport_kit.training.finetune import fit
-    from passport_kit.training.lpft import decide, lpft_settings, step_budget
-    from passport_kit.training.probe import CONTEXTS, fit_head, fit_probe
+    from passport_kit.onboard.finetune import fit
+    from passport_kit.onboard.lpft import decide, lpft_settings, step_budget
+    from passport_kit.onboard.probe import CONTEXTS, fit_head, fit_probe
 
     run, w = task.run, task.run.windows
     sleep = len(task.classes) > 2
@@ -130,10 +130,10 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
 
 def finetune_fold(task: Any, checkpoint: str, train: np.ndarray, test: np.ndarray, seed: int) -> np.ndarray:
     """Return the paper's finetune recipe's test probabilities (validation share of the training subjects)."""
-    from passport_kit.training.options import RecipeOptions
-    from passport_kit.training.splits import SubjectSplit, with_validation
+    from passport_kit.onboard.recipe import RecipeOptions
+    from passport_kit.onboard.splits import SubjectSplit, with_validation
 
-    from passport_kit.training.run import train_once
+    from passport_kit.onboard.run import train_once
     from passport_kit.checkpoint import load_base_checkpoint
 
     w = task.run.windows

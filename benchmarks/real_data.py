@@ -230,7 +230,7 @@ def spectral_probe_proba(x: np.ndarray, y: np.ndarray, groups: np.ndarray, train
 
     from passport_kit.model.heads import ProbeHead
     from passport_kit.model.spectral import carried_bands
-    from passport_kit.training import probe as probe_mod
+    from passport_kit.onboard import probe as probe_mod
 
     class SpectralOnly(nn.Module):
         """The probe head with a backbone block of width 0: its read-out sees the band powers only."""
@@ -325,7 +325,7 @@ def run_task(name: str, data: Path, montage_path: Path, out: Path, *, random_see
     from passport_kit.montage import Montage
     from passport_kit.signals import load_dataset
     from passport_kit.signals.dataset_spec import load_dataset_spec
-    from passport_kit.training.adapt import dataset_preprocess, usable_windows
+    from passport_kit.onboard.adapt import dataset_preprocess, usable_windows
 
     montage = Montage.from_yaml(montage_path)
     with warnings.catch_warnings():

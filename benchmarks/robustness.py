@@ -8,7 +8,7 @@ costing anything on clean subjects:
   some subjects have poor-contact channels (``--bad-channels``: ``noise`` or ``drift``; ``flat``
   channels are dropped by the data layer anyway, so they test nothing here);
 - protocol: leave-one-subject-out, the paper's fine-tuning recipe
-  (:func:`passport_kit.training.finetune.fit`, ``adapter`` policy, a fixed step budget, the
+  (:func:`passport_kit.onboard.finetune.fit`, ``adapter`` policy, a fixed step budget, the
   best of 4 validation points kept, per-window instance normalisation as the paper does for
   EESM17), one run per fold and training variant;
 - training variants: ``acpe`` (the shipped ACPE checkpoint), ``mlp`` (the shipped Device Passport
@@ -126,11 +126,11 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
 
     from passport_kit.engine.forward import predict_proba
     from passport_kit.model import ChannelMeta
-    from passport_kit.training.adapt import build_classifier, usable_windows
-    from passport_kit.training.finetune import FinetuneSettings, fit
-    from passport_kit.training.metrics import classification_metrics
+    from passport_kit.onboard.adapt import build_classifier, usable_windows
+    from passport_kit.onboard.finetune import FinetuneSettings, fit
+    from passport_kit.onboard.metrics import classification_metrics
     from passport_kit.runtime import resolve_device, seed_everything
-    from passport_kit.training.splits import SubjectSplit, with_validation
+    from passport_kit.onboard.splits import SubjectSplit, with_validation
 
     key, corrupt, gate, masked_training, distrusted, uncorrelated = VARIANTS[variant]
     backbone, windows, masks, lonely = loaded[key]
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.montage import get_montage
     from passport_kit.signals import load_dataset
-    from passport_kit.training.run import dataset_channel_masks, dataset_preprocess
+    from passport_kit.onboard.run import dataset_channel_masks, dataset_preprocess
 
     args = parse_args(argv)
     args.bad_list = bad_subjects(args.bad_channels)

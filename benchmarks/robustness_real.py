@@ -18,7 +18,7 @@ T3 T4 T5 T6 + bipolar A2-A1, low-pass 30 Hz, the shipped ``passport-small-acpe``
    share of injected channel-windows scoring below ``--mask-threshold`` (detection rate) and
    the share of the other channel-windows that do (false positives), on the faulted copy and on
    the original recordings.
-3. **LOSO** with :func:`passport_kit.training.evaluate.evaluate` per variant: on the faulted
+3. **LOSO** with :func:`passport_kit.onboard.evaluate.evaluate` per variant: on the faulted
    copy ``acpe`` and ``mlp`` (the paper's recipe) and ``acpe+masked``, ``mlp+masked``
    (``channel_dropout`` = ``--drop-prob``, ``mask_bad_channels`` = ``--mask-threshold``: low
    quality channel-windows replaced by the mask token in training and at test time); on the

@@ -7,7 +7,7 @@ their data and their question; what they share lives here, once:
   ``run.json`` record of a run (command, machine line, wall time);
 - simulating a dataset once per output folder, pretraining a grid of small checkpoints with
   :func:`passport_kit.pretrain.run.pretrain` and fine-tuning/scoring them with
-  :func:`passport_kit.training.evaluate.evaluate` (both resumable: a finished piece is skipped
+  :func:`passport_kit.onboard.evaluate.evaluate` (both resumable: a finished piece is skipped
   when the command is run again with the same ``--out``);
 - summaries of evaluate's per-subject rows (mean ± SD over seeds, per-subject tables,
   differences to a reference method) and the two figure kinds (metric vs training subjects with
@@ -280,12 +280,12 @@ def evaluate_grid(checkpoints: dict[str, Path | str], runs: dict[str, PretrainRu
     """Return evaluate's rows for every checkpoint, tagged with layout, kind and pretraining seed.
 
     ``checkpoints`` and ``runs`` share their keys (checkpoint names); a checkpoint is a folder or
-    a shipped name. One :func:`~passport_kit.training.evaluate.evaluate` call per checkpoint
+    a shipped name. One :func:`~passport_kit.onboard.evaluate.evaluate` call per checkpoint
     writes into ``out/finetune/<name>/``; a folder whose ``summary.json`` was written with the
     same recipe (seeds, steps, sweep, ...) is read back instead of rerun; with another recipe
     (e.g. ``--seeds 1x2`` after ``1x1``) it is run again.
     """
-    from passport_kit.training.evaluate import evaluate
+    from passport_kit.onboard.evaluate import evaluate
 
     # The layout-transfer experiments compare channel embeddings under the paper's recipe: no
     # distrusted or uncorrelated-masked channels unless a caller asks (robustness_real does, per variant).

@@ -97,9 +97,9 @@ def baseline_rows(windows: Any, *, seeds: int, validation_fraction: float) -> li
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from passport_kit.training.adapt import usable_windows
-    from passport_kit.training.metrics import classification_metrics
-    from passport_kit.training.splits import loso_folds, with_validation
+    from passport_kit.onboard.adapt import usable_windows
+    from passport_kit.onboard.metrics import classification_metrics
+    from passport_kit.onboard.splits import loso_folds, with_validation
 
     keep = usable_windows(windows)
     features = band_power_features(windows.x)
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.montage import resolve_montage
     from passport_kit.signals import load_dataset
-    from passport_kit.training.adapt import dataset_preprocess
+    from passport_kit.onboard.adapt import dataset_preprocess
 
     data = write_dataset_yaml(args.data, out / "data")
     names = tuple(args.checkpoint or CHECKPOINTS)

@@ -14,10 +14,10 @@ from passport_kit.errors import PassportError  # noqa: F401  (re-exported)
 
 # Onboarding API, imported lazily so that `import passport_kit` stays light (no torch).
 _LAZY = {
-    "adapt": "passport_kit.training.adapt",
-    "evaluate": "passport_kit.training.evaluate",
+    "adapt": "passport_kit.onboard.adapt",
+    "evaluate": "passport_kit.onboard.evaluate",
     "predict": "passport_kit.inference.predict",
-    "check": "passport_kit.training.check",
+    "check": "passport_kit.onboard.check",
     "Hypnogram": "passport_kit.inference.hypnogram",
 }
 

@@ -176,7 +176,7 @@ def main() -> None:
     interrupted = work / "interrupted"
 
     def interrupt() -> list[str]:
-        from passport_kit.training.adapt import adapt as run_adapt
+        from passport_kit.onboard.adapt import adapt as run_adapt
 
         def stop(step: int, total: int, info: dict) -> None:
             if step == 5:

@@ -95,7 +95,7 @@ def test_data_inspect_json(tmp_path: Path) -> None:
 
 
 def test_the_cli_starts_without_torch() -> None:
-    # adapt/evaluate's options come from training.options.RecipeOptions at startup: it must stay torch-free.
+    # adapt/evaluate's options come from onboard.recipe.RecipeOptions at startup: it must stay torch-free.
     import subprocess
     import sys
 

@@ -20,7 +20,7 @@ def test_notch_zero_is_refused(value: str) -> None:
 
 
 def test_check_batch_size_0_is_one_line() -> None:
-    from passport_kit.training.check import check
+    from passport_kit.onboard.check import check
 
     with pytest.raises(ConfigError, match="batch_size \\(--batch-size\\) must be at least 1"):
         check("tuh-standard", ".", batch_size=0)

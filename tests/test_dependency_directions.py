@@ -38,31 +38,32 @@ def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE)
 
 
 @pytest.mark.parametrize(("folder", "forbidden"), [
-    ("inference", ("passport_kit.training", "passport_kit.pretrain")),  # prediction imports neither training room
-    ("pretrain", ("passport_kit.training",)),  # pretraining never imports onboarding
-    ("training", ("passport_kit.pretrain",)),  # onboarding never imports pretraining
-    ("engine", ("passport_kit.training", "passport_kit.pretrain", "passport_kit.inference",
+    ("inference", ("passport_kit.onboard", "passport_kit.pretrain")),  # prediction imports neither training room
+    ("pretrain", ("passport_kit.onboard",)),  # pretraining never imports onboarding
+    ("onboard", ("passport_kit.pretrain", "passport_kit.cli")),  # onboarding never imports pretraining (or the CLI)
+    ("engine", ("passport_kit.onboard", "passport_kit.pretrain", "passport_kit.inference",
                 "passport_kit.cli")),  # the floor under all three
     ("model", ("passport_kit.montage", "passport_kit.signals")),  # positions and quality arrive as tensors
     ("signals/simulator", ("passport_kit.inference",)),  # stage names live in signals.labels
-    ("runtime.py", ("passport_kit.training", "passport_kit.inference", "passport_kit.model", "passport_kit.signals",
+    ("runtime.py", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.model", "passport_kit.signals",
                     "passport_kit.montage", "passport_kit.checkpoint", "passport_kit.cli")),  # the ground floor
-    ("contacts.py", ("passport_kit.training", "passport_kit.inference", "passport_kit.model", "passport_kit.signals",
+    ("contacts.py", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.model", "passport_kit.signals",
                      "passport_kit.montage", "passport_kit.checkpoint", "passport_kit.cli")),  # the CLI builds options
-    ("embedding_kinds.py", ("torch", "passport_kit.model", "passport_kit.checkpoint", "passport_kit.training",
+    ("embedding_kinds.py", ("torch", "passport_kit.model", "passport_kit.checkpoint", "passport_kit.onboard",
                             "passport_kit.inference", "passport_kit.cli")),  # the CLI's help lists the kinds, torch-free
 ])
 def test_dependency_direction(folder: str, forbidden: tuple[str, ...]) -> None:
+    assert (PACKAGE / folder).exists(), f"{folder} moved: update this test, or it guards nothing"
     assert violations(folder, forbidden) == []
 
 
 def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:
     folder = tmp_path / "passport_kit" / "inference"
     folder.mkdir(parents=True)
-    (folder / "a.py").write_text("def f():\n    from passport_kit.training.adapt import adapt\n")
-    (folder / "b.py").write_text("from ..training import finetune\n")
-    assert violations("inference", ("passport_kit.training",), tmp_path / "passport_kit") == [
-        "passport_kit/inference/a.py: passport_kit.training.adapt",
-        "passport_kit/inference/a.py: passport_kit.training.adapt.adapt",
-        "passport_kit/inference/b.py: passport_kit.training",
-        "passport_kit/inference/b.py: passport_kit.training.finetune"]
+    (folder / "a.py").write_text("def f():\n    from passport_kit.onboard.adapt import adapt\n")
+    (folder / "b.py").write_text("from ..onboard import finetune\n")
+    assert violations("inference", ("passport_kit.onboard",), tmp_path / "passport_kit") == [
+        "passport_kit/inference/a.py: passport_kit.onboard.adapt",
+        "passport_kit/inference/a.py: passport_kit.onboard.adapt.adapt",
+        "passport_kit/inference/b.py: passport_kit.onboard",
+        "passport_kit/inference/b.py: passport_kit.onboard.finetune"]

@@ -1,7 +1,7 @@
 """CLI of device onboarding: ``adapt``, ``evaluate``, ``predict``, ``check`` and ``demo``.
 
-Each command parses its options, calls the Python API (``passport_kit.training.adapt``,
-``.evaluate``, ``passport_kit.inference.predict``, ``passport_kit.training.check``,
+Each command parses its options, calls the Python API (``passport_kit.onboard.adapt``,
+``.evaluate``, ``passport_kit.inference.predict``, ``passport_kit.onboard.check``,
 ``passport_kit.demo``) and prints; no logic lives here.
 """
 
@@ -22,7 +22,7 @@ from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_
                                       OUTPUT, PROBE, SCORER, PanelledCommand, echo_json, notch_frequency,
                                       optional_float)
 from passport_kit.errors import ConfigError
-from passport_kit.training.options import FINETUNE_ONLY, RecipeOptions
+from passport_kit.onboard.recipe import FINETUNE_ONLY, RecipeOptions
 
 _RECIPE_HELP = ("auto: the probe, then the mixture adapter trained from its read-out (LP-FT) only where "
                 "cross-validation over the training subjects says it helps; probe: a linear read-out of the frozen "
@@ -98,7 +98,7 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
 
 def recipe_line(cfg: Any) -> str:
     """Return the line that names the recipe a run used and, when options chose it, which ones."""
-    from passport_kit.training.options import gradient_options_given
+    from passport_kit.onboard.recipe import gradient_options_given
 
     given = gradient_options_given(cfg) if cfg.recipe == "finetune" else []
     named = ", ".join("--" + k.replace("_", "-") for k in given)
@@ -326,8 +326,8 @@ def adapt_command(
 ) -> None:
     """Train the mixture adapter and a head on labeled data; write an adapter bundle."""
     from passport_kit.signals.quality import quality_line
-    from passport_kit.training.adapt import adapt, make_config
-    from passport_kit.training.run_file import adapt_config_from_file
+    from passport_kit.onboard.adapt import adapt, make_config
+    from passport_kit.onboard.run_file import adapt_config_from_file
 
     options = dict(montage=montage, data=data, out=out, checkpoint=checkpoint, subjects=subjects, **recipe_options,
                    h_freq=h_freq, seed=seed, resume=resume, overwrite=overwrite)
@@ -345,7 +345,7 @@ def adapt_command(
             result = adapt(cfg, progress=bar,
                            progress_quality=lambda summary: verbosity.note(quality_line(summary)))
     except KeyboardInterrupt:
-        from passport_kit.training.adapt import interrupted_note
+        from passport_kit.onboard.adapt import interrupted_note
 
         typer.echo(interrupted_note(cfg.out, cfg.montage), err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -389,7 +389,7 @@ def evaluate_command(
                                  rich_help_panel=OUTPUT),
 ) -> None:
     """Evaluate checkpoints subject-wise (LOSO or split); write tables, plots and JSON."""
-    from passport_kit.training.evaluate import evaluate
+    from passport_kit.onboard.evaluate import evaluate
 
     with _step_bar(progress, "run") as bar:
         def runs(done: int, total: int, what: str) -> None:
@@ -571,7 +571,7 @@ def check_command(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Push one real batch through every contract; print a short report before training."""
-    from passport_kit.training.check import check
+    from passport_kit.onboard.check import check
 
     report = check(montage=montage, data=data, checkpoint=checkpoint, instance_norm=instance_norm,
                    notch_freq=_notch(notch), h_freq=h_freq, batch_size=batch_size)
@@ -590,7 +590,7 @@ def demo_command(
     threads: int | None = typer.Option(None, "--threads"),
 ) -> None:
     """Simulate ear-EEG sleep, adapt the shipped checkpoint and the acpe baseline, compare with band power, predict."""
-    from passport_kit.training.demo import run_demo
+    from passport_kit.onboard.demo import run_demo
 
     run_demo(out=out, n_subjects=subjects, hours=hours, threads=threads, echo=typer.echo)
 

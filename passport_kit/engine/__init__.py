@@ -5,6 +5,6 @@
 - :mod:`~passport_kit.engine.corruption`: synthetic channel faults and channel dropout for training.
 - :mod:`~passport_kit.engine.state`: resumable training state (model, optimiser, random generators).
 
-It imports none of :mod:`passport_kit.pretrain`, :mod:`passport_kit.training` (onboarding) and
+It imports none of :mod:`passport_kit.pretrain`, :mod:`passport_kit.onboard` (onboarding) and
 :mod:`passport_kit.inference` (prediction).
 """

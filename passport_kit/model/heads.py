@@ -135,7 +135,7 @@ class ProbeHead(nn.Module):
     ``[backbone features pooled over channels and patches (D, or 2 D with pooling "meanstd"),
     log10 power in SPECTRAL_BANDS of every channel (C · 6)]``; one linear layer maps it to
     logits. It is fitted as a regularised logistic regression on frozen features
-    (:mod:`passport_kit.training.probe`), whose standardisation is folded into the weights, so
+    (:mod:`passport_kit.onboard.probe`), whose standardisation is folded into the weights, so
     the bundle holds only ``linear.weight`` and ``linear.bias``.
 
     ``layer``: the backbone features are those after the first ``layer`` criss-cross layers

@@ -8,6 +8,6 @@
 - :mod:`~passport_kit.pretrain.upcycle`: an expert bank grown around a frozen imported backbone.
 - :mod:`~passport_kit.pretrain.distributed`: several processes (``torchrun``), rank 0 writes.
 
-Pretraining never imports onboarding (:mod:`passport_kit.training`); what both use (training state,
+Pretraining never imports onboarding (:mod:`passport_kit.onboard`); what both use (training state,
 input corruption, the forward pass) lives in :mod:`passport_kit.engine`.
 """

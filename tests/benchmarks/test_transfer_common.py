@@ -219,7 +219,7 @@ def test_transfer_benchmarks_keep_the_paper_recipe(monkeypatch: pytest.MonkeyPat
         seen.update(options)
         return SimpleNamespace(rows=[])
 
-    monkeypatch.setattr("passport_kit.training.evaluate.evaluate", fake_evaluate)
+    monkeypatch.setattr("passport_kit.onboard.evaluate.evaluate", fake_evaluate)
     tc.evaluate_grid({"a": "tiny-mlp"}, {"a": tc.PretrainRun("standard", "mlp", 0)}, tmp_path, seeds=1)
     assert seen["distrust_bad_channels"] is None
     tc.evaluate_grid({"b": "tiny-mlp"}, {"b": tc.PretrainRun("standard", "mlp", 0)}, tmp_path, seeds=1,

@@ -149,7 +149,7 @@ def bundle(session_home: Path, montage_yaml: Path, dataset: Path, tmp_path_facto
     """An adapter bundle adapted (3 steps) from 'tiny-mlp' on the tiny dataset."""
     import os
 
-    from passport_kit.training.adapt import adapt
+    from passport_kit.onboard.adapt import adapt
 
     out = tmp_path_factory.mktemp("bundle") / "adapter"
     previous = os.environ.get("PASSPORT_KIT_HOME")

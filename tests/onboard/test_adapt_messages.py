@@ -45,7 +45,7 @@ def test_a_resumed_run_says_from_which_step(capsys: pytest.CaptureFixture[str]) 
                                                  (False, "interrupted before the first evaluation, so nothing was "
                                                          "saved")])
 def test_interrupted_note_says_what_the_same_command_will_do(tmp_path: Path, state: bool, expected: str) -> None:
-    from passport_kit.training.adapt import STATE_FILE, interrupted_note
+    from passport_kit.onboard.adapt import STATE_FILE, interrupted_note
 
     if state:
         (tmp_path / STATE_FILE).write_bytes(b"state")
@@ -53,7 +53,7 @@ def test_interrupted_note_says_what_the_same_command_will_do(tmp_path: Path, sta
 
 
 def test_interrupted_note_finds_the_default_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from passport_kit.training.adapt import interrupted_note
+    from passport_kit.onboard.adapt import interrupted_note
 
     monkeypatch.chdir(tmp_path)
     assert "nothing was saved in runs/eesm17-ear" in interrupted_note(None, "eesm17-ear")
@@ -62,7 +62,7 @@ def test_interrupted_note_finds_the_default_folder(tmp_path: Path, monkeypatch: 
 def test_ctrl_c_before_the_first_evaluation_does_not_promise_a_resume(montage_yaml: Path, dataset: Path,
                                                                      tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    import passport_kit.training.adapt as adapt_module
+    import passport_kit.onboard.adapt as adapt_module
 
     def stopped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - adapt's signature
         raise KeyboardInterrupt

@@ -23,7 +23,7 @@ def test_the_resume_line_is_printed_without_the_progress_display(capsys: pytest.
 
 def test_resuming_with_another_learning_rate_is_refused(tmp_path: Path, montage_yaml: Path, dataset: Path,
                                                        checkpoint: str) -> None:
-    from passport_kit.training.adapt import STATE_FILE, adapt
+    from passport_kit.onboard.adapt import STATE_FILE, adapt
 
     out = tmp_path / "run"
     options = dict(montage=str(montage_yaml), data=dataset, out=out, checkpoint=checkpoint, batch_size=8,

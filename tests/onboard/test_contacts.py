@@ -9,7 +9,7 @@ from passport_kit.errors import CheckpointError, ConfigError
 
 
 def test_run_options_are_a_contact_policy_declared_once() -> None:
-    from passport_kit.training.options import RecipeOptions
+    from passport_kit.onboard.recipe import RecipeOptions
 
     assert issubclass(RecipeOptions, ContactPolicy)
     options = RecipeOptions()

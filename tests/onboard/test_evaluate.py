@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from passport_kit.errors import DataError
-from passport_kit.training.evaluate import evaluate, folds_for, make_config
+from passport_kit.onboard.evaluate import evaluate, folds_for, make_config
 
 SUBJECTS = np.array(["s01", "s02", "s03", "s04"])
 
@@ -79,7 +79,7 @@ def test_channel_id_base_gets_fresh_rows_for_unseen_channels(tmp_path: Path, mon
 def test_probe_evaluation_carries_the_band_power_reference(tmp_path: Path, montage_yaml: Path, dataset: Path,
                                                            checkpoint: str) -> None:
     """Issue 24: next to the model, the probe's band-power read-out scored on the same test windows."""
-    from passport_kit.training.evaluate import BANDPOWER
+    from passport_kit.onboard.evaluate import BANDPOWER
 
     report = evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(checkpoint,),
                       protocol="split")

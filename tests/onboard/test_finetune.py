@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from passport_kit.model import ChannelMeta, build_backbone, model_config
-from passport_kit.training.adapt import build_classifier
-from passport_kit.training.finetune import FinetuneSettings, class_weights, fit
+from passport_kit.onboard.adapt import build_classifier
+from passport_kit.onboard.finetune import FinetuneSettings, class_weights, fit
 
 C, P, N = 3, 4, 96
 

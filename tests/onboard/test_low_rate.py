@@ -102,7 +102,7 @@ def test_h_freq_comes_from_the_option_then_dataset_yaml_then_the_rate(
         simulated: Path, checkpoint: str, tmp_path: Path, yaml_h_freq: float | None, option: float | None,
         expected: float) -> None:
     from passport_kit.checkpoint import load_base_checkpoint
-    from passport_kit.training.adapt import dataset_preprocess
+    from passport_kit.onboard.adapt import dataset_preprocess
 
     data = _resampled(simulated, tmp_path / "sim100", 100.0)
     if yaml_h_freq is not None:

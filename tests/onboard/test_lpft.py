@@ -11,10 +11,10 @@ import torch
 
 from passport_kit.errors import ConfigError
 from passport_kit.model import ChannelMeta, build_backbone, model_config
-from passport_kit.training.finetune import _sequence_chunks, fit
-from passport_kit.training.lpft import MAX_STEPS, MIN_STEPS, decide, lpft_settings, step_budget
-from passport_kit.training.options import RecipeOptions
-from passport_kit.training.probe import fit_head, fit_probe
+from passport_kit.onboard.finetune import _sequence_chunks, fit
+from passport_kit.onboard.lpft import MAX_STEPS, MIN_STEPS, decide, lpft_settings, step_budget
+from passport_kit.onboard.recipe import RecipeOptions
+from passport_kit.onboard.probe import fit_head, fit_probe
 
 
 def _meta(n: int) -> ChannelMeta:
@@ -37,7 +37,7 @@ def _windows(n_per_class: int, n_subjects: int, seed: int = 0) -> tuple[np.ndarr
 
 
 def _model(seed: int = 0):
-    from passport_kit.training.run import build_classifier
+    from passport_kit.onboard.run import build_classifier
 
     torch.manual_seed(seed)
     return build_classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 2, "adapter",
@@ -122,7 +122,7 @@ def test_recipe_auto_is_the_default_and_takes_only_the_options_its_adapter_train
 def test_adapt_auto_records_the_decision_and_both_scores(montage_yaml: Path, tmp_path: Path) -> None:
     from tests.onboard.conftest import make_dataset  # noqa: PLC0415 - the shared writer of tiny data sets
 
-    from passport_kit.training.adapt import adapt
+    from passport_kit.onboard.adapt import adapt
 
     data = make_dataset(tmp_path / "data", n_subjects=4, n_epochs=12)
     result = adapt(montage=str(montage_yaml), data=data, out=tmp_path / "a", checkpoint="tiny-mlp", batch_size=8,
@@ -140,7 +140,7 @@ def test_probe_recipe_refuses_what_auto_would_take() -> None:
     with pytest.raises(ValueError, match="--recipe auto for lr"):
         RecipeOptions(recipe="probe", lr=1e-3)
     with pytest.raises(ConfigError):
-        from passport_kit.training.options import parse_options
+        from passport_kit.onboard.recipe import parse_options
 
         parse_options(RecipeOptions, "adapt", None, {"recipe": "auto", "patience": 2})
 
@@ -151,10 +151,10 @@ def test_a_bundle_whose_adapter_lpft_trained_stores_and_reloads_the_trained_adap
     the trained model's probabilities, not the base's."""
     from tests.onboard.conftest import make_dataset  # noqa: PLC0415
 
-    import passport_kit.training.run as run_module
+    import passport_kit.onboard.run as run_module
     from passport_kit.checkpoint import load_adapter_bundle, load_base_checkpoint
-    from passport_kit.training.adapt import adapt
-    from passport_kit.training.lpft import AdapterTraining
+    from passport_kit.onboard.adapt import adapt
+    from passport_kit.onboard.lpft import AdapterTraining
 
     monkeypatch.setattr(run_module, "decide", lambda *a, **k: AdapterTraining(
         trained=True, reason="forced by the test", steps=6, budget=6, folds=2, probe_score=0.5, lpft_score=0.6,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from passport_kit.errors import LabelError
-from passport_kit.training.metrics import classification_metrics
+from passport_kit.onboard.metrics import classification_metrics
 
 CLASSES = ["A", "B", "C"]
 # Reference / prediction chosen so every number is easy to work out on paper.

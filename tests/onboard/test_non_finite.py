@@ -28,7 +28,7 @@ def test_diverging_adapt_exits_2_and_writes_no_bundle(tmp_path: Path, montage_ya
 
 
 def test_first_non_finite_names_the_tensor() -> None:
-    from passport_kit.training.finetune import first_non_finite
+    from passport_kit.onboard.finetune import first_non_finite
 
     good, bad = torch.zeros(3), torch.tensor([1.0, float("nan")])
     assert first_non_finite([("a", good)]) is None

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
-from passport_kit.training.adapt import make_config, training_record
-from passport_kit.training.run_file import adapt_config_from_file
+from passport_kit.onboard.adapt import make_config, training_record
+from passport_kit.onboard.run_file import adapt_config_from_file
 
 RUN = CliRunner()
 

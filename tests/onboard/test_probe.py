@@ -15,10 +15,10 @@ from passport_kit.errors import ConfigError
 from passport_kit.model import ChannelMeta, build_backbone, model_config
 from passport_kit.model.heads import Classifier, log_band_power
 from passport_kit.model.spectral import STANDARD_BANDS
-from passport_kit.training.adapt import make_config
+from passport_kit.onboard.adapt import make_config
 from passport_kit.engine.forward import read_out_features
-from passport_kit.training.finetune import MAX_CLASS_WEIGHT, class_weights
-from passport_kit.training.probe import fit_probe
+from passport_kit.onboard.finetune import MAX_CLASS_WEIGHT, class_weights
+from passport_kit.onboard.probe import fit_probe
 
 RUN = CliRunner()
 
@@ -45,7 +45,7 @@ def _windows(n_per_class: int, n_subjects: int, *, seed: int = 0) -> tuple[np.nd
 
 
 def _probe_model(seed: int = 0) -> Classifier:
-    from passport_kit.training.run import build_classifier
+    from passport_kit.onboard.run import build_classifier
 
     torch.manual_seed(seed)
     return build_classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 2, "adapter",
@@ -121,7 +121,7 @@ def test_probe_layer_reads_the_backbone_at_that_depth() -> None:
 
 
 def test_probe_head_settings_keep_layer_and_pooling_and_old_bundles_read_every_layer() -> None:
-    from passport_kit.training.adapt import build_classifier
+    from passport_kit.onboard.adapt import build_classifier
 
     torch.manual_seed(0)
     backbone = build_backbone(model_config("cbramod-tiny", "mlp-experts"))
@@ -263,11 +263,11 @@ def test_a_bundle_from_a_base_folder_predicts_without_naming_the_base(tmp_path: 
 
 
 def test_the_torch_free_recipe_options_name_what_the_trainer_takes() -> None:
-    # training.options (read by the CLI at startup) imports no torch, so it spells these itself.
+    # onboard.recipe (read by the CLI at startup) imports no torch, so it spells these itself.
     from typing import get_args
 
     from passport_kit.model.heads import PROBE_LAYER
-    from passport_kit.training import finetune, options
+    from passport_kit.onboard import finetune, options
 
     assert options.PROBE_LAYER == PROBE_LAYER == options.RecipeOptions().probe_layer
     assert get_args(options.TrainPolicy) == get_args(finetune.TrainPolicy)
@@ -290,7 +290,7 @@ def _blocks(informative: str, n_subjects: int = 6, per: int = 30, seed: int = 0)
 
 @pytest.mark.parametrize("informative", ["spectral", "backbone"])
 def test_selection_keeps_the_backbone_block_only_when_it_carries_the_classes(informative: str) -> None:
-    from passport_kit.training.probe import select_read_out
+    from passport_kit.onboard.probe import select_read_out
 
     plain, y, subjects = _blocks(informative)
     sel = select_read_out(plain, y, subjects, ["a", "b"], d_model=8, poolings=("mean",))
@@ -302,7 +302,7 @@ def test_selection_keeps_the_backbone_block_only_when_it_carries_the_classes(inf
 
 
 def test_one_standard_error_rule_prefers_the_simpler_read_out_within_reach() -> None:
-    from passport_kit.training.probe import ReadOutChoice, Scored, choose
+    from passport_kit.onboard.probe import ReadOutChoice, Scored, choose
 
     simple = Scored(ReadOutChoice(0.1, 0.0, 0, "mean", "none"), 0.80, 0.02, None)
     rich = Scored(ReadOutChoice(0.3, 0.3, 0, "meanstd", "none"), 0.81, 0.02, None)
@@ -320,7 +320,7 @@ def test_recording_scaling_is_per_recording_and_the_head_applies_it_as_fitted() 
     assert out[:, 0].tolist() == pytest.approx([-1.0, 0.0, 1.0, -1.0, 0.0, 1.0])
     assert torch.equal(read_out_inputs(z, 0, "none"), z)
     # A head with scaling reads a batch as one recording: scoring two recordings apart = scoring them with groups.
-    from passport_kit.training.run import build_classifier
+    from passport_kit.onboard.run import build_classifier
 
     torch.manual_seed(0)
     model = build_classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 2, "adapter",
@@ -341,7 +341,7 @@ def test_recording_scaling_is_per_recording_and_the_head_applies_it_as_fitted() 
 def test_per_recording_scaling_is_offered_only_where_labels_vary_within_a_recording() -> None:
     from types import SimpleNamespace
 
-    from passport_kit.training.run import labels_vary_within_recordings
+    from passport_kit.onboard.run import labels_vary_within_recordings
 
     eegmat_like = SimpleNamespace(y=np.array([0, 0, 1, 1]), recording=np.array(["r", "r", "a", "a"]))
     night = SimpleNamespace(y=np.array([0, 1, 2, 1]), recording=np.array(["n", "n", "n", "n"]))

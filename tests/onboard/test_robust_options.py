@@ -197,7 +197,7 @@ def test_cli_defaults_are_the_recipe_defaults(command: str) -> None:
     import typer
 
     from passport_kit.cli import onboard
-    from passport_kit.training.adapt import DEFAULT_UNCORRELATED, RecipeOptions
+    from passport_kit.onboard.adapt import DEFAULT_UNCORRELATED, RecipeOptions
 
     params = {p.name: p for p in typer.main.get_command(app).commands[command].params}  # type: ignore[attr-defined]
     generated = [key for key in onboard._RECIPE_PANELS if key in params]

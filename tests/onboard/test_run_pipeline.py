@@ -13,7 +13,7 @@ from conftest import make_dataset
 @pytest.mark.parametrize("recipe", [{}, {"max_steps": 2, "batch_size": 8}], ids=["probe", "finetune"])
 def test_adapt_reads_each_recording_once(tmp_path: Path, montage_yaml: Path, checkpoint: str, reads: Counter,
                                          recipe: dict) -> None:
-    from passport_kit.training.adapt import adapt
+    from passport_kit.onboard.adapt import adapt
 
     data = make_dataset(tmp_path / "data", n_subjects=3, n_epochs=6)
     recordings = {f"s{i:02d}.edf" for i in (1, 2, 3)}
@@ -30,7 +30,7 @@ def test_adapt_reads_each_recording_once(tmp_path: Path, montage_yaml: Path, che
 
 def test_evaluate_reads_each_recording_once_for_two_checkpoints_of_one_contract(
         tmp_path: Path, montage_yaml: Path, reads: Counter) -> None:
-    from passport_kit.training.evaluate import evaluate
+    from passport_kit.onboard.evaluate import evaluate
 
     data = make_dataset(tmp_path / "data", n_subjects=3, n_epochs=6)
     evaluate(montage=str(montage_yaml), data=data, out=tmp_path / "eval", checkpoints=("tiny-mlp", "tiny-acpe"),
@@ -39,7 +39,7 @@ def test_evaluate_reads_each_recording_once_for_two_checkpoints_of_one_contract(
 
 
 def test_check_reads_each_recording_once(tmp_path: Path, montage_yaml: Path, checkpoint: str, reads: Counter) -> None:
-    from passport_kit.training.check import check
+    from passport_kit.onboard.check import check
 
     data = make_dataset(tmp_path / "data", n_subjects=3, n_epochs=6)
     check(str(montage_yaml), data, checkpoint)
@@ -52,7 +52,7 @@ def test_adapt_adds_channel_id_rows_for_unseen_channels(tmp_path: Path, montage_
     # never seen the montage's channels gets rows for them, and predict finds them in the bundle.
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.inference.predict import predict
-    from passport_kit.training.adapt import adapt
+    from passport_kit.onboard.adapt import adapt
 
     name = make_tiny_checkpoint("tiny-channel-id", "channel-id")
 
@@ -75,7 +75,7 @@ def test_channel_id_bundle_predicts_what_adapt_fitted(tmp_path: Path, montage_ya
 
     import passport_kit.checkpoint as checkpoint
     import passport_kit.inference.predict as predicting
-    from passport_kit.training.adapt import adapt
+    from passport_kit.onboard.adapt import adapt
 
     fitted = {}
     save = checkpoint.save_adapter_bundle

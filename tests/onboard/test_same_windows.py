@@ -12,8 +12,8 @@ import pytest
 def test_adapt_and_predict_give_the_model_the_same_windows(montage_yaml: Path, dataset: Path, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch, instance_norm: bool) -> None:
     import passport_kit.inference.predict as predict_module
-    import passport_kit.training.run as run_module
-    from passport_kit.training.adapt import adapt
+    import passport_kit.onboard.run as run_module
+    from passport_kit.onboard.adapt import adapt
 
     trained: list = []
     load_dataset = run_module.load_dataset

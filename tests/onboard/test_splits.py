@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from passport_kit.errors import ConfigError, DataError
-from passport_kit.training.splits import (
+from passport_kit.onboard.splits import (
     fixed_split,
     loso_folds,
     subsample_training,

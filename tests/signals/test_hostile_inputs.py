@@ -74,7 +74,7 @@ def test_a_deep_dataset_yaml_is_one_data_error(tmp_path: Path) -> None:
 
 
 def test_a_deep_run_file_is_one_config_error(tmp_path: Path) -> None:
-    from passport_kit.training.run_file import read_run_file
+    from passport_kit.onboard.run_file import read_run_file
 
     (tmp_path / "run.yaml").write_text("montage: " + DEEP + "\n")
     with pytest.raises(ConfigError, match="nested more than"):

@@ -40,14 +40,14 @@ from passport_kit.errors import DataError
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.engine.forward import read_out_features
 from passport_kit.model.heads import PROBE_POOLINGS, pooled_width, read_out_inputs
-from passport_kit.training.finetune import (
+from passport_kit.onboard.finetune import (
     MAX_CLASS_WEIGHT,
     class_weights,
     near_chance,
     selection_metric,
     selection_score,
 )
-from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
+from passport_kit.onboard.metrics import ClassificationMetrics, classification_metrics
 
 #: Grid of the inner cross-validation: inverse L2 strength and the encoder block's scale. Weight 0 turns the
 #: encoder block off: the read-out is then the textbook band-power classifier (with the chosen context and

@@ -38,11 +38,11 @@ from passport_kit.signals.dataset_spec import DatasetSpec, load_dataset_spec
 from passport_kit.signals.quality import ChannelQuality, quality_summary, windowset_quality
 from passport_kit.signals.recording import KEEP, fit_preprocessing
 from passport_kit.signals.windows import FLAG_FLAT, FLAG_NAN
-from passport_kit.training.finetune import FitResult, fit, near_chance, selection_metric
-from passport_kit.training.lpft import AdapterTraining, decide, lpft_settings, not_tried, step_budget
-from passport_kit.training.options import ProgressFn, Recipe, RecipeOptions
-from passport_kit.training.probe import CONTEXTS, POOLINGS, class_warnings, fit_head, fit_probe, probe_summary
-from passport_kit.training.splits import unique_subjects
+from passport_kit.onboard.finetune import FitResult, fit, near_chance, selection_metric
+from passport_kit.onboard.lpft import AdapterTraining, decide, lpft_settings, not_tried, step_budget
+from passport_kit.onboard.recipe import ProgressFn, Recipe, RecipeOptions
+from passport_kit.onboard.probe import CONTEXTS, POOLINGS, class_warnings, fit_head, fit_probe, probe_summary
+from passport_kit.onboard.splits import unique_subjects
 
 
 @dataclass
@@ -195,8 +195,8 @@ def train_classifier(
 
     The one training step of ``adapt`` and ``evaluate``. ``probe``: the head is fitted on the
     training and validation rows together, selecting by cross-validation over their subjects
-    (:func:`~passport_kit.training.probe.fit_probe`); ``finetune``: gradient steps on the
-    training rows, selection on the validation rows (:func:`~passport_kit.training.finetune.fit`).
+    (:func:`~passport_kit.onboard.probe.fit_probe`); ``finetune``: gradient steps on the
+    training rows, selection on the validation rows (:func:`~passport_kit.onboard.finetune.fit`).
     The band-power head is the probe's read-out of band power alone (None for finetune), the reference
     ``evaluate`` scores.
     """
@@ -247,7 +247,7 @@ def adapter_training(cfg: RecipeOptions, model: Any, windows: Any, meta: Any, ro
                      seed: int, device: Any, precision: Any, channel_mask: np.ndarray | None = None,
                      distrust: np.ndarray | None = None, state_path: Path | None = None,
                      run_config: dict[str, Any] | None = None, progress: ProgressFn | None = None) -> AdapterTraining:
-    """Return the ``auto`` recipe's decision on LP-FT after ``probe`` (:mod:`passport_kit.training.lpft`); when it
+    """Return the ``auto`` recipe's decision on LP-FT after ``probe`` (:mod:`passport_kit.onboard.lpft`); when it
     says adapter training helps, train ``model``'s adapter and read-out from the LP-FT start on ``rows``.
 
     ``--lr``, ``--head-lr`` and ``--max-steps`` act on this stage (its rates and step budget)."""

@@ -49,7 +49,7 @@ from passport_kit.errors import DataError, TrainingError
 from passport_kit.engine.forward import gate_meta, predict_proba
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.engine.corruption import corrupt_windows, drop_channels
-from passport_kit.training.metrics import ClassificationMetrics, classification_metrics
+from passport_kit.onboard.metrics import ClassificationMetrics, classification_metrics
 from passport_kit.runtime import Precision, autocast, step_seed
 from passport_kit.engine.state import TrainingState, load_training_state, save_training_state
 
@@ -262,7 +262,7 @@ def fit(
     sequence : np.ndarray, shape (N,), optional
         The recording of every row: each batch is then a run of consecutive windows of one recording
         (chunks of ``batch_size``, in a seeded order per epoch), as a probe head with temporal context
-        reads them (LP-FT, :mod:`passport_kit.training.lpft`). None: windows drawn across recordings.
+        reads them (LP-FT, :mod:`passport_kit.onboard.lpft`). None: windows drawn across recordings.
     """
     device = device or torch.device("cpu")
     y = np.asarray(y, dtype=np.int64)

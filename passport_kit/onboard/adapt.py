@@ -2,7 +2,7 @@
 
 The base checkpoint's backbone and experts stay frozen; only what the freezing policy names
 (``adapter``: the mixture network + head; ``head``; ``full``) is trained, with the recipe of
-:mod:`passport_kit.training.finetune`. Windows are preprocessed exactly as the base checkpoint
+:mod:`passport_kit.onboard.finetune`. Windows are preprocessed exactly as the base checkpoint
 expects (its preprocessing contract), with the dataset's window length; the contract used is
 recorded in the bundle so that ``predict`` repeats it.
 
@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from passport_kit.errors import ConfigError, DataError, PassportWarning
 from passport_kit.output_lock import output_lock
-from passport_kit.training.finetune import FitResult
-from passport_kit.training.options import (  # noqa: F401 - DEFAULT_*, RecipeOptions: adapt's public names too
+from passport_kit.onboard.finetune import FitResult
+from passport_kit.onboard.recipe import (  # noqa: F401 - DEFAULT_*, RecipeOptions: adapt's public names too
     DEFAULT_DISTRUST,
     DEFAULT_UNCORRELATED,
     ProgressFn,
@@ -35,7 +35,7 @@ from passport_kit.training.options import (  # noqa: F401 - DEFAULT_*, RecipeOpt
     naming_metric,
     parse_options,
 )
-from passport_kit.training.run import (  # noqa: F401 - re-exported: adapt's public names before run.py
+from passport_kit.onboard.run import (  # noqa: F401 - re-exported: adapt's public names before run.py
     build_classifier,
     dataset_channel_masks,
     dataset_preprocess,
@@ -45,7 +45,7 @@ from passport_kit.training.run import (  # noqa: F401 - re-exported: adapt's pub
     train_once,
     usable_windows,
 )
-from passport_kit.training.splits import SubjectSplit, subsample_training, unique_subjects, with_validation
+from passport_kit.onboard.splits import SubjectSplit, subsample_training, unique_subjects, with_validation
 
 log = logging.getLogger(__name__)
 #: The shipped Device Passport checkpoint that ``adapt`` starts from when none is named.
@@ -242,7 +242,7 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     Parameters are the fields of :class:`AdaptConfig`, given as a config or as keywords
     (``adapt(montage="eesm17-ear", data="ds", out="runs/ear")``). ``progress(step, total,
     info)`` is called after every optimisation step; ``progress_quality(summary)`` once, with
-    the channel quality of every recording (:func:`~passport_kit.training.run.dataset_quality`) before
+    the channel quality of every recording (:func:`~passport_kit.onboard.run.dataset_quality`) before
     training starts.
     The same summary is stored in the bundle's metrics under ``channel_quality``.
     """

@@ -120,7 +120,7 @@ def check(
     from passport_kit.signals.dataset import RecordingReader
     from passport_kit.signals.dataset_spec import load_dataset_spec
     from passport_kit.signals.windows import FLAG_NAMES, instance_normalise
-    from passport_kit.training.run import build_classifier, dataset_preprocess
+    from passport_kit.onboard.run import build_classifier, dataset_preprocess
 
     if batch_size < 1:  # issue 28: a batch of 0 windows crashed in the model
         raise ConfigError(f"batch_size (--batch-size) must be at least 1, got {batch_size}")
@@ -275,7 +275,7 @@ def pretraining_limit_uv(info: Any) -> float | None:
 def _check_quality(report: CheckReport, windows: Any) -> None:
     """Record the channel-quality verdict: bad channels per recording (from the windows, before normalisation)."""
     from passport_kit.signals.quality import quality_line
-    from passport_kit.training.run import dataset_quality
+    from passport_kit.onboard.run import dataset_quality
 
     summary = dataset_quality(windows)
     bad = any(entry["bad_channels"] for entry in summary.values())

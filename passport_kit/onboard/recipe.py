@@ -1,7 +1,7 @@
 """The options every training run shares (``adapt``, ``evaluate``): what is trained, how, on what signal.
 
 :class:`RecipeOptions` is a frozen pydantic model: the CLI fills it from its options, a notebook
-from keywords, ``adapt --config run.yaml`` from a file (:mod:`passport_kit.training.run_file`);
+from keywords, ``adapt --config run.yaml`` from a file (:mod:`passport_kit.onboard.run_file`);
 :func:`parse_options` turns a validation error into one line a user can act on.
 
 Each field's type, default and description are the one source of the matching ``adapt`` and
@@ -22,14 +22,14 @@ from passport_kit.contacts import DEFAULT_DISTRUST, DEFAULT_UNCORRELATED, Contac
 from passport_kit.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where the settings are made
-    from passport_kit.training.finetune import FinetuneSettings
+    from passport_kit.onboard.finetune import FinetuneSettings
 
 _Options = TypeVar("_Options", bound=BaseModel)
 #: How ``adapt`` trains (docs/onboarding.md § Recipes): the cross-validated probe, then adapter training (LP-FT)
 #: where the inner cross-validation says it helps (``auto``, the default); the probe alone; or the paper's
 #: gradient fine-tuning from a fresh head.
 Recipe = Literal["auto", "probe", "finetune"]
-#: What gradient training trains and how it meets skewed classes: the values of training.finetune's TrainPolicy and
+#: What gradient training trains and how it meets skewed classes: the values of onboard.finetune's TrainPolicy and
 #: Balance (the same Literals, kept equal by a test: finetune imports torch, this module must not).
 TrainPolicy = Literal["adapter", "head", "full"]
 Balance = Literal["weights", "sampler", "none"]
@@ -128,7 +128,7 @@ class RecipeOptions(ContactPolicy):
 
     def settings(self, seed: int) -> FinetuneSettings:
         """Return the optimisation settings of one training run with ``seed``."""
-        from passport_kit.training.finetune import FinetuneSettings
+        from passport_kit.onboard.finetune import FinetuneSettings
 
         return FinetuneSettings(
             batch_size=self.batch_size, lr=self.lr, head_lr=self.head_lr, epochs=self.epochs,
@@ -145,7 +145,7 @@ def naming_metric(progress: ProgressFn | None, n_classes: int) -> ProgressFn | N
     """
     if progress is None:
         return None
-    from passport_kit.training.finetune import selection_metric
+    from passport_kit.onboard.finetune import selection_metric
 
     metric = selection_metric(n_classes)
     return lambda step, total, info: progress(step, total, {**info, "metric": metric})

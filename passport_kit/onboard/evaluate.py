@@ -36,11 +36,11 @@ from passport_kit.inference import reports
 from passport_kit.engine.forward import predict_proba
 from passport_kit.signals.dataset import RecordingReader
 from passport_kit.signals.dataset_spec import load_dataset_spec
-from passport_kit.training.adapt import DEFAULT_CHECKPOINT
-from passport_kit.training.options import RecipeOptions, naming_metric, parse_options
-from passport_kit.training.run import RunData, dataset_preprocess, prepare_run, train_once
-from passport_kit.training.metrics import METRIC_NAMES, classification_metrics
-from passport_kit.training.splits import (
+from passport_kit.onboard.adapt import DEFAULT_CHECKPOINT
+from passport_kit.onboard.recipe import RecipeOptions, naming_metric, parse_options
+from passport_kit.onboard.run import RunData, dataset_preprocess, prepare_run, train_once
+from passport_kit.onboard.metrics import METRIC_NAMES, classification_metrics
+from passport_kit.onboard.splits import (
     SubjectSplit,
     fixed_split,
     loso_folds,
@@ -258,7 +258,7 @@ def _save_run_adapter(cfg: EvaluateConfig, model: Any, run: Any, *, method: str,
                       preprocess: Any, windows: Any, split: SubjectSplit, n: int | None, seed: int,
                       train_idx: np.ndarray, val_idx: np.ndarray) -> Path:
     """Write the adapter bundle of one evaluation run, described as the equivalent ``adapt`` call."""
-    from passport_kit.training.adapt import AdaptConfig, run_metrics, write_bundle
+    from passport_kit.onboard.adapt import AdaptConfig, run_metrics, write_bundle
 
     out = adapter_folder(cfg.out, method, split.name, n, seed)
     options = cfg.model_dump(include=set(RecipeOptions.model_fields))

@@ -67,7 +67,7 @@ def run_demo(
     """Return the demo's output files after running it (see the module docstring)."""
     from passport_kit.inference.predict import predict
     from passport_kit.signals import simulate_dataset
-    from passport_kit.training.evaluate import BANDPOWER, adapter_folder, evaluate
+    from passport_kit.onboard.evaluate import BANDPOWER, adapter_folder, evaluate
 
     start = time.perf_counter()
     out = Path(out)

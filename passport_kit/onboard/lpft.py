@@ -1,6 +1,6 @@
 """LP-FT: train the mixture adapter starting from the fitted probe read-out, kept only where it helps (issue 26).
 
-The ``auto`` recipe (the default) runs the probe (:mod:`passport_kit.training.probe`) and then asks the
+The ``auto`` recipe (the default) runs the probe (:mod:`passport_kit.onboard.probe`) and then asks the
 training subjects whether gradient training of the mixture adapter and the read-out improves on it:
 
 1. **Start** (the "LP" of LP-FT, Kumar et al. 2022): the probe head's solution, standardisation folded in,
@@ -39,9 +39,9 @@ import torch
 from torch import nn
 
 from passport_kit.engine.forward import predict_proba
-from passport_kit.training.finetune import FinetuneSettings, fit, selection_score
-from passport_kit.training.metrics import classification_metrics
-from passport_kit.training.probe import MAX_INNER_FOLDS, ReadOutChoice, fit_head, repeated_group_folds
+from passport_kit.onboard.finetune import FinetuneSettings, fit, selection_score
+from passport_kit.onboard.metrics import classification_metrics
+from passport_kit.onboard.probe import MAX_INNER_FOLDS, ReadOutChoice, fit_head, repeated_group_folds
 
 #: The learning rate of adapter and read-out (the paper's adapter rate; the read-out starts at its optimum).
 LPFT_LR = 1e-4

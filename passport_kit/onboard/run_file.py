@@ -1,6 +1,6 @@
 """Run files: the settings of ``adapt`` written in a YAML file, so that a run can be kept and repeated.
 
-A run file is a mapping of :class:`~passport_kit.training.adapt.AdaptConfig` fields, the same
+A run file is a mapping of :class:`~passport_kit.onboard.adapt.AdaptConfig` fields, the same
 typed object the command-line options fill::
 
     # run.yaml
@@ -63,11 +63,11 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
 
 
 def adapt_config_from_file(path: str | Path, **overrides: Any) -> Any:
-    """Return the :class:`~passport_kit.training.adapt.AdaptConfig` of a run file, ``overrides`` replacing its settings.
+    """Return the :class:`~passport_kit.onboard.adapt.AdaptConfig` of a run file, ``overrides`` replacing its settings.
 
     Unknown settings and invalid values are a :class:`ConfigError` naming the file and the setting.
     """
-    from passport_kit.training.adapt import AdaptConfig
+    from passport_kit.onboard.adapt import AdaptConfig
 
     settings = read_run_file(path)
     unknown = sorted(set(map(str, settings)) - set(AdaptConfig.model_fields))
