@@ -37,7 +37,7 @@ cd "$(dirname "$0")/.."
 WORK=${1:-pretrain-real-work}
 CONFIG=${CONFIG:-cbramod-small}
 STEPS1=${STEPS1:-1500}
-STEPS2=${STEPS2:-4000}
+STEPS2=${STEPS2:-3000}
 BATCH=${BATCH:-16}
 LR1=${LR1:-2e-3}
 LR2=${LR2:-1e-3}
