@@ -267,11 +267,11 @@ def test_the_torch_free_recipe_options_name_what_the_trainer_takes() -> None:
     from typing import get_args
 
     from passport_kit.model.heads import PROBE_LAYER
-    from passport_kit.onboard import finetune, options
+    from passport_kit.onboard import finetune, recipe
 
-    assert options.PROBE_LAYER == PROBE_LAYER == options.RecipeOptions().probe_layer
-    assert get_args(options.TrainPolicy) == get_args(finetune.TrainPolicy)
-    assert get_args(options.Balance) == get_args(finetune.Balance)
+    assert recipe.PROBE_LAYER == PROBE_LAYER == recipe.RecipeOptions().probe_layer
+    assert get_args(recipe.TrainPolicy) == get_args(finetune.TrainPolicy)
+    assert get_args(recipe.Balance) == get_args(finetune.Balance)
 
 
 def _blocks(informative: str, n_subjects: int = 6, per: int = 30, seed: int = 0) -> tuple[dict, np.ndarray, np.ndarray]:
