@@ -72,9 +72,9 @@ def proba_of(model: Any, task: Any, rows: np.ndarray) -> np.ndarray:
 def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, seed: int, *, decide_too: bool
               ) -> dict[str, Any]:
     """Return the probe's, forced LP-FT's and (``decide_too``) auto's test probabilities of one outer fold."""
-    from passport_kit.onboard.finetune import fit
     from passport_kit.onboard.lpft import decide, lpft_settings, step_budget
-    from passport_kit.onboard.probe import CONTEXTS, fit_head, fit_probe
+    from passport_kit.onboard.lpft import train as train_lpft
+    from passport_kit.onboard.probe import CONTEXTS, fit_probe
 
     run, w = task.run, task.run.windows
     sleep = len(task.classes) > 2
@@ -86,16 +86,19 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
     start = probe.lpft_start or probe.choice
     steps = step_budget(len(train), 64)
     settings = lpft_settings(steps=steps, seed=seed)
-    seq = np.asarray(w.recording) if start.context else None
+
+    def lpft(with_settings: Any) -> Any:
+        """Return a copy of the template trained by LP-FT from ``start`` on the training rows (the product's)."""
+        tuned = copy.deepcopy(template)
+        train_lpft(tuned, w.x, w.y, run.meta, task.classes, train, start=start, plain=probe.features,
+                   recordings=w.recording, settings=with_settings, seed=seed, channel_mask=run.channel_mask,
+                   distrust=run.distrust)
+        return tuned
+
     if start.scaling != "none":  # the product does not try LP-FT on a per-recording scaled read-out
         out["LP-FT (forced)"] = out["probe"]
     else:
-        tuned = copy.deepcopy(template)
-        fit_head(tuned.head, probe.features, np.asarray(w.y)[train], start, len(task.classes),
-                 recordings=list(np.asarray(w.recording)[train]), seed=seed)
-        fit(tuned, w.x, w.y, run.meta, task.classes, settings, train_index=train, channel_mask=run.channel_mask,
-            distrust=run.distrust, sequence=seq)
-        out["LP-FT (forced)"] = proba_of(tuned, task, test)
+        out["LP-FT (forced)"] = proba_of(lpft(settings), task, test)
     if decide_too:
         if not probe.inner_folds or start.scaling != "none":
             out["auto"], out["auto trained"] = out["probe"], False
@@ -114,12 +117,7 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
             for name in margins:
                 out[name] = out["probe"]
             if best is not None and best["gain"] > 0:
-                tuned = copy.deepcopy(template)
-                fit_head(tuned.head, probe.features, np.asarray(w.y)[train], start, len(task.classes),
-                         recordings=list(np.asarray(w.recording)[train]), seed=seed)
-                fit(tuned, w.x, w.y, run.meta, task.classes, settings.model_copy(update={"max_steps": best["steps"]}),
-                    train_index=train, channel_mask=run.channel_mask, distrust=run.distrust, sequence=seq)
-                trained_proba = proba_of(tuned, task, test)
+                trained_proba = proba_of(lpft(settings.model_copy(update={"max_steps": best["steps"]})), task, test)
                 if decision.trained:
                     out["auto"] = trained_proba
                 for name, k in margins.items():

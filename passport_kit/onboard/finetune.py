@@ -285,8 +285,9 @@ def fit(
         gate_classifier(model, policy_of(model))
     model.to(device)
     meta_dev = meta.to(device)
+    trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     # L2-SP's anchor: the trainable tensors as they start (pretrained adapter, fitted read-out), not as resumed.
-    anchor = [p.detach().clone() for p in model.parameters() if p.requires_grad] if settings.l2sp > 0 else []
+    anchor = [p.detach().clone() for _, p in trained] if settings.l2sp > 0 else []
     optimizer = torch.optim.AdamW(_param_groups(model, settings), weight_decay=settings.weight_decay)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total, eta_min=settings.min_lr)
     weight = None
@@ -314,7 +315,6 @@ def fit(
             history = list(state.metrics.get("history", []))
             if state.metrics.get("best_val"):
                 best_val = ClassificationMetrics.model_validate(state.metrics["best_val"])
-    trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     start_time = time.perf_counter()
     model.train()  # frozen modules stay in eval (model.policy.FrozenStaysEval)
     while step < total:

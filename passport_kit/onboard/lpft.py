@@ -96,6 +96,20 @@ def not_tried(reason: str) -> AdapterTraining:
     return AdapterTraining(trained=False, reason=reason)
 
 
+def train(model: nn.Module, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray, *,
+          start: ReadOutChoice, plain: dict[str, np.ndarray], recordings: np.ndarray | None,
+          settings: FinetuneSettings, seed: int = 0, **fit_options: Any) -> Any:
+    """Return the fit of LP-FT on ``rows``: the head set to read-out ``start`` fitted on ``plain`` (the read-out
+    inputs of ``rows``), then adapter and read-out trained by ``settings`` (batches of consecutive windows of one
+    recording when ``start`` has temporal context). ``fit_options``: :func:`~passport_kit.onboard.finetune.fit`'s."""
+    seq = None if recordings is None else np.asarray(recordings)
+    y_rows = np.asarray(y, dtype=np.int64)[rows]
+    fit_head(model.head, plain, y_rows, start, len(classes), recordings=None if seq is None else list(seq[rows]),
+             seed=seed)
+    return fit(model, x, y, meta, classes, settings, train_index=rows,
+               sequence=seq if seq is not None and start.context else None, **fit_options)
+
+
 def _fold_score(model: nn.Module, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
                 **forward: Any) -> float:
     proba = predict_proba(model, x, meta, index=rows, **forward)
@@ -140,12 +154,10 @@ def decide(
         base = _fold_score(probe, x, y, meta, classes, test_rows, **forward)
         del probe
         tuned = copy.deepcopy(model)
-        fit_head(tuned.head, sub, y[fit_rows], start, n_classes, recordings=seq, seed=seed)
         # One run, scored on the fold's test subjects at every mark (its kept state is not used).
-        result = fit(tuned, x, y, meta, classes, settings.model_copy(update={"eval_every": every}),
-                     train_index=fit_rows, val_index=test_rows, device=device, precision=precision,
-                     channel_mask=channel_mask, distrust=distrust,
-                     sequence=seq_all if seq_all is not None and start.context else None)
+        result = train(tuned, x, y, meta, classes, fit_rows, start=start, plain=sub, recordings=seq_all,
+                       settings=settings.model_copy(update={"eval_every": every}), seed=seed, val_index=test_rows,
+                       device=device, precision=precision, channel_mask=channel_mask, distrust=distrust)
         scores = {int(r["step"]): float(r["val_score"]) for r in result.history if "val_score" in r}
         del tuned
         probe_scores.append(base)
@@ -172,4 +184,4 @@ def decide(
 
 
 __all__ = ["AdapterTraining", "BUDGET_EPOCHS", "CHECKPOINTS", "LPFT_L2SP", "LPFT_LR", "decide", "lpft_settings",
-           "not_tried", "step_budget"]
+           "not_tried", "step_budget", "train"]

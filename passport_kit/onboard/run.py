@@ -40,8 +40,9 @@ from passport_kit.signals.recording import KEEP, fit_preprocessing
 from passport_kit.signals.windows import FLAG_FLAT, FLAG_NAN
 from passport_kit.onboard.finetune import FitResult, fit, near_chance, selection_metric
 from passport_kit.onboard.lpft import AdapterTraining, decide, lpft_settings, not_tried, step_budget
+from passport_kit.onboard.lpft import train as lpft_train
 from passport_kit.onboard.recipe import ProgressFn, Recipe, RecipeOptions
-from passport_kit.onboard.probe import CONTEXTS, POOLINGS, class_warnings, fit_head, fit_probe, probe_summary
+from passport_kit.onboard.probe import CONTEXTS, POOLINGS, class_warnings, fit_probe, probe_summary
 from passport_kit.onboard.splits import unique_subjects
 
 
@@ -266,14 +267,11 @@ def adapter_training(cfg: RecipeOptions, model: Any, windows: Any, meta: Any, ro
                       settings=settings, device=device, precision=precision, channel_mask=channel_mask,
                       distrust=distrust, seed=seed)
     if decision.trained:
-        y_rows = np.asarray(windows.y, dtype=np.int64)[rows]
-        fit_head(model.head, probe.features, y_rows, probe.lpft_start, len(windows.classes),
-                 recordings=list(recordings[rows]), seed=seed)
-        fit(model, windows.x, windows.y, meta, list(windows.classes),
-            settings.model_copy(update={"max_steps": decision.steps}), train_index=rows, device=device,
-            precision=precision, state_path=state_path, run_config=run_config, progress=progress,
-            channel_mask=channel_mask, distrust=distrust,
-            sequence=recordings if probe.lpft_start.context else None)
+        lpft_train(model, windows.x, windows.y, meta, list(windows.classes), rows, start=probe.lpft_start,
+                   plain=probe.features, recordings=recordings, settings=settings.model_copy(
+                       update={"max_steps": decision.steps}), seed=seed, device=device, precision=precision,
+                   state_path=state_path, run_config=run_config, progress=progress, channel_mask=channel_mask,
+                   distrust=distrust)
     return decision
 
 
