@@ -1,10 +1,27 @@
-"""Shared fixtures: every test gets its own user registry (PASSPORT_KIT_HOME)."""
+"""Shared fixtures: every test gets its own user registry (PASSPORT_KIT_HOME).
+
+The whole run, collection included, points PASSPORT_KIT_HOME at a temporary folder that is set
+here, at import time: pytest imports this file before it imports any test module, so what a
+test module reads while it is collected (``known_montage_names()`` in a parametrisation) never
+sees the user's registry, checkpoints or cache (issue 34, finding 9). The folder is removed when
+the run ends; each test then gets a fresh one of its own (``_isolated_home``).
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+_RUN_HOME = Path(tempfile.mkdtemp(prefix="passport-kit-test-home-"))
+os.environ["PASSPORT_KIT_HOME"] = str(_RUN_HOME)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_RUN_HOME, ignore_errors=True)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
