@@ -17,6 +17,7 @@ A message says what is wrong *and* how to fix it, on one line, for example::
 from __future__ import annotations
 
 import errno
+from typing import Any
 
 
 class PassportError(Exception):
@@ -108,3 +109,14 @@ def file_system_message(exc: OSError) -> str | None:
 
 class PassportWarning(UserWarning):
     """Something a user should know that does not stop the work (the CLI prints ``warning: <message>``)."""
+
+
+def validation_problem(exc: Any) -> tuple[str, str]:
+    """Return ``(where, message)`` of a pydantic ``ValidationError``'s first error, in a user's words.
+
+    ``where`` is the dotted field path ('' for a rule between fields); ``message`` drops pydantic's
+    "Value error, " prefix. Example: ``("batch_size", "Input should be greater than 0")``.
+    """
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    return where, str(err.get("msg", "invalid")).removeprefix("Value error, ")

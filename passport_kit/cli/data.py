@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from passport_kit.cli.options import HelpfulGroup, echo_json, notch_frequency
+from passport_kit.wording import counted
 
 if TYPE_CHECKING:  # pragma: no cover
     from passport_kit.signals.quality import ChannelQuality
@@ -28,31 +29,37 @@ def inspect_cmd(
     notch: Annotated[str, typer.Option("--notch", help="Mains frequency to notch (50, 60) or 'none'.")] = "50",
     h_freq: Annotated[Optional[float], typer.Option(help="Upper band-pass edge in Hz (default: dataset.yaml's, "
                                                     "else 75, lowered for a slowly sampled dataset).")] = None,
+    l_freq: Annotated[Optional[float], typer.Option(help="Lower band-pass edge in Hz (default: dataset.yaml's, else "
+                                                    "0.3).")] = None,
     label_column: Annotated[Optional[str], typer.Option(help="Column of *_events.tsv holding the labels.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the window cache.")] = False,
     sfreq: Annotated[Optional[float], typer.Option(help="One recording: its rate in Hz when the file has none "
                                                    "(DREAMS .txt, CSV without timestamps).")] = None,
     units: Annotated[Optional[str], typer.Option(help="One recording: the unit of its numbers where the header is "
                                                  "wrong (uV, mV, V, nV).")] = None,
+    rename: Annotated[list[str], typer.Option("--rename", help="One recording: MONTAGE_CHANNEL=NAME_IN_FILE for a "
+                                              "channel whose name neither the montage nor its aliases know; repeat "
+                                              "per channel (as predict's --rename).")] = [],  # noqa: B006 - typer
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Print one recording's own channels, rate and length, or load a dataset: recordings, windows, classes, mapping."""
     from passport_kit.cli import verbosity
+    from passport_kit.cli.options import renames_option
     from passport_kit.errors import ConfigError
     from passport_kit.montage import resolve_montage
     from passport_kit.signals import PreprocessConfig, load_dataset, load_dataset_spec
     from passport_kit.signals.channels import describe_mapping
     from passport_kit.signals.dataset import lowest_sampling_rate
     from passport_kit.signals.readers import is_recording_file, read_recording
-    from passport_kit.signals.recording import fit_preprocessing
+    from passport_kit.signals.recording import fit_preprocessing, with_high_pass
 
     if path.is_file() and is_recording_file(path, text=True):
         _inspect_recording(path, None if montage is None else resolve_montage(montage), as_json=as_json,
-                           sfreq=sfreq, units=units)
+                           sfreq=sfreq, units=units, renames=renames_option(rename))
         return
-    if sfreq is not None or units is not None:  # a dataset says them per recording
-        raise ConfigError("--sfreq and --units apply to one recording file; for a dataset give 'sfreq:' and 'units:' "
-                          "of each recording in its dataset.yaml")
+    if sfreq is not None or units is not None or rename:  # a dataset says them per recording
+        raise ConfigError("--sfreq, --units and --rename apply to one recording file; for a dataset give 'sfreq:', "
+                          "'units:' and 'channels:' of each recording in its dataset.yaml")
     if montage is None:
         raise ConfigError(f"data inspect of a dataset needs --montage NAME (to map and window its recordings); "
                           f"give a recording file instead of '{path}' to see its own channels and rate")
@@ -63,6 +70,7 @@ def inspect_cmd(
                                window_seconds=window_seconds if window_seconds is not None else spec.window_seconds,
                                notch_freq=notch_frequency(notch),
                                h_freq=h_freq if h_freq is not None else spec.h_freq)
+    config = with_high_pass(config, l_freq, spec)
     from rich.console import Console
     from rich.progress import Progress
 
@@ -92,9 +100,10 @@ def inspect_cmd(
         return
     echo = typer.echo
     echo(f"dataset: {path} ({spec.origin}), task {spec.task}")
-    echo(f"montage: {m.name} ({len(m.ch_names)} channels, hash {m.content_hash[:12]})")
+    echo(f"montage: {m.name} ({counted(len(m.ch_names), 'channel')}, hash {m.content_hash[:12]})")
     echo(f"windows: {len(ws)} × {ws.x.shape[1]} ch × {ws.x.shape[2]} s "
-         f"from {len(set(ws.recording.tolist()))} recordings of {len(set(ws.subject.tolist()))} subjects")
+         f"from {counted(len(set(ws.recording.tolist())), 'recording')} of "
+         f"{counted(len(set(ws.subject.tolist())), 'subject')}")
     echo("classes: " + (", ".join(f"{k} {v}" for k, v in counts.items()) or "none") + f"; unlabeled {unlabeled}")
     echo("flags (window × channel): " + ", ".join(f"{k} {v}" for k, v in flags.items()))
     echo(f"channel mapping of {first.file}:")
@@ -106,10 +115,11 @@ def inspect_cmd(
 
 
 def _inspect_recording(path: Path, montage: object | None, *, as_json: bool = False, sfreq: float | None = None,
-                       units: str | None = None) -> None:
+                       units: str | None = None, renames: dict[str, str] | None = None) -> None:
     """Print a recording's format, rate, length, start, channels and annotations (and its mapping onto ``montage``)."""
     from collections import Counter
 
+    from passport_kit.errors import ChannelMappingError
     from passport_kit.signals.channels import describe_mapping
     from passport_kit.signals.readers import FORMATS, read_recording, recording_suffix
 
@@ -117,8 +127,17 @@ def _inspect_recording(path: Path, montage: object | None, *, as_json: bool = Fa
     seconds = raw.n_times / raw.info["sfreq"]
     types = raw.get_channel_types()
     counts = Counter(raw.annotations.description)
-    mapping = None if montage is None else describe_mapping(list(raw.ch_names), montage,  # type: ignore[arg-type]
-                                                            source=f"recording '{path}'")
+    mapping = None
+    if montage is not None:
+        try:
+            mapping = describe_mapping(list(raw.ch_names), montage, renames,  # type: ignore[arg-type]
+                                       source=f"recording '{path}'")
+        except ChannelMappingError as exc:
+            if not exc.missing:
+                raise
+            # One file has no dataset.yaml to map it in: advise this command's own option.
+            raise ChannelMappingError(f"{exc.detail}; map them with --rename {exc.missing[0]}='<name in file>', once "
+                                      "per channel", missing=exc.missing, detail=exc.detail) from None
     if as_json:
         echo_json({"recording": path, "format": FORMATS[recording_suffix(path)], "sfreq": raw.info["sfreq"],
                    "n_times": int(raw.n_times), "seconds": float(seconds), "start": raw.info["meas_date"],

@@ -74,9 +74,8 @@ def list_cmd(
     # The description is the column that gives way (wraps) on a narrow terminal.
     table.add_column("description", ratio=1)
     for r in rows:
-        first = r.description.split(". ")[0]
-        short = first if len(first) <= 60 else first[:59] + "…"
-        table.add_row(r.name, r.source, str(r.n_channels), r.content_hash[:8], short)
+        # The first sentence, whole (it wraps): `montages show NAME` prints the rest.
+        table.add_row(r.name, r.source, str(r.n_channels), r.content_hash[:8], r.description.split(". ")[0])
     _console().print(table)
 
 

@@ -20,7 +20,7 @@ import typer
 from passport_kit.cli import verbosity
 from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_INTERRUPTED, FINETUNE, MODEL,
                                       OUTPUT, PROBE, SCORER, PanelledCommand, echo_json, notch_frequency,
-                                      optional_float)
+                                      optional_float, renames_option as _renames)
 from passport_kit.errors import ConfigError
 from passport_kit.onboard.recipe import FINETUNE_ONLY, RecipeOptions
 
@@ -33,6 +33,8 @@ _RECIPE_HELP = ("auto: the probe, then the mixture adapter trained from its read
                 "an error, --recipe auto takes --lr, --head-lr, --max-steps and --train for its adapter training.")
 _H_FREQ_HELP = ("Band-pass top in Hz (default: dataset.yaml's h_freq, else the checkpoint's, lowered below the "
                 "Nyquist frequency of recordings sampled too slowly for it).")
+_L_FREQ_HELP = ("Band-pass bottom in Hz (default: dataset.yaml's l_freq, else the checkpoint's 0.3); e.g. 1 where the "
+                "recordings' own high-pass filters differ between classes (check reports it).")
 
 
 def _default_text(key: str) -> str:
@@ -156,18 +158,6 @@ def _notch(value: str) -> float | None:
     return notch_frequency(value)
 
 
-def _renames(values: list[str]) -> dict[str, str] | None:
-    """Return ``{montage channel: name in the file}`` from ``--rename ELA='EEG ELA-REF'`` options."""
-    renames = {}
-    for value in values:
-        montage_name, sep, file_name = value.partition("=")
-        if not sep or not montage_name.strip() or not file_name.strip():
-            raise ConfigError(f"--rename takes MONTAGE_CHANNEL=NAME_IN_FILE, e.g. --rename ELA='EEG ELA-REF'; "
-                              f"got {value!r}")
-        renames[montage_name.strip()] = file_name.strip()
-    return renames or None
-
-
 def _sweep(value: str | None) -> tuple[int, ...] | None:
     """Return the subject counts of ``--subjects-sweep 1,2,4``."""
     if value is None:
@@ -235,7 +225,7 @@ def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
 #: The RecipeOptions fields that adapt and evaluate take on the command line, in --help order, with the panel --help
 #: lists each under. Type, default and help are the field's (ContactPolicy's for the contact options): written once.
 _RECIPE_PANELS = {
-    "recipe": MODEL, "context": PROBE, "probe_layer": PROBE, "train": FINETUNE, "max_steps": FINETUNE,
+    "recipe": MODEL, "context": PROBE, "probe_layer": PROBE, "prior": PROBE, "min_effect": PROBE, "train": FINETUNE, "max_steps": FINETUNE,
     "epochs": FINETUNE, "batch_size": COMPUTE, "lr": FINETUNE, "head_lr": FINETUNE, "patience": FINETUNE,
     "balance": FINETUNE, "instance_norm": DATA, "notch_freq": DATA, "corrupt_prob": FINETUNE, "quality_gate": CONTACTS,
     "channel_dropout": FINETUNE, "mask_bad_channels": CONTACTS, "distrust_bad_channels": CONTACTS,
@@ -316,6 +306,7 @@ def adapt_command(
                                         rich_help_panel=DATA),
     recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: the RecipeOptions options
     h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP, rich_help_panel=DATA),
+    l_freq: float | None = typer.Option(None, "--l-freq", help=_L_FREQ_HELP, rich_help_panel=DATA),
     seed: int = typer.Option(0, "--seed", rich_help_panel=MODEL),
     resume: bool = typer.Option(True, "--resume/--restart", help="Continue an interrupted run in --out.",
                                 rich_help_panel=OUTPUT),
@@ -324,13 +315,14 @@ def adapt_command(
                                    rich_help_panel=OUTPUT),
     progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
 ) -> None:
-    """Train the mixture adapter and a head on labeled data; write an adapter bundle."""
+    """Fit the read-out that cross-validation over your subjects picks (band power, the frozen model's features, the
+    mixture adapter where it helps) on labeled data; write an adapter bundle."""
     from passport_kit.signals.quality import quality_line
     from passport_kit.onboard.adapt import adapt, make_config
     from passport_kit.onboard.run_file import adapt_config_from_file
 
     options = dict(montage=montage, data=data, out=out, checkpoint=checkpoint, subjects=subjects, **recipe_options,
-                   h_freq=h_freq, seed=seed, resume=resume, overwrite=overwrite)
+                   h_freq=h_freq, l_freq=l_freq, seed=seed, resume=resume, overwrite=overwrite)
     if config is not None:
         # The file's settings stand where the command line gave nothing: only options given override it.
         given = {k: v for k, v in options.items() if _given(ctx, k)}
@@ -384,6 +376,7 @@ def evaluate_command(
                                rich_help_panel=EVALUATION),
     recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: the RecipeOptions options
     h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP, rich_help_panel=DATA),
+    l_freq: float | None = typer.Option(None, "--l-freq", help=_L_FREQ_HELP, rich_help_panel=DATA),
     progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON instead of the table.",
                                  rich_help_panel=OUTPUT),
@@ -399,7 +392,7 @@ def evaluate_command(
         report = evaluate(
             montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,
             test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
-            metric=metric, **recipe_options, h_freq=h_freq, progress=runs, step_progress=bar,
+            metric=metric, **recipe_options, h_freq=h_freq, l_freq=l_freq, progress=runs, step_progress=bar,
         )
     if as_json:
         echo_json({"metric": report.metric, "summary": report.summary, "per_subject": report.per_subject,
@@ -510,9 +503,12 @@ def predict_command(
             line = (f"TST {stats['TST']:.1f} min, SE {stats['SE']:.1f} %, "
                     f"SOL {_minutes(stats['SOL'])}, WASO {_minutes(stats['WASO'])}, "
                     f"REM latency {_minutes(stats['REM_latency'])}")
+            if r.summary.get("statistics_meaningful") is False and r.summary.get("statistics_note"):
+                line += f" ({r.summary['statistics_note']})"
         else:
             line = f"class {r.summary.get('recording_class')}"
-        typer.echo(f"{r.recording}: {r.n_windows} windows; {line}")
+        typer.echo(f"{r.recording}: {r.n_windows} windows; {line}"
+                   + (" (in-sample: the adapter was trained on this recording)" if r.summary.get("in_sample") else ""))
         scored = r.summary.get("scorer_agreement")
         if scored is not None:
             from passport_kit.inference.agreement import confusion_lines
@@ -520,7 +516,8 @@ def predict_command(
             if scored["kappa"] is None:
                 typer.echo(f"  scorer ({scored['labels']}): no window scored by both")
             else:
-                typer.echo(f"  scorer ({scored['labels']}): kappa {scored['kappa']:.3f}, accuracy "
+                kind = "in-sample (a training recording, not a held-out score): " if scored.get("in_sample") else ""
+                typer.echo(f"  scorer ({scored['labels']}): {kind}kappa {scored['kappa']:.3f}, accuracy "
                            f"{100 * scored['accuracy']:.1f} % over {scored['windows']} windows")
                 for row in confusion_lines(scored["confusion"]):
                     typer.echo(f"    {row}")
@@ -567,6 +564,7 @@ def check_command(
     instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
     h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP),
+    l_freq: float | None = typer.Option(None, "--l-freq", help=_L_FREQ_HELP),
     batch_size: int = typer.Option(8, "--batch-size", help="Windows in the test batch."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
@@ -574,7 +572,8 @@ def check_command(
     from passport_kit.onboard.check import check
 
     report = check(montage=montage, data=data, checkpoint=checkpoint, instance_norm=instance_norm,
-                   notch_freq=_notch(notch), h_freq=h_freq, batch_size=batch_size)
+                   notch_freq=_notch(notch), h_freq=h_freq, l_freq=l_freq,
+                   batch_size=batch_size)
     if as_json:
         echo_json({"passed": not report.failures,
                    "items": [{"name": i.name, "status": i.status, "detail": i.detail} for i in report.items]})

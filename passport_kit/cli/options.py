@@ -92,3 +92,15 @@ def optional_float(value: str, option: str, what: str) -> float | None:
         return float(value)
     except ValueError:
         raise ConfigError(f"{option} must be {what} or 'none', got {value!r}") from None
+
+
+def renames_option(values: list[str]) -> dict[str, str] | None:
+    """Return ``{montage channel: name in the file}`` from ``--rename ELA='EEG ELA-REF'`` options."""
+    renames = {}
+    for value in values:
+        montage_name, sep, file_name = value.partition("=")
+        if not sep or not montage_name.strip() or not file_name.strip():
+            raise ConfigError(f"--rename takes MONTAGE_CHANNEL=NAME_IN_FILE, e.g. --rename ELA='EEG ELA-REF'; "
+                              f"got {value!r}")
+        renames[montage_name.strip()] = file_name.strip()
+    return renames or None

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from passport_kit.errors import LabelError, OptionalDependencyError
-from passport_kit.signals.labels import AASM_STAGES
+from passport_kit.stage_names import AASM_STAGES
 
 if TYPE_CHECKING:  # pragma: no cover - yasa is optional: imported where a hypnogram is converted
     import yasa

@@ -82,7 +82,7 @@ from passport_kit.inference.hypnogram import (
 
 
 class PredictionResult(BaseModel):
-    """What ``predict`` wrote for one recording, and its summary."""
+    """What ``predict`` wrote for one recording, and its summary; the probabilities too, for a notebook."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -91,6 +91,10 @@ class PredictionResult(BaseModel):
     classes: list[str]
     n_windows: int
     summary: dict[str, Any]
+    #: ``(N, len(classes))`` class probabilities of the windows (the CSV's columns), None when not kept.
+    proba: np.ndarray | None = None
+    #: ``(N,)`` each window's onset in seconds from the recording's first sample.
+    onset_s: np.ndarray | None = None
 
 
 class AdapterFacts(BaseModel):
@@ -438,7 +442,8 @@ def predict(
         # leaves the earlier one or none, never a part (issue 28).
         return write_folder_whole(out_dir / folder_of[path], lambda folder: write_prediction(
             folder, path, proba, night, adapter=facts, contacts=ChannelMasks(policy, masked, distrusted),
-            band_short=band_too_narrow(night.config.h_freq, config.h_freq), scorer=scorer, output=output))
+            band_short=band_too_narrow(night.config.h_freq, config.h_freq), scorer=scorer, output=output,
+            in_sample=path not in memory and in_training_data(path, meta.training_data)))
 
     def prepare(path: Path) -> RecordingWindows:
         raw = raw_from_memory(memory[path], units=units, scale=scale, sfreq=sfreq) if path in memory else None
@@ -539,7 +544,8 @@ class PredictionFailures(DataError):
 
 def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: RecordingWindows, *,
                      adapter: AdapterFacts, contacts: ChannelMasks | None = None, band_short: str | None = None,
-                     scorer: ScorerLabels | None = None, output: OutputOptions = OutputOptions()) -> PredictionResult:
+                     scorer: ScorerLabels | None = None, output: OutputOptions = OutputOptions(),
+                     in_sample: bool = False) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
     ``proba`` (N, n_classes) are class probabilities of the windows of ``night`` (the recording
@@ -552,7 +558,9 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     carry the adapter's (:func:`band_too_narrow`): then every window is flagged and the
     statistics withheld. Windows in which most channels score bad (:func:`mostly_bad_windows`)
     are flagged too. ``scorer``: a scorer's labels, compared in ``scorer_agreement`` and drawn
-    under the hypnogram; ``output``: EDF+ annotations and the plot's format.
+    under the hypnogram (``in_sample``: the recording is one the adapter was trained on, so the
+    summary's ``in_sample`` and its scorer agreement say so: not a held-out score); ``output``:
+    EDF+ annotations and the plot's format.
     """
     classes, window_seconds = adapter.classes, adapter.window_seconds
     onsets_s, flags, quality, start = night.onset_s, night.flags, night.quality, night.start
@@ -585,10 +593,12 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     }
     withheld = band_short or _withheld_because(flagged, unsure, mostly_bad)
     summary["classes_not_learned"] = list(adapter.not_learned)
+    summary["in_sample"] = in_sample
     if scorer is not None:
         from passport_kit.inference.agreement import agreement
 
-        summary["scorer_agreement"] = {"labels": str(scorer.file), **agreement(scorer.labels, pred, classes)}
+        summary["scorer_agreement"] = {"labels": str(scorer.file), **agreement(scorer.labels, pred, classes),
+                                       "in_sample": in_sample}
     summary["preprocessing"] = night.config.model_dump(mode="json")
     if quality is not None:
         masked_counts = None if masked is None else np.asarray(masked).sum(axis=0)
@@ -622,7 +632,17 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
                                                                  start=start)
     files["summary"] = reports.write_json(folder / f"{stem}_summary.json", summary)
     return PredictionResult(recording=recording, files=files, classes=classes, n_windows=int(len(pred)),
-                            summary=summary)
+                            summary=summary, proba=np.asarray(proba), onset_s=np.asarray(onsets_s))
+
+
+def in_training_data(path: Path, training_data: dict[str, str]) -> bool:
+    """Return whether recording ``path`` is one the adapter was trained on: every file it is read from has a content
+    hash among ``training_data`` (the bundle's ``{file: SHA-256}``), wherever it lies now."""
+    from passport_kit.signals.cache import file_sha256
+    from passport_kit.signals.readers import content_files
+
+    trained = set(training_data.values())
+    return bool(trained) and all(file_sha256(f) in trained for f in content_files(path))
 
 
 def _plot_note(summary: dict[str, Any], withheld: str | None) -> str:
@@ -638,7 +658,8 @@ def _plot_note(summary: dict[str, Any], withheld: str | None) -> str:
     tail = "" if confidence is None else f" · mean confidence {confidence:.2f}"
     unsure = summary.get("low_confidence_windows")
     scored = summary.get("scorer_agreement") or {}
-    scorer = "" if scored.get("kappa") is None else f" · kappa vs scorer {scored['kappa']:.2f}"
+    scorer = "" if scored.get("kappa") is None else (f" · kappa vs scorer {scored['kappa']:.2f}"
+                                                      + (" (in-sample)" if scored.get("in_sample") else ""))
     return head + tail + scorer + (f" · {unsure} low-confidence epochs (shaded)" if unsure else "")
 
 

@@ -128,10 +128,10 @@ def template_mismatch(montage: Montage) -> str | None:
     worst, name = max(distances)
     compared = len(distances)
     return (f"montage '{montage.name}': {len(far)} of {compared} channels with 10-05 names lie over "
-            f"{FRAME_TOLERANCE_M * 100:g} cm from MNE's standard_1005 template in the head frame ({name} "
+            f"{FRAME_TOLERANCE_M * 100:g} cm from MNE's {TEMPLATE} template in the head frame ({name} "
             f"{worst * 100:.1f} cm off); positions copied from mne.channels.make_standard_montage(...)."
             "get_positions() are in the template's MRI frame, not the head frame - build the montage with "
-            "`passport-kit montages import standard_1005 --name NAME --channels ...` instead (ignore this if "
+            f"`passport-kit montages import {TEMPLATE} --name NAME --channels ...` instead (ignore this if "
             "the electrodes really sit there)")
 
 

@@ -68,6 +68,8 @@ class AdaptConfig(RecipeOptions):
     overwrite: bool = Field(False, description="replace a finished adapter bundle in out trained with other settings")
     h_freq: float | None = Field(None, gt=0, description="band-pass top in Hz; None: dataset.yaml's h_freq, else the "
                                  "checkpoint's, lowered below the Nyquist frequency of recordings too slow for it")
+    l_freq: float | None = Field(None, gt=0, description="band-pass bottom in Hz; None: dataset.yaml's l_freq, else "
+                                 "the checkpoint's (0.3)")
 
 
 class AdaptResult(BaseModel):
@@ -279,14 +281,22 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     from passport_kit.model import trainable_summary
     from passport_kit.signals.amplitude import amplitude_profile
     from passport_kit.signals.data_hashes import dataset_hashes
+    from passport_kit.signals.dataset import RecordingReader
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+    from passport_kit.signals.recording import with_high_pass
 
     finished = finished_bundle(cfg)
     if finished is not None:
         return finished
     cfg.out.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after loading the data
     backbone, info = load_base_checkpoint(cfg.checkpoint)
-    run = prepare_run(cfg, info, montage, cfg.data, distrust=backbone.channel_embedding.reads_activity,
-                      h_freq=cfg.h_freq)
+    spec = load_dataset_spec(cfg.data)
+    reader = RecordingReader(spec)
+    preprocess = with_high_pass(dataset_preprocess(info, spec, instance_norm=cfg.instance_norm,
+                                                   notch_freq=cfg.notch_freq, h_freq=cfg.h_freq, reader=reader),
+                                cfg.l_freq, spec)
+    run = prepare_run(cfg, info, montage, spec, distrust=backbone.channel_embedding.reads_activity, reader=reader,
+                      preprocess=preprocess)
     windows = run.windows
     if progress_quality is not None:
         progress_quality(run.quality)

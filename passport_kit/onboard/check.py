@@ -41,6 +41,7 @@ from typing import Any, Literal
 import numpy as np
 
 from passport_kit.errors import ConfigError, DataError, PassportError, PassportWarning
+from passport_kit.wording import counted
 
 Status = Literal["ok", "warn", "fail"]
 _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
@@ -80,7 +81,8 @@ class CheckReport:
         lines = [f"[{_MARK[i.status]}] {i.name}: {i.detail}" for i in self.items]
         n_warn = sum(i.status == "warn" for i in self.items)
         verdict = "FAILED" if self.failures else "passed"
-        lines.append(f"check {verdict}: {len(self.items)} contracts, {len(self.failures)} failing, {n_warn} warnings")
+        lines.append(f"check {verdict}: {counted(len(self.items), 'contract')}, {len(self.failures)} failing, "
+                     f"{counted(n_warn, 'warning')}")
         return "\n".join(lines)
 
     def raise_for_failures(self) -> None:
@@ -108,8 +110,12 @@ def check(
     notch_freq: float | None | str = 50.0,
     batch_size: int = 8,
     h_freq: float | None = None,
+    l_freq: float | None = None,
 ) -> CheckReport:
-    """Return the report of every contract between a montage, a dataset and a base checkpoint."""
+    """Return the report of every contract between a montage, a dataset and a base checkpoint.
+
+    ``h_freq``/``l_freq``: the band-pass top and bottom in Hz (None: dataset.yaml's, else the checkpoint's), as adapt.
+    """
     import torch
 
     from passport_kit.checkpoint import load_base_checkpoint
@@ -119,6 +125,7 @@ def check(
     from passport_kit.signals import load_dataset
     from passport_kit.signals.dataset import RecordingReader
     from passport_kit.signals.dataset_spec import load_dataset_spec
+    from passport_kit.signals.recording import with_high_pass
     from passport_kit.signals.windows import FLAG_NAMES, instance_normalise
     from passport_kit.onboard.run import build_classifier, dataset_preprocess
 
@@ -137,7 +144,7 @@ def check(
     if missing_pos and EMBEDDINGS[kind].positions:
         report.add("montage", "fail", f"the {kind} embedding needs positions; {missing_pos} have none")
     else:
-        report.add("montage", "ok", f"'{mont.name}': {len(mont.channels)} channels ({', '.join(mont.ch_names[:6])}"
+        report.add("montage", "ok", f"'{mont.name}': {counted(len(mont.channels), 'channel')} ({', '.join(mont.ch_names[:6])}"
                    f"{'...' if len(mont.channels) > 6 else ''}), hash {mont.content_hash[:12]}")
     report.add("checkpoint", "ok", f"'{info.name}': {info.model.arch}, {kind} embedding, "
                f"{info.n_parameters:,} parameters, SHA-256 {info.weights_sha256[:12]} verified")
@@ -150,8 +157,8 @@ def check(
     with warnings.catch_warnings(record=True) as caught:
         # Said in the report instead (a lowered band-pass top in 'sampling & shapes', below), not twice.
         warnings.simplefilter("always", PassportWarning)
-        preprocess = _guard(report, "preprocessing", lambda: dataset_preprocess(
-            info, spec, instance_norm=instance_norm, notch_freq=notch_freq, h_freq=h_freq, reader=reader))
+        preprocess = _guard(report, "preprocessing", lambda: with_high_pass(dataset_preprocess(
+            info, spec, instance_norm=instance_norm, notch_freq=notch_freq, h_freq=h_freq, reader=reader), l_freq, spec))
     if preprocess is None:
         return report
     for w in caught:
@@ -172,7 +179,8 @@ def check(
     if windows is None:
         return report
     n_rec = len(set(windows.recording.tolist()))
-    report.add("channels", "ok", f"{n_rec} recordings map onto '{mont.name}' ({len(mont.channels)} channels each)")
+    report.add("channels", "ok", f"{counted(n_rec, 'recording')} map{'s' if n_rec == 1 else ''} onto '{mont.name}' "
+                                   f"({counted(len(mont.channels), 'channel')} each)")
 
     n, c, p, s = windows.x.shape
     expected = (len(mont.channels), int(preprocess.window_seconds), 200)
@@ -182,7 +190,7 @@ def check(
     else:
         report.add("sampling & shapes", "warn" if preprocess.h_freq_note else "ok",
                    f"{n} windows of shape ({c}, {p}, {s}) = {p} s at {preprocess.sfreq:g} Hz; band-pass "
-                   f"{preprocess.l_freq:g}-{preprocess.h_freq:g} Hz, notch {preprocess.notch_freq or 'off'}, "
+                   f"{preprocess.l_freq:g}-{preprocess.h_freq:g} Hz, {_notch_words(preprocess)}, "
                    f"instance norm {'on' if preprocess.instance_norm else 'off'}"
                    + (f"; {preprocess.h_freq_note}" if preprocess.h_freq_note else ""))
 
@@ -364,9 +372,39 @@ def _check_metadata(report: CheckReport, windows: Any, spec: Any, headers: dict[
         report.add("recording metadata", "ok", f"sampling rate, prefilters and units agree between classes "
                    f"({len(classes)} one-class recordings)")
         return
-    advice = ("a model can learn the recording setup instead of the task; make the recordings agree (a low-pass: "
-              "'h_freq:' in dataset.yaml at or below the lowest, e.g. 45) or check that results hold without them")
+    advice = f"a model can learn the recording setup instead of the task; {_confound_fix(headers, classes, lines)}"
     report.add("recording metadata", "warn", "; ".join(lines) + f" - {advice}")
+
+
+def _confound_fix(headers: dict[str, dict[str, Any]], classes: dict[str, str], lines: list[str]) -> str:
+    """Return how to make the recordings of ``classes`` agree: the band-pass settings that clip the prefilters that
+    ``lines`` (:func:`metadata_confounds`) name."""
+    named = {field for field, (word, _) in METADATA_FIELDS.items() if any(line.startswith(word) for line in lines)}
+
+    def extreme(field: str, pick: Callable[..., float]) -> float | None:
+        values = [float(headers[r][field]) for r in classes if r in headers and headers[r].get(field) is not None]
+        return pick(values) if values else None
+
+    top = extreme("lowpass", min) if "lowpass" in named else None
+    bottom = extreme("highpass", max) if "highpass" in named else None
+    fixes = []
+    if bottom is not None and bottom > 0:
+        # The band-pass bottom at or above every recording's own high-pass: below it, none of them has signal.
+        fixes.append(f"a high-pass: 'l_freq: {bottom:g}' in dataset.yaml or --l-freq {bottom:g}")
+    if top is not None:
+        fixes.append(f"a low-pass: 'h_freq: {top:g}' in dataset.yaml or --h-freq {top:g}")
+    return ("make the recordings agree (" + "; ".join(fixes) + ") or check that results hold without them" if fixes
+            else "make the recordings agree or check that results hold without them")
+
+
+def _notch_words(preprocess: Any) -> str:
+    """Return the notch as the report lists it: 'notch 50 Hz', 'notch off', or off because the band stops below it."""
+    if preprocess.notch_freq is None:
+        return "notch off"
+    if preprocess.notch_freq >= preprocess.h_freq:
+        # The band-pass already removes the mains frequency: a notch there changes nothing worth listing.
+        return f"no notch needed ({preprocess.notch_freq:g} Hz mains lies above the band's top)"
+    return f"notch {preprocess.notch_freq:g} Hz"
 
 
 def _check_labels(report: CheckReport, windows: Any) -> bool:
@@ -388,6 +426,6 @@ def _check_labels(report: CheckReport, windows: Any) -> bool:
         problems.append(f"only {len(subjects)} labeled subject(s): a subject-disjoint validation split needs 3+")
     dist = ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in counts.items())
     report.add("labels", "warn" if problems else "ok",
-               f"{total} labeled windows from {len(subjects)} subjects ({dist})"
+               f"{counted(total, 'labeled window')} from {counted(len(subjects), 'subject')} ({dist})"
                + ("; " + "; ".join(problems) if problems else ""))
     return True

@@ -36,6 +36,7 @@ from passport_kit.inference import reports
 from passport_kit.engine.forward import predict_proba
 from passport_kit.signals.dataset import RecordingReader
 from passport_kit.signals.dataset_spec import load_dataset_spec
+from passport_kit.signals.recording import with_high_pass
 from passport_kit.onboard.adapt import DEFAULT_CHECKPOINT
 from passport_kit.onboard.recipe import RecipeOptions, naming_metric, parse_options
 from passport_kit.onboard.run import RunData, dataset_preprocess, prepare_run, train_once
@@ -70,6 +71,7 @@ class EvaluateConfig(RecipeOptions):
     metric: str = "kappa"
     save_adapters: bool = Field(False, description="also write each run's adapter bundle under out/adapters/")
     h_freq: float | None = Field(None, gt=0, description="band-pass top in Hz; None: as adapt's h_freq")
+    l_freq: float | None = Field(None, gt=0, description="band-pass bottom in Hz; None: as adapt's l_freq")
 
 
 #: The method name of the band-power reference in evaluate's tables (probe recipe): the read-out of band power
@@ -168,8 +170,9 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
     reader = RecordingReader(spec)
     for method, ckpt, (backbone, info) in zip(methods, cfg.checkpoints, bases):
         # h_freq: e.g. eegmat, whose recordings carry different prefilters above 45 Hz (../shared/data/README.md).
-        preprocess = dataset_preprocess(info, spec, instance_norm=cfg.instance_norm, notch_freq=cfg.notch_freq,
-                                        h_freq=cfg.h_freq, reader=reader)
+        preprocess = with_high_pass(dataset_preprocess(info, spec, instance_norm=cfg.instance_norm,
+                                                       notch_freq=cfg.notch_freq, h_freq=cfg.h_freq, reader=reader),
+                                    cfg.l_freq, spec)
         key = preprocess.model_dump_json()
         if key not in runs:
             runs[key] = prepare_run(cfg, info, montage, spec, distrust=distrust, reader=reader, preprocess=preprocess)
@@ -306,8 +309,9 @@ def _write_reports(cfg: EvaluateConfig, rows: list[dict[str, Any]], pooled: dict
         if y_true:
             confusion = classification_metrics(np.array(y_true), np.array(y_pred), classes).confusion
             entry["confusion_pooled"] = confusion
-            files[f"confusion_{method}"] = reports.plot_confusion(
-                out / f"confusion_{method}.png", confusion, classes, title=method)
+            # File names without spaces ('band power' -> confusion_band-power.png): shells and URLs need no quoting.
+            stem = f"confusion_{method.replace(' ', '-')}"
+            files[stem] = reports.plot_confusion(out / f"{stem}.png", confusion, classes, title=method)
         summary[method] = entry
     if cfg.subjects_sweep:
         curves: dict[str, dict[int, list[float]]] = {m: defaultdict(list) for m in methods}

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from passport_kit.contacts import DEFAULT_DISTRUST, DEFAULT_UNCORRELATED, ContactPolicy
-from passport_kit.errors import ConfigError
+from passport_kit.errors import ConfigError, validation_problem
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where the settings are made
     from passport_kit.onboard.finetune import FinetuneSettings
@@ -165,9 +165,10 @@ def parse_options(model: type[_Options], command: str, config: _Options | None, 
     try:
         return model(**({**config.model_dump(), **options} if config is not None else options))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "options"
-        raise ConfigError(f"invalid {command} option {where}: {err['msg']}; fix it and retry") from None
+        where, message = validation_problem(exc)
+        if not where:  # a rule between options (a recipe and an option it does not take)
+            raise ConfigError(f"invalid {command} options: {message}") from None
+        raise ConfigError(f"invalid {command} option {where}: {message}; fix it and retry") from None
 
 
 __all__ = ["AUTO_ACTS", "DEFAULT_DISTRUST", "DEFAULT_UNCORRELATED", "FINETUNE_ONLY", "PROBE_LAYER", "Balance",

@@ -27,7 +27,7 @@ import yaml
 from pydantic import ValidationError
 
 from passport_kit.bounded_yaml import load_yaml
-from passport_kit.errors import ConfigError
+from passport_kit.errors import ConfigError, validation_problem
 
 #: ``format`` of adapter.json (checkpoint.ADAPTER_FORMAT; not imported: reading a run file needs no torch).
 _ADAPTER_FORMAT = "passport-kit/adapter-bundle"
@@ -77,9 +77,7 @@ def adapt_config_from_file(path: str | Path, **overrides: Any) -> Any:
     try:
         return AdaptConfig.model_validate({**settings, **overrides})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        message = str(err["msg"]).removeprefix("Value error, ")
+        where, message = validation_problem(exc)
         if not where:  # a rule between settings (recipe and its options)
             raise ConfigError(f"run file '{path}' with the command line's options: {message}") from None
         source = "on the command line" if where in overrides else f"in run file '{path}'"

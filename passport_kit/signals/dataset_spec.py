@@ -27,7 +27,9 @@ Optional keys: ``label_seconds`` (duration of one value in label files when it i
 window, e.g. 5 for R&K hypnograms; the ``rk`` map sets it), ``label_column`` (the column of
 ``*_events.tsv`` or of a label table with a header), ``on_unknown_label`` (``raise`` | ``drop``),
 ``h_freq`` (the band-pass top in Hz, instead of the checkpoint's; without it, a dataset sampled
-too slowly for the checkpoint's top gets one below its Nyquist frequency automatically).
+too slowly for the checkpoint's top gets one below its Nyquist frequency automatically), ``l_freq``
+(the band-pass bottom in Hz, instead of the checkpoint's 0.3; e.g. 1 where the recordings' own
+high-pass filters differ between classes, as ``check`` reports)
 
 Without ``dataset.yaml``: a folder with ``dataset_description.json`` is read as BIDS (through
 MNE-BIDS; labels from ``*_events.tsv``), and any other folder is discovered: every recording
@@ -98,6 +100,7 @@ class DatasetSpec(BaseModel):
     label_column: str | None = None
     on_unknown_label: OnUnknown | None = None
     h_freq: float | None = Field(None, gt=0)
+    l_freq: float | None = Field(None, gt=0)
     #: Read files named outside the dataset folder (by '..', an absolute path or a symlink); off: refused.
     allow_outside_paths: bool = False
     recordings: list[RecordingSpec] = Field(default_factory=list)

@@ -34,10 +34,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from passport_kit.errors import LabelError
-
-#: AASM stage names in their conventional integer order (0=W ... 4=REM): the simulator's,
-#: the label readers' and the hypnogram's (passport_kit.inference.hypnogram) vocabulary.
-AASM_STAGES: tuple[str, ...] = ("W", "N1", "N2", "N3", "REM")
+# AASM stage names in their conventional integer order (0=W ... 4=REM): the simulator's, the label readers' and
+# the hypnogram's vocabulary, defined on the ground floor so that the hypnogram imports no reader.
+from passport_kit.stage_names import AASM_STAGES
 
 #: The default class list of a sleep-staging dataset (dataset.yaml without ``classes``): the stage names.
 AASM_CLASSES: tuple[str, ...] = AASM_STAGES

@@ -371,7 +371,7 @@ def _csv_rate(path: Path, stamps: np.ndarray | None, sfreq: float | None) -> tup
     nominal = float(round(estimate)) if abs(estimate - round(estimate)) <= 0.005 * estimate else estimate
     if sfreq is not None and abs(estimate - sfreq) > 0.02 * sfreq:
         raise DataError(f"recording '{path}': its timestamps average {estimate:.4g} Hz but {sfreq:g} Hz was given; "
-                        "check the rate (or drop 'sfreq' to use the timestamps')")
+                        "check the rate (or drop 'sfreq' to use the timestamps)")
     jump = float(steps.max()) / per_second
     if not regular.all() and jump > 0.1:
         at = float(stamps[int(steps.argmax())] - stamps[0]) / per_second

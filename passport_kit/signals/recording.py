@@ -89,6 +89,25 @@ def fit_preprocessing(contract: Any, *, rate: Callable[[], tuple[float, str]], w
     return fitted
 
 
+def with_high_pass(config: PreprocessConfig, l_freq: float | None, spec: Any = None) -> PreprocessConfig:
+    """Return ``config`` with its band-pass bottom at ``l_freq`` Hz, else at ``spec.l_freq`` (dataset.yaml's), else as is.
+
+    A higher bottom (e.g. 1 Hz) removes slow drifts that differ between recording setups: a
+    high-pass in the recordings' headers that differs between classes lets a model learn the
+    setup instead of the task (``check`` says so). ConfigError when it does not lie below the top.
+    """
+    if l_freq is None and spec is not None:
+        l_freq = getattr(spec, "l_freq", None)
+    if l_freq is None or l_freq == config.l_freq:
+        return config
+    if not 0 < l_freq < config.h_freq:
+        from passport_kit.errors import ConfigError
+
+        raise ConfigError(f"the band-pass bottom l_freq (--l-freq, or 'l_freq:' in dataset.yaml) is {l_freq:g} Hz; it "
+                          f"must lie between 0 and the band's top, {config.h_freq:g} Hz - give e.g. 0.5 or 1")
+    return PreprocessConfig.from_dict(config.model_dump() | {"l_freq": float(l_freq)})
+
+
 @dataclass(frozen=True)
 class RecordingWindows:
     """One recording read once: its windows and what the same read says about it."""

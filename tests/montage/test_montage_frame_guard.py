@@ -28,7 +28,7 @@ def test_mri_frame_positions_from_get_positions_are_warned(write_yaml: Callable[
     mri = make_template().get_positions()["ch_pos"]
     path = write_yaml(_montage_dict(mri))
     with pytest.warns(PassportWarning, match=r"4 of 4 channels with 10-05 names .* \(TP9 [45]\.\d cm off\).*MRI "
-                                             r"frame.*montages import standard_1005"):
+                                             r"frame.*montages import colin27_1005 "):
         resolve_montage(path)
 
 
