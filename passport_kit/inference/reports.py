@@ -144,7 +144,8 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
     # Fixed margins (in inches, whatever the height) with room for the two-line title, the clock
     # axis and the hypnodensity's legend on the right: cropping to a tight bounding box instead
     # costs a second drawing of the figure, a third of predict's report time on a short night.
-    fig.subplots_adjust(left=0.7 / 11, right=1 - (0.9 if has_density else 0.2) / 11, bottom=(0.6 + below) / height,
+    # The legends sit right of the axes, outside the data (issue 34): 1.45 inches for them.
+    fig.subplots_adjust(left=0.7 / 11, right=1 - 1.45 / 11, bottom=(0.6 + below) / height,
                         top=1 - 0.55 / height, hspace=0.08)
     origin, unit, xlabel = _time_axis(hypnogram)
     hours = origin + hypnogram.onsets_s / unit  # x positions: matplotlib dates, or hours from the start
@@ -166,18 +167,20 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
     rem = np.array([s == "REM" for s in hypnogram.stages], dtype=bool)
     if rem.any():
         ax.hlines(np.full(int(rem.sum()), levels["REM"]), hours[rem], hours[rem] + step, color="tab:red", lw=3)
-    used = sorted({levels[s] for s in hypnogram.stages} | {0, 1, 2, 3, 4})
+    shown = [levels[s] for s in hypnogram.stages] + ([] if reference is None else [levels[s] for s in reference.stages])
+    used = sorted(set(shown) | {0, 1, 2, 3, 4})
     names = {v: k for k, v in levels.items()}
     ax.set_yticks(used, [names[v] for v in used])
+    # Every stage keeps its row whatever was predicted: a night staged N2/N3 only still shows where W would be.
+    ax.set_ylim(min(used) - 0.5, max(used) + 0.5)
     ax.set_ylabel("stage")
     unsure = hypnogram.low_confidence()
-    if unsure.any():
-        # One shaded band per run of low-confidence epochs (the hypnodensity below shows why).
-        ax.fill_between(np.append(hours, hours[-1] + step), 0, 1, where=np.append(unsure, unsure[-1]), step="post",
-                        color="0.8", alpha=0.6, transform=ax.get_xaxis_transform(), zorder=0, linewidth=0,
-                        label="low confidence")
+    for k, (first, stop) in enumerate(_runs(unsure)):
+        # One shaded span per run of low-confidence epochs, a lone epoch included (the hypnodensity below shows why).
+        ax.axvspan(hours[first], hours[stop - 1] + step, color="0.8", alpha=0.6, zorder=0, linewidth=0,
+                   label="low confidence" if k == 0 else None, gid="low-confidence")
     if reference is not None or unsure.any():
-        ax.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     if title or note:
         ax.set_title("\n".join(t for t in (title, note) if t), fontsize=10)
     if has_density:
@@ -222,9 +225,21 @@ def stage_table_text(hypnogram: Hypnogram) -> str:
     return " | ".join(cells + [f"TST {stats['TST']:.1f} min"])
 
 
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Return ``(first, stop)`` index pairs of the runs of True in ``mask`` (N,): ``[1, 1, 0, 1]`` -> [(0, 2), (3, 4)]."""
+    edges = np.diff(np.concatenate([[0], np.asarray(mask, dtype=np.int8), [0]]))
+    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist()))
+
+
+#: Recordings shorter than this (seconds) get a time axis in minutes, not hours.
+MINUTES_BELOW_S = 3600.0
+
+
 def _time_axis(hypnogram: Hypnogram) -> tuple[float, float, str]:
     """Return ``(origin, seconds per x unit, axis label)``: clock time (matplotlib dates) if the start is known."""
     if hypnogram.start is None:
+        if len(hypnogram) * hypnogram.epoch_seconds < MINUTES_BELOW_S:
+            return 0.0, 60.0, "time from recording start (min)"
         return 0.0, 3600.0, "time from recording start (h)"
     from matplotlib.dates import date2num
 

@@ -143,9 +143,9 @@ def test_hypnogram_plot_uses_clock_time_when_the_start_is_known(monkeypatch: pyt
     assert fig.axes[0].get_title() == "night.edf\nTST 5 min · SE 50 %"
 
 
-def test_hypnogram_plot_without_a_start_counts_hours(monkeypatch: pytest.MonkeyPatch) -> None:
-    fig = _drawn(monkeypatch, _hypnogram())
-    assert fig.axes[-1].get_xlabel() == "time from recording start (h)"
+def test_hypnogram_plot_without_a_start_counts_minutes_of_a_short_recording(monkeypatch: pytest.MonkeyPatch) -> None:
+    fig = _drawn(monkeypatch, _hypnogram())  # 12 epochs: 6 min (hours: test_hypnogram_plot.py)
+    assert fig.axes[-1].get_xlabel() == "time from recording start (min)"
 
 
 def test_predict_puts_the_recording_and_its_statistics_on_the_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

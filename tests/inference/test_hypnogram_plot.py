@@ -1,0 +1,65 @@
+"""The hypnogram plot shows what it says (issue 34, finding 5): tests on the figure's artists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from passport_kit.inference import reports
+from passport_kit.inference.hypnogram import Hypnogram
+
+CLASSES = ["W", "N1", "N2", "N3", "REM"]
+
+
+def _drawn(monkeypatch: pytest.MonkeyPatch, hypnogram: Hypnogram, **kwargs):
+    figures = []
+    monkeypatch.setattr(reports, "_save_figure", lambda fig, path, **kw: figures.append(fig) or Path(path))
+    reports.plot_hypnogram(Path("h.png"), hypnogram, **kwargs)
+    fig = figures[0]
+    fig.canvas.draw()
+    return fig
+
+
+def _night(stages: list[str], confident: list[bool], n_hours: float | None = None) -> Hypnogram:
+    proba = np.array([[0.96 if c == s else 0.01 for c in CLASSES] if ok else [0.24, 0.2, 0.2, 0.16, 0.2]
+                      for s, ok in zip(stages, confident)])
+    return Hypnogram(stages, proba=proba, classes=CLASSES)
+
+
+def _spans(ax) -> list[float]:
+    return sorted(p.get_width() for p in ax.patches if p.get_gid() == "low-confidence")
+
+
+def test_a_lone_low_confidence_epoch_is_shaded_one_epoch_wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    stages = ["W", "N1", "N2", "N2", "N3", "N2", "REM", "W"] * 4   # 16 min: minutes on the axis
+    confident = [True] * len(stages)
+    confident[3] = confident[10] = confident[11] = False          # a lone epoch and a run of two
+    fig = _drawn(monkeypatch, _night(stages, confident))
+    assert _spans(fig.axes[0]) == pytest.approx([0.5, 1.0])        # minutes: 1 and 2 epochs of 30 s
+
+
+def test_the_stage_axis_keeps_every_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+    fig = _drawn(monkeypatch, _night(["N2", "N3"] * 8, [True] * 16))
+    low, high = fig.axes[0].get_ylim()
+    assert low <= 0 - 0.4 and high >= 4 + 0.4                      # N3 (0) up to W (4)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["N3", "N2", "N1", "REM", "W"]
+
+
+def test_the_legends_sit_outside_the_axes(monkeypatch: pytest.MonkeyPatch) -> None:
+    stages = ["W", "N2", "N3", "REM"] * 4
+    fig = _drawn(monkeypatch, _night(stages, [True, False] * 8), reference=_night(stages, [True] * 16))
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        assert legend is not None
+        assert legend.get_window_extent().x0 >= ax.get_window_extent().x1 - 1
+        assert legend.get_window_extent().x1 <= fig.bbox.x1 + 1   # and inside the figure
+
+
+@pytest.mark.parametrize(("epochs", "label"), [(8, "time from recording start (min)"),
+                                               (240, "time from recording start (h)")])
+def test_a_short_recording_is_in_minutes(monkeypatch: pytest.MonkeyPatch, epochs: int, label: str) -> None:
+    fig = _drawn(monkeypatch, _night(["N2"] * epochs, [True] * epochs))
+    assert fig.axes[-1].get_xlabel() == label
+    assert fig.axes[-1].get_xlim()[1] == pytest.approx(epochs * 0.5 if "min" in label else epochs / 120)
