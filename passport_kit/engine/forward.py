@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from passport_kit.errors import ConfigError
 from passport_kit.model.heads import ProbeHead
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.model.quality_gate import has_quality_gate
@@ -99,6 +100,7 @@ def predict_proba(
     channel_mask: np.ndarray | None = None,
     distrust: np.ndarray | None = None,
     groups: Sequence[Any] | None = None,
+    prior: np.ndarray | None = None,
 ) -> np.ndarray:
     """Return softmax class probabilities, shape (N, n_classes) float32.
 
@@ -128,6 +130,13 @@ def predict_proba(
     groups : sequence, optional
         The recording of each predicted row (one entry per row of ``index``), for a probe head
         with temporal context; None: the rows are one recording.
+    prior : np.ndarray, shape (N, S), optional
+        A sleep prior's log-probabilities for every row of ``x``
+        (:func:`passport_kit.sleep.priors.prior_log_proba`): needed by, and only read by, a
+        probe head with a prior block (``head.n_prior``).
+
+    A probe head's night smoothing and temperature (:meth:`ProbeHead.postprocess`) are applied
+    last, over ``groups``' recordings.
     """
     device = device or torch.device("cpu")
     rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
@@ -137,9 +146,15 @@ def predict_proba(
                               distrust=distrust, on_batch=on_batch)
         if len(z) == 0:
             return np.zeros((0, 0), dtype=np.float32)
+        if head.n_prior:
+            if prior is None:
+                raise ConfigError("this read-out stacks a sleep prior: pass its log-probabilities (prior=)")
+            z = np.concatenate([z, np.asarray(prior, dtype=np.float64)[rows]], axis=1)
+        runs = None if groups is None else list(groups)
         with torch.inference_mode():
-            logits = head.read_out(torch.from_numpy(z).float().to(device), None if groups is None else list(groups))
-        return torch.softmax(logits.float(), dim=-1).cpu().numpy().astype(np.float32, copy=False)
+            logits = head.read_out(torch.from_numpy(z).float().to(device), runs)
+        proba = torch.softmax(logits.float(), dim=-1).cpu().numpy().astype(np.float32, copy=False)
+        return head.postprocess(proba, runs)
     out: list[np.ndarray] = []
     for logits in _batches(model, x, meta, rows, batch_size=batch_size, device=device, precision=precision,
                            channel_mask=channel_mask, distrust=distrust, call=model):

@@ -158,8 +158,21 @@ class ProbeHead(nn.Module):
 
     def __init__(self, d_model: int, n_classes: int, n_channels: int, context: int = 0, layer: int | None = None,
                  pooling: ProbePooling = "mean", bands: Sequence[Sequence[float]] | None = None,
-                 scaling: Scaling = "none") -> None:
+                 scaling: Scaling = "none", n_prior: int = 0, prior: dict[str, Any] | None = None,
+                 temperature: float = 1.0, smoothing: dict[str, Any] | None = None) -> None:
         super().__init__()
+        if n_prior < 0 or (n_prior and not prior) or not temperature > 0:
+            raise ConfigError(f"a probe head's prior block needs a prior spec and a positive temperature, got "
+                              f"n_prior {n_prior}, prior {prior!r}, temperature {temperature}")
+        #: The sleep prior block (issue 33): ``n_prior`` log-probabilities per window from the prior ``prior``
+        #: names (:class:`passport_kit.sleep.priors.PriorSpec` as a dict), appended to the read-out's inputs by
+        #: the caller (the head reads windows, not nights). 0: no prior block.
+        self.n_prior, self.prior = int(n_prior), (dict(prior) if prior else None)
+        #: What follows the read-out (:mod:`passport_kit.model.night`): the night's HMM smoothing (None: none) with
+        #: ``transitions`` (K, K) and ``emission_prior`` (K,), then the temperature (1: none).
+        self.temperature = float(temperature)
+        self.smoothing = None if smoothing is None else {k: [list(map(float, r)) if isinstance(r, (list, tuple))
+                                                             else float(r) for r in v] for k, v in smoothing.items()}
         if n_classes < 1 or n_channels < 1 or context < 0 or (layer is not None and layer < 0):
             raise ConfigError(f"a probe head needs classes, channels and a context and layer of 0 or more, got "
                               f"{n_classes}, {n_channels}, {context} and {layer}")
@@ -182,7 +195,7 @@ class ProbeHead(nn.Module):
         return self.n_channels * per_channel
 
     def _width(self, context: int, pooling: str) -> int:
-        n_inputs = pooled_width(self.d_model, pooling) + self.n_spectral_features
+        n_inputs = pooled_width(self.d_model, pooling) + self.n_spectral_features + getattr(self, "n_prior", 0)
         return n_inputs * (2 if context else 1)
 
     def spectral(self, x: Tensor) -> Tensor:
@@ -210,9 +223,13 @@ class ProbeHead(nn.Module):
             pooled.append(feats.std(dim=2, correction=0).mean(dim=1))
         return torch.cat([*pooled, self.spectral(x)], dim=1)
 
-    def set_read_out(self, context: int, pooling: ProbePooling | None = None, scaling: Scaling | None = None) -> None:
-        """Give the head ``context`` windows on each side (and ``pooling``, ``scaling``); a new, zero read-out layer."""
+    def set_read_out(self, context: int, pooling: ProbePooling | None = None, scaling: Scaling | None = None,
+                     prior: dict[str, Any] | None = None, n_prior: int = 0) -> None:
+        """Give the head ``context`` windows on each side (and ``pooling``, ``scaling``, a prior block of ``n_prior``
+        inputs from ``prior``); a new, zero read-out layer, no smoothing, temperature 1."""
         pooling = pooling or self.pooling
+        self.n_prior, self.prior = (int(n_prior), dict(prior)) if n_prior and prior else (0, None)
+        self.temperature, self.smoothing = 1.0, None
         self.linear = nn.Linear(self._width(context, pooling), self.linear.out_features)
         self.context, self.pooling, self.scaling = context, pooling, scaling or self.scaling
         nn.init.zeros_(self.linear.weight)
@@ -224,7 +241,28 @@ class ProbeHead(nn.Module):
 
     def forward(self, feats: Tensor, x: Tensor) -> Tensor:
         """Return logits ``(B, n_classes)`` (with ``context`` or ``scaling``: the batch is one recording's windows)."""
+        if self.n_prior:
+            raise ConfigError("this read-out stacks a sleep prior, computed per night: score it with "
+                              "passport_kit.engine.forward.predict_proba(..., prior=...)")
         return self.read_out(self.features(feats, x))
+
+    def postprocess(self, proba: Any, groups: Sequence[Any] | None = None) -> Any:
+        """Return probabilities ``(N, K)`` (numpy) after the head's smoothing over each night, then its temperature.
+
+        Rows in time order within each run of equal ``groups`` (None: one recording). Identity
+        for a head with neither (every head before issue 33).
+        """
+        if self.smoothing is None and self.temperature == 1.0:
+            return proba
+        from passport_kit.model.night import smooth, temper
+
+        import numpy as np
+
+        out = np.asarray(proba, dtype=np.float64)
+        if self.smoothing is not None:
+            out = smooth(out, np.asarray(self.smoothing["transitions"]), np.asarray(self.smoothing["emission_prior"]),
+                         groups)
+        return temper(out, self.temperature).astype(np.float32)
 
 
 class ClassificationHead(nn.Module):
@@ -294,6 +332,10 @@ class Classifier(FrozenStaysEval, nn.Module):
         pooling_probe: ProbePooling = "mean",
         bands: Sequence[Sequence[float]] | None = None,
         scaling: Scaling = "none",
+        n_prior: int = 0,
+        prior: dict[str, Any] | None = None,
+        temperature: float = 1.0,
+        smoothing: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.backbone = backbone
@@ -306,7 +348,7 @@ class Classifier(FrozenStaysEval, nn.Module):
                 raise ConfigError(f"probe_layer {layer} is beyond this backbone's {n_layers} layers; "
                                   f"choose 0..{n_layers}")
             self.head = ProbeHead(backbone.config.d_model, n_classes, n_channels, context, layer, pooling_probe,
-                                  bands, scaling)
+                                  bands, scaling, n_prior, prior, temperature, smoothing)
             self._head_settings: dict[str, Any] = {"kind": "probe", "n_classes": n_classes, "n_channels": n_channels}
         elif kind == "mlp":
             self.head = ClassificationHead(
@@ -338,6 +380,12 @@ class Classifier(FrozenStaysEval, nn.Module):
                 settings |= {"layer": self.head.layer, "pooling_probe": self.head.pooling}
             if self.head.bands is not None:  # heads written before issue 24 have the old spectral block
                 settings |= {"bands": [list(b) for b in self.head.bands], "scaling": self.head.scaling}
+            if self.head.n_prior:  # heads written before issue 33 (and those without a prior) have no such keys
+                settings |= {"n_prior": self.head.n_prior, "prior": dict(self.head.prior or {})}
+            if self.head.temperature != 1.0:
+                settings |= {"temperature": self.head.temperature}
+            if self.head.smoothing is not None:
+                settings |= {"smoothing": self.head.smoothing}
             return settings
         return dict(self._head_settings)
 

@@ -49,6 +49,8 @@ LPFT_LR = 1e-4
 LPFT_L2SP = 1e-2
 #: Step budget: this many passes over the training windows, within [MIN_STEPS, MAX_STEPS].
 BUDGET_EPOCHS, MIN_STEPS, MAX_STEPS = 4, 40, 400
+#: The smallest gain LP-FT must show (the ladder's rule, onboard.ladder.MIN_EFFECT: kept equal by a test).
+MIN_EFFECT = {"auroc": 0.01, "kappa": 0.02}
 #: Fractions of the budget at which the inner cross-validation scores LP-FT.
 CHECKPOINTS = (0.25, 0.5, 1.0)
 
@@ -121,7 +123,7 @@ def decide(
     groups: np.ndarray, *, chosen: ReadOutChoice, start: ReadOutChoice, plain: dict[str, np.ndarray],
     recordings: np.ndarray | None, settings: FinetuneSettings, device: Any = None, precision: Any = "fp32",
     channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None, seed: int = 0,
-    folds: int = MAX_INNER_FOLDS,
+    folds: int = MAX_INNER_FOLDS, min_effect: float | None = None,
 ) -> AdapterTraining:
     """Return whether LP-FT beats the probe on grouped inner folds of ``rows`` (the module docstring's rule).
 
@@ -173,10 +175,11 @@ def decide(
     best = max(marks, key=lambda m: np.mean(gains[m]))
     gain = float(np.mean(gains[best]))
     se = float(np.std(gains[best], ddof=1) / math.sqrt(used))
-    trained = gain > se and gain > 0
-    reason = (f"inner cross-validation: LP-FT after {best} steps gains {gain:+.3f} (SE {se:.3f}) over the probe"
-              if trained else f"inner cross-validation: LP-FT's best gain {gain:+.3f} (after {best} steps) is within "
-                              f"one standard error ({se:.3f}) of the probe, which is simpler: the probe is kept")
+    effect = MIN_EFFECT["auroc" if n_classes == 2 else "kappa"] if min_effect is None else float(min_effect)
+    trained = gain > se and gain >= effect and gain > 0
+    reason = (f"inner cross-validation: LP-FT after {best} steps gains {gain:+.3f} (SE {se:.3f}) over the read-out"
+              if trained else f"inner cross-validation: LP-FT's best gain {gain:+.3f} (after {best} steps) is not "
+                              f"above its standard error ({se:.3f}) and {effect:g}: the simpler read-out is kept")
     return AdapterTraining(trained=trained, reason=reason, steps=best if trained else 0, budget=budget, folds=used,
                            probe_score=float(np.mean(probe_scores)),
                            lpft_score=float(np.mean(lpft_scores[best])), gain=gain, standard_error=se,

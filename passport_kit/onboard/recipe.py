@@ -76,6 +76,12 @@ class RecipeOptions(ContactPolicy):
     probe_pooling: Literal["auto", "mean", "meanstd"] = Field("auto", description="probe recipe: pool the backbone "
                                                               "features by their mean, or mean and spread over the "
                                                               "window's patches; auto: chosen by cross-validation")
+    prior: str = Field("yasa", description="sleep staging: the pretrained sleep stager the ladder offers as a prior "
+                       "(zero-shot, and its log-probabilities stacked into the read-out), or 'none'; 'yasa' is built "
+                       "in, 'gssc' when you installed it (AGPL-3.0, never a dependency)")
+    min_effect: float | None = Field(None, ge=0, description="the smallest paired inner-CV gain a rung of the ladder "
+                                     "must show to replace the one below (besides its standard error); default 0.01 "
+                                     "AUROC, 0.02 kappa")
     train: TrainPolicy = Field("adapter", description="what to train: adapter (mixture adapter + head, the paper's "
                                "recipe), head, or full")
     validation_fraction: float = Field(0.2, gt=0, lt=1)

@@ -42,7 +42,8 @@ from passport_kit.onboard.finetune import FitResult, fit, near_chance, selection
 from passport_kit.onboard.lpft import AdapterTraining, decide, lpft_settings, not_tried, step_budget
 from passport_kit.onboard.lpft import train as lpft_train
 from passport_kit.onboard.recipe import ProgressFn, Recipe, RecipeOptions
-from passport_kit.onboard.probe import CONTEXTS, POOLINGS, class_warnings, fit_probe, probe_summary
+from passport_kit.onboard.ladder import LadderData, fit_ladder, ladder_summary
+from passport_kit.onboard.probe import CONTEXTS, POOLINGS, ReadOutChoice, class_warnings
 from passport_kit.onboard.splits import unique_subjects
 
 
@@ -204,27 +205,28 @@ def train_classifier(
     classes = list(windows.classes)
     if cfg.recipe in ("probe", "auto"):
         rows = np.sort(np.concatenate([train_idx, val_idx]))
-        # Temporal context only where windows are consecutive epochs of a night (sleep staging).
-        sleep = windows.info.get("task") == "sleep-staging"
-        contexts = (cfg.context,) if cfg.context is not None else CONTEXTS if sleep else (0,)
-        probe = fit_probe(model, windows.x, windows.y, meta, classes, rows, windows.subject, seed=seed,
-                          batch_size=max(cfg.batch_size, 64), device=device, channel_mask=channel_mask,
-                          distrust=distrust, recordings=windows.recording, contexts=contexts,
-                          poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,),
-                          scalings=SCALINGS if labels_vary_within_recordings(windows, rows) else ("none",))
-        if progress is not None:
-            progress(1, 1, {} if probe.selection_score is None else {"val": probe.selection_score})
-        result = FitResult(best_step=0, steps=0, best_score=probe.selection_score, validation=probe.validation,
-                           seconds=probe.seconds)
-        summary = probe_summary(probe)
+        forward = {"batch_size": max(cfg.batch_size, 64), "device": device, "channel_mask": channel_mask,
+                   "distrust": distrust}
+        lpft = None
         if cfg.recipe == "auto":
-            decision = adapter_training(cfg, model, windows, meta, rows, probe, seed=seed, device=device,
+            def lpft(choice: Any, plain: dict[str, np.ndarray]) -> AdapterTraining:
+                return adapter_training(cfg, model, windows, meta, rows, choice, plain, seed=seed, device=device,
                                         precision=precision, channel_mask=channel_mask, distrust=distrust,
                                         state_path=state_path, run_config=run_config, progress=progress)
-            summary = summary | {"recipe": "auto", "adapter_training": decision.as_dict()}
-            if decision.trained:
-                result.steps = result.best_step = decision.steps
-        return result, summary, probe.warnings, probe.bandpower_head
+        fitted = fit_ladder(model, windows.x, windows.y, meta, classes, rows, windows.subject,
+                            lambda plain, r: ladder_data(cfg, windows, plain, r, head=model.head), seed=seed,
+                            forward=forward, lpft=lpft, min_effect=cfg.min_effect,
+                            progress=None if progress is None else (lambda rung: progress(0, 1, {"rung": rung})))
+        if progress is not None:
+            progress(1, 1, {} if fitted.result.expected is None else {"val": fitted.result.expected})
+        decision = fitted.result.lpft
+        steps = decision.steps if decision is not None and decision.trained else 0
+        result = FitResult(best_step=steps, steps=steps, best_score=fitted.result.expected,
+                           validation=fitted.validation, seconds=fitted.seconds)
+        summary = ladder_summary(fitted, cfg.recipe)
+        if decision is not None:
+            summary["adapter_training"] = decision.as_dict()
+        return result, summary, fitted.warnings, fitted.bandpower_head
     result = fit(
         model, windows.x, windows.y, meta, classes, cfg.settings(seed), train_index=train_idx, val_index=val_idx,
         device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
@@ -244,35 +246,78 @@ def train_classifier(
     return result, selection, notes, None
 
 
-def adapter_training(cfg: RecipeOptions, model: Any, windows: Any, meta: Any, rows: np.ndarray, probe: Any, *,
-                     seed: int, device: Any, precision: Any, channel_mask: np.ndarray | None = None,
-                     distrust: np.ndarray | None = None, state_path: Path | None = None,
-                     run_config: dict[str, Any] | None = None, progress: ProgressFn | None = None) -> AdapterTraining:
-    """Return the ``auto`` recipe's decision on LP-FT after ``probe`` (:mod:`passport_kit.onboard.lpft`); when it
-    says adapter training helps, train ``model``'s adapter and read-out from the LP-FT start on ``rows``.
+def adapter_training(cfg: RecipeOptions, model: Any, windows: Any, meta: Any, rows: np.ndarray, start: ReadOutChoice,
+                     plain: dict[str, np.ndarray], *, seed: int, device: Any, precision: Any,
+                     channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
+                     state_path: Path | None = None, run_config: dict[str, Any] | None = None,
+                     progress: ProgressFn | None = None) -> AdapterTraining:
+    """Return the ladder's LP-FT rung (:mod:`passport_kit.onboard.lpft`) from read-out ``start`` (the backbone
+    rung's, which the ladder took); when it pays, train ``model``'s adapter and read-out from it on ``rows``.
 
-    ``--lr``, ``--head-lr`` and ``--max-steps`` act on this stage (its rates and step budget)."""
+    ``plain``: the read-out inputs of ``rows`` per pooling. ``--lr``, ``--head-lr`` and ``--max-steps`` act on
+    this stage (its rates and step budget)."""
     trainable = [n for n, p in model.named_parameters() if p.requires_grad and not n.startswith("head.")]
     if not trainable:
         return not_tried(f"the policy '{cfg.train}' trains no adapter tensor")
-    if probe.lpft_start is None or probe.features is None or not probe.inner_folds:
+    if len(np.unique(np.asarray(windows.subject)[rows])) < 2:
         return not_tried("fewer than two training subjects: nothing to cross-validate adapter training over")
-    if probe.lpft_start.scaling != "none":
-        return not_tried("the read-out scales its inputs per recording, which a training batch cannot see whole")
     steps = cfg.max_steps or step_budget(len(rows), cfg.batch_size)
     settings = lpft_settings(steps=steps, batch_size=cfg.batch_size, lr=cfg.lr, head_lr=cfg.head_lr, seed=seed)
     recordings = np.asarray(windows.recording)
     decision = decide(model, windows.x, windows.y, meta, list(windows.classes), rows, windows.subject,
-                      chosen=probe.choice, start=probe.lpft_start, plain=probe.features, recordings=recordings,
-                      settings=settings, device=device, precision=precision, channel_mask=channel_mask,
-                      distrust=distrust, seed=seed)
+                      chosen=start, start=start, plain=plain, recordings=recordings, settings=settings,
+                      device=device, precision=precision, channel_mask=channel_mask, distrust=distrust, seed=seed,
+                      min_effect=cfg.min_effect)
     if decision.trained:
-        lpft_train(model, windows.x, windows.y, meta, list(windows.classes), rows, start=probe.lpft_start,
-                   plain=probe.features, recordings=recordings, settings=settings.model_copy(
-                       update={"max_steps": decision.steps}), seed=seed, device=device, precision=precision,
-                   state_path=state_path, run_config=run_config, progress=progress, channel_mask=channel_mask,
-                   distrust=distrust)
+        lpft_train(model, windows.x, windows.y, meta, list(windows.classes), rows, start=start, plain=plain,
+                   recordings=recordings, settings=settings.model_copy(update={"max_steps": decision.steps}),
+                   seed=seed, device=device, precision=precision, state_path=state_path, run_config=run_config,
+                   progress=progress, channel_mask=channel_mask, distrust=distrust)
     return decision
+
+
+def ladder_data(cfg: RecipeOptions, windows: Any, plain: dict[str, np.ndarray], rows: np.ndarray, *,
+                head: Any) -> LadderData:
+    """Return what the ladder reads for ``rows`` of ``windows``: the task's contexts, scalings and poolings, and for
+    sleep staging the prior's log-probabilities (:func:`dataset_prior`)."""
+    sleep = windows.info.get("task") == "sleep-staging"
+    contexts = (cfg.context,) if cfg.context is not None else CONTEXTS if sleep else (0,)
+    prior, spec, reason = (dataset_prior(windows, cfg.prior) if sleep else (None, None, "not a sleep-staging task"))
+    from passport_kit.sleep import classes_to_stages
+
+    return LadderData(
+        plain=plain, y=np.asarray(windows.y)[rows], groups=np.asarray(windows.subject)[rows],
+        recordings=np.asarray(windows.recording)[rows], classes=list(windows.classes), d_model=head.d_model,
+        sleep=sleep, contexts=contexts,
+        scalings=SCALINGS if sleep and labels_vary_within_recordings(windows, rows) else ("none",),
+        poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,),
+        prior=None if prior is None else prior[rows], prior_spec=spec,
+        prior_stages=classes_to_stages(list(windows.classes)), prior_reason=reason)
+
+
+def dataset_prior(windows: Any, name: str | None) -> tuple[np.ndarray | None, dict[str, Any] | None, str]:
+    """Return the sleep prior ``name``'s log-probabilities ``(N, 5)`` for every window of ``windows``, its spec and,
+    when there is none, why (``name`` 'none', windows not 30 s, no EEG channel with a position)."""
+    from passport_kit.sleep import get_prior, pick_channels, prior_log_proba
+
+    if name is None or str(name).lower() == "none":
+        return None, None, "no prior asked for (--prior none)"
+    seconds = float(windows.config.window_seconds)
+    if abs(seconds - 30.0) > 1e-6:
+        return None, None, f"sleep priors score 30-s epochs; these windows are {seconds:g} s"
+    montage = windows.montage
+    spec = pick_channels(list(montage.ch_names), montage.positions, list(montage.kinds))
+    if spec is None:
+        return None, None, "the montage has no EEG channel with a position for the prior to read"
+    prior = get_prior(str(name))
+    spec = type(spec)(prior.name, spec.eeg, spec.eog, spec.emg)
+    out = np.zeros((len(windows), 5))
+    rec = np.asarray(windows.recording)
+    for r in np.unique(rec):
+        where = np.flatnonzero(rec == r)
+        out[where] = prior_log_proba(prior, windows.x[where], np.asarray(windows.onset_s)[where],
+                                     list(montage.ch_names), spec, window_seconds=seconds)
+    return out, spec.as_dict(), ""
 
 
 def labels_vary_within_recordings(windows: Any, rows: np.ndarray) -> bool:

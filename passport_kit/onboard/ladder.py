@@ -1,0 +1,581 @@
+"""The ladder: start from the textbook band-power classifier and climb only where the user's own data says it pays.
+
+Issue 33. Every rung is a read-out (:mod:`passport_kit.onboard.probe`) or a step after it,
+scored by the same inner cross-validation over the training subjects (grouped folds, drawn
+several times; with one training subject, blocked folds within each night, and the record says
+so). In order of what they add:
+
+============  ==========================================================================================
+rung          what it adds (each candidate's own C, weights and variants chosen by best inner score)
+============  ==========================================================================================
+bandpower     the textbook: log absolute and relative band power per channel, StandardScaler +
+              balanced logistic regression, C by the best inner score (``LogisticRegressionCV``'s rule)
+context       (sleep) the running mean of the inputs over ±2 or ±7 epochs; per-night robust scaling
+prior         (sleep) a pretrained stager's log-probabilities (YASA built in) as a block, its weight
+              against band power chosen by inner CV
+zero-shot     (sleep) the stager alone, no fitting: its probabilities mapped onto the classes
+backbone      the frozen model's pooled features as a block (weight 0.1 or 0.3, pooling mean or mean+spread)
+lpft          gradient training of the mixture adapter from that read-out (LP-FT, :mod:`.lpft`); tried only
+              when the backbone rung was taken, never from a read-out the ladder rejected
+smoothing     (sleep) an HMM pass over each night (transitions counted on the training folds)
+============  ==========================================================================================
+
+A step replaces the model below it only if its paired inner-CV gain (same folds) exceeds both its
+standard error and a minimum effect (:data:`MIN_EFFECT`: 0.01 AUROC, 0.02 kappa). So the chosen
+model's inner score is never below band power's, and where nothing pays the product *is* the
+textbook. Then the shipped model's probabilities are calibrated by a temperature fitted on its
+out-of-fold predictions (the inner expected calibration error before and after is recorded).
+
+``adapter.json`` ``metrics.selection`` records every rung: tried or not, taken or not, the
+challenger's and the incumbent's scores, the gain, its standard error and the reason.
+
+The standard error of a paired gain is the standard deviation of the per-fold differences over
+every draw divided by √(folds per draw): repeated draws reuse the same subjects, so dividing by
+√(all folds) would claim more certainty than the data hold.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from passport_kit.errors import DataError
+from passport_kit.onboard.finetune import near_chance, selection_metric
+from passport_kit.onboard.lpft import MIN_EFFECT
+from passport_kit.onboard.metrics import ClassificationMetrics, classification_metrics
+from passport_kit.onboard.probe import (MAX_INNER_FOLDS, POOLINGS, ReadOutChoice, _fit_lr, _one_blas_thread, _proba,
+                                        _Standardiser, balanced_weights, class_warnings, column_weights, fit_head,
+                                        plain_features, read_out_matrix, repeated_group_folds)
+
+#: Inverse L2 strengths every read-out is scored at (its best is kept, as ``LogisticRegressionCV`` does).
+C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+#: The smallest paired inner-CV gain a step up must show (besides exceeding its standard error).
+#: (``MIN_EFFECT``: the smallest paired inner-CV gain a step up must show besides its standard error; LP-FT's too.)
+BACKBONE_WEIGHTS = (0.1, 0.3)
+PRIOR_WEIGHTS = (1.0, 3.0, 10.0)
+#: How many times the grouped folds are drawn (one draw above REPEAT_MAX_WINDOWS windows).
+INNER_REPEATS = 3
+REPEAT_MAX_WINDOWS = 4000
+#: Blocked folds within each night when there is one training subject.
+NIGHT_BLOCKS = 5
+#: The read-out used where no cross-validation is possible: the textbook with scikit-learn's default C.
+FALLBACK = ReadOutChoice(1.0)
+RUNG_ORDER = ("bandpower", "context", "prior", "zero-shot", "backbone", "lpft", "smoothing")
+
+
+@dataclass
+class Folds:
+    """The inner folds: ``draws`` of ``(fit rows, test rows)`` (positions into the ladder's rows)."""
+
+    draws: list[list[tuple[np.ndarray, np.ndarray]]]
+    kind: str  # "subjects" or "blocks"
+
+    @property
+    def per_draw(self) -> int:
+        return len(self.draws[0]) if self.draws else 0
+
+    def describe(self) -> str:
+        """Return how the folds were made, as adapt prints it."""
+        repeats = f", drawn {len(self.draws)} times" if len(self.draws) > 1 else ""
+        if self.kind == "blocks":
+            return (f"{self.per_draw} blocked folds within the night(s) of the one training subject (no other subject "
+                    "to cross-validate over: the score says how well the night's own epochs are told apart)")
+        return f"{self.per_draw}-fold cross-validation over training subjects{repeats}"
+
+
+def inner_folds(groups: np.ndarray, recordings: np.ndarray, *, seed: int, repeats: int | None = None) -> Folds | None:
+    """Return the ladder's folds: grouped by subject (repeated), else blocked within each night; None if neither fits."""
+    groups = np.asarray(groups)
+    n_groups = len(np.unique(groups))
+    if n_groups >= 2:
+        folds = min(MAX_INNER_FOLDS, n_groups)
+        if repeats is None:
+            repeats = INNER_REPEATS if len(groups) <= REPEAT_MAX_WINDOWS else 1
+        repeats = repeats if n_groups > folds else 1  # leave-one-group-out is the same on every draw
+        return Folds(repeated_group_folds(groups, folds, repeats, seed), "subjects")
+    rec = np.asarray(recordings)
+    block = np.zeros(len(rec), dtype=np.int64)
+    for name in np.unique(rec):
+        where = np.flatnonzero(rec == name)
+        block[where] = np.minimum(np.arange(len(where)) * NIGHT_BLOCKS // max(len(where), 1), NIGHT_BLOCKS - 1)
+    present = np.unique(block)
+    if len(present) < 2 or len(rec) < 2 * NIGHT_BLOCKS:
+        return None
+    rows = np.arange(len(rec))
+    return Folds([[(rows[block != b], rows[block == b]) for b in present]], "blocks")
+
+
+def fold_score(y: np.ndarray, proba: np.ndarray, metric: str) -> float:
+    """Return kappa of the arg-max, or AUROC of class 1 (NaN when a fold holds one class), of ``proba`` against ``y``."""
+    from sklearn.metrics import cohen_kappa_score, roc_auc_score
+
+    if metric == "auroc":
+        if len(np.unique(y)) < 2:
+            return float("nan")
+        return float(roc_auc_score(y, proba[:, 1]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = cohen_kappa_score(y, proba.argmax(1), labels=np.arange(proba.shape[1]))
+    return float(value) if np.isfinite(value) else float("nan")
+
+
+@dataclass
+class Scored:
+    """One candidate scored on the ladder's folds: per-fold scores (every draw), out-of-fold probabilities per draw."""
+
+    name: str
+    choice: ReadOutChoice | None  # None: the zero-shot prior (no fitting)
+    scores: np.ndarray
+    oof: list[np.ndarray]
+    grid: list[dict[str, Any]] = field(default_factory=list)
+    #: The rung's own setting as adapter.json records it (the read-out's, or what the step adds).
+    setting: dict[str, Any] = field(default_factory=dict)
+    #: Smoothing applied on top of ``choice`` (or the zero-shot prior), with the emission prior it divides by.
+    smoothed: bool = False
+
+    @property
+    def mean(self) -> float:
+        finite = self.scores[np.isfinite(self.scores)]
+        return float(finite.mean()) if len(finite) else float("nan")
+
+
+@dataclass
+class Rung:
+    """One step of the ladder as adapter.json records it."""
+
+    name: str
+    tried: bool
+    taken: bool
+    reason: str
+    score: float | None = None
+    baseline: float | None = None
+    gain: float | None = None
+    standard_error: float | None = None
+    setting: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        r = (lambda v: None if v is None or not np.isfinite(v) else round(float(v), 4))
+        return {"rung": self.name, "tried": self.tried, "taken": self.taken, "score": r(self.score),
+                "baseline": r(self.baseline), "gain": r(self.gain), "standard_error": r(self.standard_error),
+                "setting": self.setting, "reason": self.reason}
+
+
+def paired_gain(challenger: np.ndarray, incumbent: np.ndarray, per_draw: int) -> tuple[float, float, int]:
+    """Return ``(mean gain, its standard error, folds)`` of paired per-fold scores (module docstring's SE)."""
+    both = np.isfinite(challenger) & np.isfinite(incumbent)
+    d = np.asarray(challenger)[both] - np.asarray(incumbent)[both]
+    if len(d) == 0:
+        return float("nan"), float("nan"), 0
+    se = float(np.std(d, ddof=1) / math.sqrt(max(1, min(per_draw, len(d))))) if len(d) > 1 else float("inf")
+    return float(d.mean()), se, len(d)
+
+
+@dataclass
+class LadderData:
+    """What the ladder reads, for its rows in time order within each recording.
+
+    ``plain``: per pooling, the head's inputs ``[pooled backbone (D or 2 D), band power (S)]`` ``(N, F)``;
+    ``prior``: the sleep prior's log-probabilities ``(N, 5)`` (None: no prior); ``prior_stages``: the
+    prior's stage index of every class (None: the classes are not the five stages, no zero-shot).
+    """
+
+    plain: dict[str, np.ndarray]
+    y: np.ndarray
+    groups: np.ndarray
+    recordings: np.ndarray
+    classes: list[str]
+    d_model: int
+    sleep: bool = False
+    contexts: tuple[int, ...] = (0,)
+    scalings: tuple[str, ...] = ("none",)
+    poolings: tuple[str, ...] = POOLINGS
+    prior: np.ndarray | None = None
+    prior_spec: dict[str, Any] | None = None
+    prior_stages: list[int] | None = None
+    backbone: bool = True
+    #: Why the prior is absent (recorded as the prior rungs' reason), when it is.
+    prior_reason: str = "not a sleep-staging task"
+
+
+@dataclass
+class LadderResult:
+    """What the ladder found: its rungs, the model it ships, its expected score and calibration."""
+
+    metric: str
+    rungs: list[Rung]
+    chosen: Scored | None
+    bandpower: Scored | None
+    folds: Folds | None
+    expected: float | None
+    smoothing: dict[str, Any] | None = None
+    temperature: float = 1.0
+    calibration: dict[str, Any] = field(default_factory=dict)
+    lpft: Any = None
+    seconds: float = 0.0
+    min_effect: float = 0.0
+
+    @property
+    def chosen_rung(self) -> str:
+        """Return the name of the rung whose model ships (the last one taken)."""
+        taken = [r.name for r in self.rungs if r.taken]
+        return taken[-1] if taken else "bandpower"
+
+    @property
+    def fitted(self) -> ReadOutChoice:
+        """Return the read-out fitted into the head (the zero-shot prior's: an identity on the prior block)."""
+        if self.chosen is None:
+            return FALLBACK
+        return self.chosen.choice or ReadOutChoice(1.0, prior_weight=1.0)
+
+
+class Ladder:
+    """Scores read-outs on one set of inner folds and climbs (module docstring); :meth:`climb` runs it."""
+
+    def __init__(self, data: LadderData, *, seed: int = 0, repeats: int | None = None,
+                 min_effect: float | None = None, progress: Callable[[str], None] | None = None) -> None:
+        self.data = data
+        self.metric = selection_metric(len(data.classes))
+        self.min_effect = MIN_EFFECT[self.metric] if min_effect is None else float(min_effect)
+        self.seed = seed
+        self.y = np.asarray(data.y, dtype=np.int64)
+        self.rec = list(np.asarray(data.recordings))
+        self.folds = inner_folds(data.groups, data.recordings, seed=seed, repeats=repeats)
+        self.weights = balanced_weights(self.y, len(data.classes))
+        self._progress = progress
+
+    # -- scoring ----------------------------------------------------------------------------------------------
+    def score(self, name: str, choice: ReadOutChoice) -> Scored:
+        """Return ``choice`` scored at every C of :data:`C_GRID`, keeping the C with the best mean inner score."""
+        assert self.folds is not None
+        if self._progress is not None:
+            self._progress(name)
+        d, k = self.data, len(self.data.classes)
+        z = read_out_matrix(d.plain, choice, d.prior, self.rec)
+        n_backbone = d.d_model * (2 if choice.pooling == "meanstd" else 1)
+        weight = column_weights(choice, z, n_backbone, d.plain[choice.pooling].shape[1])
+        per_c = {c: [] for c in C_GRID}
+        oof = {c: [np.zeros((len(z), k)) for _ in self.folds.draws] for c in C_GRID}
+        for r, draw in enumerate(self.folds.draws):
+            for fit_rows, test_rows in draw:
+                standardise = _Standardiser(z[fit_rows], weight)
+                z_fit, z_test = standardise(z[fit_rows]), standardise(z[test_rows])
+                warm = None
+                for c in C_GRID:  # ascending: each fit starts from the previous C's solution
+                    lr = _fit_lr(z_fit, self.y[fit_rows], self.weights[fit_rows], c, self.seed, warm)
+                    warm = lr if hasattr(lr, "coef_") else None
+                    proba = _proba(lr, z_test, k)
+                    oof[c][r][test_rows] = proba
+                    per_c[c].append(fold_score(self.y[test_rows], proba, self.metric))
+        means = {c: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
+                 for c, v in ((c, np.asarray(s)) for c, s in per_c.items())}
+        finite = [c for c in C_GRID if np.isfinite(means[c])]
+        best = max(finite, key=lambda c: means[c]) if finite else 1.0
+        grid = [{"C": c, self.metric: None if not np.isfinite(means[c]) else round(means[c], 4)} for c in C_GRID]
+        chosen = choice.with_c(best)
+        return Scored(name, chosen, np.asarray(per_c[best], dtype=np.float64), oof[best], grid, chosen.as_dict())
+
+    def zero_shot(self) -> Scored:
+        """Return the prior alone, unfitted, scored on the same test folds (its probabilities mapped onto the classes)."""
+        assert self.folds is not None and self.data.prior is not None and self.data.prior_stages is not None
+        proba = zero_shot_proba(self.data.prior, self.data.prior_stages)
+        scores = [fold_score(self.y[test], proba[test], self.metric) for draw in self.folds.draws for _, test in draw]
+        return Scored("zero-shot", None, np.asarray(scores), [proba for _ in self.folds.draws],
+                      setting={"prior": (self.data.prior_spec or {}).get("name")})
+
+    def smoothed(self, base: Scored) -> Scored:
+        """Return ``base`` with each test night smoothed by transitions counted on its fold's training rows."""
+        from passport_kit.model.night import smooth, transition_counts, transition_matrix
+
+        assert self.folds is not None
+        k = len(self.data.classes)
+        scores, oof = [], []
+        for r, draw in enumerate(self.folds.draws):
+            out = np.zeros_like(base.oof[r])
+            for fit_rows, test_rows in draw:
+                a = transition_matrix(transition_counts(self.y[fit_rows], [self.rec[i] for i in fit_rows], k))
+                prior = emission_prior(base, base.oof[r][fit_rows], k)
+                out[test_rows] = smooth(base.oof[r][test_rows], a, prior, [self.rec[i] for i in test_rows])
+                scores.append(fold_score(self.y[test_rows], out[test_rows], self.metric))
+            oof.append(out)
+        return Scored("smoothing", base.choice, np.asarray(scores), oof, setting={"over": base.name}, smoothed=True)
+
+    # -- climbing -----------------------------------------------------------------------------------------------
+    def _step(self, name: str, incumbent: Scored, variants: list[Scored], rungs: list[Rung]) -> Scored:
+        """Record rung ``name`` (its best variant against ``incumbent``) and return the model that stays."""
+        best = max(variants, key=lambda s: s.mean if np.isfinite(s.mean) else -np.inf)
+        gain, se, _ = paired_gain(best.scores, incumbent.scores, self.folds.per_draw if self.folds else 1)
+        taken = bool(np.isfinite(gain) and gain > se and gain >= self.min_effect)
+        if taken:
+            reason = f"gains {gain:+.3f} (SE {se:.3f}) over {incumbent.name}: above its standard error and {self.min_effect:g}"
+        elif not np.isfinite(gain):
+            reason = "no fold scored both"
+        else:
+            reason = (f"gains {gain:+.3f} (SE {se:.3f}) over {incumbent.name}: not above "
+                      + ("its standard error" if gain <= se else f"the minimum effect {self.min_effect:g}"))
+        rungs.append(Rung(name, True, taken, reason, best.mean, incumbent.mean, gain, se, best.setting))
+        return best if taken else incumbent
+
+    def climb(self, lpft: Callable[[ReadOutChoice], Any] | None = None) -> LadderResult:
+        """Return the ladder's result: every rung tried in order, the model that ships, its calibration.
+
+        ``lpft(read_out)``: the adapter-training step (``onboard.lpft.decide`` and training on every row),
+        called only when the backbone rung was taken; returns an ``AdapterTraining`` (None: not offered).
+        """
+        start = time.perf_counter()
+        d = self.data
+        rungs: list[Rung] = []
+        if self.folds is None:
+            rungs.append(Rung("bandpower", False, True, "too few windows to cross-validate: the textbook read-out "
+                              f"with C {FALLBACK.c:g} (scikit-learn's default)", setting=FALLBACK.as_dict()))
+            return LadderResult(self.metric, rungs, None, None, None, None, min_effect=self.min_effect,
+                                seconds=time.perf_counter() - start)
+        with _one_blas_thread():
+            base = self.score("bandpower", ReadOutChoice(1.0))
+            rungs.append(Rung("bandpower", True, True, "the textbook: the base of the ladder", base.mean, None, None,
+                              None, base.setting))
+            incumbent, fitted = base, base
+            # context (sleep): the running mean over neighbouring epochs, per-night scaling
+            variants = [(k, s) for k in d.contexts for s in d.scalings if (k, s) != (0, "none")]
+            if d.sleep and variants:
+                scored = [self.score("context", ReadOutChoice(1.0, context=k, scaling=s)) for k, s in variants]
+                incumbent = self._step("context", incumbent, scored, rungs)
+                fitted = incumbent
+            else:
+                rungs.append(Rung("context", False, False, "not a sleep-staging task" if not d.sleep else
+                                  "context fixed by --context 0"))
+            # the sleep prior, stacked, then alone
+            if d.prior is not None:
+                f = fitted.choice
+                scored = [self.score("prior", ReadOutChoice(1.0, 0.0, f.context, f.pooling, f.scaling, w))
+                          for w in PRIOR_WEIGHTS]
+                incumbent = self._step("prior", incumbent, scored, rungs)
+                fitted = incumbent if incumbent.choice is not None else fitted
+                if d.prior_stages is not None:
+                    incumbent = self._step("zero-shot", incumbent, [self.zero_shot()], rungs)
+                else:
+                    rungs.append(Rung("zero-shot", False, False, f"the classes {d.classes} are not the five AASM "
+                                      "stages the prior scores"))
+            else:
+                rungs += [Rung("prior", False, False, d.prior_reason), Rung("zero-shot", False, False, d.prior_reason)]
+            # the frozen backbone's features
+            if d.backbone:
+                f = fitted.choice
+                scored = [self.score("backbone", ReadOutChoice(1.0, w, f.context, p, f.scaling, f.prior_weight))
+                          for w in BACKBONE_WEIGHTS for p in d.poolings]
+                incumbent = self._step("backbone", incumbent, scored, rungs)
+            else:
+                rungs.append(Rung("backbone", False, False, "the read-out reads no backbone block here"))
+            took_backbone = rungs[-1].name == "backbone" and rungs[-1].taken
+        # LP-FT of the mixture adapter: only from a backbone read-out the ladder took
+        decision = None
+        if not took_backbone:
+            rungs.append(Rung("lpft", False, False, "the backbone rung was not taken: no adapter training from a "
+                              "read-out the ladder rejected"))
+        elif lpft is None:
+            rungs.append(Rung("lpft", False, False, "not part of this recipe (probe)"))
+        elif incumbent.choice.prior_weight or incumbent.choice.scaling != "none":
+            rungs.append(Rung("lpft", False, False, "the read-out stacks the sleep prior or scales per night, which "
+                              "a training batch cannot carry whole"))
+        else:
+            decision = lpft(incumbent.choice)
+            if decision is None or decision.probe_score is None:
+                rungs.append(Rung("lpft", False, False, getattr(decision, "reason", "not offered")))
+            else:
+                gain, se = decision.gain, decision.standard_error
+                taken = bool(decision.trained)
+                rungs.append(Rung("lpft", True, taken, decision.reason, decision.lpft_score, decision.probe_score,
+                                  gain, se, {"steps": decision.steps, "budget": decision.budget,
+                                             "folds": decision.folds}))
+        lpft_taken = decision is not None and bool(getattr(decision, "trained", False))
+        # night smoothing (sleep)
+        if not d.sleep:
+            rungs.append(Rung("smoothing", False, False, "not a sleep-staging task"))
+        elif lpft_taken:
+            rungs.append(Rung("smoothing", False, False, "LP-FT's inner folds keep scores, not the probabilities "
+                              "smoothing needs"))
+        else:
+            incumbent = self._step("smoothing", incumbent, [self.smoothed(incumbent)], rungs)
+        result = LadderResult(self.metric, rungs, incumbent, base, self.folds,
+                              decision.lpft_score if lpft_taken else incumbent.mean, lpft=decision,
+                              min_effect=self.min_effect)
+        if incumbent.smoothed:
+            result.smoothing = self._smoothing_spec(incumbent)
+        if lpft_taken:
+            result.calibration = {"calibrated": False, "reason": "LP-FT's inner folds keep scores, not probabilities"}
+        else:
+            result.temperature, result.calibration = self._calibrate(incumbent)
+        result.seconds = time.perf_counter() - start
+        return result
+
+    def _smoothing_spec(self, chosen: Scored) -> dict[str, Any]:
+        from passport_kit.model.night import transition_counts, transition_matrix
+
+        k = len(self.data.classes)
+        a = transition_matrix(transition_counts(self.y, self.rec, k))
+        prior = emission_prior(chosen, chosen.oof[0], k)
+        return {"transitions": a.round(6).tolist(), "emission_prior": np.asarray(prior).round(6).tolist()}
+
+    def _calibrate(self, chosen: Scored) -> tuple[float, dict[str, Any]]:
+        """Return the temperature fitted on ``chosen``'s out-of-fold predictions (first draw) and the record of its
+        inner expected calibration error before and after (after: each fold tempered by the others' fit)."""
+        from passport_kit.model.night import expected_calibration_error, fit_temperature, temper
+
+        assert self.folds is not None
+        oof, draw = chosen.oof[0], self.folds.draws[0]
+        tested = np.concatenate([t for _, t in draw])
+        before = expected_calibration_error(oof[tested], self.y[tested])
+        crossed = np.zeros_like(oof)
+        for _, test in draw:
+            others = np.setdiff1d(tested, test)
+            crossed[test] = temper(oof[test], fit_temperature(oof[others], self.y[others]))
+        after = expected_calibration_error(crossed[tested], self.y[tested])
+        t = fit_temperature(oof[tested], self.y[tested])
+        return t, {"calibrated": True, "temperature": round(t, 4), "ece_before": round(before, 4),
+                   "ece_after": round(after, 4), "bins": 10,
+                   "method": "temperature scaling on the shipped model's out-of-fold predictions; 'after' tempers "
+                             "each fold by a temperature fitted on the other folds"}
+
+
+def zero_shot_proba(prior: np.ndarray, stages: list[int]) -> np.ndarray:
+    """Return ``(N, K)`` class probabilities of a prior's log-probabilities ``(N, 5)``: the classes' stages,
+    renormalised."""
+    p = np.exp(np.asarray(prior, dtype=np.float64)[:, stages])
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def emission_prior(scored: Scored, oof_fit: np.ndarray, k: int) -> np.ndarray:
+    """Return the class prior ``scored``'s probabilities carry: uniform for a read-out fitted with balanced class
+    weights; for the zero-shot prior (trained on other nights' stage mix), its mean prediction on the fit rows."""
+    if scored.choice is None:
+        return np.maximum(np.asarray(oof_fit).mean(axis=0), 1e-6)
+    return np.full(k, 1.0 / k)
+
+
+def set_zero_shot(head: Any, stages: list[int], prior_spec: dict[str, Any], n_prior: int) -> None:
+    """Give ``head`` the zero-shot read-out: logits = the prior's log-probabilities of the classes' stages."""
+    import torch
+
+    head.set_read_out(0, head.pooling, "none", prior=prior_spec, n_prior=n_prior)
+    weight = torch.zeros_like(head.linear.weight)
+    start = weight.shape[1] - n_prior
+    for cls, stage in enumerate(stages):
+        weight[cls, start + stage] = 1.0
+    with torch.no_grad():
+        head.linear.weight.copy_(weight)
+        head.linear.bias.zero_()
+
+
+@dataclass
+class LadderFit:
+    """Return-value object of :func:`fit_ladder`: the ladder's result, the head's fitted read-out, warnings."""
+
+    result: LadderResult
+    warnings: list[str]
+    bandpower_head: Any
+    features: dict[str, np.ndarray]
+    validation: ClassificationMetrics | None
+    seconds: float
+
+    @property
+    def choice(self) -> ReadOutChoice:
+        return self.result.fitted
+
+
+def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
+               groups: np.ndarray, data: Callable[[dict[str, np.ndarray], np.ndarray], LadderData], *, seed: int = 0,
+               forward: dict[str, Any] | None = None, lpft: Callable[[ReadOutChoice, dict[str, np.ndarray]], Any] | None = None,
+               progress: Callable[[str], None] | None = None, min_effect: float | None = None) -> LadderFit:
+    """Return the ladder fitted on rows ``rows`` of ``x`` ``(N, C, P, 200)``; ``model.head`` holds the model it ships.
+
+    ``data(plain, rows)`` builds the :class:`LadderData` from the rows' read-out inputs (the prior,
+    the task's contexts and scalings are the caller's); ``forward``: keywords of
+    :func:`~passport_kit.engine.forward.read_out_features`; ``lpft(read_out, plain)``: the adapter-training
+    step (None: the probe recipe). The head ends with the chosen read-out (or LP-FT's trained one),
+    its smoothing and temperature; ``bandpower_head`` is a copy holding the band-power rung fitted on
+    the same rows (the reference ``evaluate`` scores).
+    """
+    from passport_kit.engine.forward import read_out_features
+
+    start = time.perf_counter()
+    rows = np.asarray(rows, dtype=np.int64)
+    y_rows = np.asarray(y, dtype=np.int64)[rows]
+    if len(rows) == 0 or (y_rows < 0).any():
+        raise DataError("no labeled training windows; check the labels and the training subjects")
+    if len(np.unique(y_rows)) < 2:
+        raise DataError(f"the training windows hold one class only ({classes[y_rows[0]]}); "
+                        "adapt needs at least two classes")
+    head = model.head
+    z_both = read_out_features(model, x, meta, rows, pooling="meanstd", **(forward or {}))
+    plain = plain_features(z_both, head.d_model, POOLINGS)
+    ladder_data = data(plain, rows)
+    ladder = Ladder(ladder_data, seed=seed, progress=progress, min_effect=min_effect)
+    result = ladder.climb(None if lpft is None else (lambda choice: lpft(choice, plain)))
+    notes = class_warnings(y_rows, classes)
+    seq = list(np.asarray(ladder_data.recordings))
+    n_prior = 0 if ladder_data.prior is None else ladder_data.prior.shape[1]
+    lpft_trained = result.lpft is not None and bool(getattr(result.lpft, "trained", False))
+    chosen = result.chosen
+    if result.folds is None:
+        notes.append(f"only {len(y_rows)} training windows: nothing to cross-validate over, so the read-out is the "
+                     f"textbook band-power classifier (C {FALLBACK.c:g}) and no validation score exists")
+    elif result.expected is not None and near_chance(result.expected, result.metric):
+        notes.append(f"cross-validated {result.metric} {result.expected:.3f} is near chance: the classes may not be "
+                     "separable with this montage and these labels")
+    if not lpft_trained:  # LP-FT's step trained the head and adapter itself
+        if chosen is not None and chosen.choice is None:
+            set_zero_shot(head, ladder_data.prior_stages or [], ladder_data.prior_spec or {}, n_prior)
+        else:
+            fit_head(head, plain, y_rows, result.fitted, len(classes), recordings=seq, seed=seed,
+                     prior=ladder_data.prior, prior_spec=ladder_data.prior_spec)
+        head.smoothing = result.smoothing
+        head.temperature = float(result.temperature)
+    model.eval()
+    bandpower_head = copy.deepcopy(head)
+    band = result.bandpower.choice if result.bandpower is not None else FALLBACK
+    fit_head(bandpower_head, plain, y_rows, band, len(classes), recordings=seq, seed=seed)
+    bandpower_head.eval()
+    validation = None
+    if chosen is not None and not lpft_trained:
+        proba = chosen.oof[0]
+        validation = classification_metrics(y_rows, proba.argmax(1), classes, proba)
+    return LadderFit(result, notes, bandpower_head, plain, validation, time.perf_counter() - start)
+
+
+def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
+    """Return the ``selection`` block of adapter.json: the ladder's rungs, the shipped model and its expected score."""
+    res = fit.result
+    r = (lambda v: None if v is None or not np.isfinite(v) else round(float(v), 4))
+    band = res.bandpower.mean if res.bandpower is not None else None
+    choice = res.fitted.as_dict()
+    folds = res.folds.per_draw if res.folds else 0
+    return {
+        "recipe": recipe,
+        "metric": res.metric,
+        "score": r(res.expected),
+        "chosen": res.chosen_rung,
+        "method": (res.folds.describe() + f"; a rung replaces the one below only on a paired gain above its standard "
+                   f"error and {res.min_effect:g} {res.metric}, then refit on all" if res.folds else
+                   "none (too few windows): the textbook fallback"),
+        **choice,
+        "zero_shot": bool(res.chosen is not None and res.chosen.choice is None),
+        "smoothing": res.smoothing is not None,
+        "calibration": res.calibration,
+        "expected": {"metric": res.metric, "score": r(res.expected), "folds": folds,
+                     "draws": len(res.folds.draws) if res.folds else 0,
+                     "kind": res.folds.kind if res.folds else None},
+        "bandpower_score": r(band),
+        "increment_over_bandpower": r(None if band is None or res.expected is None else res.expected - band),
+        "min_effect": res.min_effect,
+        "ladder": [rung.as_dict() for rung in res.rungs],
+        "seconds": round(res.seconds, 2),
+    }
+
+
+__all__ = ["BACKBONE_WEIGHTS", "C_GRID", "FALLBACK", "Folds", "Ladder", "LadderData", "LadderFit", "LadderResult",
+           "MIN_EFFECT", "PRIOR_WEIGHTS", "Rung", "Scored", "fit_ladder", "fold_score", "inner_folds", "ladder_summary",
+           "paired_gain", "set_zero_shot", "zero_shot_proba"]

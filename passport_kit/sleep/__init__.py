@@ -1,0 +1,18 @@
+"""Pretrained sleep stagers as priors: the knowledge researchers already trust, as a block of the read-out.
+
+A *sleep prior* (:class:`~passport_kit.sleep.priors.SleepPrior`) turns one night of EEG into
+per-epoch log-probabilities of the five AASM stages with no labels at all. ``adapt`` scores it
+zero-shot on the training nights and stacks its log-probabilities into the read-out (the
+ladder decides which helps, :mod:`passport_kit.onboard.ladder`); ``predict`` can stage a night
+with it alone (``predict --zero-shot``). YASA is built in (BSD-3, a dependency); other stagers
+are plugins (:mod:`passport_kit.sleep.gssc`: used only where the user installed it).
+
+This room sits under onboarding and prediction and above the signals: it reads windows, never
+a model.
+"""
+
+from passport_kit.sleep.priors import (STAGES, PriorSpec, SleepPrior, available_priors, classes_to_stages,
+                                       get_prior, pick_channels, prior_log_proba)
+
+__all__ = ["STAGES", "PriorSpec", "SleepPrior", "available_priors", "classes_to_stages", "get_prior",
+           "pick_channels", "prior_log_proba"]

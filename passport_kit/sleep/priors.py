@@ -1,0 +1,205 @@
+"""The sleep-prior interface: a pretrained stager's per-epoch log-probabilities for a night of windows.
+
+A prior is a class registered by its ``name`` (as channel embeddings are): it says which
+channels it wants, its licence, whether it can run here (:meth:`SleepPrior.unavailable`), and
+gives ``(n_epochs, 5)`` log-probabilities of :data:`STAGES` for one continuous night
+(:meth:`SleepPrior.log_proba`). :func:`prior_log_proba` feeds it the windows of one recording
+as the rest of the package holds them (``(N, C, P, 200)`` in 100 µV at 200 Hz, each window's
+onset in seconds) and returns one row per window.
+
+Why the windows and not the file: training and prediction then give the stager the very
+signal the read-out's other blocks see (resampled to 200 Hz, band-passed, notch-filtered), a
+recording is read once, and an in-memory recording works the same way. The price: a recording
+slower than the stager's rate reaches it upsampled (its band top lowered below the recording's
+Nyquist frequency), as a user upsampling for YASA would do; and with per-window instance
+normalisation the prior sees normalised amplitudes (the ladder then decides whether it still helps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from passport_kit.errors import ConfigError
+
+#: The stages every prior scores, in this order (AASM).
+STAGES: tuple[str, ...] = ("W", "N1", "N2", "N3", "REM")
+#: Each probability is floored at this before its log is taken (a stager's exact zeros would be -inf).
+PROBABILITY_FLOOR = 1e-4
+#: Names a dataset's classes may use for each stage (case-insensitive).
+_STAGE_NAMES = {"W": ("w", "wake", "awake"), "N1": ("n1", "s1"), "N2": ("n2", "s2"), "N3": ("n3", "s3", "sws"),
+                "REM": ("rem", "r")}
+#: Central sites, where the stagers' own training channels (C3/C4 against a mastoid) sit: MNE head frame, metres,
+#: from MNE's standard_1005 template (rounded).
+_CENTRAL_SITES = {"C3": (-0.0653, 0.0, 0.0604), "C4": (0.0653, 0.0, 0.0604), "Cz": (0.0, 0.0, 0.0880)}
+
+
+@dataclass(frozen=True)
+class PriorSpec:
+    """Which prior a read-out stacks and on which montage channels (stored in adapter.json's head block)."""
+
+    name: str
+    eeg: str
+    eog: str | None = None
+    emg: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the spec as adapter.json stores it."""
+        return {"name": self.name, "eeg": self.eeg, "eog": self.eog, "emg": self.emg}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PriorSpec:
+        """Return the spec adapter.json stored."""
+        return cls(str(data["name"]), str(data["eeg"]), data.get("eog"), data.get("emg"))
+
+
+class SleepPrior:
+    """A pretrained sleep stager used as a prior (subclass, set ``name``, implement :meth:`night_log_proba`)."""
+
+    #: Registry key (``--prior NAME``); the licence is said in ``passport-kit predict --help`` and the docs.
+    name: ClassVar[str] = ""
+    licence: ClassVar[str] = ""
+    #: Lowest rate (Hz) the stager reads; slower signals are given to it upsampled.
+    min_rate: ClassVar[float] = 100.0
+    _by_name: ClassVar[dict[str, type[SleepPrior]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("name"):
+            SleepPrior._by_name[cls.name] = cls
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Return why this prior cannot run here (e.g. its package is not installed), None when it can."""
+        return None
+
+    def night_log_proba(self, eeg_uv: np.ndarray, sfreq: float, *, eog_uv: np.ndarray | None = None,
+                        emg_uv: np.ndarray | None = None) -> np.ndarray:
+        """Return ``(floor(T / 30 s), 5)`` log-probabilities of :data:`STAGES` for a night ``eeg_uv`` ``(T,)`` in µV."""
+        raise NotImplementedError
+
+
+def available_priors() -> dict[str, str | None]:
+    """Return ``{name: None if it can run here, else why not}`` for every registered prior."""
+    _load_builtins()
+    return {name: cls.unavailable() for name, cls in sorted(SleepPrior._by_name.items())}
+
+
+def get_prior(name: str) -> SleepPrior:
+    """Return an instance of the prior ``name`` (ConfigError naming the known ones, or why it cannot run)."""
+    _load_builtins()
+    cls = SleepPrior._by_name.get(name)
+    if cls is None:
+        raise ConfigError(f"unknown sleep prior {name!r}; choose one of {', '.join(sorted(SleepPrior._by_name))}")
+    reason = cls.unavailable()
+    if reason is not None:
+        raise ConfigError(f"sleep prior {name!r} cannot run here: {reason}")
+    return cls()
+
+
+def _load_builtins() -> None:
+    """Import the plugin modules shipped with the package (each registers its prior; GSSC's only when installed)."""
+    import importlib
+
+    for module in ("yasa_prior", "gssc"):
+        try:
+            importlib.import_module(f"passport_kit.sleep.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"passport_kit.sleep.{module}":
+                raise
+
+
+def classes_to_stages(classes: list[str]) -> list[int] | None:
+    """Return the :data:`STAGES` index of every class, or None when a class is not one of the five stages.
+
+    Example::
+
+        >>> classes_to_stages(["W", "N1", "N2", "N3", "R"])
+        [0, 1, 2, 3, 4]
+        >>> classes_to_stages(["rest", "task"]) is None
+        True
+    """
+    out = []
+    for c in classes:
+        found = [i for i, s in enumerate(STAGES) if c.strip().lower() in _STAGE_NAMES[s]]
+        if not found:
+            return None
+        out.append(found[0])
+    return out if len(set(out)) == len(out) else None
+
+
+def pick_channels(names: list[str], positions: np.ndarray, kinds: list[str]) -> PriorSpec | None:
+    """Return the montage channels a stager reads: the EEG channel nearest a central site, the first EOG and EMG.
+
+    ``positions`` ``(C, 3)`` in metres (MNE head frame; a bipolar channel's active electrode).
+    The stagers were trained on central scalp EEG (C3/C4 against a mastoid), so the channel
+    closest to C3, C4 or Cz is the one most like what they know. None without an EEG channel
+    with a finite position. The name of the prior is filled in by the caller.
+    """
+    sites = np.asarray(list(_CENTRAL_SITES.values()))
+    best, best_d = None, np.inf
+    for name, pos, kind in zip(names, np.asarray(positions, dtype=float), kinds):
+        if kind != "eeg" or not np.isfinite(pos).all():
+            continue
+        d = float(np.min(np.linalg.norm(sites - pos, axis=1)))
+        if d < best_d:
+            best, best_d = name, d
+    if best is None:
+        return None
+    first = {k: next((n for n, kk in zip(names, kinds) if kk == k), None) for k in ("eog", "emg")}
+    return PriorSpec("", best, first["eog"], first["emg"])
+
+
+def night_signal(x: np.ndarray, onset_s: np.ndarray, channel: int, *, sfreq: float = 200.0) -> np.ndarray:
+    """Return channel ``channel`` of windows ``x`` ``(N, C, P, n)`` (100 µV) laid out at their onsets, in µV.
+
+    Gaps between windows (windows a reader dropped) are zeros; overlapping windows are written in
+    order (the later one wins).
+    """
+    n = x.shape[2] * x.shape[3]
+    starts = np.round(np.asarray(onset_s, dtype=float) * sfreq).astype(np.int64)
+    out = np.zeros(int(starts.max()) + n if len(starts) else 0, dtype=np.float64)
+    for k, start in enumerate(starts):
+        out[start:start + n] = np.asarray(x[k, channel], dtype=np.float64).reshape(-1) * 100.0
+    return out
+
+
+def prior_log_proba(prior: SleepPrior, x: np.ndarray, onset_s: np.ndarray, names: list[str], spec: PriorSpec, *,
+                    window_seconds: float, sfreq: float = 200.0) -> np.ndarray:
+    """Return ``(N, 5)`` log-probabilities of :data:`STAGES` for the ``N`` windows of one recording.
+
+    ``x`` ``(N, C, P, 200)`` in 100 µV (the package's windows), ``onset_s`` ``(N,)`` each
+    window's onset from the recording's start, ``names`` the channel names of ``x``'s axis 1.
+    The stager scores the night in 30-s epochs from the start; each window gets the epoch that
+    holds its middle (30-s windows from 0: exactly one each). A window past the last scored
+    epoch gets the last one's.
+    """
+    if len(x) == 0:
+        return np.zeros((0, len(STAGES)))
+    if abs(window_seconds - 30.0) > 1e-6:
+        raise ConfigError(f"sleep priors score 30-s epochs; these windows are {window_seconds:g} s")
+    index = {n: i for i, n in enumerate(names)}
+    missing = [c for c in (spec.eeg, spec.eog, spec.emg) if c is not None and c not in index]
+    if missing:
+        raise ConfigError(f"the sleep prior reads channel(s) {', '.join(missing)}, which this montage lacks")
+    order = np.argsort(onset_s, kind="stable")
+    xs, onsets = x[order], np.asarray(onset_s, dtype=float)[order]
+    signal = {k: night_signal(xs, onsets, index[c], sfreq=sfreq) if c is not None else None
+              for k, c in (("eeg", spec.eeg), ("eog", spec.eog), ("emg", spec.emg))}
+    logp = prior.night_log_proba(signal["eeg"], sfreq, eog_uv=signal["eog"], emg_uv=signal["emg"])
+    epoch = np.clip(((onsets + window_seconds / 2) // 30.0).astype(np.int64), 0, len(logp) - 1)
+    out = np.empty((len(x), len(STAGES)))
+    out[order] = logp[epoch]
+    return out
+
+
+def floored_log(proba: np.ndarray) -> np.ndarray:
+    """Return log-probabilities of ``proba`` ``(n, K)`` floored at :data:`PROBABILITY_FLOOR` and renormalised."""
+    p = np.maximum(np.asarray(proba, dtype=np.float64), PROBABILITY_FLOOR)
+    return np.log(p / p.sum(axis=1, keepdims=True))
+
+
+__all__ = ["PROBABILITY_FLOOR", "STAGES", "PriorSpec", "SleepPrior", "available_priors", "classes_to_stages",
+           "floored_log", "get_prior", "night_signal", "pick_channels", "prior_log_proba"]

@@ -1,0 +1,66 @@
+"""YASA's sleep stager as a prior (built in; YASA is BSD-3-licensed and a dependency).
+
+Vallat & Walker (2021), eLife 10:e70092: a LightGBM classifier over per-epoch and rolling
+night-level features of one central EEG channel (optionally EOG and EMG), trained on
+thousands of PSG nights. :class:`YasaPrior` hands it the night as an MNE Raw in volts; YASA
+resamples to 100 Hz, filters 0.4–30 Hz and scores 30-s epochs from the start.
+
+YASA loads its classifier with joblib (a pickle) from the files it ships inside its own
+installed package: the same trust as importing YASA, never a file a user or a data set gives.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import ClassVar
+
+import numpy as np
+
+from passport_kit.sleep.priors import STAGES, SleepPrior, floored_log
+
+#: YASA's names of :data:`~passport_kit.sleep.priors.STAGES` in its probability table.
+_YASA_COLUMNS = {"W": ("WAKE", "W"), "N1": ("N1",), "N2": ("N2",), "N3": ("N3",), "REM": ("REM", "R")}
+
+
+class YasaPrior(SleepPrior):
+    """YASA ``SleepStaging`` (its shipped LightGBM classifiers) as a :class:`SleepPrior`."""
+
+    name: ClassVar[str] = "yasa"
+    licence: ClassVar[str] = "BSD-3-Clause"
+    min_rate: ClassVar[float] = 80.0
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        try:
+            import yasa  # noqa: F401
+        except ImportError:  # pragma: no cover - a dependency; only a broken install lacks it
+            return "the yasa package is not installed (pip install yasa)"
+        return None
+
+    def night_log_proba(self, eeg_uv: np.ndarray, sfreq: float, *, eog_uv: np.ndarray | None = None,
+                        emg_uv: np.ndarray | None = None) -> np.ndarray:
+        import mne
+        import yasa
+
+        channels = [("EEG", eeg_uv, "eeg")] + [(n, s, k) for n, s, k in (("EOG", eog_uv, "eog"), ("EMG", emg_uv, "emg"))
+                                               if s is not None]
+        data = np.vstack([np.asarray(s, dtype=np.float64) * 1e-6 for _, s, _ in channels])  # µV -> V (MNE's unit)
+        raw = mne.io.RawArray(data, mne.create_info([n for n, _, _ in channels], sfreq, [k for _, _, k in channels]),
+                              verbose=False)
+        quiet = logging.getLogger("yasa")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # "fewer than 5 minutes" is said by our own checks, once
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # scikit-learn's version note on YASA's pickled label encoder
+                staging = yasa.SleepStaging(raw, eeg_name="EEG", eog_name="EOG" if eog_uv is not None else None,
+                                            emg_name="EMG" if emg_uv is not None else None)
+                proba = staging.predict().proba
+        finally:
+            quiet.setLevel(level)
+        columns = [next(c for c in _YASA_COLUMNS[s] if c in proba.columns) for s in STAGES]
+        return floored_log(proba[columns].to_numpy())
+
+
+__all__ = ["YasaPrior"]
