@@ -217,6 +217,10 @@ class HeadSettings(TypedDict, total=False):
     pooling_probe: ProbePooling  # probe
     bands: list[list[float]]  # probe: [low, high] in Hz per band
     scaling: Scaling  # probe
+    n_prior: int  # probe with a sleep prior block (issue 33)
+    prior: dict[str, Any]  # probe: the prior's name and channels (passport_kit.sleep.priors.PriorSpec)
+    temperature: float  # probe: calibration temperature (absent: 1)
+    smoothing: dict[str, Any]  # probe: the night HMM's transitions and emission prior (absent: none)
 
 
 _HEAD_SETTINGS = TypeAdapter(HeadSettings)

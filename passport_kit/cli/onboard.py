@@ -75,26 +75,60 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
     lines = [f"trained on {len(m['train_subjects'])} subjects ({m['train_windows']} windows)"
              + (f", validated on {len(m['validation_subjects'])} ({m['validation_windows']} windows); "
                 f"{m['steps']} steps, best at step {m['best_step']}" if sel.get("recipe") == "finetune" else "")]
-    if sel:
+    if sel.get("ladder"):
+        lines += ladder_lines(sel, verbose=verbosity.level() >= verbosity.VERBOSE)
+    elif sel:  # the finetune recipe, and bundles written before the ladder
         score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
-        chosen = (f" (C {sel['C']:g}, backbone weight {sel['backbone_weight']:g}, context {sel.get('context', 0)}"
-                  + (f", pooling {sel['pooling']}" if "pooling" in sel else "")
-                  + (f", scaling {sel['scaling']}" if sel.get("scaling", "none") != "none" else "") + ")"
-                  if sel.get("recipe") in ("probe", "auto") else "")
-        lines.append(f"selected by {sel['metric']} {score}: {sel['method']}{chosen}")
-        reference = bandpower_line(sel)
-        if reference:
-            lines.append(reference)
-        if sel.get("adapter_training"):
-            lines.append(adapter_training_line(sel["adapter_training"], sel.get("metric", "score")))
-    if m.get("validation"):
-        v = m["validation"]
-        auroc = f"AUROC {v['auroc']:.3f}  " if v.get("auroc") is not None else ""
-        kind = ("cross-validated" + (" (the probe's read-out)" if (sel.get("adapter_training") or {}).get("trained")
-                                     else "") if sel.get("recipe") in ("probe", "auto") else "validation")
-        lines.append(f"{kind}: {auroc}kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
-                     f"macro-F1 {v['macro_f1']:.3f}")
+        lines.append(f"selected by {sel['metric']} {score}: {sel['method']}")
+        if m.get("validation"):
+            v = m["validation"]
+            auroc = f"AUROC {v['auroc']:.3f}  " if v.get("auroc") is not None else ""
+            lines.append(f"validation: {auroc}kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
+                         f"macro-F1 {v['macro_f1']:.3f}")
     lines += [f"warning: {w}" for w in m.get("warnings") or []]
+    return lines
+
+
+#: How adapt names each rung of the ladder in its output.
+_RUNG_NAMES = {"bandpower": "band power", "context": "+ context", "prior": "+ sleep prior", "zero-shot": "sleep prior alone",
+               "backbone": "+ backbone", "lpft": "+ LP-FT", "smoothing": "+ night smoothing"}
+
+
+def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[str]:
+    """Return adapt's account of the ladder: which rungs were taken, and one expected score for the model it ships.
+
+    With ``verbose``, one line per rung with its score, gain, standard error and reason, and the calibration.
+    """
+    metric = selection["metric"]
+    rungs = selection["ladder"]
+    tried = [r for r in rungs if r["tried"]]
+    fmt = (lambda v: "n/a" if v is None else f"{v:.3f}")
+    steps = "; ".join(f"{_RUNG_NAMES.get(r['rung'], r['rung'])} {fmt(r['score'])}"
+                      + ("" if r["rung"] == "bandpower" else " taken" if r["taken"] else " not taken")
+                      for r in tried)
+    lines = [f"ladder ({metric}, {selection['method'].split(';')[0]}): {steps}"]
+    if verbose:
+        for r in rungs:
+            score = "" if r["score"] is None else f" {r['score']:.3f}"
+            lines.append(f"  {r['rung']}{score}: {'taken' if r['taken'] else 'not taken'}: {r['reason']}")
+        cal = selection.get("calibration") or {}
+        if cal.get("calibrated"):
+            lines.append(f"  calibration: temperature {cal['temperature']:g}; inner expected calibration error "
+                         f"{cal['ece_before']:.3f} before, {cal['ece_after']:.3f} after")
+    expected = selection.get("expected") or {}
+    shipped = _RUNG_NAMES.get(selection.get("chosen", ""), selection.get("chosen", "")).lstrip("+ ")
+    if expected.get("score") is None:
+        lines.append("expected on new subjects: unknown (nothing to cross-validate over); the model shipped: "
+                     f"{shipped}")
+        return lines
+    folds = expected.get("folds", 0)
+    kind = "blocked folds within the training night(s)" if expected.get("kind") == "blocks" else "folds"
+    caveat = ("; with so few folds the score is a rough guide" if folds < 3 else "")
+    lines.append(f"expected on new subjects: {metric} {expected['score']:.3f} (cross-validated, {folds} {kind}; "
+                 f"the model shipped: {shipped}{caveat})")
+    band = selection.get("bandpower_score")
+    if band is not None and selection.get("chosen") != "bandpower":
+        lines.append(f"band power alone (the textbook, same folds): {metric} {band:.3f}")
     return lines
 
 
@@ -105,32 +139,6 @@ def recipe_line(cfg: Any) -> str:
     given = gradient_options_given(cfg) if cfg.recipe == "finetune" else []
     named = ", ".join("--" + k.replace("_", "-") for k in given)
     return f"recipe {cfg.recipe}" + (f" (gradient training: {named} given)" if given else "")
-
-
-def adapter_training_line(block: dict[str, Any], metric: str) -> str:
-    """Return the line that says whether the auto recipe trained the mixture adapter (LP-FT), with both scores."""
-    if block.get("probe_score") is None:
-        return f"adapter training (LP-FT) not tried: {block['reason']}"
-    scores = (f"probe {metric} {block['probe_score']:.3f}, LP-FT {block['lpft_score']:.3f} "
-              f"({block['gain']:+.3f}, SE {block['standard_error']:.3f}) on {block['folds']} inner folds")
-    if block.get("trained"):
-        return f"adapter trained (LP-FT, {block['steps']} steps from the probe's read-out): {scores}"
-    return f"adapter not trained: the probe is kept; {scores}"
-
-
-def bandpower_line(selection: dict[str, Any]) -> str | None:
-    """Return the line that tells the user whether the pretrained features help on their data (None: unknown)."""
-    bp, inc = selection.get("bandpower_score"), selection.get("increment_over_bandpower")
-    if bp is None or inc is None:
-        return None
-    metric = selection["metric"]
-    trained = (selection.get("adapter_training") or {}).get("trained")
-    if selection.get("backbone_weight") == 0:
-        return (f"band power alone: cross-validated {metric} {bp:.3f}; the frozen pretrained features add nothing "
-                "here that beats it clearly, so the probe uses band power alone"
-                + ("; the trained adapter does (next line)" if trained else ""))
-    return (f"band power alone: cross-validated {metric} {bp:.3f}; the pretrained features add {inc:+.3f} {metric} "
-            "over band power on your data")
 
 
 def _uncorrelated(value: str) -> float | None:
