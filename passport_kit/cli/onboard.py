@@ -436,8 +436,13 @@ def print_table(report: Any) -> None:
 
 def predict_command(
     recordings: list[Path] = typer.Argument(..., help="Recording files or folders of recordings."),
-    adapter: Path = typer.Option(..., "--adapter", help="Adapter bundle folder written by adapt.",
-                                 rich_help_panel=MODEL),
+    adapter: Path | None = typer.Option(None, "--adapter", help="Adapter bundle folder written by adapt (required "
+                                        "unless --zero-shot).", rich_help_panel=MODEL),
+    zero_shot: str | None = typer.Option(None, "--zero-shot", help="Stage sleep with a pretrained stager alone, no "
+                                         "adapter and no labels: yasa (built in, BSD-3) or gssc (if you installed "
+                                         "it; AGPL-3.0). Needs --montage.", rich_help_panel=MODEL),
+    montage: str | None = typer.Option(None, "--montage", help="With --zero-shot: the registered montage (or "
+                                       "montage YAML) of the recordings.", rich_help_panel=MODEL),
     out: Path = typer.Option(Path("predictions"), "--out", help="Output folder (one subfolder per recording).",
                              rich_help_panel=OUTPUT),
     edf_annotations: bool = typer.Option(False, "--edf-annotations", help="Also write EDF+ annotation files.",
@@ -481,19 +486,33 @@ def predict_command(
     as_json: bool = typer.Option(False, "--json", help="Print every recording's summary as JSON.",
                                  rich_help_panel=OUTPUT),
 ) -> None:
-    """Predict every window of new recordings with an adapter bundle; write CSV/TSV/JSON and a plot."""
-    from passport_kit.inference.predict import PredictionFailures, predict
+    """Predict every window of new recordings with an adapter bundle (or a sleep stager alone); write CSV/TSV/JSON
+    and a plot."""
+    from passport_kit.inference.predict import (OutputOptions, PredictionFailures, ReadOptions, predict,
+                                                predict_zero_shot)
 
     failed = None
+    if (adapter is None) == (zero_shot is None):
+        raise ConfigError("predict needs --adapter DIR (a bundle from adapt) or --zero-shot yasa with --montage NAME "
+                          "(a pretrained sleep stager, no adapter); give one of them")
+    if zero_shot is not None and montage is None:
+        raise ConfigError("--zero-shot needs --montage: the montage the recordings were made with")
     try:
-        results = predict(adapter, recordings, out, overwrite=overwrite, edf_annotations=edf_annotations, base=base,
-                          batch_size=batch_size, device=device, precision=precision,
-                          mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
-                          distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
-                          mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
-                          h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename),
-                          sfreq=sfreq, units=units, scale=scale, labels=labels or None, label_map=label_map,
-                          plot_format=plot_format)
+        if zero_shot is not None:
+            results = predict_zero_shot(
+                montage, recordings, out, prior=zero_shot, overwrite=overwrite, labels=labels or None,
+                label_map=label_map, reading=ReadOptions(renames=_renames(rename), sfreq=sfreq, units=units,
+                                                         scale=scale, h_freq=h_freq),
+                output=OutputOptions(edf_annotations=edf_annotations, plot_format=plot_format))
+        else:
+            results = predict(adapter, recordings, out, overwrite=overwrite, edf_annotations=edf_annotations, base=base,
+                              batch_size=batch_size, device=device, precision=precision,
+                              mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
+                              distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
+                              mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
+                              h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename),
+                              sfreq=sfreq, units=units, scale=scale, labels=labels or None, label_map=label_map,
+                              plot_format=plot_format)
     except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
         results, failed = exc.results, exc
     if as_json:

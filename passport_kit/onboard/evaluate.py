@@ -39,7 +39,7 @@ from passport_kit.signals.dataset_spec import load_dataset_spec
 from passport_kit.signals.recording import with_high_pass
 from passport_kit.onboard.adapt import DEFAULT_CHECKPOINT
 from passport_kit.onboard.recipe import RecipeOptions, naming_metric, parse_options
-from passport_kit.onboard.run import RunData, dataset_preprocess, prepare_run, train_once
+from passport_kit.onboard.run import RunData, cached_prior, dataset_preprocess, prepare_run, train_once
 from passport_kit.onboard.metrics import METRIC_NAMES, classification_metrics
 from passport_kit.onboard.splits import (
     SubjectSplit,
@@ -206,10 +206,11 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                               preprocess=run.preprocess,
                               windows=windows, split=split, n=n, seed=seed, train_idx=train_idx, val_idx=val_idx)
         # Test windows masked by the same rule as training: what predict does with the bundle.
+        prior = cached_prior(windows, cfg.prior)[0] if getattr(model.head, "n_prior", 0) else None
         proba = predict_proba(model, windows.x, run.meta, index=test_idx, groups=windows.recording[test_idx],
                               batch_size=max(cfg.batch_size, 64),
                               device=device, precision=precision, channel_mask=run.channel_mask,
-                              distrust=run.distrust)
+                              distrust=run.distrust, prior=prior)
         scored = [(method, proba)]
         if trained.bandpower_head is not None and method == methods[0]:
             # The band-power reference (issue 24): the probe's best read-out of band power alone, fitted on the

@@ -282,7 +282,7 @@ def ladder_data(cfg: RecipeOptions, windows: Any, plain: dict[str, np.ndarray], 
     sleep staging the prior's log-probabilities (:func:`dataset_prior`)."""
     sleep = windows.info.get("task") == "sleep-staging"
     contexts = (cfg.context,) if cfg.context is not None else CONTEXTS if sleep else (0,)
-    prior, spec, reason = (dataset_prior(windows, cfg.prior) if sleep else (None, None, "not a sleep-staging task"))
+    prior, spec, reason = (cached_prior(windows, cfg.prior) if sleep else (None, None, "not a sleep-staging task"))
     from passport_kit.sleep import classes_to_stages
 
     return LadderData(
@@ -293,6 +293,14 @@ def ladder_data(cfg: RecipeOptions, windows: Any, plain: dict[str, np.ndarray], 
         poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,),
         prior=None if prior is None else prior[rows], prior_spec=spec,
         prior_stages=classes_to_stages(list(windows.classes)), prior_reason=reason)
+
+
+def cached_prior(windows: Any, name: str | None) -> tuple[np.ndarray | None, dict[str, Any] | None, str]:
+    """Return :func:`dataset_prior` of ``windows``, computed once per WindowSet and prior (evaluate's folds share it)."""
+    cache = vars(windows).setdefault("_sleep_priors", {})
+    if name not in cache:
+        cache[name] = dataset_prior(windows, name)
+    return cache[name]
 
 
 def dataset_prior(windows: Any, name: str | None) -> tuple[np.ndarray | None, dict[str, Any] | None, str]:
@@ -383,6 +391,6 @@ def dataset_preprocess(info: Any, data: Path | DatasetSpec, *, instance_norm: bo
                              h_freq=h_freq if h_freq is not None else spec.h_freq)
 
 
-__all__ = ["RunData", "TrainedRun", "build_classifier", "dataset_channel_masks", "dataset_preprocess",
+__all__ = ["RunData", "TrainedRun", "cached_prior", "dataset_prior", "build_classifier", "dataset_channel_masks", "dataset_preprocess",
            "dataset_quality", "prepare_run", "train_classifier", "train_once",
            "usable_windows"]
