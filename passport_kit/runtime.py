@@ -16,6 +16,7 @@ slower than fp32 and only costs accuracy.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 import sys
@@ -34,6 +35,8 @@ Precision = Literal["fp32", "bf16"]
 DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 PRECISION_CHOICES: tuple[str, ...] = ("auto", "fp32", "bf16")
 
+log = logging.getLogger(__name__)
+
 # /proc/cpuinfo flags that mean the CPU computes bf16 natively.
 _CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 
@@ -42,8 +45,14 @@ def resolve_device(name: str = "auto", *, local_rank: int | None = None) -> torc
     """Return the torch device for ``'auto' | 'cpu' | 'cuda'`` (or ``'cuda:N'``).
 
     ``auto`` picks CUDA when it is available. Under ``torchrun`` pass ``local_rank`` so that
-    each process on a machine gets its own GPU (``cuda:<local_rank>``).
+    each process on a machine gets its own GPU (``cuda:<local_rank>``). Logged (``--verbose``).
     """
+    device = _device(name, local_rank)
+    log.info("device %s (--device %s)", device, name)
+    return device
+
+
+def _device(name: str, local_rank: int | None) -> torch.device:
     key = str(name).strip().lower()
     if key == "auto":
         key = "cuda" if torch.cuda.is_available() else "cpu"
@@ -84,7 +93,13 @@ def cpu_supports_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
 
 
 def resolve_precision(name: str, device: torch.device) -> Precision:
-    """Return ``'fp32'`` or ``'bf16'`` for ``'auto' | 'fp32' | 'bf16'`` on ``device``."""
+    """Return ``'fp32'`` or ``'bf16'`` for ``'auto' | 'fp32' | 'bf16'`` on ``device``; logged (``--verbose``)."""
+    precision = _precision(name, device)
+    log.info("precision %s (--precision %s on %s)", precision, name, device)
+    return precision
+
+
+def _precision(name: str, device: torch.device) -> Precision:
     key = str(name).strip().lower()
     if key not in PRECISION_CHOICES:
         raise ConfigError(f"unknown precision '{name}'; use one of: {', '.join(PRECISION_CHOICES)}")
@@ -150,6 +165,7 @@ def set_threads(n_threads: int | None) -> int:
         # Inter-op threads can only be set before the first parallel op; later calls raise.
         with contextlib.suppress(RuntimeError):
             torch.set_num_interop_threads(min(n_threads, 2))
+    log.info("CPU threads %d", torch.get_num_threads())
     return torch.get_num_threads()
 
 

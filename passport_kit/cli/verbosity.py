@@ -3,8 +3,9 @@
 - ``--quiet`` (``-q``): results and problems only. No progress bars or step lines, no notes
   (``note: ...``, the channel-quality line before training); ``warning:`` and ``error:`` lines
   and everything a command prints as its result (tables, summaries, JSON) stay.
-- ``--verbose`` (``-v``): also passport-kit's log messages (which recording is read or taken
-  from the cache, the device chosen, ...) as ``info:``/``debug:`` lines on stderr.
+- ``--verbose`` (``-v``): also passport-kit's log messages as ``info:``/``debug:`` lines on
+  stderr, the same in every command: each file opened and each recording's windows taken from
+  the cache, the device, precision and CPU threads chosen, and how long the command took.
 
 Both options are added to every registered command once (:func:`add_to_every_command`), so
 each command's ``--help`` lists them and no command has to declare them; commands ask
@@ -16,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import time
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +28,8 @@ QUIET, NORMAL, VERBOSE = 0, 1, 2
 _state = {"level": NORMAL}
 #: The options' --help texts.
 QUIET_HELP = "Print results, warnings and errors only (no progress, no notes)."
-VERBOSE_HELP = "Also print passport-kit's log messages (files read, cache hits, device) on stderr."
+VERBOSE_HELP = ("Also print passport-kit's log messages on stderr: files read, cache hits, device, precision, "
+                "threads, timings.")
 
 
 def level() -> int:
@@ -84,7 +87,13 @@ def with_verbosity(command: Callable[..., Any]) -> Callable[..., Any]:
 
             raise ConfigError("--quiet and --verbose contradict each other; give one of them")
         set_level(QUIET if quiet else VERBOSE if verbose else NORMAL)
-        return command(*args, **kwargs)
+        start = time.perf_counter()
+        try:
+            return command(*args, **kwargs)
+        finally:
+            logging.getLogger("passport_kit.cli").info("%s took %.1f s", command.__name__.removesuffix("_command")
+                                                       .removesuffix("_cmd").replace("_", " "),
+                                                       time.perf_counter() - start)
 
     run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     run.__annotations__ = {**hints, "quiet": bool, "verbose": bool}

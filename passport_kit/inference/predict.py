@@ -382,7 +382,7 @@ def predict(
     from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.model import ChannelMeta
     from passport_kit.montage import Montage
-    from passport_kit.runtime import resolve_device, resolve_precision
+    from passport_kit.runtime import resolve_device, resolve_precision, set_threads
     from passport_kit.signals import PreprocessConfig
 
     contacts = {"mask_bad_channels": mask_bad_channels, "distrust_bad_channels": distrust_bad_channels,
@@ -409,6 +409,7 @@ def predict(
     config = PreprocessConfig.from_dict(meta.preprocessing)
     torch_device = resolve_device(device)
     prec = resolve_precision(precision, torch_device)
+    set_threads(None)  # torch's own choice, logged (--verbose) as adapt and evaluate log theirs
     model.to(torch_device)
     channel_meta = ChannelMeta.from_montage(montage)
     # Classes without a training window: the adapter has never learned them, so it (nearly) never outputs them.

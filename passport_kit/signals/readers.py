@@ -23,6 +23,7 @@ names the file and says how to fix it; MNE's own exceptions never reach the user
 from __future__ import annotations
 
 import csv
+import logging
 import re
 import warnings
 from datetime import datetime, timezone
@@ -33,6 +34,8 @@ import mne
 import numpy as np
 
 from passport_kit.errors import DataError, PassportWarning
+
+log = logging.getLogger(__name__)
 
 #: Suffix → human name of every format :func:`read_recording` reads.
 FORMATS: dict[str, str] = {
@@ -169,6 +172,7 @@ def read_recording(path: str | Path, *, sfreq: float | None = None, units: str |
     if suffix not in FORMATS:
         known = ", ".join(sorted(FORMATS))
         raise DataError(f"recording '{path}': unknown format '{suffix}'; supported suffixes are {known}")
+    log.info("opening %s (%s)", path, FORMATS[suffix])
     header = brainvision_header_of(path)
     if header is not None:
         raise DataError(f"recording '{path}' is the data file of the BrainVision recording '{header}'; give the "
