@@ -69,6 +69,7 @@ from passport_kit.errors import (
     file_system_message,
 )
 from passport_kit.inference import reports
+from passport_kit.signals.distribution import DistributionVerdict
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, read_windows
 from passport_kit.output_lock import output_lock
 from passport_kit.engine.forward import predict_proba
@@ -439,12 +440,13 @@ def predict(
         proba = predict_proba(model, night.x, channel_meta, batch_size=batch_size, device=torch_device,
                               precision=prec, channel_mask=masked if masked is not None and masked.any() else None,
                               distrust=distrusted)
+        guard = distribution_verdict(meta.metrics.get("distribution"), night) if amplitude_check else None
         # The recording's folder is written as a whole (temp folder + rename): a full disk or Ctrl-C
         # leaves the earlier one or none, never a part (issue 28).
         return write_folder_whole(out_dir / folder_of[path], lambda folder: write_prediction(
             folder, path, proba, night, adapter=facts, contacts=ChannelMasks(policy, masked, distrusted),
             band_short=band_too_narrow(night.config.h_freq, config.h_freq), scorer=scorer, output=output,
-            in_sample=path not in memory and in_training_data(path, meta.training_data)))
+            distribution=guard, in_sample=path not in memory and in_training_data(path, meta.training_data)))
 
     def prepare(path: Path) -> RecordingWindows:
         raw = raw_from_memory(memory[path], units=units, scale=scale, sfreq=sfreq) if path in memory else None
@@ -546,7 +548,7 @@ class PredictionFailures(DataError):
 def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: RecordingWindows, *,
                      adapter: AdapterFacts, contacts: ChannelMasks | None = None, band_short: str | None = None,
                      scorer: ScorerLabels | None = None, output: OutputOptions = OutputOptions(),
-                     in_sample: bool = False) -> PredictionResult:
+                     distribution: DistributionVerdict | None = None, in_sample: bool = False) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
     ``proba`` (N, n_classes) are class probabilities of the windows of ``night`` (the recording
@@ -557,18 +559,24 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     e.g. a REM latency is n/a for that reason); ``contacts`` the contact policy applied and the
     channel-windows it masked and distrusted; ``band_short`` why the recording's band cannot
     carry the adapter's (:func:`band_too_narrow`): then every window is flagged and the
-    statistics withheld. Windows in which most channels score bad (:func:`mostly_bad_windows`)
-    are flagged too. ``scorer``: a scorer's labels, compared in ``scorer_agreement`` and drawn
+    statistics withheld. Windows in which half or more channels score bad
+    (:func:`mostly_bad_windows`) or carry a signal flag (:func:`signal_flagged_windows`) are
+    flagged; one flat or noisy channel of many is not. ``scorer``: a scorer's labels, compared
+    in ``scorer_agreement`` and drawn
     under the hypnogram (``in_sample``: the recording is one the adapter was trained on, so the
     summary's ``in_sample`` and its scorer agreement say so: not a held-out score); ``output``:
-    EDF+ annotations and the plot's format.
+    EDF+ annotations and the plot's format; ``distribution``: how far the recording lies from
+    the adapter's training data (:func:`~passport_kit.signals.distribution.score_recording`),
+    in the summary's ``distribution``; outside it, the statistics are withheld with its reason.
+    A recording shorter than :data:`MIN_NIGHT_HOURS` keeps its statistics, marked not
+    meaningful (``statistics_meaningful`` false, ``statistics_note``).
     """
     classes, window_seconds = adapter.classes, adapter.window_seconds
     onsets_s, flags, quality, start = night.onset_s, night.flags, night.quality, night.start
     masked = None if contacts is None else contacts.masked
     stem = _stem(recording)
     mostly_bad = mostly_bad_windows(quality, onsets_s, window_seconds)
-    flagged = np.asarray(flags).any(axis=1) | mostly_bad | (band_short is not None)
+    flagged = signal_flagged_windows(flags) | mostly_bad | (band_short is not None)
     unsure = low_confidence(proba)
     pred = proba.argmax(1)
     files: dict[str, Path] = {}
@@ -592,7 +600,14 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
         "low_confidence_windows": int(unsure.sum()),
         "low_confidence_below": round(low_confidence_threshold(len(classes)), 4),
     }
-    withheld = band_short or _withheld_because(flagged, unsure, mostly_bad)
+    outside = None if distribution is None or distribution.reason is None else (
+        f"the recording is unlike the adapter's training data: {distribution.reason}")
+    unreliable = _withheld_because(flagged, unsure, mostly_bad)
+    # The most specific reason first: a band too narrow, channels that score bad, then the distribution.
+    channels_bad = unreliable if mostly_bad.size and mostly_bad.mean() > WITHHOLD_ABOVE else None
+    withheld = band_short or channels_bad or outside or unreliable
+    if distribution is not None:
+        summary["distribution"] = distribution.to_json()
     summary["classes_not_learned"] = list(adapter.not_learned)
     summary["in_sample"] = in_sample
     if scorer is not None:
@@ -627,6 +642,12 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
         summary["recording_class"] = classes[int(mean.argmax())] if len(proba) and not withheld else None
         summary["recording_probabilities"] = {c: float(p) for c, p in zip(classes, mean)}
     summary["statistics_withheld"] = withheld
+    hours = len(onsets_s) * window_seconds / 3600.0
+    summary["statistics_meaningful"] = not withheld and hours >= MIN_NIGHT_HOURS
+    summary["statistics_note"] = None if withheld or hours >= MIN_NIGHT_HOURS else (
+        f"not meaningful: the recording is {60 * hours:.0f} min long, and sleep statistics (TST, SE, latencies) "
+        f"describe a night of at least {MIN_NIGHT_HOURS:g} h" if sleep and is_sleep_staging(classes) else
+        f"the recording is {60 * hours:.1f} min long")
     files["events"] = reports.write_events_tsv(folder / f"{stem}_events.tsv", events)
     if output.edf_annotations:
         files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events,
@@ -668,9 +689,36 @@ def _plot_note(summary: dict[str, Any], withheld: str | None) -> str:
 WITHHOLD_ABOVE = 0.5
 
 
-#: A window is flagged when more than this share of its channels score bad: pure noise scored every
-#: channel 0 and was staged W with confidence 0.9997 (issue 28).
-MOSTLY_BAD_ABOVE = 0.5
+#: A window is flagged when at least this share of its channels score bad (or carry a NaN, flat or
+#: clipping flag): pure noise scored every channel 0 and was staged W with confidence 0.9997
+#: (issue 28); half the channels noise was staged Wake at 0.991 while one flat channel of 12
+#: flagged every window (issue 35).
+BAD_SHARE = 0.5
+#: Sleep statistics of a recording shorter than this (hours) are marked not meaningful.
+MIN_NIGHT_HOURS = 2.0
+
+
+def signal_flagged_windows(flags: np.ndarray) -> np.ndarray:
+    """Return ``(N,)`` bool: windows in which at least :data:`BAD_SHARE` of the channels carry a signal flag.
+
+    ``flags`` ``(N, C)`` are the window flags (NaN, flat, clipped, over the amplitude limit;
+    :mod:`passport_kit.signals.windows`). One flagged channel of many is the contact policy's
+    to handle (it is masked or distrusted there, and named in the channel quality report); it
+    does not make the window unreliable.
+    """
+    flags = np.asarray(flags)
+    if not flags.size:
+        return np.zeros(len(flags), dtype=bool)
+    return (flags != 0).mean(axis=1) >= BAD_SHARE
+
+
+def distribution_verdict(profile: dict[str, Any] | None, night: RecordingWindows) -> DistributionVerdict | None:
+    """Return how far ``night`` lies from the bundle's training ``profile`` (None: no profile or nothing to compare)."""
+    from passport_kit.signals.distribution import score_recording
+
+    if not profile:
+        return None
+    return score_recording(profile, night.x, night.quality, top_hz=night.config.h_freq, sfreq=night.config.sfreq)
 #: A recording is not staged when the band its rate carries is below this share of the adapter's
 #: (a 10 Hz copy of a night was staged TST 30 min, SE 100 %; issue 28). 100 Hz recordings, whose
 #: band is lowered from 75 to about 45 Hz, are staged.
@@ -678,7 +726,7 @@ MIN_BAND_SHARE = 0.5
 
 
 def mostly_bad_windows(quality: Any, onsets_s: np.ndarray, window_seconds: float) -> np.ndarray:
-    """Return ``(N,)`` bool: the windows at ``onsets_s`` in which most channels of ``quality`` score bad."""
+    """Return ``(N,)`` bool: the windows at ``onsets_s`` in which half or more channels of ``quality`` score bad."""
     onsets_s = np.asarray(onsets_s, dtype=np.float64)
     if quality is None or not quality.window_score.size:
         return np.zeros(len(onsets_s), dtype=bool)
@@ -687,7 +735,7 @@ def mostly_bad_windows(quality: Any, onsets_s: np.ndarray, window_seconds: float
     slots = np.round(onsets_s / window_seconds).astype(np.int64)
     inside = (slots >= 0) & (slots < len(bad_share))
     mostly = np.zeros(len(slots), dtype=bool)
-    mostly[inside] = bad_share[slots[inside]] > MOSTLY_BAD_ABOVE
+    mostly[inside] = bad_share[slots[inside]] >= BAD_SHARE
     return mostly
 
 
@@ -706,8 +754,9 @@ def _withheld_because(flagged: np.ndarray, unsure: np.ndarray, mostly_bad: np.nd
     if not len(unreliable) or unreliable.mean() <= WITHHOLD_ABOVE:
         return None
     if mostly_bad is not None and mostly_bad.mean() > WITHHOLD_ABOVE:
-        return (f"most channels score bad in {int(mostly_bad.sum())} of {len(mostly_bad)} windows (noise, no contact "
-                "or no EEG); statistics over them would mislead - look at the recording and its channel quality")
+        return (f"half or more channels score bad in {int(mostly_bad.sum())} of {len(mostly_bad)} windows (noise, no "
+                "contact or no EEG); statistics over them would mislead - look at the recording and its channel "
+                "quality")
     return (f"{int(unreliable.sum())} of {len(unreliable)} windows are low confidence ({int(unsure.sum())}) or "
             f"flagged by the signal checks ({int(np.asarray(flagged).sum())}); statistics over them would mislead - "
             "look at the recording and the per-window predictions")

@@ -326,6 +326,8 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
         "warnings": trained.warnings}
     # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
     metrics["amplitude"] = amplitude_profile(run.window_quality.values())
+    # What predict scores each recording against: unlike the training data -> statistics withheld.
+    metrics["distribution"] = training_distribution(run, np.concatenate([train_idx, val_idx]))
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=run.preprocess,
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics,
                           training_data=dataset_hashes(run.spec))
@@ -338,6 +340,22 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
                    f"pretrained (stored with it: {summary})")
     return AdaptResult(bundle=bundle, metrics=metrics, trainable=sorted(
         n for n, p in model.named_parameters() if p.requires_grad), summary=summary)
+
+
+def training_distribution(run: Any, rows: np.ndarray) -> dict[str, Any] | None:
+    """Return the description of the training windows ``rows`` that predict's distribution guard compares with.
+
+    :func:`~passport_kit.signals.distribution.distribution_profile` of the windows, with the raw
+    recordings' amplitudes where they were scored (else the windows', unless instance normalised).
+    """
+    from passport_kit.signals.distribution import distribution_profile
+
+    windows = run.windows
+    used = set(windows.recording[rows].tolist())
+    scored = run.raw_quality or (None if windows.config.instance_norm else run.window_quality)
+    qualities = None if scored is None else [q for rec, q in scored.items() if rec in used]
+    return distribution_profile(windows.x, list(run.montage.ch_names), top_hz=windows.config.h_freq,
+                                sfreq=windows.config.sfreq, qualities=qualities, groups=windows.subject, rows=rows)
 
 
 def run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx: np.ndarray,
