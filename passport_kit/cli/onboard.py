@@ -532,8 +532,6 @@ def predict_command(
                     f"REM latency {_minutes(stats['REM_latency'])}")
             if r.summary.get("statistics_meaningful") is False and r.summary.get("statistics_note"):
                 line += f" ({r.summary['statistics_note']})"
-            if r.summary.get("statistics_meaningful") is False and r.summary.get("statistics_note"):
-                line += f" ({r.summary['statistics_note']})"
         else:
             line = f"class {r.summary.get('recording_class')}"
         typer.echo(f"{r.recording}: {r.n_windows} windows; {line}"
