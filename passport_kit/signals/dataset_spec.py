@@ -239,33 +239,30 @@ def _warn_shared_files(spec: DatasetSpec, path: Path) -> None:
 
 
 def check_inside(spec: DatasetSpec, path: Path) -> None:
-    """Refuse (DataError) files of ``spec`` that resolve outside its folder; warn for those named by absolute path.
+    """Refuse (DataError) files of ``spec`` that resolve outside its folder, by any name.
 
-    A relative name that leaves the folder (``../../etc/passwd``) or a symlink out of it is
-    refused, so that a dataset.yaml from elsewhere reads nothing but its own folder (issue 28);
-    an absolute path was written out on purpose and is read with a PassportWarning. Either way
-    ``allow_outside_paths: true`` in the dataset.yaml says it is intended.
+    A relative name that leaves the folder (``../../etc/passwd``), a symlink out of it and an
+    absolute path elsewhere (``/etc/passwd``: issue 35 found it read after a mere warning) are
+    refused, so that a dataset.yaml from elsewhere reads nothing but its own folder;
+    ``allow_outside_paths: true`` in the dataset.yaml says reading them is intended. A symlink
+    loop is refused by name.
     """
-    import warnings
-
-    from passport_kit.errors import PassportWarning
-
     root = path.parent.resolve()
-    absolute: list[str] = []
     for rec in spec.recordings:
         for key, name in (("file", rec.file), ("labels", rec.labels)):
-            if name is None or spec.path_of(name).resolve().is_relative_to(root):
+            if name is None:
                 continue
-            if Path(name).expanduser().is_absolute():
-                absolute.append(name)
+            try:
+                where = spec.path_of(name).resolve(strict=False)
+            except (RuntimeError, OSError):  # a symlink loop (RuntimeError before Python 3.13)
+                raise DataError(f"{path}: '{key}: {name}' ({rec.subject}) is a symlink loop (a link that points back "
+                                "at itself); replace it with the file") from None
+            if where.is_relative_to(root):
                 continue
-            raise DataError(f"{path}: '{key}: {name}' ({rec.subject}) resolves outside the dataset folder {root}; "
+            how = "is an absolute path" if Path(name).expanduser().is_absolute() else "resolves"
+            raise DataError(f"{path}: '{key}: {name}' ({rec.subject}) {how} outside the dataset folder {root}; "
                             "keep the dataset's files inside it, or set 'allow_outside_paths: true' in the "
                             "dataset.yaml to read them where they are")
-    if absolute:
-        warnings.warn(f"{path} names {len(absolute)} file(s) outside its folder by absolute path ({absolute[0]}"
-                      f"{', ...' if len(absolute) > 1 else ''}); set 'allow_outside_paths: true' in it if that is "
-                      "intended", PassportWarning, stacklevel=3)
 
 
 def spec_from_dict(data: dict, *, root: Path | None, origin: str, source: str) -> DatasetSpec:

@@ -273,6 +273,11 @@ def majority_per_window(classes: Sequence[str | None], per_window: int) -> list[
 _RK_CODES = frozenset({"0", "1", "2", "3", "4", "5", "6", "7", "9", "-1", "-2", "-3"})
 
 
+def _excerpt(value: str, limit: int = 24) -> str:
+    """Return ``value`` escaped (``repr``) and cut to ``limit`` characters, for an error message."""
+    return repr(value[:limit]) + ("..." if len(value) > limit else "")
+
+
 def _unknown_label_hints(unknown: list[str], label_map: LabelMap, policy: str) -> str:
     """Return the ways out of an unknown-label error other than listing every value (so that fixing it cannot loop)."""
     hints = []
@@ -326,7 +331,10 @@ def encode_labels(
         mapped.append(cls)
     distinct_unknown = sorted(set(unknown))
     if distinct_unknown and (policy == "raise" or len(unknown) == sum(v is not None for v in values)):
-        shown = ", ".join(repr(v) for v in distinct_unknown[:12])
+        # A short, escaped excerpt: a file that is not labels at all (a path named by mistake, or
+        # on purpose) must not be echoed into the error (issue 35).
+        shown = ", ".join(_excerpt(v) for v in distinct_unknown[:3])
+        shown += f" and {len(distinct_unknown) - 3} more" if len(distinct_unknown) > 3 else ""
         known = ", ".join(list(label_map.mapping)[:12])
         knows = f"classes are {known}" if label_map.name == "classes" else f"map '{label_map.name}' knows {known}"
         raise LabelError(

@@ -153,19 +153,29 @@ def test_a_symlink_out_of_the_dataset_folder_is_refused(tmp_path: Path) -> None:
         load_dataset_spec(folder)
 
 
-def test_an_absolute_path_out_of_the_folder_warns_unless_allowed(tmp_path: Path) -> None:
+def test_an_absolute_path_out_of_the_folder_is_refused_unless_allowed(tmp_path: Path) -> None:
+    # Issue 35: 'labels: /etc/passwd' was read after a warning, and check printed its lines.
     import warnings
 
-    from passport_kit.errors import PassportWarning
     from passport_kit.signals.dataset_spec import load_dataset_spec
 
     outside = tmp_path / "labels.csv"
     outside.write_text("W\n")
-    with pytest.warns(PassportWarning, match="outside its folder by absolute path"):
+    with pytest.raises(DataError, match="is an absolute path outside the dataset folder .*allow_outside_paths: true"):
         load_dataset_spec(_dataset(tmp_path / "ds", str(outside)))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert load_dataset_spec(_dataset(tmp_path / "ok", "../labels.csv", allow=True)).allow_outside_paths
+        assert load_dataset_spec(_dataset(tmp_path / "ok", str(outside), allow=True)).allow_outside_paths
+        assert load_dataset_spec(_dataset(tmp_path / "ok2", "../labels.csv", allow=True)).allow_outside_paths
+
+
+def test_a_symlink_loop_named_by_dataset_yaml_is_one_line(tmp_path: Path) -> None:
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    folder = _dataset(tmp_path / "ds", "loop.csv")
+    (folder / "loop.csv").symlink_to(folder / "loop.csv")
+    with pytest.raises(DataError, match="loop.csv.*(symlink loop|does not exist)"):
+        load_dataset_spec(folder)
 
 
 def test_check_does_not_echo_a_file_outside_the_dataset(tmp_path: Path) -> None:
@@ -264,3 +274,16 @@ def test_a_recording_larger_than_memory_is_refused_before_reading() -> None:
     with pytest.raises(DataError, match=r"recording 'big.edf' holds 2,000,000 hours of 8 channels .* more than this "
                                         r"machine's memory"):
         check_fits_memory(8, 200 * 3600 * 2_000_000, 200.0, source="recording 'big.edf'")
+
+
+def test_an_unknown_label_error_shows_a_short_escaped_excerpt_only() -> None:
+    # Issue 35: check and adapt printed the lines of a file named as labels (/etc/passwd) in the error.
+    from passport_kit.errors import LabelError
+    from passport_kit.signals.labels import encode_labels, identity_map
+
+    lines = [f"user{i}:x:{i}:{i}:Secret Person {i}\x1b[31m:/home/user{i}:/bin/bash" for i in range(50)]
+    with pytest.raises(LabelError) as caught:
+        encode_labels(lines, identity_map(["W", "N1"]), ["W", "N1"], n_windows=50, window_seconds=30, source="labels")
+    message = str(caught.value)
+    assert "and 47 more" in message and "/bin/bash" not in message and "\x1b" not in message
+    assert len(message) < 600
