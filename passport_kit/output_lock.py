@@ -63,19 +63,40 @@ def output_lock(folder: Path | str, command: str, *, option: str = "--out") -> I
     folder = Path(folder)
     lock = lock_path(folder)
     lock.parent.mkdir(parents=True, exist_ok=True)
-    file_lock = FileLock(lock, is_singleton=False, thread_local=False)
-    try:
-        file_lock.acquire(timeout=0)
-    except Timeout:
-        raise OutputBusyError(f"{option} '{folder}' is being written by {_holder(lock)}; wait for it to finish or "
-                              f"choose another {option}") from None
+    for _attempt in range(5):
+        file_lock = FileLock(lock, is_singleton=False, thread_local=False)
+        try:
+            file_lock.acquire(timeout=0)
+        except Timeout:
+            raise OutputBusyError(f"{option} '{folder}' is being written by {_holder(lock)}; wait for it to finish or "
+                                  f"choose another {option}") from None
+        # The holder removes the lock file on release (issue 35: ~130 were left behind). A process
+        # that opened the file just before it was removed holds a lock on a file no longer there:
+        # it tries again on the path's current file.
+        if _still_the_lock_file(file_lock, lock):
+            break
+        file_lock.release()
+    else:  # pragma: no cover - five removals in a row between open and lock
+        raise OutputBusyError(f"{option} '{folder}' is being locked and released by other runs; try again")
     try:
         atomic_write_text(_holder_path(lock), json.dumps(
             {"command": command, "pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}))
         yield folder
     finally:
         _holder_path(lock).unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)  # still held: removed before any other run can lock it
         file_lock.release()
+
+
+def _still_the_lock_file(file_lock: FileLock, lock: Path) -> bool:
+    """Return whether the file ``file_lock`` holds is still the one at ``lock`` (not removed by its last holder)."""
+    fd = getattr(getattr(file_lock, "_context", None), "lock_file_fd", None)
+    if fd is None:  # another filelock implementation: nothing to compare
+        return True
+    try:
+        return os.fstat(fd).st_ino == os.stat(lock).st_ino
+    except FileNotFoundError:
+        return False
 
 
 __all__ = ["lock_path", "output_lock"]
