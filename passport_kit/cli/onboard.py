@@ -18,6 +18,7 @@ from typing import Any, Literal
 import typer
 
 from passport_kit.cli import verbosity
+from passport_kit.cli.progress import Display, on_terminal, progress_display, step_text
 from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_INTERRUPTED, FINETUNE, MODEL,
                                       OUTPUT, PROBE, SCORER, PanelledCommand, echo_json, notch_frequency,
                                       optional_float, renames_option as _renames)
@@ -180,52 +181,39 @@ def _sweep(value: str | None) -> tuple[int, ...] | None:
 
 
 @contextlib.contextmanager
-def _step_bar(enabled: bool, description: str) -> Iterator[Any]:
-    """Yield a ``progress(step, total, info)`` callback drawing a rich bar (disabled: one that only says a run resumed)."""
+def _step_bar(enabled: bool, description: str, display: Display | None = None) -> Iterator[Any]:
+    """Yield a ``progress(step, total, info)`` callback: a bar with elapsed time and estimate on a terminal
+    (on ``display`` when given, so that it shares the command's display), plain lines about every tenth of the run
+    in a log; disabled (--no-progress, --quiet), one that only says a run resumed."""
     first: list[int] = []
-    if not enabled or not verbosity.shows_progress():  # --no-progress, or --quiet
-        def resumed_only(step: int, total: int, info: dict[str, Any]) -> None:
-            # Resuming is news with the bar off too (issue 28): the run does not start over.
-            if not first:
-                first.append(step)
-                if step > 1:
-                    typer.echo(f"{description}: resuming from step {step - 1} of {total}", err=True)
 
-        yield resumed_only
-        return
-    import sys
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-
-    def text(step: int, total: int, info: dict[str, Any]) -> str:
+    def resumed(step: int, total: int) -> None:
+        # Resuming is news with the bar off too (issue 28): the run does not start over.
         if not first:
             first.append(step)
-            if step > 1:  # the run picked up an interrupted one's state
+            if step > 1:
                 typer.echo(f"{description}: resuming from step {step - 1} of {total}", err=True)
-        # The probe recipe reports one step without a loss (only its cross-validated selection score, if any).
-        parts = [] if info.get("loss") is None else [f"loss {info['loss']:.3f}"]
-        if info.get("val") is not None:
-            kind = "val" if info.get("loss") is not None else "cross-validated"
-            parts.append(f"{kind} {info.get('metric', 'score')} {info['val']:.3f}")
-        return "  ".join(parts)
 
-    if not sys.stderr.isatty():
-        # No terminal (a log file, a job scheduler): a rich bar would print nothing, so plain lines,
-        # about every tenth of the run.
+    if not enabled or not verbosity.shows_progress():  # --no-progress, or --quiet
+        yield lambda step, total, info: resumed(step, total)
+        return
+    if not on_terminal():
+        # No terminal (a log file, a job scheduler): no bar is drawn; plain lines, about every tenth of the run.
         def log(step: int, total: int, info: dict[str, Any]) -> None:
-            line = text(step, total, info)
+            resumed(step, total)
             if step == total or step == first[0] or step % max(1, total // 10) == 0:
-                typer.echo(f"{description}: step {step}/{total}  {line}", err=True)
+                stage = f" ({info['stage']})" if info.get("stage") else ""
+                typer.echo(f"{description}{stage}: step {step}/{total}  {step_text(info)}", err=True)
 
         yield log
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[info]}"), TimeRemainingColumn(), transient=True) as bar:
-        task = bar.add_task(description, total=None, info="")
+    with contextlib.ExitStack() as stack:
+        shown = display if display is not None else stack.enter_context(progress_display())
+        steps = shown.steps(description)
 
         def update(step: int, total: int, info: dict[str, Any]) -> None:
-            bar.update(task, completed=step, total=total, info=text(step, total, info))
+            resumed(step, total)
+            steps(step, total, info)
 
         yield update
 
@@ -392,9 +380,13 @@ def evaluate_command(
     """Evaluate checkpoints subject-wise (LOSO or split); write tables, plots and JSON."""
     from passport_kit.onboard.evaluate import evaluate
 
-    with _step_bar(progress, "run") as bar:
+    with progress_display(progress) as display, _step_bar(progress, "run", display) as bar:
+        folds = display.bar("runs")
+
         def runs(done: int, total: int, what: str) -> None:
-            if progress:
+            if display.drawn:  # a terminal: the runs' bar, with the time so far and an estimate of the rest
+                folds(done, total, what)
+            elif progress:
                 verbosity.note(f"[{done + 1 if done < total else total}/{total}] {what}")
 
         report = evaluate(
@@ -488,8 +480,8 @@ def predict_command(
 ) -> None:
     """Predict every window of new recordings with an adapter bundle (or a sleep stager alone); write CSV/TSV/JSON
     and a plot."""
-    from passport_kit.inference.predict import (OutputOptions, PredictionFailures, ReadOptions, predict,
-                                                predict_zero_shot)
+    from passport_kit.inference.predict import (OutputOptions, PredictionFailures, ReadOptions, find_recordings,
+                                                predict, predict_zero_shot)
 
     failed = None
     if (adapter is None) == (zero_shot is None):
@@ -497,24 +489,33 @@ def predict_command(
                           "(a pretrained sleep stager, no adapter); give one of them")
     if zero_shot is not None and montage is None:
         raise ConfigError("--zero-shot needs --montage: the montage the recordings were made with")
-    try:
-        if zero_shot is not None:
-            results = predict_zero_shot(
-                montage, recordings, out, prior=zero_shot, overwrite=overwrite, labels=labels or None,
-                label_map=label_map, reading=ReadOptions(renames=_renames(rename), sfreq=sfreq, units=units,
-                                                         scale=scale, h_freq=h_freq),
-                output=OutputOptions(edf_annotations=edf_annotations, plot_format=plot_format))
-        else:
-            results = predict(adapter, recordings, out, overwrite=overwrite, edf_annotations=edf_annotations, base=base,
-                              batch_size=batch_size, device=device, precision=precision,
-                              mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
-                              distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
-                              mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
-                              h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename),
-                              sfreq=sfreq, units=units, scale=scale, labels=labels or None, label_map=label_map,
-                              plot_format=plot_format)
-    except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
-        results, failed = exc.results, exc
+    with progress_display() as display:
+        # A terminal: one bar over the recordings (their count first: folders are searched as predict will).
+        bar, seen = display.bar("recordings"), []
+        total = len(find_recordings(recordings)) if display.drawn else None
+
+        def next_recording(path: str) -> None:
+            bar(len(seen), total, Path(path).name)
+            seen.append(path)
+
+        try:
+            if zero_shot is not None:
+                results = predict_zero_shot(
+                    montage, recordings, out, prior=zero_shot, overwrite=overwrite, labels=labels or None,
+                    label_map=label_map, progress=next_recording,
+                    reading=ReadOptions(renames=_renames(rename), sfreq=sfreq, units=units, scale=scale, h_freq=h_freq),
+                    output=OutputOptions(edf_annotations=edf_annotations, plot_format=plot_format))
+            else:
+                results = predict(adapter, recordings, out, overwrite=overwrite, edf_annotations=edf_annotations,
+                                  base=base, batch_size=batch_size, device=device, precision=precision,
+                                  mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
+                                  distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
+                                  mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
+                                  h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename),
+                                  sfreq=sfreq, units=units, scale=scale, labels=labels or None, label_map=label_map,
+                                  plot_format=plot_format, progress=next_recording)
+        except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
+            results, failed = exc.results, exc
     if as_json:
         echo_json({"recordings": [{"recording": r.recording, "windows": r.n_windows,
                                    "folder": r.files["summary"].parent, "summary": r.summary} for r in results],
@@ -618,7 +619,8 @@ def demo_command(
     """Simulate ear-EEG sleep, adapt the shipped checkpoint and the acpe baseline, compare with band power, predict."""
     from passport_kit.onboard.demo import run_demo
 
-    run_demo(out=out, n_subjects=subjects, hours=hours, threads=threads, echo=typer.echo)
+    with _step_bar(True, "adapting") as bar:  # on a terminal: each run's steps, time so far and an estimate
+        run_demo(out=out, n_subjects=subjects, hours=hours, threads=threads, echo=typer.echo, step_progress=bar)
 
 
 def register(app: typer.Typer) -> None:

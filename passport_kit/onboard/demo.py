@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from passport_kit.errors import CheckpointError, ConfigError
+from passport_kit.onboard.recipe import ProgressFn
 
 MONTAGE = "eesm17-ear"
 #: The shipped checkpoints the demo compares: Device Passport (MLP experts) and ACPE.
@@ -127,19 +128,24 @@ def run_demo(
     batch_size: int = 32,
     threads: int | None = None,
     echo: Callable[[str], None] = print,
+    step_progress: ProgressFn | None = None,
 ) -> dict[str, Path]:
-    """Return the demo's output files after running it (see the module docstring)."""
+    """Return the demo's output files after running it (see the module docstring).
+
+    ``echo`` prints the demo's lines; ``step_progress(step, total, info)`` is called inside each
+    adaptation (as ``evaluate``'s), for a progress bar.
+    """
     from passport_kit import __version__
 
     out = Path(out)
     settings = {"montage": MONTAGE, "subjects": n_subjects, "hours": hours, "seed": 0, "version": __version__}
     with _fresh_folder(out, settings) as reused:
         return _run(out, reused is not None, n_subjects=n_subjects, hours=hours, batch_size=batch_size,
-                    threads=threads, echo=echo)
+                    threads=threads, echo=echo, step_progress=step_progress)
 
 
 def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: int, threads: int | None,
-         echo: Callable[[str], None]) -> dict[str, Path]:
+         echo: Callable[[str], None], step_progress: ProgressFn | None) -> dict[str, Path]:
     """Return the demo's output files after running its four steps into the fresh folder ``out``."""
     from passport_kit.inference.predict import predict
     from passport_kit.signals import simulate_dataset
@@ -162,6 +168,7 @@ def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: 
         montage=MONTAGE, data=data, out=out / "evaluation", checkpoints=tuple(checkpoints.values()),
         protocol="split", test_subjects=(held_out,), batch_size=batch_size, threads=threads, save_adapters=True,
         progress=lambda done, total, what: echo(f"      run {min(done + 1, total)}/{total}: {what}") if done < total else None,
+        step_progress=step_progress,
     )
     echo(f"[3/4] {report.metric} on held-out subject {held_out}:")
     labels = {name: label for label, name in checkpoints.items()} | {BANDPOWER: "band power alone (reference)"}

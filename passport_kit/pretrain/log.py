@@ -109,12 +109,14 @@ class ProgressReporter:
 
         console = Console(stderr=True)
         if console.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
 
+            # Elapsed and left, as every other bar of passport-kit (passport_kit.cli.progress).
             self._progress = Progress(
                 TextColumn("pretrain"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("loss {task.fields[loss]:.4f}"), TextColumn("{task.fields[rate]:.1f} samples/s"),
-                TimeRemainingColumn(), console=console,
+                TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=console,
             )
             self._progress.start()
             self._task = self._progress.add_task("pretrain", total=self.total, completed=self.start,
