@@ -64,6 +64,16 @@ UNITS: dict[str, float] = {"V": 1.0, "mV": 1e-3, "uV": 1e-6, "µV": 1e-6, "μV":
 #: Header units MNE's EDF/BDF reader scales (the rest it reads as volts): mne/io/edf/edf.py.
 _MNE_EDF_UNITS: dict[str, float] = {"\u03bcV": 1e-6, "\u00b5V": 1e-6, "\x83\xcaV": 1e-6, "uV": 1e-6, "mV": 1e-3}
 #: Column names (compared lower case, spaces as '_') that hold a CSV's time stamps, in seconds.
+#: A CSV recording larger than this (bytes) is refused before reading (a night of 8 channels at
+#: 256 Hz is about 0.5 GB of text); the machine's memory lowers it (:func:`_csv_size_limit`).
+MAX_CSV_BYTES = 4 * 1024**3
+#: Columns a CSV recording may have (headset tools write tens).
+MAX_CSV_COLUMNS = 1024
+#: Characters a CSV line may have.
+MAX_CSV_LINE = 1024**2
+#: A CSV's timestamps may deviate this much (share) from evenly spaced over any second of samples
+#: (LSL stamps whole chunks of samples at once: under 5 % at 256 Hz).
+CSV_TIMING_TOLERANCE = 0.1
 _TIME_COLUMNS = ("timestamps", "timestamp", "time", "time_s", "lsl_timestamp", "unix_timestamp", "t")
 #: Files that belong to a recording of the key's format (their bytes are part of its content hash).
 _COMPANIONS: dict[str, tuple[str, ...]] = {
@@ -304,11 +314,16 @@ def read_csv_recording(path: str | Path, *, sfreq: float | None = None, units: s
     ``sfreq`` is required. ``units``: the unit of the channel values (µV, as these tools write).
     """
     path = Path(path)
+    _check_csv_size(path)
     try:
         text = path.read_text(encoding="utf-8-sig", errors="replace")
     except OSError as exc:
         raise DataError(f"cannot read '{path}' ({exc.strerror or exc}); check the path and permissions") from None
     lines = text.splitlines()
+    longest = max(range(len(lines)), key=lambda i: len(lines[i]), default=None)
+    if longest is not None and len(lines[longest]) > MAX_CSV_LINE:
+        raise DataError(f"cannot read '{path}' as CSV: line {longest + 1} has {len(lines[longest]):,} characters, more "
+                        f"than a recording's row ({MAX_CSV_LINE:,} at most); is it a CSV recording?")
     start = next((i for i, line in enumerate(lines) if line.strip() and line.lstrip()[0] not in "%#"), None)
     if start is None or start + 1 >= len(lines):
         raise DataError(f"cannot read '{path}' as CSV: expected a header row of column names, then one row per sample")
@@ -317,6 +332,10 @@ def read_csv_recording(path: str | Path, *, sfreq: float | None = None, units: s
     except csv.Error:
         delimiter = ","
     header = [h.strip() for h in next(csv.reader([lines[start]], delimiter=delimiter))]
+    if len(header) > MAX_CSV_COLUMNS:
+        raise DataError(f"cannot read '{path}' as CSV: its header has {len(header):,} columns, more than a recording's "
+                        f"({MAX_CSV_COLUMNS:,} at most); give one column per channel and one for the timestamps")
+    _check_ragged(path, lines, start, delimiter, len(header))
     first = next(csv.reader([lines[start + 1]], delimiter=delimiter))
     numeric = [i for i, cell in enumerate(first) if i < len(header) and _is_number(cell)]
     if any(_is_number(h) for h in header):
@@ -335,7 +354,8 @@ def read_csv_recording(path: str | Path, *, sfreq: float | None = None, units: s
     channels = [k for k in range(len(numeric)) if k != time_col]
     if not channels:
         raise DataError(f"cannot read '{path}' as CSV: no numeric channel columns besides the timestamps")
-    rate, start_time = _csv_rate(path, None if time_col is None else values[:, time_col], sfreq)
+    rate, start_time = _csv_rate(path, None if time_col is None else values[:, time_col], sfreq,
+                                 first_line=start + 2)
     names = [header[numeric[k]] for k in channels]
     if len(set(names)) != len(names):
         raise DataError(f"cannot read '{path}' as CSV: channel column names repeat ({names}); make them unique")
@@ -354,8 +374,49 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _csv_rate(path: Path, stamps: np.ndarray | None, sfreq: float | None) -> tuple[float, datetime | None]:
-    """Return ``(rate in Hz, start time or None)`` of a CSV recording from its timestamps and/or ``sfreq``."""
+def _csv_size_limit() -> int:
+    """Return the largest CSV recording (bytes) read: :data:`MAX_CSV_BYTES`, or an eighth of the memory if less."""
+    import os
+
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+        return MAX_CSV_BYTES
+    return min(MAX_CSV_BYTES, memory // 8)
+
+
+def _check_csv_size(path: Path) -> None:
+    """Raise DataError before reading a CSV recording too large to read as text (its text, rows and floats)."""
+    size = path.stat().st_size
+    limit = _csv_size_limit()
+    if size > limit:
+        raise DataError(f"recording '{path}' has {size / 1024**2:,.0f} MiB, more than a CSV recording is read at "
+                        f"({limit / 1024**2:,.0f} MiB at most on this machine); convert it to EDF (e.g. with MNE: "
+                        "mne.export.export_raw) or cut it into pieces")
+
+
+def _check_ragged(path: Path, lines: list[str], start: int, delimiter: str, n_columns: int) -> None:
+    """Raise DataError naming the first data row whose number of cells differs from the header's."""
+    for i in range(start + 1, len(lines)):
+        line = lines[i]
+        if not line.strip() or line.lstrip()[0] in "%#":
+            continue
+        cells = line.count(delimiter) + 1
+        if cells != n_columns and not ('"' in line and len(next(csv.reader([line], delimiter=delimiter))) == n_columns):
+            raise DataError(f"cannot read '{path}' as CSV: line {i + 1} has {cells} cells but the header has "
+                            f"{n_columns}; every row needs one cell per column (a row cut short, or extra cells)")
+
+
+def _csv_rate(path: Path, stamps: np.ndarray | None, sfreq: float | None, *,
+              first_line: int = 2) -> tuple[float, datetime | None]:
+    """Return ``(rate in Hz, start time or None)`` of a CSV recording from its timestamps and/or ``sfreq``.
+
+    Refused (DataError naming the line; ``first_line`` is the line of the first sample):
+    timestamps that go backwards, that jump (dropped samples: the samples would be read as
+    evenly spaced, and every time after the gap would be wrong), or that are irregular beyond
+    :data:`CSV_TIMING_TOLERANCE` over any second of samples; any of these made the rate a
+    guess (issue 35: 212 and 225 Hz for 200-Hz recordings).
+    """
     if stamps is None:
         if sfreq is None:
             raise DataError(f"recording '{path}' has no timestamp column (looked for {', '.join(_TIME_COLUMNS)}); "
@@ -364,8 +425,14 @@ def _csv_rate(path: Path, stamps: np.ndarray | None, sfreq: float | None) -> tup
     if len(stamps) < 2 or not np.isfinite(stamps).all() or stamps[-1] <= stamps[0]:
         raise DataError(f"recording '{path}': its timestamps do not increase; give a CSV with a timestamp per row")
     steps = np.diff(stamps)
+    if (steps < 0).any():
+        i = int(np.flatnonzero(steps < 0)[0]) + 1
+        raise DataError(f"recording '{path}': its timestamps go backwards at line {first_line + i} ({stamps[i]:.6f} "
+                        f"after {stamps[i - 1]:.6f}); the rate cannot be read from them - sort the rows by time, or "
+                        "remove the timestamp column and give the rate with --sfreq ('sfreq:' in dataset.yaml)")
     # The average step over the steps that are not gaps (dropped samples): LSL clocks jitter sample to sample.
-    regular = steps <= 5 * np.median(steps)
+    # (The median of the positive steps: LSL stamps a chunk of samples at once, with steps of 0 inside it.)
+    regular = steps <= 5 * np.median(steps[steps > 0])
     step = float(steps[regular].mean())
     per_second = 1.0
     if 1 / step < 1 <= 1000 / step:  # a step of seconds would be under 1 Hz: the stamps are milliseconds
@@ -378,14 +445,33 @@ def _csv_rate(path: Path, stamps: np.ndarray | None, sfreq: float | None) -> tup
                         "check the rate (or drop 'sfreq' to use the timestamps)")
     jump = float(steps.max()) / per_second
     if not regular.all() and jump > 0.1:
-        at = float(stamps[int(steps.argmax())] - stamps[0]) / per_second
-        warnings.warn(f"recording '{path}': the timestamps jump by {jump:.2f} s at {at:.1f} s (dropped samples); "
-                      "the samples are read as evenly spaced, so times after the gap shift - cut the file there for "
-                      "exact times", PassportWarning, stacklevel=3)
+        i = int(steps.argmax()) + 1
+        at = float(stamps[i - 1] - stamps[0]) / per_second
+        raise DataError(f"recording '{path}': its timestamps jump by {jump:.2f} s at line {first_line + i} ({at:.1f} s "
+                        "in: dropped samples); read as evenly spaced, every time after the gap would be wrong - cut "
+                        "the file there into two recordings")
+    _check_timing(path, stamps / per_second, estimate, first_line)
     start = None
     if stamps[0] / per_second > 1e9:  # Unix time: the recording's start
         start = datetime.fromtimestamp(stamps[0] / per_second, tz=timezone.utc)
     return float(sfreq) if sfreq is not None else nominal, start
+
+
+def _check_timing(path: Path, seconds: np.ndarray, rate: float, first_line: int) -> None:
+    """Raise DataError naming the first second of samples whose timestamps span more or less than a second allows."""
+    per_block = max(int(round(rate)), 2)
+    if len(seconds) <= per_block:
+        return
+    starts = np.arange(0, len(seconds) - per_block, per_block)
+    spans = seconds[starts + per_block] - seconds[starts]
+    expected = per_block / rate
+    off = np.flatnonzero(np.abs(spans - expected) > CSV_TIMING_TOLERANCE * expected)
+    if off.size:
+        k = int(starts[off[0]])
+        raise DataError(f"recording '{path}': its timestamps are irregular at line {first_line + k}: {per_block} "
+                        f"samples span {spans[off[0]]:.3f} s there, {expected:.3f} s at the file's average rate "
+                        f"({rate:.4g} Hz); the rate cannot be trusted - fix the timestamps, or remove the column and "
+                        "give the rate with --sfreq ('sfreq:' in dataset.yaml)")
 
 
 def _read_with_mne(path: Path, suffix: str) -> mne.io.BaseRaw:

@@ -84,10 +84,11 @@ def test_csv_without_timestamps_needs_a_rate(tmp_path: Path) -> None:
     assert read_recording(tmp_path / "plain.csv", sfreq=100).info["sfreq"] == 100
 
 
-def test_csv_with_a_gap_in_its_timestamps_is_warned_about(tmp_path: Path) -> None:
+def test_csv_with_a_gap_in_its_timestamps_is_refused_naming_the_line(tmp_path: Path) -> None:
+    # Issue 35: read as evenly spaced, every time after the gap was wrong (a warning only, before).
     stamps = np.r_[np.arange(500), np.arange(500) + 1500] / 250
     (tmp_path / "gap.csv").write_text("timestamp,TP9\n" + "\n".join(f"{t},{t % 1}" for t in stamps) + "\n")
-    with pytest.warns(PassportWarning, match="timestamps jump by 4.00 s"):
+    with pytest.raises(DataError, match="timestamps jump by 4.00 s at line 502"):
         read_recording(tmp_path / "gap.csv", sfreq=250)
 
 
