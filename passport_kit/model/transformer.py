@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from passport_kit.model import lowp_layer
 from passport_kit.model.fast_linear import linear
 
 #: Tokens (channels x patches x samples) per micro-batch of the no-graph encoder path. Whole
@@ -192,6 +193,11 @@ class CrissCrossEncoder(nn.Module):
             return False
         return x.requires_grad or any(q.requires_grad for q in self.parameters())
 
+    @staticmethod
+    def _frozen_eval(layers: nn.ModuleList) -> bool:
+        # The bf16 frozen-layer function computes no weight gradient and no dropout.
+        return all(not layer.training and not any(q.requires_grad for q in layer.parameters()) for layer in layers)
+
     def forward(self, x: Tensor, depth: int | None = None) -> Tensor:
         """Return encoder features ``(B, C, P, D)`` for ``x`` ``(B, C, P, D)``.
 
@@ -200,17 +206,43 @@ class CrissCrossEncoder(nn.Module):
         layers = self.layers if depth is None else self.layers[:depth]
         if len(layers) == 0:
             return x
-        if self._needs_graph(x) or x.device.type != "cpu" or torch.is_autocast_enabled(x.device.type):
+        lowp = cpu_lowp_dtype(x)
+        if self._needs_graph(x) and lowp is not None and self._frozen_eval(layers):
+            # bf16 on the CPU, weights frozen (the `adapter` policy): input gradients only, on
+            # micro-batches as below (each one's graph is separate, so backward runs them in turn).
+            step = max(1, self.chunk_tokens // (x.shape[1] * x.shape[2]))
+            outs = []
+            for start in range(0, x.shape[0], step):
+                h = x[start : start + step].to(lowp)
+                for layer in layers:
+                    h = lowp_layer.FrozenLayerLowp.apply(h, layer)
+                outs.append(h)
+            return outs[0] if len(outs) == 1 else torch.cat(outs)
+        if (self._needs_graph(x) or x.device.type != "cpu"
+                or (torch.is_autocast_enabled(x.device.type) and lowp is None)):
             for layer in layers:
                 x = layer(x)
             return x
         b, c, p, _ = x.shape
         step = max(1, self.chunk_tokens // (c * p))
         chunks = []
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast("cpu", enabled=False):
             for start in range(0, b, step):
-                h = x[start : start + step]
-                for layer in layers:
-                    h = layer.forward_no_graph(h)
+                if lowp is None:
+                    h = x[start : start + step]
+                    for layer in layers:
+                        h = layer.forward_no_graph(h)
+                else:
+                    h = x[start : start + step].to(lowp)
+                    for layer in layers:
+                        h = lowp_layer.layer_forward(layer, h)[0]
                 chunks.append(h)
         return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+
+
+def cpu_lowp_dtype(x: Tensor) -> torch.dtype | None:
+    """Return bf16 when ``x`` is on the CPU under bf16 autocast (the bf16 no-graph path), else None."""
+    if x.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
+        return None
+    dtype = torch.get_autocast_dtype("cpu")
+    return dtype if dtype == torch.bfloat16 else None

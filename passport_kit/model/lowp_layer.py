@@ -1,0 +1,204 @@
+"""The criss-cross layer in bf16 on CPUs with native bf16 (AVX-512 BF16, AMX): inference and frozen training.
+
+Why a separate form: under plain ``torch.autocast`` the bf16 products were fast but everything
+around them was not. Profiled on the AMX Xeon (cbramod-base, 16 x 12 ch x 30 patches,
+docs/RESULTS.md "Model speed"): at inference the products took a sixth of the time and
+the bf16 GELU on fresh buffers, SDPA's flash kernel on 12- and 30-token sequences, the casts of
+the frozen weights on every call and dtype round trips around LayerNorm the rest; in the
+``adapter`` step SDPA's flash *backward* in bf16 took half of the whole step. Here:
+
+- the frozen weights are cast once (:mod:`passport_kit.model.frozen_cast`), with the softmax
+  scale folded into the q rows, the q/k/v projections of both halves packed into one
+  block-diagonal ``(6E, 2E)`` product and both output projections into one ``(2E, 2E)`` one
+  (twice those products' FLOPs, 15 % of the layer's, run at the AMX rate in one call instead of
+  four strided ones);
+- products run on oneDNN with bias, GELU and residual add fused (:func:`~passport_kit.model.fast_linear.linear_lowp`);
+- attention is two batched products with the softmax written out in fp32 (:func:`attention`);
+- LayerNorm statistics and the softmax accumulate in fp32 inside their kernels; activations
+  and the residual stream are bf16, as under autocast.
+
+Training with frozen layers (the ``adapter`` policy: the gradient must reach the channel
+embedding through every layer, and no weight gradient is wanted) uses :class:`FrozenLayerLowp`,
+an autograd function whose backward computes the input gradient only, by hand: transposed
+products with the same cast weights, the softmax's and LayerNorm's input gradients
+(``native_layer_norm_backward`` with the weight gradients switched off) and GELU's derivative.
+
+Numbers differ from fp32 by bf16 rounding (about 1 % relative on the encoder output, as bf16
+autocast); agreement of predicted classes with fp32 is measured by ``benchmarks/bench_model.py``
+and tested in ``tests/model/test_lowp_layer.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from passport_kit.model.fast_linear import linear_lowp
+from passport_kit.model.frozen_cast import prepared
+
+if TYPE_CHECKING:
+    from passport_kit.model.transformer import CrissCrossLayer
+
+
+def layer_weights(layer: CrissCrossLayer, dtype: torch.dtype) -> dict[str, Tensor]:
+    """Return ``layer``'s weights in ``dtype``, packed for :func:`layer_forward`, built once while they are unchanged."""
+
+    def build() -> dict[str, Tensor]:
+        half = layer.self_attn_s.out_proj.weight.shape[0]
+        # q/k/v of both halves: rows [q_s; k_s; v_s] read columns :E, rows [q_t; k_t; v_t] read E:.
+        w_in = torch.zeros(6 * half, 2 * half)
+        b_in = torch.zeros(6 * half)
+        for i, attn in enumerate((layer.self_attn_s, layer.self_attn_t)):
+            w, b = attn.in_proj_weight.clone(), attn.in_proj_bias.clone()
+            scale = (half // attn.n_heads) ** -0.5  # softmax scale, folded into q
+            w[:half] *= scale
+            b[:half] *= scale
+            w_in[3 * half * i : 3 * half * (i + 1), half * i : half * (i + 1)] = w
+            b_in[3 * half * i : 3 * half * (i + 1)] = b
+        w_out = torch.zeros(2 * half, 2 * half)
+        w_out[:half, :half] = layer.self_attn_s.out_proj.weight
+        w_out[half:, half:] = layer.self_attn_t.out_proj.weight
+        b_out = torch.cat([layer.self_attn_s.out_proj.bias, layer.self_attn_t.out_proj.bias])
+        out = {"in_w": w_in, "in_b": b_in, "out_w": w_out, "out_b": b_out}
+        for name, mod in (("norm1", layer.norm1), ("norm2", layer.norm2), ("linear1", layer.linear1),
+                          ("linear2", layer.linear2)):
+            out[f"{name}_w"], out[f"{name}_b"] = mod.weight, mod.bias
+        # Transposed copies for the backward products (input gradients run as linears on oneDNN too).
+        for name in ("in", "out", "linear1", "linear2"):
+            out[f"{name}_wt"] = out[f"{name}_w"].t()
+        return {k: v.detach().to(dtype).contiguous() for k, v in out.items()}
+
+    return prepared(layer, dtype, build)
+
+
+def _heads(t: Tensor, axis: int, n_heads: int) -> Tensor:
+    """Return ``t`` ``(B, C, P, E)`` (q, k or v of one half, or a gradient of its output) as contiguous sequences ``(N, L, hd)``.
+
+    ``axis`` 1 (spatial): N = B·P·H sequences over the C channels; 2 (temporal): N = B·C·H over
+    the P patches. ``t`` may be a slice of the last dimension. A copy (small): bf16 products on
+    permuted 5-d views took 100x longer than the copy.
+    """
+    b, c, p, e = t.shape
+    t = t.reshape(b, c, p, n_heads, e // n_heads)
+    if axis == 1:
+        return t.permute(0, 2, 3, 1, 4).reshape(b * p * n_heads, c, e // n_heads)
+    return t.permute(0, 1, 3, 2, 4).reshape(b * c * n_heads, p, e // n_heads)
+
+
+def _unheads(t: Tensor, axis: int, shape: tuple[int, int, int, int], n_heads: int) -> Tensor:
+    """Return ``t`` ``(N, L, hd)`` as a ``(B, C, P, H, hd)`` view (the inverse of :func:`_heads`, without the copy)."""
+    b, c, p, _ = shape
+    hd = t.shape[-1]
+    if axis == 1:
+        return t.view(b, p, n_heads, c, hd).permute(0, 3, 1, 2, 4)
+    return t.view(b, c, n_heads, p, hd).permute(0, 1, 3, 2, 4)
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """Return (softmax(q kᵀ) v ``(N, L, hd)``, the weights ``(N, L, L)``) for bf16 inputs whose q carries the scale.
+
+    The products run in bf16, the softmax in fp32, written out (max, exp, sum, divide, in
+    place) because ``torch.softmax`` over rows shorter than a vector register (12 channels)
+    took 3-10x longer on the AMX Xeon (1 thread, 960 x 12 x 12 scores: 0.83 ms for the whole
+    attention written out, 2.8 ms with ``torch.softmax``). Why not SDPA: the sequences are
+    12-30 tokens long and SDPA's CPU flash kernel pays per-block overhead (same shapes: 4.2 vs
+    0.8 ms spatial, 2.5 vs 1.3 ms temporal), and its bf16 backward was half of the adapter step.
+    """
+    scores = torch.bmm(q, k.transpose(1, 2)).float()
+    scores = scores.sub_(scores.amax(-1, keepdim=True)).exp_()
+    weights = scores.div_(scores.sum(-1, keepdim=True)).to(v.dtype)
+    return torch.bmm(weights, v), weights
+
+
+def _attention_backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, weights: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Return the gradients of q, k, v ``(N, L, hd)`` of :func:`attention` for its output gradient ``grad``."""
+    grad_v = torch.bmm(weights.transpose(1, 2), grad)
+    grad_w = torch.bmm(grad, v.transpose(1, 2)).float()
+    w32 = weights.float()
+    # softmax: dS = W * (dW - rowsum(dW * W))
+    grad_s = (grad_w.sub_((grad_w * w32).sum(-1, keepdim=True))).mul_(w32).to(q.dtype)
+    return torch.bmm(grad_s, k), torch.bmm(grad_s.transpose(1, 2), q), grad_v
+
+
+def layer_forward(layer: CrissCrossLayer, x: Tensor, *, save: bool = False) -> tuple[Tensor, dict[str, Tensor] | None]:
+    """Return (the layer output ``(B, C, P, D)`` for bf16 ``x`` ``(B, C, P, D)``, what backward needs or None).
+
+    Eval-mode arithmetic (no dropout); call without autocast and without autograd.
+    """
+    w = layer_weights(layer, x.dtype)
+    b, c, p, d = x.shape
+    half = d // 2
+    heads = (layer.self_attn_s.n_heads, layer.self_attn_t.n_heads)
+    h, mean1, rstd1 = torch.native_layer_norm(x, (d,), w["norm1_w"], w["norm1_b"], layer.norm1.eps)
+    qkv = linear_lowp(h, w["in_w"], w["in_b"])  # (B, C, P, 6E/2): spatial q k v | temporal q k v
+    att = torch.empty_like(x)
+    saved: dict[str, Tensor] = {}
+    for axis, cols, n_heads in ((1, slice(0, 3 * half), heads[0]), (2, slice(3 * half, 6 * half), heads[1])):
+        q, k, v = (_heads(qkv[..., cols][..., i * half : (i + 1) * half], axis, n_heads) for i in range(3))
+        o, weights = attention(q, k, v)
+        dst = att[..., :half] if axis == 1 else att[..., half:]
+        dst.view(b, c, p, n_heads, half // n_heads).copy_(_unheads(o, axis, (b, c, p, d), n_heads))
+        if save:
+            saved.update({f"q{axis}": q, f"k{axis}": k, f"v{axis}": v, f"w{axis}": weights})
+    x1 = linear_lowp(att, w["out_w"], w["out_b"], add=x)
+    h2, mean2, rstd2 = torch.native_layer_norm(x1, (d,), w["norm2_w"], w["norm2_b"], layer.norm2.eps)
+    if not save:
+        hidden = linear_lowp(h2, w["linear1_w"], w["linear1_b"], gelu=True)
+        return linear_lowp(hidden, w["linear2_w"], w["linear2_b"], add=x1), None
+    pre = linear_lowp(h2, w["linear1_w"], w["linear1_b"])
+    out = linear_lowp(torch.nn.functional.gelu(pre), w["linear2_w"], w["linear2_b"], add=x1)
+    saved.update({"x": x, "mean1": mean1, "rstd1": rstd1, "x1": x1, "mean2": mean2, "rstd2": rstd2, "pre": pre})
+    return out, saved
+
+
+def layer_backward(layer: CrissCrossLayer, grad: Tensor, saved: dict[str, Tensor]) -> Tensor:
+    """Return the gradient of :func:`layer_forward`'s input for its output gradient ``grad`` ``(B, C, P, D)`` (weights frozen)."""
+    w = layer_weights(layer, grad.dtype)
+    b, c, p, d = grad.shape
+    half = d // 2
+    heads = (layer.self_attn_s.n_heads, layer.self_attn_t.n_heads)
+    # feed-forward block: out = x1 + gelu(LN2(x1) W1ᵀ + b1) W2ᵀ + b2
+    g_pre = torch.ops.aten.gelu_backward(linear_lowp(grad, w["linear2_wt"], None), saved["pre"])
+    g_h2 = linear_lowp(g_pre, w["linear1_wt"], None)
+    g_x1 = torch.ops.aten.native_layer_norm_backward(
+        g_h2, saved["x1"], (d,), saved["mean2"], saved["rstd2"], w["norm2_w"], w["norm2_b"], [True, False, False])[0]
+    g_x1 = g_x1.add_(grad)
+    # attention block: x1 = x + att W_outᵀ + b_out
+    g_att = linear_lowp(g_x1, w["out_wt"], None)
+    g_qkv = torch.empty(b, c, p, 6 * half, dtype=grad.dtype)
+    for axis, n_heads in ((1, heads[0]), (2, heads[1])):
+        src = g_att[..., :half] if axis == 1 else g_att[..., half:]
+        g_o = _heads(src, axis, n_heads)
+        grads = _attention_backward(g_o, saved[f"q{axis}"], saved[f"k{axis}"], saved[f"v{axis}"], saved[f"w{axis}"])
+        base = 0 if axis == 1 else 3 * half
+        dst = g_qkv[..., base : base + 3 * half].view(b, c, p, 3, n_heads, half // n_heads)
+        for i, gi in enumerate(grads):
+            dst[:, :, :, i].copy_(_unheads(gi, axis, (b, c, p, d), n_heads))
+    g_h = linear_lowp(g_qkv, w["in_wt"], None)
+    g_x = torch.ops.aten.native_layer_norm_backward(
+        g_h, saved["x"], (d,), saved["mean1"], saved["rstd1"], w["norm1_w"], w["norm1_b"], [True, False, False])[0]
+    return g_x.add_(g_x1)
+
+
+class FrozenLayerLowp(torch.autograd.Function):
+    """One frozen criss-cross layer in bf16 whose backward gives the input gradient only (no weight gradients)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, layer: CrissCrossLayer) -> Tensor:  # noqa: ANN001
+        with torch.autocast("cpu", enabled=False):
+            out, saved = layer_forward(layer, x, save=True)
+        ctx.layer = layer
+        ctx.keys = list(saved)  # type: ignore[union-attr]
+        ctx.save_for_backward(*saved.values())  # type: ignore[union-attr]
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # noqa: ANN001
+        saved = dict(zip(ctx.keys, ctx.saved_tensors, strict=True))
+        with torch.autocast("cpu", enabled=False):
+            return layer_backward(ctx.layer, grad.to(saved["x"].dtype).contiguous(), saved), None
+
+
+__all__ = ["FrozenLayerLowp", "attention", "layer_backward", "layer_forward", "layer_weights"]
