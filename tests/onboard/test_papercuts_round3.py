@@ -35,9 +35,7 @@ def test_the_csv_rate_message_has_no_stray_apostrophe(tmp_path: Path) -> None:
 
 
 def test_data_inspect_takes_the_rename_its_error_suggests(tmp_path: Path, montage_yaml: Path) -> None:
-    from conftest import write_recording
-
-    edf = write_recording(tmp_path / "r.edf", ["W", "N2"], ["EL1", "ER1", "Lx"], seed=0)
+    edf = _edf(tmp_path / "r.edf", ["EL1", "ER1", "Lx"], seed=0, epochs=2)
     result = RUN.invoke(app, ["data", "inspect", str(edf), "--montage", str(montage_yaml)])
     assert result.exit_code == 2
     assert "--rename EL2='<name in file>'" in result.output and "dataset.yaml" not in result.output
@@ -113,3 +111,16 @@ def test_the_package_lists_its_api_and_montage_is_one_of_it() -> None:
     from passport_kit.montage import Montage
 
     assert pk.Montage is Montage
+
+
+def _edf(path: Path, names: list[str], *, seed: int, epochs: int = 4) -> Path:
+    """Write a small EDF (30-s epochs of noise and a 10 Hz rhythm, µV) with channels ``names``."""
+    import edfio
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    t = np.arange(200 * 30 * epochs) / 200.0
+    edfio.Edf([edfio.EdfSignal(20 * np.sin(2 * np.pi * 10 * t) + 3 * rng.standard_normal(t.size),
+                               sampling_frequency=200.0, label=n, physical_dimension="uV",
+                               physical_range=(-500, 500)) for n in names]).write(path)
+    return path

@@ -32,7 +32,7 @@ def test_inspect_prints_windows_classes_and_mapping(tmp_path: Path, write_datase
     folder = _dataset(tmp_path, write_dataset)
     result = CliRunner().invoke(app, ["data", "inspect", str(folder), "--montage", str(_montage_yaml(tmp_path))])
     assert result.exit_code == 0, result.output
-    assert "windows: 2 × 3 ch × 30 s from 1 recordings of 1 subjects" in result.output
+    assert "windows: 2 × 3 ch × 30 s from 1 recording of 1 subject" in result.output
     assert "classes: W 1, N1 0, N2 1, N3 0, REM 0; unlabeled 0" in result.output
     assert "C3           ← EEG C3-REF" in result.output
 
