@@ -26,6 +26,43 @@ import yaml
 MAX_DEPTH = 64
 #: Most nodes that the aliases of one document may stand for, together.
 MAX_ALIAS_NODES = 10_000
+#: Largest YAML file read (bytes): a montage of 256 channels is under 100 kB.
+MAX_YAML_BYTES = 16 * 1024**2
+
+
+def read_yaml_text(path: Any, what: str, error: type[Exception]) -> str:
+    """Return the UTF-8 text of the YAML file ``path``; ``error(one line)`` when it is no small regular file.
+
+    ``what`` names the file in the message ("montage file"). A FIFO, a device (``/dev/zero``)
+    or a folder is refused before it is opened (opening a FIFO waits for a writer; a device
+    never ends: issue 35 found ``register-montage`` hanging on both), and so is a file over
+    :data:`MAX_YAML_BYTES`; at most that many bytes are read either way.
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        if not path.exists():
+            raise error(f"{what} '{path}' does not exist; check the path")
+        if path.is_dir():
+            raise error(f"{what} '{path}' is a folder; give a YAML file")
+        if not path.is_file():
+            raise error(f"{what} '{path}' is not a regular file (a device or a pipe); give a YAML file")
+        size = path.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise error(f"{what} '{path}' has {size / 1024**2:,.0f} MiB, more than a YAML file here takes "
+                        f"({MAX_YAML_BYTES // 1024**2} MiB at most); is it the right file?")
+        with path.open("rb") as f:
+            data = f.read(MAX_YAML_BYTES + 1)
+    except OSError as exc:  # permissions, a symlink loop (ELOOP)
+        raise error(f"cannot read {what} '{path}' ({exc.strerror or exc}); give a readable YAML file") from None
+    if len(data) > MAX_YAML_BYTES:
+        raise error(f"{what} '{path}' is larger than a YAML file here takes ({MAX_YAML_BYTES // 1024**2} MiB at most)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} '{path}' is not UTF-8 text (byte {data[exc.start]:02x} at offset {exc.start}); save it "
+                    "as UTF-8") from None
 
 
 class BoundedLoader(yaml.SafeLoader):
@@ -83,4 +120,4 @@ def load_yaml(text: str) -> Any:  # noqa: ANN401 - whatever the document holds
     return yaml.load(text, Loader=BoundedLoader)  # noqa: S506 - a SafeLoader subclass
 
 
-__all__ = ["MAX_ALIAS_NODES", "MAX_DEPTH", "BoundedLoader", "load_yaml"]
+__all__ = ["MAX_ALIAS_NODES", "MAX_DEPTH", "MAX_YAML_BYTES", "BoundedLoader", "load_yaml", "read_yaml_text"]

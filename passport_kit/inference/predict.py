@@ -398,6 +398,9 @@ def predict(
                           f"got {plot_format!r}")
     from passport_kit.signals.readers import raw_from_memory
 
+    if label_map is not None and not labels:  # it reads the scorer's files: without them it would do nothing
+        raise ConfigError(f"--label-map {label_map} (label_map) says how to read --labels files, but none were given; "
+                          "add --labels FILE per recording, or drop --label-map")
     files, memory = _split_recordings(recordings)
     if labels is not None and len(labels) != len(files):
         raise ConfigError(f"give one --labels file per recording, in the same order: {len(files)} recording(s), "
@@ -490,6 +493,9 @@ def _split_recordings(recordings: Any) -> tuple[list[Path], dict[Path, Any]]:
     """
     import mne
 
+    if recordings is None or (isinstance(recordings, (list, tuple)) and not len(recordings)):
+        raise ConfigError("no recordings given; pass a recording file or folder, an mne.io.Raw or an (array, sfreq, "
+                          "ch_names) tuple, or a list of them")
     single = isinstance(recordings, (str, Path, mne.io.BaseRaw)) or (
         isinstance(recordings, tuple) and len(recordings) == 3 and isinstance(recordings[0], np.ndarray))
     items = [recordings] if single else list(recordings)

@@ -187,14 +187,10 @@ class Montage(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | Path) -> Montage:
         """Return the montage described by the YAML file at ``path``."""
+        from passport_kit.bounded_yaml import read_yaml_text
+
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise MontageError(f"montage file '{path}' does not exist; check the path") from None
-        except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-            raise MontageError(f"cannot read montage file '{path}' ({type(exc).__name__}); "
-                               "give a readable UTF-8 YAML file") from None
+        text = read_yaml_text(path, "montage file", MontageError)  # never a FIFO or /dev/zero (issue 35)
         try:
             data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
         except yaml.YAMLError as exc:

@@ -63,7 +63,7 @@ class AdaptConfig(RecipeOptions):
     checkpoint: str = DEFAULT_CHECKPOINT
     subjects: int | None = Field(None, gt=0, description="train on this many subjects (seeded draw)")
     train_subjects: tuple[str, ...] | None = Field(None, description="restrict training to these subjects")
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**32, description="random seed, 0 to 2**32 - 1 (splits, initialisation, batches)")
     resume: bool = True
     overwrite: bool = Field(False, description="replace a finished adapter bundle in out trained with other settings")
     h_freq: float | None = Field(None, gt=0, description="band-pass top in Hz; None: dataset.yaml's h_freq, else the "

@@ -46,7 +46,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from passport_kit.bounded_yaml import load_yaml
+from passport_kit.bounded_yaml import load_yaml, read_yaml_text
 from passport_kit.errors import DataError
 from passport_kit.signals.labels import (
     AASM_CLASSES,
@@ -171,6 +171,9 @@ def load_dataset_spec(path: str | Path) -> DatasetSpec:
         raise DataError(f"dataset '{path}' does not exist; give a folder of recordings or a dataset.yaml")
     if path.is_file():
         raise DataError(f"dataset '{path}' is a file; give its folder, or a dataset.yaml (one recording: use load_recording)")
+    if not path.is_dir():
+        raise DataError(f"dataset '{path}' is not a regular file or folder (a device or a pipe); give a folder of "
+                        "recordings or a dataset.yaml")
     if (path / DATASET_FILE).is_file() and not (path / "dataset_description.json").is_file():
         return _from_yaml(path / DATASET_FILE)
     if (path / "dataset_description.json").is_file():
@@ -184,7 +187,7 @@ def load_dataset_spec(path: str | Path) -> DatasetSpec:
 def _read_yaml(path: Path) -> dict:
     """Return the mapping in a YAML file; syntax problems raise :class:`DataError` with the line."""
     try:
-        data = load_yaml(path.read_text(encoding="utf-8"))
+        data = load_yaml(read_yaml_text(path, "dataset description", DataError))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

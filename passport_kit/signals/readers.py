@@ -281,7 +281,11 @@ def raw_from_memory(recording: Any, *, units: str | None = None, scale: float | 
                         f"{type(recording).__name__}")
     array, rate, names = recording
     names = [str(n) for n in names]
-    data = np.asarray(array, dtype=np.float64)
+    raw_array = np.asarray(array)
+    if raw_array.dtype.kind not in "biuf":  # complex, text, objects: numpy would warn, or cast them silently
+        raise DataError(f"{where}: the array holds {raw_array.dtype} values; give real numbers (e.g. "
+                        "np.real(array) or array.astype(float) where that is what you mean)")
+    data = raw_array.astype(np.float64)
     if data.ndim != 2 or len(names) not in data.shape:
         raise DataError(f"{where}: the array has shape {data.shape}, expected (channels, samples) with "
                         f"{len(names)} channels (one per name)")

@@ -209,3 +209,13 @@ def test_data_inspect_takes_the_rate_and_unit_of_one_recording(tmp_path: Path) -
     result = run.invoke(app, ["data", "inspect", str(tmp_path / "plain.csv"), "--sfreq", "100", "--units", "mV"])
     assert result.exit_code == 0, result.output
     assert "recording: " in result.output and "sampling rate: 100 Hz" in result.output
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, object])
+def test_an_array_of_complex_or_objects_is_one_line_without_a_numpy_warning(dtype: type) -> None:
+    # Issue 35: a numpy ComplexWarning leaked for complex input.
+    array = np.ones((2, 1000), dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(DataError, match=f"holds {np.dtype(dtype)} values; give real numbers"):
+            raw_from_memory((array, 200.0, ["A", "B"]))

@@ -1,0 +1,19 @@
+"""Out-of-range seeds are one line, not a numpy ValueError (issue 35, item 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from passport_kit.cli.app import app
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_adapt_refuses_a_seed_out_of_range_with_one_line(seed: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["adapt", "--montage", "eesm17-ear", "--data", str(tmp_path), "--seed", seed,
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "seed" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output

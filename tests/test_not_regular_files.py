@@ -1,0 +1,57 @@
+"""FIFOs, devices, folders and huge files named as YAML get one line and never hang (issue 35, item 4)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from passport_kit.bounded_yaml import MAX_YAML_BYTES, read_yaml_text
+from passport_kit.cli.app import app
+from passport_kit.errors import DataError, MontageError
+
+RUN = CliRunner()
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe.yaml"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder", "missing"])
+def test_register_montage_refuses_what_is_no_yaml_file_with_one_line(kind: str, fifo: Path, tmp_path: Path) -> None:
+    # Issue 35: `register-montage /dev/zero` hung (or MemoryError), and so did a FIFO.
+    path = {"fifo": fifo, "device": Path("/dev/zero"), "folder": tmp_path, "missing": tmp_path / "no.yaml"}[kind]
+    if kind == "device" and not path.exists():
+        pytest.skip("no /dev/zero here")
+    result = RUN.invoke(app, ["register-montage", str(path)])
+    assert result.exit_code == 2
+    expected = {"fifo": "is not a regular file (a device or a pipe)", "device": "is not a regular file",
+                "folder": "is a folder", "missing": "does not exist"}[kind]
+    assert expected in result.output and "Traceback" not in result.output
+
+
+def test_a_yaml_file_over_the_limit_is_refused_before_reading(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    with path.open("wb") as f:
+        f.truncate(MAX_YAML_BYTES + 1)
+    with pytest.raises(MontageError, match="more than a YAML file here takes"):
+        read_yaml_text(path, "montage file", MontageError)
+
+
+def test_a_symlink_loop_is_one_line(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    with pytest.raises(DataError, match="loop.yaml"):
+        read_yaml_text(loop, "dataset description", DataError)
+
+
+def test_a_dataset_yaml_that_is_a_fifo_is_refused(fifo: Path) -> None:
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    with pytest.raises(DataError, match="is not a regular file or folder"):
+        load_dataset_spec(fifo)
