@@ -198,6 +198,8 @@ class LadderData:
     prior_spec: dict[str, Any] | None = None
     prior_stages: list[int] | None = None
     backbone: bool = True
+    #: The context was given (``--context K``): the read-out has it, the context rung records it as the user's.
+    fixed_context: bool = False
     #: Why the prior is absent (recorded as the prior rungs' reason), when it is.
     prior_reason: str = "not a sleep-staging task"
 
@@ -341,7 +343,12 @@ class Ladder:
             incumbent, fitted = base, base
             # context (sleep): the running mean over neighbouring epochs, per-night scaling
             variants = [(k, s) for k in d.contexts for s in d.scalings if (k, s) != (0, "none")]
-            if d.sleep and variants:
+            if d.fixed_context and any(d.contexts):
+                incumbent = fitted = self.score("context", ReadOutChoice(1.0, context=d.contexts[0]))
+                rungs.append(Rung("context", True, True, f"fixed by --context {d.contexts[0]}", incumbent.mean,
+                                  base.mean, *paired_gain(incumbent.scores, base.scores, self.folds.per_draw)[:2],
+                                  incumbent.setting))
+            elif d.sleep and variants:
                 scored = [self.score("context", ReadOutChoice(1.0, context=k, scaling=s)) for k, s in variants]
                 incumbent = self._step("context", incumbent, scored, rungs)
                 fitted = incumbent

@@ -224,8 +224,9 @@ def train_classifier(
         result = FitResult(best_step=steps, steps=steps, best_score=fitted.result.expected,
                            validation=fitted.validation, seconds=fitted.seconds)
         summary = ladder_summary(fitted, cfg.recipe)
-        if decision is not None:
-            summary["adapter_training"] = decision.as_dict()
+        if cfg.recipe == "auto":  # the LP-FT rung's decision, or why it was not tried
+            lpft_rung = next(r for r in fitted.result.rungs if r.name == "lpft")
+            summary["adapter_training"] = (decision if decision is not None else not_tried(lpft_rung.reason)).as_dict()
         return result, summary, fitted.warnings, fitted.bandpower_head
     result = fit(
         model, windows.x, windows.y, meta, classes, cfg.settings(seed), train_index=train_idx, val_index=val_idx,
@@ -288,7 +289,7 @@ def ladder_data(cfg: RecipeOptions, windows: Any, plain: dict[str, np.ndarray], 
     return LadderData(
         plain=plain, y=np.asarray(windows.y)[rows], groups=np.asarray(windows.subject)[rows],
         recordings=np.asarray(windows.recording)[rows], classes=list(windows.classes), d_model=head.d_model,
-        sleep=sleep, contexts=contexts,
+        sleep=sleep, contexts=contexts, fixed_context=cfg.context is not None,
         scalings=SCALINGS if sleep and labels_vary_within_recordings(windows, rows) else ("none",),
         poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,),
         prior=None if prior is None else prior[rows], prior_spec=spec,

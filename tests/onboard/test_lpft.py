@@ -14,7 +14,8 @@ from passport_kit.model import ChannelMeta, build_backbone, model_config
 from passport_kit.onboard.finetune import _sequence_chunks, fit
 from passport_kit.onboard.lpft import MAX_STEPS, MIN_STEPS, decide, lpft_settings, step_budget
 from passport_kit.onboard.recipe import RecipeOptions
-from passport_kit.onboard.probe import fit_head, fit_probe
+from passport_kit.onboard.probe import ReadOutChoice, fit_head
+from tests.onboard.ladder_helpers import fit_read_out_ladder
 
 
 def _meta(n: int) -> ChannelMeta:
@@ -45,10 +46,12 @@ def _model(seed: int = 0):
 
 
 def _probed() -> tuple:
-    """Return windows, labels, subjects, metadata, a model whose probe is fitted on every row, and the probe."""
+    """Return windows, labels, subjects, metadata, a model whose read-out is fitted on every row, the ladder's fit
+    and a read-out that reads the backbone (LP-FT's start)."""
     x, y, subjects = _windows(12, 4)
     meta, model = _meta(2), _model()
-    return x, y, subjects, meta, model, fit_probe(model, x, y, meta, ["rest", "task"], np.arange(len(y)), subjects)
+    fitted = fit_read_out_ladder(model, x, y, meta, ["rest", "task"], np.arange(len(y)), subjects)
+    return x, y, subjects, meta, model, fitted, ReadOutChoice(0.3, 0.3)
 
 
 def test_step_budget_grows_with_the_data_within_bounds() -> None:
@@ -80,10 +83,8 @@ def test_l2sp_keeps_trained_tensors_nearer_their_start() -> None:
 
 
 def test_lpft_starts_from_the_probe_read_out_and_trains_the_adapter() -> None:
-    x, y, subjects, meta, model, probe = _probed()
-    assert probe.lpft_start is not None and probe.lpft_start.backbone_weight > 0  # it reads the backbone
-    assert probe.features is not None
-    fit_head(model.head, probe.features, y, probe.lpft_start, 2, recordings=None, seed=0)
+    x, y, subjects, meta, model, probe, start = _probed()
+    fit_head(model.head, probe.features, y, start, 2, recordings=None, seed=0)
     head0 = model.head.linear.weight.detach().clone()
     adapter0 = {n: p.detach().clone() for n, p in model.named_parameters()
                 if p.requires_grad and not n.startswith("head.")}
@@ -94,18 +95,18 @@ def test_lpft_starts_from_the_probe_read_out_and_trains_the_adapter() -> None:
 
 
 def test_decide_scores_lpft_against_the_probe_on_paired_folds_and_leaves_the_model() -> None:
-    x, y, subjects, meta, model, probe = _probed()
+    x, y, subjects, meta, model, probe, start = _probed()
     rows = np.arange(len(y))
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    decision = decide(model, x, y, meta, ["rest", "task"], rows, subjects, chosen=probe.choice,
-                      start=probe.lpft_start, plain=probe.features, recordings=None,
+    decision = decide(model, x, y, meta, ["rest", "task"], rows, subjects, chosen=start,
+                      start=start, plain=probe.features, recordings=None,
                       settings=lpft_settings(steps=8, batch_size=8), folds=3)
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
     assert decision.folds == 3 and decision.budget == 8
     assert [c["steps"] for c in decision.curve] == [2, 4, 8]
     assert decision.gain == pytest.approx(decision.lpft_score - decision.probe_score, abs=1e-9)
-    # The rule: trained only when the best gain beats its standard error.
-    assert decision.trained == (decision.gain > decision.standard_error and decision.gain > 0)
+    # The rule: trained only when the best gain beats its standard error and the minimum effect (0.01 AUROC).
+    assert decision.trained == (decision.gain > decision.standard_error and decision.gain >= 0.01)
     assert decision.steps == (decision.steps if decision.trained else 0)
     block = decision.as_dict()
     assert set(block) >= {"trained", "reason", "probe_score", "lpft_score", "gain", "standard_error", "curve"}
@@ -156,13 +157,18 @@ def test_a_bundle_whose_adapter_lpft_trained_stores_and_reloads_the_trained_adap
     from passport_kit.onboard.adapt import adapt
     from passport_kit.onboard.lpft import AdapterTraining
 
+    import passport_kit.onboard.ladder as ladder_module
+
+    # Every rung "pays" (so the backbone rung is taken and LP-FT is offered), and LP-FT's decision is forced.
+    monkeypatch.setattr(ladder_module, "paired_gain", lambda a, b, n: (1.0, 0.0, len(a)))
     monkeypatch.setattr(run_module, "decide", lambda *a, **k: AdapterTraining(
         trained=True, reason="forced by the test", steps=6, budget=6, folds=2, probe_score=0.5, lpft_score=0.6,
         gain=0.1, standard_error=0.01))
     data = make_dataset(tmp_path / "data", n_subjects=4, n_epochs=12)
     out = tmp_path / "a"
+    monkeypatch.setattr(run_module, "labels_vary_within_recordings", lambda *a: False)  # no per-night scaling
     result = adapt(montage=str(montage_yaml), data=data, out=out, checkpoint="tiny-mlp", batch_size=8, recipe="auto",
-                   lr=1e-2)
+                   lr=1e-2, prior="none", context=0)
     block = result.metrics["selection"]["adapter_training"]
     assert block["trained"] and block["steps"] == 6 and result.metrics["steps"] == 6
     assert "fitted: the read-out" not in result.summary  # the adapter was trained, not only the read-out

@@ -1,0 +1,22 @@
+"""Shared by the ladder's tests: the ladder fitted on windows the way ``adapt`` fits it (no prior, no sleep)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from passport_kit.onboard.ladder import LadderData, LadderFit, fit_ladder
+
+
+def fit_read_out_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
+                        groups: np.ndarray, *, recordings: np.ndarray | None = None, lpft: Any = None,
+                        **options: Any) -> LadderFit:
+    """Return :func:`fit_ladder` on ``rows`` with a classification task's ladder data (``options``: LadderData's)."""
+    rec = np.asarray(recordings if recordings is not None else groups)
+
+    def data(plain: dict[str, np.ndarray], r: np.ndarray) -> LadderData:
+        return LadderData(plain=plain, y=np.asarray(y)[r], groups=np.asarray(groups)[r], recordings=rec[r],
+                          classes=classes, d_model=model.head.d_model, **options)
+
+    return fit_ladder(model, x, y, meta, classes, rows, groups, data, lpft=lpft)
