@@ -199,11 +199,18 @@ def _step_bar(enabled: bool, description: str, display: Display | None = None) -
         return
     if not on_terminal():
         # No terminal (a log file, a job scheduler): no bar is drawn; plain lines, about every tenth of the run.
+        shown: list[tuple[Any, ...]] = []
+
         def log(step: int, total: int, info: dict[str, Any]) -> None:
             resumed(step, total)
-            if step == total or step == first[0] or step % max(1, total // 10) == 0:
-                stage = f" ({info['stage']})" if info.get("stage") else ""
-                typer.echo(f"{description}{stage}: step {step}/{total}  {step_text(info)}", err=True)
+            key = (step, total, info.get("stage"), info.get("rung"))
+            if shown and shown[-1] == key:
+                return  # the same news twice: one line
+            stage = f" ({info['stage']})" if info.get("stage") else ""
+            if info.get("rung") is not None or (step and (step == total or step == first[0]
+                                                          or step % max(1, total // 10) == 0)):
+                shown.append(key)
+                typer.echo(f"{description}{stage}: step {step}/{total}  {step_text(info)}".rstrip(), err=True)
 
         yield log
         return

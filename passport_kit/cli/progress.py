@@ -68,8 +68,10 @@ class Display:
 
 
 def step_text(info: dict[str, Any]) -> str:
-    """Return what a step reports beside its bar: ``loss 0.412  val kappa 0.701`` (empty when nothing)."""
-    parts = [] if info.get("loss") is None else [f"loss {info['loss']:.3f}"]
+    """Return what a step reports beside its bar: ``loss 0.412  val kappa 0.701``, or the ladder's rung being tried
+    (``info["rung"]``); empty when nothing."""
+    parts = [] if info.get("rung") is None else [f"trying {info['rung']}"]
+    parts += [] if info.get("loss") is None else [f"loss {info['loss']:.3f}"]
     if info.get("val") is not None:
         kind = "val" if info.get("loss") is not None else "cross-validated"
         parts.append(f"{kind} {info.get('metric', 'score')} {info['val']:.3f}")

@@ -66,3 +66,17 @@ def test_predict_over_a_folder_draws_no_bar_into_a_log(tmp_path: Path, bundle: P
                               "--out", str(tmp_path / "p")])
     assert result.exit_code == 0, result.output
     assert "elapsed" not in result.output and "━" not in result.output
+
+
+def test_a_log_gets_one_line_per_news_not_per_call(capsys: pytest.CaptureFixture[str]) -> None:
+    from passport_kit.cli.onboard import _step_bar
+
+    verbosity.set_level(verbosity.NORMAL)
+    with _step_bar(True, "adapt") as bar:  # pytest's stderr is no terminal: plain lines
+        for _ in range(3):
+            bar(0, 1, {"rung": "band power"})
+        bar(0, 1, {"rung": "backbone features"})
+        bar(1, 1, {"val": 0.8, "metric": "kappa"})
+    assert capsys.readouterr().err.splitlines() == [
+        "adapt: step 0/1  trying band power", "adapt: step 0/1  trying backbone features",
+        "adapt: step 1/1  cross-validated kappa 0.800"]
