@@ -55,3 +55,15 @@ def test_a_dataset_yaml_that_is_a_fifo_is_refused(fifo: Path) -> None:
 
     with pytest.raises(DataError, match="is not a regular file or folder"):
         load_dataset_spec(fifo)
+
+
+def test_a_recording_that_is_a_symlink_loop_is_named_so(tmp_path: Path) -> None:
+    from passport_kit.inference.predict import find_recordings
+    from passport_kit.signals.readers import read_recording
+
+    loop = tmp_path / "loop.edf"
+    loop.symlink_to(loop)
+    with pytest.raises(DataError, match="is a symlink that leads nowhere"):
+        read_recording(loop)
+    with pytest.raises(DataError, match="is a symlink that leads nowhere"):
+        find_recordings([loop])

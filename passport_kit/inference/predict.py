@@ -166,7 +166,9 @@ def find_recordings(inputs: Sequence[str | Path]) -> list[Path]:
         elif path.is_file():
             found.append(path)
         else:
-            state = "is not a regular file (a device or a pipe)" if path.exists() else "does not exist"
+            state = ("is not a regular file (a device or a pipe)" if path.exists() else
+                     "is a symlink that leads nowhere (a loop, or its target is gone)" if path.is_symlink() else
+                     "does not exist")
             raise DataError(f"recording '{path}' {state}; give a recording file or a folder of them")
     if not found:
         raise DataError("no recordings given; pass one or more recording files or folders")

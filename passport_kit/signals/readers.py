@@ -175,6 +175,7 @@ def read_recording(path: str | Path, *, sfreq: float | None = None, units: str |
     if not path.is_file():
         # A folder, /dev/zero or a FIFO exists but is no recording (issue 28: all were said not to exist).
         state = ("is a folder" if path.is_dir() else "is not a regular file (a device or a pipe)" if path.exists()
+                 else "is a symlink that leads nowhere (a loop, or its target is gone)" if path.is_symlink()
                  else "does not exist")
         raise DataError(f"recording '{path}' {state}; check the path (relative paths in dataset.yaml are relative to "
                         "its folder)")
