@@ -309,6 +309,7 @@ def predict(
     labels: Sequence[str | Path] | None = None,
     label_map: str | None = None,
     plot_format: Literal["png", "svg", "pdf"] = "png",
+    resume: bool = False,
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
@@ -369,6 +370,10 @@ def predict(
     overwrite : bool
         Replace the output folders of recordings that ``out`` already holds predictions for
         (default: refuse them, before any work).
+    resume : bool
+        Keep the recordings ``out`` already holds finished predictions for (a run that was
+        interrupted, or is repeated with more recordings) and predict only the others. Either
+        way, temporary folders that a killed run left in ``out`` are removed first.
     labels : list of paths, optional
         A scorer's label file per recording, in the order of the recordings (one value per
         window, or per ``label_map``'s epoch): each summary gets ``scorer_agreement`` (Cohen's
@@ -444,7 +449,7 @@ def predict(
         # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
         proba = predict_proba(model, night.x, channel_meta, batch_size=batch_size, device=torch_device,
                               precision=prec, channel_mask=masked if masked is not None and masked.any() else None,
-                              distrust=distrusted)
+                              distrust=distrusted, prior=night_prior(model.head, night, montage))
         guard = distribution_verdict(meta.metrics.get("distribution"), night) if amplitude_check else None
         # The recording's folder is written as a whole (temp folder + rename): a full disk or Ctrl-C
         # leaves the earlier one or none, never a part (issue 28).
@@ -460,12 +465,22 @@ def predict(
     folder_of = dict(zip(files, output_names(files)))
     # One writer per output folder (issue 28): a second predict into it exits at once, naming this one.
     with output_lock(out_dir, "predict"):
-        check_outputs_free(out_dir, list(folder_of.values()), overwrite=overwrite)
+        from passport_kit.atomic_io import remove_stale_folders
+
+        # What a killed run left half-written (issue 35); under the lock, no other run is writing them.
+        remove_stale_folders(out_dir, folder_of.values())
         results: list[PredictionResult] = []
         log: list[dict[str, Any]] = []
+        if resume:  # the recordings a finished (or killed) run of this command already wrote are kept
+            for path in [p for p in files if finished_prediction(out_dir / folder_of[p])]:
+                results.append(finished_result(out_dir / folder_of[path], path))
+                log.append({"recording": str(path), "status": "ok", "windows": results[-1].n_windows,
+                            "output": str(out_dir / folder_of[path]), "error": None})
+        done = {r.recording for r in results}
+        check_outputs_free(out_dir, [folder_of[p] for p in files if p not in done], overwrite=overwrite)
         # While the model works on one recording, the next one is read and preprocessed in a thread
         # (file reading, FFT filtering and quality statistics release the GIL).
-        for path, night in _prefetched(files, prepare, ahead=prefetch):
+        for path, night in _prefetched([p for p in files if p not in done], prepare, ahead=prefetch):
             if progress is not None:
                 progress(str(path))
             try:
@@ -485,6 +500,81 @@ def predict(
             failures = [row for row in log if row["status"] == "failed"]
             if failures:
                 raise PredictionFailures(results, failures, log_file)
+    return results
+
+
+def night_prior(head: Any, night: RecordingWindows, montage: Any) -> np.ndarray | None:
+    """Return the sleep prior's log-probabilities ``(N, 5)`` for a night's windows when ``head`` stacks a prior
+    (:mod:`passport_kit.sleep`), else None."""
+    if not getattr(head, "n_prior", 0):
+        return None
+    from passport_kit.sleep import PriorSpec, get_prior, prior_log_proba
+
+    spec = PriorSpec.from_dict(head.prior)
+    return prior_log_proba(get_prior(spec.name), night.x, night.onset_s, list(montage.ch_names), spec,
+                           window_seconds=night.config.window_seconds)
+
+
+def predict_zero_shot(
+    montage: str | Any, recordings: Sequence[str | Path] | str | Path, out: str | Path | None = None, *,
+    prior: str = "yasa", checkpoint: str | Path | None = None, reading: ReadOptions = ReadOptions(),
+    output: OutputOptions = OutputOptions(), overwrite: bool = False, labels: Sequence[str | Path] | None = None,
+    label_map: str | None = None, progress: Callable[[str], None] | None = None,
+) -> list[PredictionResult]:
+    """Return one result per recording, staged by a pretrained sleep stager alone: no adapter, no labels (issue 33).
+
+    Each recording is read through ``montage`` with the preprocessing contract of ``checkpoint``
+    (the default base's without it: 200 Hz, its band-pass and notch), 30-s windows; the prior
+    (:func:`passport_kit.sleep.get_prior`) reads the montage channel nearest a central site
+    (:func:`~passport_kit.sleep.pick_channels`) and, where the montage has them, its first EOG and
+    EMG channel. The same files as :func:`predict` are written, without the adapter's checks
+    (amplitude against training data, in-sample flags), which have no training data to refer to.
+    """
+    from passport_kit.checkpoint import InputContract, find_checkpoint
+    from passport_kit.montage import resolve_montage
+    from passport_kit.signals.readers import raw_from_memory
+    from passport_kit.sleep import STAGES, get_prior, pick_channels, prior_log_proba
+
+    montage = resolve_montage(montage) if isinstance(montage, (str, Path)) else montage
+    stager = get_prior(prior)
+    spec = pick_channels(list(montage.ch_names), montage.positions, list(montage.kinds))
+    if spec is None:
+        raise ConfigError(f"montage {montage.name!r} has no EEG channel with a position for the sleep prior to read")
+    spec = type(spec)(stager.name, spec.eeg, spec.eog, spec.emg)
+    contract = find_checkpoint(checkpoint).preprocessing if checkpoint is not None else InputContract()
+    # The contract's 200-Hz settings with 30-s windows; each recording's rate then fits the band (as predict does).
+    config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
+    files, memory = _split_recordings(recordings)
+    if labels is not None and len(labels) != len(files):
+        raise ConfigError(f"give one --labels file per recording, in the same order: {len(files)} recording(s), "
+                          f"{len(labels)} label file(s)")
+    scorer_of = dict(zip(files, (Path(f) for f in labels))) if labels is not None else {}
+    classes = list(STAGES)
+    facts = AdapterFacts(classes=classes, window_seconds=30.0, task="sleep-staging",
+                         adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})")
+    out_dir = Path(out) if out is not None else Path("predictions")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    folder_of = dict(zip(files, output_names(files)))
+    results: list[PredictionResult] = []
+    with output_lock(out_dir, "predict"):
+        check_outputs_free(out_dir, list(folder_of.values()), overwrite=overwrite)
+        for path in files:
+            if progress is not None:
+                progress(str(path))
+            raw = (raw_from_memory(memory[path], units=reading.units, scale=reading.scale, sfreq=reading.sfreq)
+                   if path in memory else None)
+            night = read_for_prediction(path, montage, config, reading.model_copy(update={"amplitude_check": False}),
+                                        raw=raw)
+            scorer = None
+            if path in scorer_of:
+                from passport_kit.inference.agreement import scorer_labels
+
+                scorer = ScorerLabels(scorer_labels(scorer_of[path], classes, n_windows=len(night.x),
+                                                    window_seconds=30.0, label_map=label_map), scorer_of[path])
+            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
+            proba = np.exp(logp).astype(np.float32)
+            results.append(write_folder_whole(out_dir / folder_of[path], lambda folder: write_prediction(
+                folder, path, proba, night, adapter=facts, scorer=scorer, output=output)))
     return results
 
 
@@ -511,6 +601,26 @@ def _split_recordings(recordings: Any) -> tuple[list[Path], dict[Path, Any]]:
         memory[name] = item
     files = find_recordings(paths) if paths or not memory else []
     return files + list(memory), memory
+
+
+def finished_prediction(folder: Path) -> bool:
+    """Return whether ``folder`` holds a recording's finished predictions (written whole: a summary means done)."""
+    return folder.is_dir() and any(folder.glob("*_summary.json"))
+
+
+def finished_result(folder: Path, recording: Path) -> PredictionResult:
+    """Return the :class:`PredictionResult` of predictions already in ``folder`` (``resume``), from its summary."""
+    import json
+
+    summary_file = next(folder.glob("*_summary.json"))
+    summary = json.loads(summary_file.read_text(encoding="utf-8"))
+    kinds = {"_predictions.csv": "predictions", "_events.tsv": "events", "_summary.json": "summary",
+             "_hypnogram.json": "hypnogram", "_channel_quality.tsv": "channel_quality",
+             "_annotations.edf": "edf_annotations"}
+    files = {kind: p for p in folder.iterdir() for end, kind in kinds.items() if p.name.endswith(end)}
+    files.update({"hypnogram_plot": p for p in folder.glob("*_hypnogram.*") if p.suffix != ".json"})
+    return PredictionResult(recording=recording, files=files, classes=list(summary.get("classes", [])),
+                            n_windows=int(summary.get("n_windows", 0)), summary=summary)
 
 
 def check_outputs_free(out_dir: Path, folders: list[str], *, overwrite: bool) -> None:
@@ -570,8 +680,7 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     statistics withheld. Windows in which half or more channels score bad
     (:func:`mostly_bad_windows`) or carry a signal flag (:func:`signal_flagged_windows`) are
     flagged; one flat or noisy channel of many is not. ``scorer``: a scorer's labels, compared
-    in ``scorer_agreement`` and drawn
-    under the hypnogram (``in_sample``: the recording is one the adapter was trained on, so the
+    in ``scorer_agreement`` and drawn under the hypnogram (``in_sample``: the recording is one the adapter was trained on, so the
     summary's ``in_sample`` and its scorer agreement say so: not a held-out score); ``output``:
     EDF+ annotations and the plot's format; ``distribution``: how far the recording lies from
     the adapter's training data (:func:`~passport_kit.signals.distribution.score_recording`),
