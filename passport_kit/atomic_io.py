@@ -17,7 +17,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,30 @@ def write_folder_atomically(folder: Path | str, fill: Callable[[Path], None]) ->
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return folder
+
+
+def remove_stale_folders(parent: Path | str, names: Iterable[str]) -> list[Path]:
+    """Remove and return the temporary and set-aside folders that :func:`write_folder_atomically` left in ``parent``.
+
+    A process killed while filling ``parent/NAME`` (kill -9 skips every cleanup) leaves a hidden
+    ``.NAME.<random>.tmp`` (or ``.NAME.old-<hex>``) folder behind for good (issue 35). Only the
+    ``names`` given are looked at, and the caller must hold the writer's lock of ``parent``, so
+    no folder still being written is removed.
+    """
+    import re
+
+    parent = Path(parent)
+    wanted = {str(n) for n in names}
+    pattern = re.compile(r"^\.(?P<name>.+)\.(?:[A-Za-z0-9_]{8}\.tmp|old-[0-9a-f]{8})$")
+    removed = []
+    if not parent.is_dir():
+        return removed
+    for entry in parent.iterdir():
+        match = pattern.match(entry.name)
+        if match and match["name"] in wanted and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> Path:

@@ -479,6 +479,9 @@ def predict_command(
                                          "per 5 s) or eesm (default: stage or class names).", rich_help_panel=SCORER),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the outputs of recordings --out already holds.",
                                    rich_help_panel=OUTPUT),
+    resume: bool = typer.Option(False, "--resume", help="Keep the recordings --out already holds finished "
+                                "predictions for (an interrupted run) and predict the others.",
+                                rich_help_panel=OUTPUT),
     plot_format: Literal["png", "svg", "pdf"] = typer.Option("png", "--plot-format", help="Format of the hypnogram "
                                                              "plot; svg and pdf are vector graphics.",
                                                              rich_help_panel=OUTPUT),
@@ -520,7 +523,7 @@ def predict_command(
                                   mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
                                   h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename),
                                   sfreq=sfreq, units=units, scale=scale, labels=labels or None, label_map=label_map,
-                                  plot_format=plot_format, progress=next_recording)
+                                  plot_format=plot_format, progress=next_recording, resume=resume)
         except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
             results, failed = exc.results, exc
     if as_json:
