@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -348,6 +349,25 @@ def _rounded(p: Position) -> list[float]:
     return [round(v * steps) / steps + 0.0 for v in p]
 
 
+#: Longest channel name or alias (EDF labels have 16 characters; BrainVision and FIF names are short too).
+MAX_LABEL_CHARS = 64
+
+
+def _check_label(montage: str, label: str) -> None:
+    """Raise MontageError for a channel name or alias no recording can carry: too long, or with invisible characters.
+
+    Issue 35: a 10,000-character name and one with a zero-width space were accepted; the first
+    floods every message that lists channels, the second never matches the name in a file.
+    """
+    if len(label) > MAX_LABEL_CHARS:
+        raise MontageError(f"montage '{montage}': channel name or alias '{label[:20]}...' has {len(label):,} "
+                           f"characters; give at most {MAX_LABEL_CHARS} (as the recordings name it)")
+    hidden = next((c for c in label if not c.isprintable() or unicodedata.category(c) == "Cf"), None)
+    if hidden is not None:
+        raise MontageError(f"montage '{montage}': channel name or alias {label!r} holds the invisible character "
+                           f"U+{ord(hidden):04X} ({unicodedata.name(hidden, 'control')}); retype the name")
+
+
 def _check_montage(m: Montage) -> None:
     """Raise MontageError for the first structural problem of an already-typed montage."""
     if not NAME_PATTERN.match(m.name):
@@ -368,6 +388,7 @@ def _check_montage(m: Montage) -> None:
         for label in (ch.name, *ch.aliases):
             if not label.strip():
                 raise MontageError(f"montage '{m.name}': channel '{ch.name}' has an empty alias; remove it")
+            _check_label(m.name, label)
             if label in own:
                 raise MontageError(f"montage '{m.name}': channel '{ch.name}' lists '{label}' twice; "
                                    "remove the duplicate alias")
