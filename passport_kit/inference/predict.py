@@ -323,7 +323,9 @@ def predict(
         :func:`~passport_kit.signals.readers.raw_from_memory`). A Raw's output folder is named
         after its file, a tuple's ``recording-<k>``.
     out : path, optional
-        Output folder (default ``predictions`` next to the current folder).
+        Output folder. Without it, a new temporary folder (``passport-kit-predictions-*`` in the
+        system's temporary directory; each result's ``files`` name it): a notebook call writes
+        nothing into the current folder unasked. The CLI's ``--out`` defaults to ``predictions``.
     base : name or path, optional
         Base checkpoint to use instead of the one recorded in the bundle (its SHA-256 must
         still match).
@@ -425,7 +427,7 @@ def predict(
     channel_meta = ChannelMeta.from_montage(montage)
     # Classes without a training window: the adapter has never learned them, so it (nearly) never outputs them.
     not_learned = [c for c, n in (meta.metrics.get("train_class_counts") or {}).items() if n == 0]
-    out_dir = Path(out) if out is not None else Path("predictions")
+    out_dir = Path(out) if out is not None else default_output_folder()
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
 
     reading = ReadOptions(renames=renames, sfreq=sfreq, units=units, scale=scale, h_freq=h_freq,
@@ -552,7 +554,7 @@ def predict_zero_shot(
     classes = list(STAGES)
     facts = AdapterFacts(classes=classes, window_seconds=30.0, task="sleep-staging",
                          adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})")
-    out_dir = Path(out) if out is not None else Path("predictions")
+    out_dir = Path(out) if out is not None else default_output_folder()
     out_dir.mkdir(parents=True, exist_ok=True)
     folder_of = dict(zip(files, output_names(files)))
     results: list[PredictionResult] = []
@@ -601,6 +603,13 @@ def _split_recordings(recordings: Any) -> tuple[list[Path], dict[Path, Any]]:
         memory[name] = item
     files = find_recordings(paths) if paths or not memory else []
     return files + list(memory), memory
+
+
+def default_output_folder() -> Path:
+    """Return a new temporary folder for predictions when the caller named none (issue 35: not ./predictions)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="passport-kit-predictions-"))
 
 
 def finished_prediction(folder: Path) -> bool:
