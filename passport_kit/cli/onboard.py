@@ -459,7 +459,8 @@ def predict_command(
                                         "trained, lowered for recordings sampled too slowly for it).",
                                         rich_help_panel=DATA),
     amplitude_check: bool = typer.Option(True, "--amplitude-check/--no-amplitude-check", help="Refuse recordings "
-                                         "that are all flat or 30x off the adapter's training amplitude (unit errors).",
+                                         "that are all flat or 30x off the adapter's training amplitude (unit errors), "
+                                         "and withhold the statistics of recordings unlike its training data.",
                                          rich_help_panel=DATA),
     rename: list[str] = typer.Option([], "--rename", help="MONTAGE_CHANNEL=NAME_IN_FILE for a channel whose name in "
                                      "the recordings neither the montage nor its aliases know; repeat per channel.",

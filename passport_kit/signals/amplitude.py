@@ -15,6 +15,10 @@ REM throughout (issue 19). So:
 Bundles written before this check, and instance-normalised ones (whose windows carry no
 absolute scale), have no profile; they are compared with :data:`GENERIC_PROFILE`, the range
 of scalp and ear EEG.
+
+Smaller amplitude faults (×4 to ×30, either way) do not refuse a recording: the
+training-distribution guard (:mod:`passport_kit.signals.distribution`) withholds its sleep
+statistics instead, with the reason.
 """
 
 from __future__ import annotations

@@ -55,6 +55,9 @@ AMPLITUDE_LIMIT = 4.0
 #: Shrinkage of the correlation features' covariance toward its diagonal: few training windows
 #: and many channel pairs make the plain covariance singular.
 _SHRINK = 0.2
+#: Channel pairs above which only the correlations' variances are stored (a diagonal covariance):
+#: the full matrix grows with the square of the pairs (300 pairs, 25 channels: 90,000 numbers).
+_MAX_FULL_PAIRS = 300
 #: Interquartile spread floor (log power): a feature that barely varied in training is not
 #: made infinitely strict.
 _MIN_SPREAD = 0.1
@@ -88,8 +91,13 @@ def correlation_features(x: np.ndarray) -> np.ndarray:
 
 
 def _fit_correlations(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return the mean and the shrunk inverse covariance of correlation features ``z`` ``(N, K)``."""
+    """Return the mean and the shrunk inverse covariance of correlation features ``z`` ``(N, K)``.
+
+    Above :data:`_MAX_FULL_PAIRS` pairs the inverse is of the diagonal only, returned as ``(K,)``.
+    """
     mean = z.mean(axis=0)
+    if z.shape[1] > _MAX_FULL_PAIRS:
+        return mean, 1.0 / (z.var(axis=0) + 1e-4)
     cov = np.atleast_2d(np.cov(z.T))
     cov = (1 - _SHRINK) * cov + _SHRINK * np.diag(np.diag(cov)) + 1e-4 * np.eye(len(mean))
     return mean, np.linalg.inv(cov)
@@ -127,8 +135,10 @@ def _correlation_profile(x: np.ndarray, groups: np.ndarray | None) -> dict[str, 
 
 
 def _mahalanobis(z: np.ndarray, mean: np.ndarray, inverse: np.ndarray) -> np.ndarray:
-    """Return ``(N,)`` Mahalanobis distances of rows ``z`` from ``mean`` under ``inverse`` covariance."""
+    """Return ``(N,)`` Mahalanobis distances of rows ``z`` from ``mean`` under ``inverse`` (or its diagonal, (K,))."""
     d = z - mean
+    if inverse.ndim == 1:
+        return np.sqrt(np.maximum((d * d * inverse).sum(axis=1), 0.0))
     return np.sqrt(np.maximum(np.einsum("ni,ij,nj->n", d, inverse, d), 0.0))
 
 

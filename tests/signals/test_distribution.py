@@ -115,3 +115,15 @@ def test_flat_windows_have_no_spectral_features() -> None:
     x[:, 0] = 0.0
     features = spectral_features(x)
     assert np.isnan(features[:, 0]).all() and np.isfinite(features[:, 1:]).all()
+
+
+def test_many_channels_store_a_diagonal_and_stay_compact() -> None:
+    import json
+
+    x = _windows(3, n=30, channels=30)
+    profile = distribution_profile(x, [f"C{i}" for i in range(30)], top_hz=75.0,
+                                   groups=np.repeat(["a", "b", "c"], 10))
+    assert np.asarray(profile["correlation"]["inverse_covariance"]).ndim == 1    # 435 pairs
+    assert len(json.dumps(profile)) < 100_000
+    verdict = score_recording(profile, _windows(4, n=10, channels=30), None, top_hz=75.0)
+    assert verdict is not None and verdict.correlation_distance is not None
