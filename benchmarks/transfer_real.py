@@ -68,7 +68,7 @@ def write_dataset_yaml(eegmat: Path, folder: Path) -> Path:
     if not files:
         raise DataError(f"no eegmat recordings (SubjectNN_1.edf / _2.edf) in {eegmat}; pass --data")
     lines = ["task: classification", f"window_seconds: {WINDOW_SECONDS}", "classes: [rest, arithmetic]",
-             "recordings:"]
+             "allow_outside_paths: true", "recordings:"]
     for f in files:
         subject, part = f.stem.split("_")
         label = "rest" if part == "1" else "arithmetic"

@@ -17,8 +17,8 @@ def test_eegmat_through_dataset_yaml(shared_data: Path, tmp_path: Path, write_da
     eegmat = shared_data / "eegmat"
     recordings = [{"subject": f"s{i:02d}", "file": str(eegmat / f"Subject{i:02d}_{k}.edf"), "label": label}
                   for i in (0, 1) for k, label in ((1, "rest"), (2, "arithmetic"))]
-    write_dataset({"task": "classification", "window_seconds": 10, "classes": ["rest", "arithmetic"],
-                   "recordings": recordings})
+    write_dataset({"allow_outside_paths": True, "task": "classification", "window_seconds": 10,
+                   "classes": ["rest", "arithmetic"], "recordings": recordings})
     ws = load_dataset(tmp_path, "tuh-19", PreprocessConfig(window_seconds=10, h_freq=45.0))
     assert ws.x.shape[1:] == (19, 10, 200)
     counts = ws.class_counts()
@@ -46,7 +46,7 @@ def test_eegmat_by_auto_discovery(shared_data: Path) -> None:
 
 def test_dreams_excerpts_with_rk_hypnograms(shared_data: Path, tmp_path: Path, write_dataset) -> None:
     dreams = shared_data / "dreams-spindles"
-    write_dataset({"task": "sleep-staging", "window_seconds": 30, "label_map": "rk", "recordings": [
+    write_dataset({"allow_outside_paths": True, "task": "sleep-staging", "window_seconds": 30, "label_map": "rk", "recordings": [
         {"subject": "excerpt1", "file": str(dreams / "excerpt1.txt"), "sfreq": 100,
          "labels": str(dreams / "Hypnogram_excerpt1.txt")},
         {"subject": "excerpt3", "file": str(dreams / "excerpt3.txt"), "sfreq": 50,
