@@ -11,9 +11,10 @@ from passport_kit.cli.app import app
 
 
 @pytest.mark.parametrize("seed", ["-1", str(2**32)])
-def test_adapt_refuses_a_seed_out_of_range_with_one_line(seed: str, tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["adapt", "--montage", "eesm17-ear", "--data", str(tmp_path), "--seed", seed,
-                                      "--out", str(tmp_path / "out")])
+def test_adapt_refuses_a_seed_out_of_range_with_one_line(seed: str, tmp_path: Path, montage_yaml: Path,
+                                                         dataset: Path) -> None:
+    result = CliRunner().invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset),
+                                      "--checkpoint", "tiny-mlp", "--seed", seed, "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
-    assert "seed" in result.output and "Traceback" not in result.output
+    assert "option seed" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
