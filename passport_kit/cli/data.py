@@ -111,7 +111,7 @@ def inspect_cmd(
         echo(f"  {name:<12} ← {origin}")
     echo("recordings:")
     for rec in spec.recordings:
-        echo(f"  {rec.subject:<14} {rec.file}  {windows[rec.file]} windows")
+        echo(f"  {rec.subject:<14} {rec.file}  {counted(windows[rec.file], 'window')}")
 
 
 def _inspect_recording(path: Path, montage: object | None, *, as_json: bool = False, sfreq: float | None = None,

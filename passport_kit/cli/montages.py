@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from passport_kit.cli.options import HelpfulGroup, echo_json
+from passport_kit.wording import counted
 
 montages_app = typer.Typer(
     name="montages",
@@ -47,7 +48,8 @@ def register_montage_cmd(
     unchanged = is_registered(montage)
     path = register_montage(montage, force=force)
     typer.echo(f"{'montage already registered, unchanged' if unchanged else 'registered montage'} "
-               f"'{montage.name}': {montage.n_channels} channels, hash {montage.content_hash[:12]}, stored at {path}")
+               f"'{montage.name}': {counted(montage.n_channels, 'channel')}, hash {montage.content_hash[:12]}, "
+               f"stored at {path}")
 
 
 @montages_app.command("list")
@@ -95,7 +97,7 @@ def show_cmd(
                     "n_channels": m.n_channels})
         return
     console = _console()
-    console.print(f"[bold]{m.name}[/bold]: {m.n_channels} channels, frame {m.coordinate_frame}, "
+    console.print(f"[bold]{m.name}[/bold]: {counted(m.n_channels, 'channel')}, frame {m.coordinate_frame}, "
                   f"reference {m.reference}")
     console.print(f"content hash: {m.content_hash}")
     if m.description:
@@ -182,11 +184,11 @@ def import_cmd(
         say(f"note: {note}")
     if out is not None:
         m.to_yaml(out, units="mm")
-        typer.echo(f"wrote montage '{m.name}' ({m.n_channels} channels, hash {m.content_hash[:12]}) "
+        typer.echo(f"wrote montage '{m.name}' ({counted(m.n_channels, 'channel')}, hash {m.content_hash[:12]}) "
                    f"to {out}; register it with `passport-kit register-montage {out}`")
         return
     path = register_montage(m, force=force)
-    typer.echo(f"registered montage '{m.name}': {m.n_channels} channels, hash {m.content_hash[:12]}, "
+    typer.echo(f"registered montage '{m.name}': {counted(m.n_channels, 'channel')}, hash {m.content_hash[:12]}, "
                f"stored at {path}")
 
 

@@ -24,6 +24,7 @@ from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_
                                       optional_float, renames_option as _renames)
 from passport_kit.errors import ConfigError
 from passport_kit.onboard.recipe import FINETUNE_ONLY, RecipeOptions
+from passport_kit.wording import counted
 
 _RECIPE_HELP = ("auto: the probe, then the mixture adapter trained from its read-out (LP-FT) only where "
                 "cross-validation over the training subjects says it helps; probe: a linear read-out of the frozen "
@@ -546,7 +547,7 @@ def predict_command(
                 line += f" ({r.summary['statistics_note']})"
         else:
             line = f"class {r.summary.get('recording_class')}"
-        typer.echo(f"{r.recording}: {r.n_windows} windows; {line}"
+        typer.echo(f"{r.recording}: {counted(r.n_windows, 'window')}; {line}"
                    + (" (in-sample: the adapter was trained on this recording)" if r.summary.get("in_sample") else ""))
         scored = r.summary.get("scorer_agreement")
         if scored is not None:

@@ -11,6 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from passport_kit.wording import counted
+
 _BAD_HELP = ("Poor contacts: SUBJECT:CHANNEL:KIND[,...], KIND = noise|drift|flat, SUBJECT = s01.. "
              "or '*' (e.g. 's03:ELA:noise,s05:ERB:flat').")
 
@@ -46,7 +48,7 @@ def simulate_cmd(
                                   bad_channels=bad_channels, sfreq=sfreq, overwrite=overwrite,
                                   progress=lambda done, total, subject: bar.update(task, completed=done))
     typer.echo(f"simulated {subjects} subject(s) x {hours:g} h of montage '{layout.name}' "
-               f"({layout.n_channels} channels, {sfreq} Hz) into {folder}")
+               f"({counted(layout.n_channels, 'channel')}, {sfreq} Hz) into {folder}")
     typer.echo(f"dataset description: {folder / 'dataset.yaml'}")
 
 

@@ -124,3 +124,12 @@ def _edf(path: Path, names: list[str], *, seed: int, epochs: int = 4) -> Path:
                                sampling_frequency=200.0, label=n, physical_dimension="uV",
                                physical_range=(-500, 500)) for n in names]).write(path)
     return path
+
+
+def test_a_one_channel_montage_is_one_channel(tmp_path: Path) -> None:
+    path = tmp_path / "c3.yaml"
+    path.write_text("name: one-c3\ncoordinate_frame: head\nunits: m\nreference: A2\n"
+                    "channels:\n  - {name: C3, position: [-0.06, 0.0, 0.07]}\n")
+    result = RUN.invoke(app, ["register-montage", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "'one-c3': 1 channel, hash" in result.output
