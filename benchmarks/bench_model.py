@@ -64,7 +64,7 @@ from passport_kit.model import (  # noqa: E402
     model_config,
 )
 from passport_kit.model.policy import _frozen_to_eval  # noqa: E402  (same frozen→eval rule for braindecode)
-from passport_kit.runtime import autocast, resolve_precision  # noqa: E402
+from passport_kit.runtime import autocast, cpu_supports_bf16, resolve_precision  # noqa: E402
 
 N_CLASSES = 5
 CPU = torch.device("cpu")
@@ -176,34 +176,54 @@ class Contenders:
 
         return {"ours adapter": count(self.ours_adapt), "bd adapter": count(self.bd_adapt), "bd full": count(self.bd_full)}
 
-    def infer_ours(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        with torch.inference_mode(), autocast(self.device, self.precision):
+    def infer_ours(self, x: torch.Tensor, y: torch.Tensor, precision: str | None = None) -> None:
+        with torch.inference_mode(), autocast(self.device, precision or self.precision):  # type: ignore[arg-type]
             self.ours_eval(x, self.meta)
+
+    def infer_ours_fp32(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        self.infer_ours(x, y, "fp32")
 
     def infer_bd(self, x: torch.Tensor, y: torch.Tensor, bf16: bool = False) -> None:
         with torch.inference_mode(), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16):
             self.bd_eval(x.flatten(2))
 
+    #: (forward s, backward s) of the last call of each training step, by step name (CPU clock).
+    split: dict[str, tuple[float, float]]
+
     def step_ours(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        t0 = time.perf_counter()
         with autocast(self.device, self.precision):
-            loss = F.cross_entropy(self.ours_adapt(x, self.meta), y)
+            loss = F.cross_entropy(self.ours_adapt(x, self.meta).float(), y)
+        t1 = time.perf_counter()
         self.ours_opt.zero_grad(set_to_none=True)
         loss.backward()
+        self.split = getattr(self, "split", {})
+        self.split["ours adapter"] = (t1 - t0, time.perf_counter() - t1)
         self.ours_opt.step()
 
     def _step_bd(self, model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor,
-                 bf16: bool = False) -> None:
+                 bf16: bool = False, name: str = "bd") -> None:
+        t0 = time.perf_counter()
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16):
-            loss = F.cross_entropy(model(x.flatten(2)), y)
+            loss = F.cross_entropy(model(x.flatten(2)).float(), y)
+        t1 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        self.split = getattr(self, "split", {})
+        self.split[name] = (t1 - t0, time.perf_counter() - t1)
         opt.step()
 
     def step_bd_adapter(self, x: torch.Tensor, y: torch.Tensor, bf16: bool = False) -> None:
-        self._step_bd(self.bd_adapt, self.bd_adapt_opt, x, y, bf16)
+        self._step_bd(self.bd_adapt, self.bd_adapt_opt, x, y, bf16, name="bd adapter bf16" if bf16 else "bd adapter")
+
+    def step_bd_adapter_bf16(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        self.step_bd_adapter(x, y, bf16=True)
+
+    def infer_bd_bf16(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        self.infer_bd(x, y, bf16=True)
 
     def step_bd_full(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        self._step_bd(self.bd_full, self.bd_full_opt, x, y)
+        self._step_bd(self.bd_full, self.bd_full_opt, x, y, name="bd full")
 
 
 def with_fast_linear(fn: Callable[[torch.Tensor, torch.Tensor], None]) -> Callable[[torch.Tensor, torch.Tensor], None]:
@@ -224,11 +244,12 @@ def with_one_micro_batch(cont: Contenders, fn: Callable[[torch.Tensor, torch.Ten
     encoder = cont.ours_eval.backbone.encoder
 
     def run(x: torch.Tensor, y: torch.Tensor) -> None:
-        saved, encoder.chunk_tokens = encoder.chunk_tokens, 1 << 62
+        saved = encoder.chunk_tokens, encoder.lowp_chunk_tokens
+        encoder.chunk_tokens = encoder.lowp_chunk_tokens = 1 << 62
         try:
             fn(x, y)
         finally:
-            encoder.chunk_tokens = saved
+            encoder.chunk_tokens, encoder.lowp_chunk_tokens = saved
 
     return run
 
@@ -418,6 +439,8 @@ def main() -> None:
     parser.add_argument("--agree-arch", default="cbramod-small")
     parser.add_argument("--agree-windows", type=int, default=256)
     parser.add_argument("--agree-patches", type=int, default=4)
+    parser.add_argument("--agree-timed-windows", type=int, default=128,
+                        help="with native bf16: agreement also on --arch at the timed shapes (0: skip)")
     parser.add_argument("--onednn-ab", action="store_true", help="also time the opt-in oneDNN linear lever ('+L' rows)")
     parser.add_argument("--quick", action="store_true", help="smoke run: cbramod-tiny, batch 4, 1 repeat")
     parser.add_argument("--device", default="cpu", help="cpu (default: the CPU comparison) or cuda (the GPU "
@@ -428,6 +451,7 @@ def main() -> None:
     if args.quick:
         args.batch_sizes, args.train_batch_sizes, args.repeats, args.arch, args.memory_batch = "4", "4", 1, "cbramod-tiny", 4
         args.agree_arch, args.agree_windows, args.bf16_batch = "cbramod-tiny", 16, 1
+        args.agree_timed_windows = 8
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     train_batch_sizes = [int(b) for b in args.train_batch_sizes.split(",")]
     c, p = args.channels, args.patches
@@ -436,10 +460,13 @@ def main() -> None:
     print(machine_line(args.threads))
     print(f"load average at start: {os.getloadavg()[0]:.1f} (1 min)")
     t0 = time.perf_counter()
+    native_bf16 = cpu_supports_bf16()
     fp32_rate = matmul_gflops(torch.float32, n=1024, repeats=10)
     # bf16 without native instructions is ~60x slower: a smaller product, fewer repeats.
-    bf16_rate = matmul_gflops(torch.bfloat16, n=512, repeats=3)
-    print(f"matmul reference: fp32 1024^3 {fp32_rate:.1f} GFLOP/s | bf16 512^3 {bf16_rate:.2f} GFLOP/s ({time.perf_counter() - t0:.0f} s)")
+    bf16_n = 1024 if native_bf16 else 512
+    bf16_rate = matmul_gflops(torch.bfloat16, n=bf16_n, repeats=10 if native_bf16 else 3)
+    print(f"matmul reference: fp32 1024^3 {fp32_rate:.1f} GFLOP/s | bf16 {bf16_n}^3 {bf16_rate:.2f} GFLOP/s"
+          f" ({time.perf_counter() - t0:.0f} s; native bf16: {native_bf16})")
 
     bd_cls = import_braindecode_cbramod()
     if bd_cls is None:
@@ -498,7 +525,22 @@ def main() -> None:
         "bd full": cont.step_bd_full,
     }
     flops["ours infer 1mb"] = flops["ours infer"]
-    print(f"'1mb' = ours inference as one micro-batch (default: micro-batches of {cont.ours_eval.backbone.encoder.chunk_tokens} tokens), the lever's A/B")
+    if native_bf16:
+        # With native bf16, braindecode's bf16 autocast is a full contender (its best form may be
+        # either), and ours in fp32 runs beside ours at `auto` (= bf16) for the precision's gain.
+        contenders = {
+            "ours infer": cont.infer_ours, "ours fp32 infer": cont.infer_ours_fp32,
+            "ours infer 1mb": contenders["ours infer 1mb"],
+            "bd fp32 infer": cont.infer_bd, "bd bf16 infer": cont.infer_bd_bf16,
+            "ours adapter": cont.step_ours, "bd adapter": cont.step_bd_adapter,
+            "bd adapter bf16": cont.step_bd_adapter_bf16, "bd full": cont.step_bd_full,
+        }
+        flops["ours fp32 infer"] = flops["ours infer"]
+        flops["bd bf16 infer"] = flops["bd fp32 infer"]
+        flops["bd adapter bf16"] = flops["bd adapter"]
+    enc = cont.ours_eval.backbone.encoder
+    print(f"'1mb' = ours inference as one micro-batch (default: micro-batches of {enc.chunk_tokens} tokens in fp32,"
+          f" {enc.lowp_chunk_tokens} in bf16), the lever's A/B")
     if args.onednn_ab:
         contenders["ours infer +L"] = with_fast_linear(cont.infer_ours)
         contenders["ours adapter +L"] = with_fast_linear(cont.step_ours)
@@ -516,18 +558,25 @@ def main() -> None:
         for fn in (contenders[k] for k in names):
             fn(x2, y2)
         rates: dict[str, list[float]] = {k: [] for k in names}
+        splits: dict[str, list[tuple[float, float]]] = {}
         ratios: dict[str, list[float]] = {}
         for r in range(args.repeats):
             for name in names:
                 rates[name].append(b / timed(lambda fn=contenders[name]: fn(x, y), args.iters))
+                if name in cont.split and name not in ("ours infer", "ours fp32 infer"):
+                    splits.setdefault(name, []).append(cont.split.pop(name))
             ratio = {}
             if "ours infer" in rates:
-                ratio["infer"] = rates["ours infer"][-1] / rates["bd fp32 infer"][-1]
+                bd_infer = max(rates["bd fp32 infer"][-1], rates.get("bd bf16 infer", [0.0])[-1])
+                ratio["infer"] = rates["ours infer"][-1] / bd_infer
+                if "ours fp32 infer" in rates:
+                    ratio["auto/fp32 infer"] = rates["ours infer"][-1] / rates["ours fp32 infer"][-1]
                 ratio["1mb/default infer"] = rates["ours infer 1mb"][-1] / rates["ours infer"][-1]
                 if "ours infer +L" in rates:
                     ratio["lever infer"] = rates["ours infer +L"][-1] / rates["ours infer"][-1]
             if "ours adapter" in rates:
-                ratio["adapter"] = rates["ours adapter"][-1] / rates["bd adapter"][-1]
+                bd_step = max(rates["bd adapter"][-1], rates.get("bd adapter bf16", [0.0])[-1])
+                ratio["adapter"] = rates["ours adapter"][-1] / bd_step
                 ratio["vs full"] = rates["ours adapter"][-1] / rates["bd full"][-1]
                 if "ours adapter +L" in rates:
                     ratio["lever adapter"] = rates["ours adapter +L"][-1] / rates["ours adapter"][-1]
@@ -539,25 +588,43 @@ def main() -> None:
         print(f"batch {b} medians over {args.repeats} repeats (samples/s, achieved GFLOP/s from the hand count):")
         for name, v in med.items():
             print(f"  {name:16s} {v:8.2f} samples/s  {v * tokens * flops[name] / 1e9:6.1f} GFLOP/s")
+        for name, v in splits.items():
+            fwd, bwd = statistics.median(q[0] for q in v), statistics.median(q[1] for q in v)
+            print(f"  {name:16s} forward {1e3 * fwd:7.1f} ms, backward {1e3 * bwd:7.1f} ms (medians; the rest is AdamW)")
         if "ours infer" in med:
-            best_bd_infer = max(med["bd fp32 infer"], bd_bf16)
+            best_bd_infer = max(med["bd fp32 infer"], med.get("bd bf16 infer", bd_bf16))
             print(f"  bd best inference = {'fp32' if best_bd_infer == med['bd fp32 infer'] else 'bf16 autocast'} ({best_bd_infer:.2f} samples/s)")
+            target = ">= 2.5 (native bf16)" if native_bf16 else ">= 1.3"
             print(f"  RATIO inference ours / bd best      {med['ours infer'] / best_bd_infer:.2f}x of medians,"
-                  f" {statistics.median(ratios['infer']):.2f}x median per repeat (target >= 1.3)")
+                  f" {statistics.median(ratios['infer']):.2f}x median per repeat (target {target})")
+            ref_rate, ref_name = (bf16_rate, "bf16") if cont.precision == "bf16" else (fp32_rate, "fp32")
+            share = med["ours infer"] * tokens * flops["ours infer"] / 1e9 / ref_rate
+            print(f"  SHARE ours inference / {ref_name} matmul reference {100 * share:.0f} % by the hand count"
+                  f" (target >= 70 % of bf16 with native bf16)")
+            if "ours fp32 infer" in med:
+                print(f"  RATIO ours auto ({cont.precision}) / ours fp32 inference {med['ours infer'] / med['ours fp32 infer']:.2f}x of medians,"
+                      f" {statistics.median(ratios['auto/fp32 infer']):.2f}x median per repeat")
         if "ours adapter" in med:
-            print(f"  RATIO adapter step ours / bd same-frozen {med['ours adapter'] / med['bd adapter']:.2f}x of medians,"
-                  f" {statistics.median(ratios['adapter']):.2f}x median per repeat (target >= 1.8; bd bf16 not timed for training)")
+            best_bd_step = max(med["bd adapter"], med.get("bd adapter bf16", 0.0))
+            form = "fp32" if best_bd_step == med["bd adapter"] else "bf16 autocast"
+            print(f"  RATIO adapter step ours / bd same-frozen ({form}, its best form) {med['ours adapter'] / best_bd_step:.2f}x of medians,"
+                  f" {statistics.median(ratios['adapter']):.2f}x median per repeat (target >= 1.8)")
             print(f"  RATIO ours adapter / bd fp32 full   {med['ours adapter'] / med['bd full']:.2f}x of medians,"
                   f" {statistics.median(ratios['vs full']):.2f}x median per repeat (target >= 4)")
         del x, y
 
-    t0 = time.perf_counter()
-    share, n_cls, diff = agreement(args.agree_arch, c, args.agree_patches, args.agree_windows, 32)
-    print(
-        f"fp32 vs bf16-autocast predicted classes ({args.agree_arch}, random init, {args.agree_windows} windows of"
-        f" {c}x{args.agree_patches}): agree {100 * share:.1f}% ({n_cls} distinct classes predicted, max |logit diff|"
-        f" {diff:.3f}; {time.perf_counter() - t0:.0f} s)"
-    )
+    # On a CPU with native bf16 also on the timed model's own shapes (the bf16 figures above).
+    runs = [(args.agree_arch, args.agree_patches, args.agree_windows)]
+    if native_bf16 and args.agree_timed_windows > 0:
+        runs.append((args.arch, p, args.agree_timed_windows))
+    for arch, patches, windows in runs:
+        t0 = time.perf_counter()
+        share, n_cls, diff = agreement(arch, c, patches, windows, 32)
+        print(
+            f"fp32 vs bf16-autocast predicted classes ({arch}, random init, {windows} windows of"
+            f" {c}x{patches}): agree {100 * share:.1f}% ({n_cls} distinct classes predicted, max |logit diff|"
+            f" {diff:.3f}; {time.perf_counter() - t0:.0f} s)"
+        )
     print(f"load average at end: {os.getloadavg()[0]:.1f} (1 min)")
 
 

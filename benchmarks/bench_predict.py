@@ -9,6 +9,9 @@ threads, the stages of :func:`passport_kit.inference.predict.read_for_prediction
 - ``recording_quality``: :func:`channel_quality` of those same samples;
 - ``load_recording`` stage: :func:`windows_from_data` (filter, windows, flags; no cache);
 - ``predict_proba``: the model over every window, with the masks predict derives from the quality;
+  where ``--precision`` resolves to bf16 and the head is not a probe (whose inputs are fp32 by
+  design), also two warm pairs of the same call in bf16 and in fp32, and the share of windows
+  whose predicted stage is the same in both;
 - ``plot_hypnogram``: the hypnogram + hypnodensity PNG alone;
 - ``write_prediction``: every report (CSV, TSV, JSON, PNG);
 - ``predict()``: the whole call as the CLI makes it (every report written), the median of
@@ -59,6 +62,19 @@ def plot_only(hours: float, out: Path) -> int:
 
     classes = ["W", "N1", "N2", "N3", "REM"]
     proba = np.random.default_rng(0).dirichlet(np.ones(len(classes)), round(hours * 120))
+    if prec == "bf16" and not isinstance(getattr(model, "head", None), ProbeHead):
+        # The same call in fp32 beside it, and how often the two pick the same stage.
+        for i in range(2):  # bf16 again, then fp32: a warm pair after the first (cold) bf16 call
+            run = {}
+            for p_name in ("bf16", "fp32"):
+                start = time.perf_counter()
+                run[p_name] = predict_proba(model, x, ChannelMeta.from_montage(montage), batch_size=batch_size,
+                                            device=torch_device, precision=p_name,
+                                            channel_mask=masked if masked is not None and masked.any() else None,
+                                            distrust=distrusted)
+                rows.append((f"predict_proba {p_name} (warm pair {i + 1})", time.perf_counter() - start))
+        agree = float((run["bf16"].argmax(1) == run["fp32"].argmax(1)).mean())
+        rows.append((f"fp32 vs bf16 predicted stages agree (%, {len(x)} windows)", 100 * agree))
     hyp = Hypnogram([classes[k] for k in proba.argmax(1)], epoch_seconds=30.0, classes=classes, proba=proba)
     out.mkdir(parents=True, exist_ok=True)
     times = []
