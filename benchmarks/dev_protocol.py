@@ -19,25 +19,23 @@ predicted once by a model that never saw its subject; the score is pooled over t
 
 Methods, on exactly the same folds:
 
-- ``default``: the probe recipe as ``adapt`` runs it, at the feature level: the product's
-  model (pretrained base, contact policy, spectral block) computes the read-out inputs once,
-  then per fold :func:`passport_kit.onboard.probe.select_read_out` (the product's grid and
-  one-standard-error rule) and :func:`~passport_kit.onboard.probe.fit_read_out` on the
-  training subjects, scored on the test subjects through ``read_out_inputs`` as the head does
-  (``benchmarks/real_data.py`` runs ``adapt`` -> ``predict`` end to end on one LOSO).
-- ``random backbone i``: the same on a randomly initialised backbone of the same architecture.
+- ``default (the ladder)``: the read-out ladder as ``adapt`` runs it (issue 33), at the feature level: the
+  product's model (pretrained base, contact policy, spectral block) computes the read-out inputs once; per
+  outer fold :class:`passport_kit.onboard.ladder.Ladder` climbs on the training subjects (for sleep with
+  the YASA prior computed as ``adapt`` computes it), and the model it ships (read-out or zero-shot prior,
+  night smoothing, temperature) is scored on the test subjects. LP-FT (a gradient rung) is not run here:
+  ``benchmarks/lpft_ablation.py``.
+- ``rung: NAME``: each rung's own best candidate (its C, weights and variant chosen by the ladder's inner
+  CV), fitted and scored alone, with how often the ladder took that rung over the outer folds.
+- ``ladder, min effect 0`` / ``x2``: the same ladder and candidates with the minimum effect 0 or doubled.
+- ``random backbone i``: the ladder on a randomly initialised backbone of the same architecture.
 - ``textbook``: log absolute and relative band power (the standard 6 bands up to 45 Hz, clipped
   to the slowest recording's Nyquist frequency) by ``scipy.signal.welch`` (4-s segments) at each
   recording's OWN sampling rate on the raw signal, standardised, logistic regression (C = 1,
   balanced classes): what a user builds without us.
-- ablations: ``band power alone`` (the product's selection with the backbone weight fixed at
-  0), ``issue-18 default`` (``--with-old``: the old head: log absolute power in 6 bands to 30 Hz, backbone
-  weights 0.1/0.3, best pooled score), ``rule best`` (no one-standard-error rule), ``contexts
-  0,2`` (no 7.5-min context), ``no scaling`` (no per-night scaling), and for sleep the YASA
-  prior when ``yasa`` is installed.
 
 Per task: the mean over draws of each method, and the mean and 95 % t-interval over draws of
-(default - textbook) and (default - random backbone)::
+(default - method)::
 
     .venv/bin/python benchmarks/dev_protocol.py --out runs/dev-protocol --splits 10
 
@@ -189,35 +187,6 @@ class Task:
     raws: dict[str, tuple[np.ndarray, float]]
 
 
-def yasa_log_proba(task: Task) -> np.ndarray | None:
-    """Return YASA's pretrained stage log-probabilities ``(N, 5)`` per window (NaN rows: none), or None without yasa.
-
-    YASA's staging reads one EEG channel of a whole recording (the montage's first) at >= 80 Hz; slower
-    recordings are upsampled to 100 Hz first (it refuses < 80 Hz).
-    """
-    try:
-        import mne
-        import yasa
-    except ImportError:
-        return None
-    cols = {"W": "WAKE", "N1": "N1", "N2": "N2", "N3": "N3", "REM": "REM"}
-    out = np.full((len(task.y), len(task.classes)), np.nan)
-    onsets = np.asarray(task.run.windows.onset_s)
-    for rec, (data, sf) in task.raws.items():
-        raw = mne.io.RawArray(data[:1] * 1e-6, mne.create_info(["EEG"], sf, "eeg"), verbose="error")  # µV -> V
-        if sf < 80:
-            raw.resample(100.0, verbose="error")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            table = yasa.SleepStaging(raw, eeg_name="EEG").predict().proba  # one row per 30-s epoch
-        rows = np.flatnonzero(task.recordings == rec)
-        epochs = np.round(onsets[rows] / 30).astype(int)
-        ok = epochs < len(table)
-        for k, c in enumerate(task.classes):
-            out[rows[ok], k] = np.log(np.clip(table[cols[c]].to_numpy()[epochs[ok]], 1e-4, 1))
-    return out
-
-
 def textbook_features(run: Any, rows: np.ndarray) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, float]]]:
     """Return log absolute + relative band power at each recording's own rate on the raw signal ``(N, C·2·bands)``,
     and the raw signals ``{recording: ((C, T) µV, sfreq)}``."""
@@ -307,54 +276,56 @@ def draws(task: Task, n: int, seed: int) -> list[list[tuple[np.ndarray, np.ndarr
     return [[(rows[a], rows[b]) for a, b in d] for d in out]
 
 
-def selection(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarray, **select: Any) -> Any:
-    """Return the product's inner-CV selection on ``train`` rows (sleep: the product's contexts and scalings)."""
-    from passport_kit.onboard.probe import CONTEXTS, select_read_out
+def ladder_of(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarray, prior: np.ndarray | None,
+              seed: int = 0) -> Any:
+    """Return the product's ladder over the ``train`` rows (sleep: contexts, per-night scaling and the prior)."""
+    from passport_kit.onboard.ladder import Ladder, LadderData
+    from passport_kit.onboard.probe import CONTEXTS
+    from passport_kit.sleep import classes_to_stages
 
     sleep = len(task.classes) > 2
-    options = {"contexts": CONTEXTS if sleep else (0,), "scalings": ("none", "recording") if sleep else ("none",)}
-    sub = {p: v[train] for p, v in plain.items()}
-    return select_read_out(sub, task.y[train], task.subjects[train], task.classes, d_model=d,
-                           recordings=list(task.recordings[train]), **(options | select))
+    data = LadderData(plain={p: v[train] for p, v in plain.items()}, y=task.y[train], groups=task.subjects[train],
+                      recordings=task.recordings[train], classes=task.classes, d_model=d, sleep=sleep,
+                      contexts=CONTEXTS if sleep else (0,), scalings=("none", "recording") if sleep else ("none",),
+                      prior=None if prior is None else prior[train], prior_stages=classes_to_stages(task.classes),
+                      prior_spec={"name": "yasa"} if prior is not None else None,
+                      prior_reason="no prior" if sleep else "not a sleep-staging task")
+    return Ladder(data, seed=seed)
 
 
 def fitted_proba(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarray, test: np.ndarray,
-                 choice: Any) -> np.ndarray:
+                 choice: Any, prior: np.ndarray | None = None) -> np.ndarray:
     """Return test probabilities of read-out ``choice`` fitted on ``train`` rows, applied as the head applies it."""
-    import torch
-
-    from passport_kit.model.heads import read_out_inputs
-    from passport_kit.onboard.probe import fit_read_out
+    from passport_kit.onboard.probe import fit_read_out, read_out_matrix
 
     sub = {p: v[train] for p, v in plain.items()}
+    p_train = None if prior is None else prior[train]
     lr, standardise = fit_read_out(sub, task.y[train], choice, len(task.classes), d_model=d,
-                                   recordings=list(task.recordings[train]))
-    z = read_out_inputs(torch.from_numpy(plain[choice.pooling][test]), choice.context, choice.scaling,
-                        list(task.recordings[test])).numpy()
+                                   recordings=list(task.recordings[train]), prior=p_train)
+    z = read_out_matrix({p: v[test] for p, v in plain.items()}, choice, None if prior is None else prior[test],
+                        list(task.recordings[test]))
     out = np.zeros((len(test), len(task.classes)))
     out[:, lr.classes_] = lr.predict_proba(standardise(z))
     return out
 
 
-def prior_proba(task: Task, yasa: np.ndarray, train: np.ndarray, test: np.ndarray, w_bp: float) -> np.ndarray:
-    """Return test probabilities of a logistic regression on [YASA log-probabilities, w_bp x band power]."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
+def shipped_proba(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarray, test: np.ndarray,
+                  result: Any, prior: np.ndarray | None) -> np.ndarray:
+    """Return test probabilities of the model the ladder ships: its read-out (or the zero-shot prior), its night
+    smoothing (transitions of the training rows) and its temperature, as predict applies them."""
+    from passport_kit.model.night import smooth, temper
+    from passport_kit.onboard.ladder import zero_shot_proba
+    from passport_kit.sleep import classes_to_stages
 
-    bp = StandardScaler().fit(task.textbook[train])
-    prior = StandardScaler().fit(yasa[train])
-
-    def feats(rows: np.ndarray) -> np.ndarray:
-        blocks = [prior.transform(yasa[rows])] + ([w_bp * bp.transform(task.textbook[rows])] if w_bp else [])
-        return np.concatenate(blocks, axis=1)
-
-    model = LogisticRegression(C=1.0, max_iter=3000, class_weight="balanced")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(feats(train), task.y[train])
-    out = np.zeros((len(test), len(task.classes)))
-    out[:, model.classes_] = model.predict_proba(feats(test))
-    return out
+    chosen = result.chosen
+    if chosen is not None and chosen.choice is None:
+        proba = zero_shot_proba(prior[test], classes_to_stages(task.classes))
+    else:
+        proba = fitted_proba(task, plain, d, train, test, result.fitted, prior)
+    if result.smoothing is not None:
+        proba = smooth(proba, np.asarray(result.smoothing["transitions"]),
+                       np.asarray(result.smoothing["emission_prior"]), list(task.recordings[test]))
+    return temper(proba, result.temperature)
 
 
 def textbook_proba(task: Task, train: np.ndarray, test: np.ndarray) -> np.ndarray:
@@ -373,23 +344,21 @@ def textbook_proba(task: Task, train: np.ndarray, test: np.ndarray) -> np.ndarra
 
 
 def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, seed: int = 0,
-             with_old: bool = False, with_yasa: bool = True, checkpoint: str = CHECKPOINT,
-             probe_layer: int | None = None) -> dict[str, Any]:
-    """Return the table of one task: per method the mean over draws, and paired differences to the default."""
-    from passport_kit.onboard.probe import FALLBACK, ReadOutChoice, choose
+             with_yasa: bool = True, checkpoint: str = CHECKPOINT, probe_layer: int | None = None) -> dict[str, Any]:
+    """Return the table of one task: per method the mean over draws, paired differences to the default (the
+    ladder), and per rung how often the ladder took it (outer folds) and its own outer score."""
+    from passport_kit.onboard.run import dataset_prior
 
     t0 = time.perf_counter()
     plain, d = product_features(task, checkpoint, probe_layer=probe_layer)
-    legacy = product_features(task, checkpoint, legacy=True, probe_layer=probe_layer)[0] if with_old else None
     randoms = [product_features(task, str(random_base(out / "bases" / f"random-{s}", s, checkpoint)),
                                 probe_layer=probe_layer)[0]
                for s in range(random_seeds)]
     sleep = len(task.classes) > 2
+    prior = dataset_prior(task.run.windows, "yasa")[0] if sleep and with_yasa else None
     scores: dict[str, list[float]] = {}
-    yasa = yasa_log_proba(task) if sleep and with_yasa else None
-    if yasa is not None:
-        yasa = np.nan_to_num(yasa, nan=np.log(1.0 / len(task.classes)))
-        with_prior = {p: np.concatenate([v, yasa], axis=1) for p, v in plain.items()}
+    taken: dict[str, list[bool]] = {}
+    effects = {"ladder, min effect 0": 0.0, "ladder, min effect x2": 2.0}
     all_draws = draws(task, n_splits, seed)
     for j, folds in enumerate(all_draws):
         rows = np.concatenate([te for _, te in folds])
@@ -399,59 +368,57 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
             probas.setdefault(method, np.zeros((len(task.y), len(task.classes))))[te] = proba
 
         for tr, te in folds:
-            sel = selection(task, plain, d, tr)
-            put("default", te, fitted_proba(task, plain, d, tr, te, sel.choice))
+            ladder = ladder_of(task, plain, d, tr, prior, seed)
+            result = ladder.climb()
+            put("default (the ladder)", te, shipped_proba(task, plain, d, tr, te, result, prior))
             put("textbook (native rate)", te, textbook_proba(task, tr, te))
-            # Ablations read off the default's evaluated grid (the same inner folds), then refitted.
-            derived = {"band power alone (product, weight 0)": lambda r: r.choice.backbone_weight == 0}
-            if sleep:
-                derived |= {"no scaling": lambda r: r.choice.scaling == "none",
-                            "contexts 0,2": lambda r: r.choice.context <= 2}
-            for method, keep in derived.items():
-                pick = choose([r for r in sel.results if keep(r)])
-                put(method, te, fitted_proba(task, plain, d, tr, te, pick.choice if pick else sel.choice))
-            for rule in ("best", "one-se-structure"):
-                pick = choose(sel.results, rule=rule)
-                put(f"rule {rule}", te, fitted_proba(task, plain, d, tr, te, pick.choice if pick else sel.choice))
-            pick = choose([r for r in sel.results if r.choice.backbone_weight == 0], rule="best")
-            put("band power alone, best C", te, fitted_proba(task, plain, d, tr, te, pick.choice if pick else sel.choice))
-            if legacy is not None:
-                old = selection(task, legacy, d, tr, backbone_weights=(0.1, 0.3), rule="best", repeats=1,
-                                scalings=("none",), contexts=(0, 2) if sleep else (0,))
-                put("issue-18 default", te, fitted_proba(task, legacy, d, tr, te, old.choice))
+            for rung in result.rungs:
+                taken.setdefault(rung.name, []).append(rung.taken)
+            for name, cand in ladder.candidates.items():  # every rung's own best candidate, fitted and scored
+                if cand.choice is None or cand.smoothed:  # the zero-shot prior; smoothing over the rung below
+                    put(f"rung: {name}", te, shipped_proba(task, plain, d, tr, te, _only(result, cand, ladder), prior))
+                else:
+                    put(f"rung: {name}", te, fitted_proba(task, plain, d, tr, te, cand.choice, prior))
+            default_effect = ladder.min_effect
+            for method, factor in effects.items():  # the same scored candidates (memoised), another threshold
+                ladder.min_effect = default_effect * factor
+                put(method, te, shipped_proba(task, plain, d, tr, te, ladder.climb(), prior))
+            ladder.min_effect = default_effect
             for i, r in enumerate(randoms):
-                put(f"random backbone {i}", te, fitted_proba(task, r, d, tr, te, selection(task, r, d, tr).choice))
-            if yasa is not None:
-                put("yasa (pretrained) alone", te, np.exp(yasa[te]))
-                for w_bp in (0.0, 0.3, 1.0):  # the YASA block with the band-power block weighted by w_bp
-                    put(f"yasa block + band power x{w_bp:g}", te, prior_proba(task, yasa, tr, te, w_bp))
-                sel_y = selection(task, with_prior, d, tr)
-                put("default + yasa block", te, fitted_proba(task, with_prior, d, tr, te, sel_y.choice))
-            if sleep:
-                for c in (0.1, 1.0):
-                    put(f"fixed: band power, C {c:g}, no context, no scaling", te,
-                        fitted_proba(task, plain, d, tr, te, ReadOutChoice(c, 0.0, 0, "mean", "none")))
-                for k in (0, 2, 7):
-                    for sc in ("none", "recording"):
-                        put(f"fixed: band power, context {k}, scaling {sc}", te,
-                            fitted_proba(task, plain, d, tr, te, ReadOutChoice(FALLBACK[0], 0.0, k, "mean", sc)))
+                put(f"random backbone {i}", te, shipped_proba(task, r, d, tr, te,
+                                                               ladder_of(task, r, d, tr, prior, seed).climb(), prior))
         for method, proba in probas.items():
             scores.setdefault(method, []).append(score(task.y[rows], proba[rows], task.classes))
-        log(f"{task.name} draw {j + 1}/{len(all_draws)}: default {scores['default'][-1]:.3f}  textbook "
+        log(f"{task.name} draw {j + 1}/{len(all_draws)}: ladder {scores['default (the ladder)'][-1]:.3f}  textbook "
             f"{scores['textbook (native rate)'][-1]:.3f}  ({time.perf_counter() - t0:.0f} s)")
     if random_seeds:
         scores["random backbone (mean of seeds)"] = list(np.mean([scores[f"random backbone {i}"]
                                                                   for i in range(random_seeds)], axis=0))
     metric = "auroc" if len(task.classes) == 2 else "kappa"
-    table = paired_table(task.name, metric, scores, "default", reference_first=True)
-    return {"task": task.name, "metric": metric, "table": table, "scores": scores,
+    table = paired_table(task.name, metric, scores, "default (the ladder)", reference_first=True)
+    rates = {name: f"{sum(v)}/{len(v)}" for name, v in taken.items()}
+    for row in table:
+        rung = row["method"].removeprefix("rung: ")
+        if row["method"].startswith("rung: ") and rung in rates:
+            row["taken (outer folds)"] = rates[rung]
+    return {"task": task.name, "metric": metric, "table": table, "scores": scores, "taken": rates,
             "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def _only(result: Any, cand: Any, ladder: Any) -> Any:
+    """Return a copy of ``result`` shipping ``cand`` alone (temperature 1; smoothing only if ``cand`` is the
+    smoothing rung): one rung on its own."""
+    import copy
+
+    out = copy.copy(result)
+    out.chosen, out.temperature = cand, 1.0
+    out.smoothing = ladder._smoothing_spec(cand) if cand.smoothed else None
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = protocol_parser(__doc__.split("\n")[0], out=Path("runs/dev-protocol"), splits=10)
     parser.add_argument("--random-seeds", type=int, default=2)
-    parser.add_argument("--with-old", action="store_true", help="also the issue-18 default (old spectral block)")
     parser.add_argument("--checkpoint", default=CHECKPOINT, help="base checkpoint of the default (name or folder); "
                         "the random control copies its architecture")
     parser.add_argument("--probe-layer", type=int, default=None,
@@ -461,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     if no_real_data(args.data, "dev_protocol"):
         return 0
     return run_tasks(args, "dev_protocol", argv, lambda task: run_task(
-        task, args.splits, args.random_seeds, args.out, print, args.seed, args.with_old, checkpoint=args.checkpoint,
+        task, args.splits, args.random_seeds, args.out, print, args.seed, checkpoint=args.checkpoint,
         probe_layer=args.probe_layer))
 
 

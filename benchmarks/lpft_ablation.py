@@ -5,7 +5,7 @@ montages, DREAMS sleep, simulated ear-EEG; repeated grouped draws over subjects)
 the product's model (base checkpoint, contact policy, spectral block), trained on the training
 subjects and scored on the held-out ones:
 
-- ``probe``: the probe recipe (``fit_probe``: inner-CV read-out of band power and frozen features);
+- ``probe``: the ladder without LP-FT (``onboard.ladder.fit_probe``: band power, then frozen features if they pay);
 - ``LP-FT (forced)``: the mixture adapter and read-out trained from the probe's LP-FT start for the
   whole step budget (``passport_kit.onboard.lpft``), whatever the inner cross-validation says;
 - ``auto``: the default recipe: the probe, then LP-FT only when its inner cross-validation says so
@@ -74,7 +74,8 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
     """Return the probe's, forced LP-FT's and (``decide_too``) auto's test probabilities of one outer fold."""
     from passport_kit.onboard.lpft import decide, lpft_settings, step_budget
     from passport_kit.onboard.lpft import train as train_lpft
-    from passport_kit.onboard.probe import CONTEXTS, fit_probe
+    from passport_kit.onboard.ladder import fit_probe
+    from passport_kit.onboard.probe import CONTEXTS, ReadOutChoice
 
     run, w = task.run, task.run.windows
     sleep = len(task.classes) > 2
@@ -83,7 +84,9 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
                       channel_mask=run.channel_mask, distrust=run.distrust, recordings=w.recording,
                       contexts=CONTEXTS if sleep else (0,), scalings=("none", "recording") if sleep else ("none",))
     out: dict[str, Any] = {"probe": proba_of(model, task, test)}
-    start = probe.lpft_start or probe.choice
+    # LP-FT's start: the backbone rung's read-out (forced here even where the ladder did not take it: the ablation)
+    backbone = probe.result.candidates.get("backbone")
+    start = backbone.choice if backbone is not None else ReadOutChoice(0.3, 0.3)
     steps = step_budget(len(train), 64)
     settings = lpft_settings(steps=steps, seed=seed)
 
@@ -100,7 +103,7 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
     else:
         out["LP-FT (forced)"] = proba_of(lpft(settings), task, test)
     if decide_too:
-        if not probe.inner_folds or start.scaling != "none":
+        if probe.result.folds is None or start.scaling != "none":
             out["auto"], out["auto trained"] = out["probe"], False
             out["auto, rule gain > 0"] = out["auto, rule gain > 2 SE"] = out["probe"]
         else:

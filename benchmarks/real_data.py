@@ -224,13 +224,13 @@ def backbone_features(checkpoint: str, x: np.ndarray, montage: Any, depth: int |
 
 def spectral_probe_proba(x: np.ndarray, y: np.ndarray, groups: np.ndarray, train: np.ndarray, test: np.ndarray,
                          classes: list[str], top_hz: float = 45.0) -> np.ndarray:
-    """Return test probabilities of the probe recipe on the probe head's log band powers alone (no backbone block)."""
+    """Return test probabilities of the ladder on the probe head's log band powers alone (no backbone block)."""
     import torch
     from torch import nn
 
     from passport_kit.model.heads import ProbeHead
     from passport_kit.model.spectral import carried_bands
-    from passport_kit.onboard import probe as probe_mod
+    from passport_kit.onboard.ladder import fit_probe
 
     class SpectralOnly(nn.Module):
         """The probe head with a backbone block of width 0: its read-out sees the band powers only."""
@@ -246,7 +246,7 @@ def spectral_probe_proba(x: np.ndarray, y: np.ndarray, groups: np.ndarray, train
             return self.head(xb.new_zeros(*xb.shape[:3], 0), xb)
 
     model = SpectralOnly(x.shape[1])
-    probe_mod.fit_probe(model, x, y, _NoMeta(), classes, train, groups, poolings=("mean",))
+    fit_probe(model, x, y, _NoMeta(), classes, train, groups, poolings=("mean",))
     with torch.inference_mode():
         logits = model(torch.from_numpy(np.array(x[test], dtype=np.float32)), None)
     return torch.softmax(logits.double(), dim=-1).numpy()

@@ -202,8 +202,8 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                              precision=precision, progress=naming_metric(step_progress, len(windows.classes)))
         model = trained.model
         if cfg.save_adapters:
-            _save_run_adapter(cfg, model, trained.fit, method=method, checkpoint=ckpt, info=info, montage=montage,
-                              preprocess=run.preprocess,
+            _save_run_adapter(cfg, model, trained, method=method, checkpoint=ckpt, info=info, montage=montage,
+                              preprocess=run.preprocess, data=run,
                               windows=windows, split=split, n=n, seed=seed, train_idx=train_idx, val_idx=val_idx)
         # Test windows masked by the same rule as training: what predict does with the bundle.
         prior = cached_prior(windows, cfg.prior)[0] if getattr(model.head, "n_prior", 0) else None
@@ -260,15 +260,21 @@ def adapter_folder(out: Path, method: str, fold: str, n: int | None, seed: int) 
 
 def _save_run_adapter(cfg: EvaluateConfig, model: Any, run: Any, *, method: str, checkpoint: str, info: Any, montage: Any,
                       preprocess: Any, windows: Any, split: SubjectSplit, n: int | None, seed: int,
-                      train_idx: np.ndarray, val_idx: np.ndarray) -> Path:
-    """Write the adapter bundle of one evaluation run, described as the equivalent ``adapt`` call."""
-    from passport_kit.onboard.adapt import AdaptConfig, run_metrics, write_bundle
+                      train_idx: np.ndarray, val_idx: np.ndarray, data: RunData) -> Path:
+    """Write the adapter bundle of one evaluation run, described as the equivalent ``adapt`` call: with its
+    selection (the ladder) and what predict's amplitude and distribution guards compare recordings with."""
+    from passport_kit.onboard.adapt import AdaptConfig, run_metrics, training_distribution, write_bundle
+    from passport_kit.signals.amplitude import amplitude_profile
 
     out = adapter_folder(cfg.out, method, split.name, n, seed)
     options = cfg.model_dump(include=set(RecipeOptions.model_fields))
     adapt_cfg = AdaptConfig(montage=cfg.montage, data=cfg.data, out=out, checkpoint=checkpoint,
                             train_subjects=split.train, seed=seed, **options)
-    metrics = run_metrics(run, split, windows, train_idx, val_idx) | {"test_subjects": list(split.test)}
+    rows = np.concatenate([train_idx, val_idx])
+    metrics = run_metrics(run.fit, split, windows, train_idx, val_idx) | {
+        "test_subjects": list(split.test), "selection": run.selection, "warnings": run.warnings,
+        "amplitude": amplitude_profile(data.window_quality.values()),
+        "distribution": training_distribution(data, rows)}
     return write_bundle(model, adapt_cfg, info=info, montage=montage, preprocess=preprocess,
                         classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
 

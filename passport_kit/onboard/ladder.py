@@ -37,6 +37,7 @@ every draw divided by √(folds per draw): repeated draws reuse the same subject
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -249,11 +250,16 @@ class Ladder:
         self.folds = inner_folds(data.groups, data.recordings, seed=seed, repeats=repeats)
         self.weights = balanced_weights(self.y, len(data.classes))
         self._progress = progress
+        #: Each tried rung's best candidate (the benchmarks score every rung on outer folds).
+        self.candidates: dict[str, Scored] = {}
+        self._memo: dict[ReadOutChoice, Scored] = {}
 
     # -- scoring ----------------------------------------------------------------------------------------------
     def score(self, name: str, choice: ReadOutChoice) -> Scored:
         """Return ``choice`` scored at every C of :data:`C_GRID`, keeping the C with the best mean inner score."""
         assert self.folds is not None
+        if choice in self._memo:  # a second climb (another minimum effect) reuses what was scored
+            return dataclasses.replace(self._memo[choice], name=name)
         if self._progress is not None:
             self._progress(name)
         d, k = self.data, len(self.data.classes)
@@ -279,7 +285,9 @@ class Ladder:
         best = max(finite, key=lambda c: means[c]) if finite else 1.0
         grid = [{"C": c, self.metric: None if not np.isfinite(means[c]) else round(means[c], 4)} for c in C_GRID]
         chosen = choice.with_c(best)
-        return Scored(name, chosen, np.asarray(per_c[best], dtype=np.float64), oof[best], grid, chosen.as_dict())
+        self._memo[choice] = Scored(name, chosen, np.asarray(per_c[best], dtype=np.float64), oof[best], grid,
+                                    chosen.as_dict())
+        return self._memo[choice]
 
     def zero_shot(self) -> Scored:
         """Return the prior alone, unfitted, scored on the same test folds (its probabilities mapped onto the classes)."""
@@ -310,6 +318,7 @@ class Ladder:
     def _step(self, name: str, incumbent: Scored, variants: list[Scored], rungs: list[Rung]) -> Scored:
         """Record rung ``name`` (its best variant against ``incumbent``) and return the model that stays."""
         best = max(variants, key=lambda s: s.mean if np.isfinite(s.mean) else -np.inf)
+        self.candidates[name] = best
         gain, se, _ = paired_gain(best.scores, incumbent.scores, self.folds.per_draw if self.folds else 1)
         taken = bool(np.isfinite(gain) and gain > se and gain >= self.min_effect)
         if taken:
@@ -338,6 +347,7 @@ class Ladder:
                                 seconds=time.perf_counter() - start)
         with _one_blas_thread():
             base = self.score("bandpower", ReadOutChoice(1.0))
+            self.candidates["bandpower"] = base
             rungs.append(Rung("bandpower", True, True, "the textbook: the base of the ladder", base.mean, None, None,
                               None, base.setting))
             incumbent, fitted = base, base
@@ -553,6 +563,25 @@ def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: lis
     return LadderFit(result, notes, bandpower_head, plain, validation, time.perf_counter() - start)
 
 
+def fit_probe(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
+              groups: np.ndarray, *, recordings: np.ndarray | None = None, sleep: bool = False,
+              contexts: tuple[int, ...] = (0,), scalings: tuple[str, ...] = ("none",),
+              poolings: tuple[str, ...] = POOLINGS, seed: int = 0, lpft: Any = None,
+              min_effect: float | None = None, **forward: Any) -> LadderFit:
+    """Return :func:`fit_ladder` without a sleep prior: the read-out ladder on ``rows`` of windows ``x`` (benchmarks,
+    notebooks). ``recordings`` ``(N,)``: each row's recording (default: its group); ``forward``: keywords of
+    :func:`~passport_kit.engine.forward.read_out_features` (batch_size, device, channel_mask, distrust)."""
+    rec = np.asarray(recordings if recordings is not None else groups)
+
+    def data(plain: dict[str, np.ndarray], r: np.ndarray) -> LadderData:
+        return LadderData(plain=plain, y=np.asarray(y)[r], groups=np.asarray(groups)[r], recordings=rec[r],
+                          classes=list(classes), d_model=model.head.d_model, sleep=sleep, contexts=contexts,
+                          scalings=scalings, poolings=poolings, prior_reason="no prior offered (fit_probe)")
+
+    return fit_ladder(model, x, y, meta, classes, rows, groups, data, seed=seed, forward=forward, lpft=lpft,
+                      min_effect=min_effect)
+
+
 def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
     """Return the ``selection`` block of adapter.json: the ladder's rungs, the shipped model and its expected score."""
     res = fit.result
@@ -584,5 +613,5 @@ def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
 
 
 __all__ = ["BACKBONE_WEIGHTS", "C_GRID", "FALLBACK", "Folds", "Ladder", "LadderData", "LadderFit", "LadderResult",
-           "MIN_EFFECT", "PRIOR_WEIGHTS", "Rung", "Scored", "fit_ladder", "fold_score", "inner_folds", "ladder_summary",
+           "MIN_EFFECT", "PRIOR_WEIGHTS", "Rung", "Scored", "fit_ladder", "fit_probe", "fold_score", "inner_folds", "ladder_summary",
            "paired_gain", "set_zero_shot", "zero_shot_proba"]

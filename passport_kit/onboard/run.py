@@ -42,7 +42,7 @@ from passport_kit.onboard.finetune import FitResult, fit, near_chance, selection
 from passport_kit.onboard.lpft import AdapterTraining, decide, lpft_settings, not_tried, step_budget
 from passport_kit.onboard.lpft import train as lpft_train
 from passport_kit.onboard.recipe import ProgressFn, Recipe, RecipeOptions
-from passport_kit.onboard.ladder import LadderData, fit_ladder, ladder_summary
+from passport_kit.onboard.ladder import RUNG_ORDER, LadderData, fit_ladder, ladder_summary
 from passport_kit.onboard.probe import CONTEXTS, POOLINGS, ReadOutChoice, class_warnings
 from passport_kit.onboard.splits import unique_subjects
 
@@ -216,9 +216,11 @@ def train_classifier(
         fitted = fit_ladder(model, windows.x, windows.y, meta, classes, rows, windows.subject,
                             lambda plain, r: ladder_data(cfg, windows, plain, r, head=model.head), seed=seed,
                             forward=forward, lpft=lpft, min_effect=cfg.min_effect,
-                            progress=None if progress is None else (lambda rung: progress(0, 1, {"rung": rung})))
+                            progress=None if progress is None else (
+                                lambda rung: progress(RUNG_ORDER.index(rung), len(RUNG_ORDER), {"rung": rung})))
         if progress is not None:
-            progress(1, 1, {} if fitted.result.expected is None else {"val": fitted.result.expected})
+            progress(len(RUNG_ORDER), len(RUNG_ORDER),
+                     {} if fitted.result.expected is None else {"val": fitted.result.expected})
         decision = fitted.result.lpft
         steps = decision.steps if decision is not None and decision.trained else 0
         result = FitResult(best_step=steps, steps=steps, best_score=fitted.result.expected,
