@@ -347,6 +347,9 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
              with_yasa: bool = True, checkpoint: str = CHECKPOINT, probe_layer: int | None = None) -> dict[str, Any]:
     """Return the table of one task: per method the mean over draws, paired differences to the default (the
     ladder), and per rung how often the ladder took it (outer folds) and its own outer score."""
+    import copy
+
+    from passport_kit.model.night import expected_calibration_error
     from passport_kit.onboard.run import dataset_prior
 
     t0 = time.perf_counter()
@@ -358,6 +361,7 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
     prior = dataset_prior(task.run.windows, "yasa")[0] if sleep and with_yasa else None
     scores: dict[str, list[float]] = {}
     taken: dict[str, list[bool]] = {}
+    ece: dict[str, list[float]] = {}
     effects = {"ladder, min effect 0": 0.0, "ladder, min effect x2": 2.0}
     all_draws = draws(task, n_splits, seed)
     for j, folds in enumerate(all_draws):
@@ -371,6 +375,9 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
             ladder = ladder_of(task, plain, d, tr, prior, seed)
             result = ladder.climb()
             put("default (the ladder)", te, shipped_proba(task, plain, d, tr, te, result, prior))
+            uncalibrated = copy.copy(result)
+            uncalibrated.temperature = 1.0
+            put("default, no temperature", te, shipped_proba(task, plain, d, tr, te, uncalibrated, prior))
             put("textbook (native rate)", te, textbook_proba(task, tr, te))
             for rung in result.rungs:
                 taken.setdefault(rung.name, []).append(rung.taken)
@@ -389,6 +396,8 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
                                                                ladder_of(task, r, d, tr, prior, seed).climb(), prior))
         for method, proba in probas.items():
             scores.setdefault(method, []).append(score(task.y[rows], proba[rows], task.classes))
+        for method in ("default (the ladder)", "default, no temperature"):  # outer calibration (issue 33 item 6)
+            ece.setdefault(method, []).append(expected_calibration_error(probas[method][rows], task.y[rows]))
         log(f"{task.name} draw {j + 1}/{len(all_draws)}: ladder {scores['default (the ladder)'][-1]:.3f}  textbook "
             f"{scores['textbook (native rate)'][-1]:.3f}  ({time.perf_counter() - t0:.0f} s)")
     if random_seeds:
@@ -401,8 +410,9 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
         rung = row["method"].removeprefix("rung: ")
         if row["method"].startswith("rung: ") and rung in rates:
             row["taken (outer folds)"] = rates[rung]
+    calibration = {m: f"{np.mean(v):.3f} (draws {min(v):.3f}-{max(v):.3f})" for m, v in ece.items()}
     return {"task": task.name, "metric": metric, "table": table, "scores": scores, "taken": rates,
-            "seconds": round(time.perf_counter() - t0, 1)}
+            "outer_ECE": calibration, "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def _only(result: Any, cand: Any, ladder: Any) -> Any:
@@ -427,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if no_real_data(args.data, "dev_protocol"):
         return 0
-    return run_tasks(args, "dev_protocol", argv, lambda task: run_task(
+    return run_tasks(args, "dev_protocol", argv, note="outer_ECE", run_one=lambda task: run_task(
         task, args.splits, args.random_seeds, args.out, print, args.seed, checkpoint=args.checkpoint,
         probe_layer=args.probe_layer))
 

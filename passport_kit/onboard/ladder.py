@@ -452,10 +452,14 @@ class Ladder:
             crossed[test] = temper(oof[test], fit_temperature(oof[others], self.y[others]))
         after = expected_calibration_error(crossed[tested], self.y[tested])
         t = fit_temperature(oof[tested], self.y[tested])
-        return t, {"calibrated": True, "temperature": round(t, 4), "ece_before": round(before, 4),
-                   "ece_after": round(after, 4), "bins": 10,
-                   "method": "temperature scaling on the shipped model's out-of-fold predictions; 'after' tempers "
-                             "each fold by a temperature fitted on the other folds"}
+        record = {"temperature": round(t, 4), "ece_before": round(before, 4), "ece_after": round(after, 4),
+                  "bins": 10, "method": "temperature scaling on the shipped model's out-of-fold predictions; 'after' "
+                                        "tempers each fold by a temperature fitted on the other folds"}
+        if not after < before:  # a temperature that does not carry over between folds is not applied
+            return 1.0, {"calibrated": False, "reason": "a temperature fitted on other folds did not lower the "
+                         "expected calibration error of the held-out fold", **record, "temperature": 1.0,
+                         "fitted_temperature": round(t, 4)}
+        return t, {"calibrated": True, **record}
 
 
 def zero_shot_proba(prior: np.ndarray, stages: list[int]) -> np.ndarray:
