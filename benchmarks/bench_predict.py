@@ -62,19 +62,6 @@ def plot_only(hours: float, out: Path) -> int:
 
     classes = ["W", "N1", "N2", "N3", "REM"]
     proba = np.random.default_rng(0).dirichlet(np.ones(len(classes)), round(hours * 120))
-    if prec == "bf16" and not isinstance(getattr(model, "head", None), ProbeHead):
-        # The same call in fp32 beside it, and how often the two pick the same stage.
-        for i in range(2):  # bf16 again, then fp32: a warm pair after the first (cold) bf16 call
-            run = {}
-            for p_name in ("bf16", "fp32"):
-                start = time.perf_counter()
-                run[p_name] = predict_proba(model, x, ChannelMeta.from_montage(montage), batch_size=batch_size,
-                                            device=torch_device, precision=p_name,
-                                            channel_mask=masked if masked is not None and masked.any() else None,
-                                            distrust=distrusted)
-                rows.append((f"predict_proba {p_name} (warm pair {i + 1})", time.perf_counter() - start))
-        agree = float((run["bf16"].argmax(1) == run["fp32"].argmax(1)).mean())
-        rows.append((f"fp32 vs bf16 predicted stages agree (%, {len(x)} windows)", 100 * agree))
     hyp = Hypnogram([classes[k] for k in proba.argmax(1)], epoch_seconds=30.0, classes=classes, proba=proba)
     out.mkdir(parents=True, exist_ok=True)
     times = []
@@ -152,6 +139,19 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
                                         device=torch_device, precision=prec,
                                         channel_mask=masked if masked is not None and masked.any() else None,
                                         distrust=distrusted), rows)
+    if prec == "bf16" and not isinstance(getattr(model, "head", None), ProbeHead):
+        # The same call in fp32 beside it, and how often the two pick the same stage.
+        for i in range(2):  # bf16 again, then fp32: a warm pair after the first (cold) bf16 call
+            run = {}
+            for p_name in ("bf16", "fp32"):
+                start = time.perf_counter()
+                run[p_name] = predict_proba(model, x, ChannelMeta.from_montage(montage), batch_size=batch_size,
+                                            device=torch_device, precision=p_name,
+                                            channel_mask=masked if masked is not None and masked.any() else None,
+                                            distrust=distrusted)
+                rows.append((f"predict_proba {p_name} (warm pair {i + 1})", time.perf_counter() - start))
+        agree = float((run["bf16"].argmax(1) == run["fp32"].argmax(1)).mean())
+        rows.append((f"fp32 vs bf16 predicted stages agree (%, {len(x)} windows)", 100 * agree))
     hyp = Hypnogram([str(meta.classes[k]) for k in proba.argmax(1)], epoch_seconds=config.window_seconds,
                     classes=[str(c) for c in meta.classes], proba=proba)
     timed("plot_hypnogram (PNG alone)", lambda: plot_hypnogram(out / "hypnogram.png", hyp, title="bench"), rows)

@@ -215,7 +215,7 @@ class CrissCrossEncoder(nn.Module):
         if self._needs_graph(x) and lowp is not None and self._frozen_eval(layers):
             # bf16 on the CPU, weights frozen (the `adapter` policy): input gradients only, on
             # micro-batches as below (each one's graph is separate, so backward runs them in turn).
-            step = max(1, self.lowp_chunk_tokens // (x.shape[1] * x.shape[2]))
+            step = _even_step(x.shape[0], self.lowp_chunk_tokens // (x.shape[1] * x.shape[2]))
             outs = []
             for start in range(0, x.shape[0], step):
                 h = x[start : start + step].to(lowp)
@@ -229,7 +229,10 @@ class CrissCrossEncoder(nn.Module):
                 x = layer(x)
             return x
         b, c, p, _ = x.shape
-        step = max(1, (self.chunk_tokens if lowp is None else self.lowp_chunk_tokens) // (c * p))
+        if lowp is None:
+            step = max(1, self.chunk_tokens // (c * p))
+        else:
+            step = _even_step(b, self.lowp_chunk_tokens // (c * p))
         chunks = []
         with torch.no_grad(), torch.autocast("cpu", enabled=False):
             for start in range(0, b, step):
@@ -243,6 +246,16 @@ class CrissCrossEncoder(nn.Module):
                         h = lowp_layer.layer_forward(layer, h)[0]
                 chunks.append(h)
         return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+
+
+def _even_step(batch: int, most: int) -> int:
+    """Return a micro-batch size of at most ``most`` (at least 1) that splits ``batch`` into near-equal parts.
+
+    16 samples at most 11 per part: 8 + 8, not 11 + 5 (a small remainder runs at a lower rate).
+    """
+    most = max(1, most)
+    parts = -(-batch // most)
+    return max(1, -(-batch // parts))
 
 
 def cpu_lowp_dtype(x: Tensor) -> torch.dtype | None:
