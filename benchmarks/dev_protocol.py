@@ -391,6 +391,10 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
                 ladder.min_effect = default_effect * factor
                 put(method, te, shipped_proba(task, plain, d, tr, te, ladder.climb(), prior))
             ladder.min_effect = default_effect
+            for k in (2.0, 3.0):  # a step up clearing k standard errors instead of one
+                ladder.se_multiple = k
+                put(f"ladder, gain > {k:g} SE", te, shipped_proba(task, plain, d, tr, te, ladder.climb(), prior))
+            ladder.se_multiple = 1.0
             for i, r in enumerate(randoms):
                 put(f"random backbone {i}", te, shipped_proba(task, r, d, tr, te,
                                                                ladder_of(task, r, d, tr, prior, seed).climb(), prior))

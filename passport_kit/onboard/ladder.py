@@ -58,6 +58,8 @@ from passport_kit.onboard.probe import (MAX_INNER_FOLDS, POOLINGS, ReadOutChoice
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: The smallest paired inner-CV gain a step up must show (besides exceeding its standard error).
 #: (``MIN_EFFECT``: the smallest paired inner-CV gain a step up must show besides its standard error; LP-FT's too.)
+#: How many standard errors of the paired gain a step up must clear (docs/RESULTS.md § The ladder measures 1 and 2).
+SE_MULTIPLE = 1.0
 BACKBONE_WEIGHTS = (0.1, 0.3)
 PRIOR_WEIGHTS = (1.0, 3.0, 10.0)
 #: How many times the grouped folds are drawn (one draw above REPEAT_MAX_WINDOWS windows).
@@ -240,10 +242,13 @@ class Ladder:
     """Scores read-outs on one set of inner folds and climbs (module docstring); :meth:`climb` runs it."""
 
     def __init__(self, data: LadderData, *, seed: int = 0, repeats: int | None = None,
-                 min_effect: float | None = None, progress: Callable[[str], None] | None = None) -> None:
+                 min_effect: float | None = None, progress: Callable[[str], None] | None = None,
+                 se_multiple: float = SE_MULTIPLE) -> None:
         self.data = data
         self.metric = selection_metric(len(data.classes))
         self.min_effect = MIN_EFFECT[self.metric] if min_effect is None else float(min_effect)
+        #: How many standard errors a paired gain must exceed (the ablation varies it).
+        self.se_multiple = float(se_multiple)
         self.seed = seed
         self.y = np.asarray(data.y, dtype=np.int64)
         self.rec = list(np.asarray(data.recordings))
@@ -320,14 +325,17 @@ class Ladder:
         best = max(variants, key=lambda s: s.mean if np.isfinite(s.mean) else -np.inf)
         self.candidates[name] = best
         gain, se, _ = paired_gain(best.scores, incumbent.scores, self.folds.per_draw if self.folds else 1)
-        taken = bool(np.isfinite(gain) and gain > se and gain >= self.min_effect)
+        bar = self.se_multiple * se
+        taken = bool(np.isfinite(gain) and gain > bar and gain >= self.min_effect)
+        times = "" if self.se_multiple == 1 else f"{self.se_multiple:g} x "
         if taken:
-            reason = f"gains {gain:+.3f} (SE {se:.3f}) over {incumbent.name}: above its standard error and {self.min_effect:g}"
+            reason = (f"gains {gain:+.3f} (SE {se:.3f}) over {incumbent.name}: above {times}its standard error and "
+                      f"{self.min_effect:g}")
         elif not np.isfinite(gain):
             reason = "no fold scored both"
         else:
             reason = (f"gains {gain:+.3f} (SE {se:.3f}) over {incumbent.name}: not above "
-                      + ("its standard error" if gain <= se else f"the minimum effect {self.min_effect:g}"))
+                      + (f"{times}its standard error" if gain <= bar else f"the minimum effect {self.min_effect:g}"))
         rungs.append(Rung(name, True, taken, reason, best.mean, incumbent.mean, gain, se, best.setting))
         return best if taken else incumbent
 
