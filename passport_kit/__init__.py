@@ -24,6 +24,7 @@ _LAZY = {
     "adapt": "passport_kit.onboard.adapt",
     "evaluate": "passport_kit.onboard.evaluate",
     "predict": "passport_kit.inference.predict",
+    "predict_zero_shot": "passport_kit.inference.predict",
     "check": "passport_kit.onboard.check",
     "Hypnogram": "passport_kit.inference.hypnogram",
     "Montage": "passport_kit.montage",
