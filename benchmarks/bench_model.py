@@ -247,12 +247,11 @@ def with_one_micro_batch(cont: Contenders, fn: Callable[[torch.Tensor, torch.Ten
     encoder = cont.ours_eval.backbone.encoder
 
     def run(x: torch.Tensor, y: torch.Tensor) -> None:
-        saved = encoder.chunk_tokens, encoder.lowp_chunk_tokens
-        encoder.chunk_tokens = encoder.lowp_chunk_tokens = 1 << 62
+        saved, encoder.chunk_tokens = encoder.chunk_tokens, 1 << 62
         try:
             fn(x, y)
         finally:
-            encoder.chunk_tokens, encoder.lowp_chunk_tokens = saved
+            encoder.chunk_tokens = saved
 
     return run
 
@@ -556,8 +555,8 @@ def main() -> None:
         flops["bd bf16 infer"] = flops["bd fp32 infer"]
         flops["bd adapter bf16"] = flops["bd adapter"]
     enc = cont.ours_eval.backbone.encoder
-    print(f"'1mb' = ours inference as one micro-batch (default: micro-batches of {enc.chunk_tokens} tokens in fp32,"
-          f" {enc.lowp_chunk_tokens} in bf16), the lever's A/B")
+    print(f"'1mb' = ours inference as one micro-batch (default: micro-batches of {enc.chunk_tokens} tokens;"
+          " in bf16 split evenly), the lever's A/B")
     if args.onednn_ab:
         contenders["ours infer +L"] = with_fast_linear(cont.infer_ours)
         contenders["ours adapter +L"] = with_fast_linear(cont.step_ours)

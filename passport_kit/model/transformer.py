@@ -31,10 +31,6 @@ from passport_kit.model.fast_linear import linear
 #: 1440-2880 tokens were slightly faster still, but with 2 threads on a loaded machine small
 #: micro-batches were much slower (each parallel region waits for a descheduled thread).
 CHUNK_TOKENS = 8192
-#: The same for the bf16 paths (:mod:`passport_kit.model.lowp_layer`): on the AMX Xeon (1 thread,
-#: CPU time, 12 cbramod-base layers over 16 x 12 ch x 30 patches) micro-batches of 8 samples
-#: (2880 tokens) took 214 ms against 245 ms for the batch at once (5760) and 292 ms for 2 samples.
-LOWP_CHUNK_TOKENS = 4096
 
 
 class AxisAttention(nn.Module):
@@ -187,7 +183,6 @@ class CrissCrossEncoder(nn.Module):
             CrissCrossLayer(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)
         )
         self.chunk_tokens = CHUNK_TOKENS
-        self.lowp_chunk_tokens = LOWP_CHUNK_TOKENS
 
     def _needs_graph(self, x: Tensor) -> bool:
         # Autograd must see the ops when grad mode is on and either the input or a weight needs
@@ -215,7 +210,7 @@ class CrissCrossEncoder(nn.Module):
         if self._needs_graph(x) and lowp is not None and self._frozen_eval(layers):
             # bf16 on the CPU, weights frozen (the `adapter` policy): input gradients only, on
             # micro-batches as below (each one's graph is separate, so backward runs them in turn).
-            step = _even_step(x.shape[0], self.lowp_chunk_tokens // (x.shape[1] * x.shape[2]))
+            step = _even_step(x.shape[0], self.chunk_tokens // (x.shape[1] * x.shape[2]))
             outs = []
             for start in range(0, x.shape[0], step):
                 h = x[start : start + step].to(lowp)
@@ -232,7 +227,10 @@ class CrissCrossEncoder(nn.Module):
         if lowp is None:
             step = max(1, self.chunk_tokens // (c * p))
         else:
-            step = _even_step(b, self.lowp_chunk_tokens // (c * p))
+            # bf16: the same budget, split evenly. (At 1 thread, CPU time, 8 + 8 samples and 16 at
+            # once were within 4 % of each other; with 2 threads on the loaded machine the batch
+            # at once was faster, as in fp32: fewer parallel regions to wait in.)
+            step = _even_step(b, self.chunk_tokens // (c * p))
         chunks = []
         with torch.no_grad(), torch.autocast("cpu", enabled=False):
             for start in range(0, b, step):

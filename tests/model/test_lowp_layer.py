@@ -53,7 +53,7 @@ def test_linear_lowp_matches_f_linear(gelu: bool, add: bool) -> None:
 @pytest.mark.parametrize("chunk_tokens", [1, 10**9])
 def test_bf16_inference_agrees_with_fp32(b: int, c: int, p: int, chunk_tokens: int) -> None:
     encoder = _encoder()
-    encoder.lowp_chunk_tokens = chunk_tokens
+    encoder.chunk_tokens = chunk_tokens
     x = torch.randn(b, c, p, 200)
     with torch.inference_mode():
         ref = encoder(x)
@@ -70,7 +70,7 @@ def test_bf16_inference_agrees_with_fp32(b: int, c: int, p: int, chunk_tokens: i
 @pytest.mark.parametrize("chunk_tokens", [1, 10**9])
 def test_frozen_bf16_input_gradient_agrees_with_fp32(chunk_tokens: int) -> None:
     encoder = _encoder()
-    encoder.lowp_chunk_tokens = chunk_tokens  # 1: one sample per micro-batch
+    encoder.chunk_tokens = chunk_tokens  # 1: one sample per micro-batch
     x = torch.randn(3, 5, 7, 200)
     y32, g32 = _input_grad(encoder, x, bf16=False)
     with mock.patch.object(lowp_layer.FrozenLayerLowp, "apply", wraps=lowp_layer.FrozenLayerLowp.apply) as spy:
