@@ -2,7 +2,7 @@
 
 Simulates ear-EEG nights (``eesm17-ear``, 12 channels) of each length in ``--hours``, adapts a
 throw-away adapter on a small simulated dataset (``--recipe probe``, the default of ``adapt``;
-``finetune``: 1 step, the weights do not matter for speed), then times, on ``--threads`` torch
+``finetune``: ``--finetune-steps``, default 1: the weights do not matter for speed, but do for the bf16 agreement), then times, on ``--threads`` torch
 threads, the stages of :func:`passport_kit.inference.predict.read_for_prediction` and after it:
 
 - ``read_recording + mapped_data``: open the EDF, map the montage channels, read their samples (the one read);
@@ -151,7 +151,9 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
                                             distrust=distrusted)
                 rows.append((f"predict_proba {p_name} (warm pair {i + 1})", time.perf_counter() - start))
         agree = float((run["bf16"].argmax(1) == run["fp32"].argmax(1)).mean())
-        rows.append((f"fp32 vs bf16 predicted stages agree (%, {len(x)} windows)", 100 * agree))
+        n_stages = len(set(run["fp32"].argmax(1).tolist()))
+        rows.append((f"fp32 vs bf16 predicted stages agree (%, {len(x)} windows, {n_stages} stages predicted in fp32)",
+                     100 * agree))
     hyp = Hypnogram([str(meta.classes[k]) for k in proba.argmax(1)], epoch_seconds=config.window_seconds,
                     classes=[str(c) for c in meta.classes], proba=proba)
     timed("plot_hypnogram (PNG alone)", lambda: plot_hypnogram(out / "hypnogram.png", hyp, title="bench"), rows)
@@ -204,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precision", default="auto", help="as predict's --precision (auto: bf16 on CPUs with native bf16)")
     p.add_argument("--batch-size", type=int, default=None, help="predict's batch size (default: predict's own)")
     p.add_argument("--recipe", choices=("probe", "finetune"), default="probe", help="the adapter's recipe")
+    p.add_argument("--finetune-steps", type=int, default=1,
+                   help="training steps of the finetune adapter (more: a head whose stage agreement in bf16 means something)")
     p.add_argument("--repeats", type=int, default=1, help="predict() calls per night (median)")
     p.add_argument("--overlap", action="store_true", help="also time predict() over two nights, prefetch on vs off")
     p.add_argument("--reuse", action="store_true", help="reuse nights simulated into --out by an earlier run")
@@ -223,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     # A fresh home: no cache or bundle from another run takes part.
     os.environ[HOME_ENV] = tempfile.mkdtemp(prefix="bench-predict-")
     train = simulate_dataset(MONTAGE, args.out / "train", n_subjects=2, hours=0.25, seed=6, overwrite=True)
-    recipe = {"max_steps": 1, "batch_size": 8} if args.recipe == "finetune" else {}
+    recipe = {"max_steps": args.finetune_steps, "batch_size": 8} if args.recipe == "finetune" else {}
     bundle = adapt(montage=MONTAGE, data=train, out=args.out / "adapter", threads=args.threads, resume=False,
                    overwrite=True, **recipe).bundle
     per_hour: list[tuple[float, int, float]] = []
