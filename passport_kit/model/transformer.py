@@ -14,6 +14,11 @@ Two execution paths give the same numbers (to float rounding):
   reuses warm memory instead of page-faulting fresh buffers; GELU runs in place and the
   feed-forward output and the attention output projections accumulate into the residual
   stream with ``addmm_`` (no bias-broadcast copy, no ``cat``).
+
+On a CPU under bf16 autocast (``--precision auto`` on CPUs with AVX-512 BF16 or AMX) frozen
+layers take their bf16 forms instead (:mod:`passport_kit.model.lowp_layer`): the no-graph path
+for inference, and an input-gradient-only autograd function for a frozen encoder whose input
+needs a gradient (the ``adapter`` step). Trainable encoder weights keep the graph path.
 """
 
 from __future__ import annotations
