@@ -83,7 +83,7 @@ def test_a_notch_off_the_notch_frequencies_is_warned_about(montage_yaml: Path, d
 
 
 def test_progress_of_the_probe_recipe_has_no_loss_to_show(montage_yaml: Path, dataset: Path, tmp_path: Path) -> None:
-    # The probe reports one step with its selection score only; the progress line must not need a loss.
+    # The ladder reports its rungs, then its expected score only; the progress line must not need a loss.
     result = _adapt(montage_yaml, dataset, tmp_path / "run")
     assert result.exit_code == 0, result.output
-    assert "adapt: step 1/1" in result.output
+    assert "adapt: step 7/7" in result.output
