@@ -105,7 +105,9 @@ def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[st
     rungs = selection["ladder"]
     tried = [r for r in rungs if r["tried"]]
     fmt = (lambda v: "n/a" if v is None else f"{v:.3f}")
-    steps = "; ".join(f"{_RUNG_NAMES.get(r['rung'], r['rung'])} {fmt(r['score'])}"
+    # LP-FT is scored on its own folds against the read-out it starts from: its gain, not its score, compares.
+    steps = "; ".join(f"{_RUNG_NAMES.get(r['rung'], r['rung'])} "
+                      + (f"{r['gain']:+.3f}" if r["rung"] == "lpft" and r["gain"] is not None else fmt(r["score"]))
                       + ("" if r["rung"] == "bandpower" else " taken" if r["taken"] else " not taken")
                       for r in tried)
     lines = [f"ladder ({metric}, {selection['method'].split(';')[0]}): {steps}"]
