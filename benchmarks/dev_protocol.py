@@ -27,7 +27,8 @@ Methods, on exactly the same folds:
   ``benchmarks/lpft_ablation.py``.
 - ``rung: NAME``: each rung's own best candidate (its C, weights and variant chosen by the ladder's inner
   CV), fitted and scored alone, with how often the ladder took that rung over the outer folds.
-- ``ladder, min effect 0`` / ``x2``: the same ladder and candidates with the minimum effect 0 or doubled.
+- ``ladder, min effect 0`` / ``x2``: the same ladder and candidates with the minimum effect 0 or doubled;
+  ``ladder, gain > 1 SE`` / ``3 SE``: a step clearing 1 or 3 standard errors instead of 2.
 - ``random backbone i``: the ladder on a randomly initialised backbone of the same architecture.
 - ``textbook``: log absolute and relative band power (the standard 6 bands up to 45 Hz, clipped
   to the slowest recording's Nyquist frequency) by ``scipy.signal.welch`` (4-s segments) at each
@@ -350,6 +351,7 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
     import copy
 
     from passport_kit.model.night import expected_calibration_error
+    from passport_kit.onboard.lpft import SE_MULTIPLE
     from passport_kit.onboard.run import dataset_prior
 
     t0 = time.perf_counter()
@@ -391,10 +393,10 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
                 ladder.min_effect = default_effect * factor
                 put(method, te, shipped_proba(task, plain, d, tr, te, ladder.climb(), prior))
             ladder.min_effect = default_effect
-            for k in (2.0, 3.0):  # a step up clearing k standard errors instead of one
+            for k in (1.0, 3.0):  # a step up clearing k standard errors instead of the default's
                 ladder.se_multiple = k
                 put(f"ladder, gain > {k:g} SE", te, shipped_proba(task, plain, d, tr, te, ladder.climb(), prior))
-            ladder.se_multiple = 1.0
+            ladder.se_multiple = SE_MULTIPLE
             for i, r in enumerate(randoms):
                 put(f"random backbone {i}", te, shipped_proba(task, r, d, tr, te,
                                                                ladder_of(task, r, d, tr, prior, seed).climb(), prior))

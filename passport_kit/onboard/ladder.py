@@ -20,8 +20,8 @@ lpft          gradient training of the mixture adapter from that read-out (LP-FT
 smoothing     (sleep) an HMM pass over each night (transitions counted on the training folds)
 ============  ==========================================================================================
 
-A step replaces the model below it only if its paired inner-CV gain (same folds) exceeds both its
-standard error and a minimum effect (:data:`MIN_EFFECT`: 0.01 AUROC, 0.02 kappa). So the chosen
+A step replaces the model below it only if its paired inner-CV gain (same folds) exceeds both twice its
+standard error (:data:`SE_MULTIPLE`) and a minimum effect (:data:`MIN_EFFECT`: 0.01 AUROC, 0.02 kappa). So the chosen
 model's inner score is never below band power's, and where nothing pays the product *is* the
 textbook. Then the shipped model's probabilities are calibrated by a temperature fitted on its
 out-of-fold predictions (the inner expected calibration error before and after is recorded).
@@ -48,7 +48,7 @@ import numpy as np
 
 from passport_kit.errors import DataError
 from passport_kit.onboard.finetune import near_chance, selection_metric
-from passport_kit.onboard.lpft import MIN_EFFECT
+from passport_kit.onboard.lpft import MIN_EFFECT, SE_MULTIPLE
 from passport_kit.onboard.metrics import ClassificationMetrics, classification_metrics
 from passport_kit.onboard.probe import (MAX_INNER_FOLDS, POOLINGS, ReadOutChoice, _fit_lr, _one_blas_thread, _proba,
                                         _Standardiser, balanced_weights, class_warnings, column_weights, fit_head,
@@ -58,8 +58,6 @@ from passport_kit.onboard.probe import (MAX_INNER_FOLDS, POOLINGS, ReadOutChoice
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: The smallest paired inner-CV gain a step up must show (besides exceeding its standard error).
 #: (``MIN_EFFECT``: the smallest paired inner-CV gain a step up must show besides its standard error; LP-FT's too.)
-#: How many standard errors of the paired gain a step up must clear (docs/RESULTS.md § The ladder measures 1 and 2).
-SE_MULTIPLE = 1.0
 BACKBONE_WEIGHTS = (0.1, 0.3)
 PRIOR_WEIGHTS = (1.0, 3.0, 10.0)
 #: How many times the grouped folds are drawn (one draw above REPEAT_MAX_WINDOWS windows).
@@ -606,8 +604,9 @@ def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
         "metric": res.metric,
         "score": r(res.expected),
         "chosen": res.chosen_rung,
-        "method": (res.folds.describe() + f"; a rung replaces the one below only on a paired gain above its standard "
-                   f"error and {res.min_effect:g} {res.metric}, then refit on all" if res.folds else
+        "method": (res.folds.describe() + f"; a rung replaces the one below only on a paired gain above "
+                   f"{SE_MULTIPLE:g} standard errors and {res.min_effect:g} {res.metric}, then refit on all"
+                   if res.folds else
                    "none (too few windows): the textbook fallback"),
         **choice,
         "zero_shot": bool(res.chosen is not None and res.chosen.choice is None),
