@@ -190,3 +190,29 @@ def test_zero_shot_head_is_an_identity_on_the_prior_block() -> None:
     z = torch.cat([torch.zeros(6, head.linear.in_features - 5), torch.from_numpy(prior).float()], dim=1)
     proba = torch.softmax(head.read_out(z), -1).detach().numpy()
     assert np.allclose(proba, zero_shot_proba(prior, [0, 2, 4]), atol=1e-5)
+
+
+def test_adapt_prints_one_expected_score_for_the_model_it_ships_and_says_when_folds_are_few() -> None:
+    """Issue 34 item 2: one number per model (the shipped one), the ladder's others under --verbose."""
+    from passport_kit.cli.onboard import ladder_lines
+
+    def selection(folds: int, kind: str = "subjects") -> dict:
+        rungs = [{"rung": "bandpower", "tried": True, "taken": True, "score": 0.7, "gain": None,
+                  "standard_error": None, "reason": "the textbook"},
+                 {"rung": "backbone", "tried": True, "taken": True, "score": 0.8, "gain": 0.1,
+                  "standard_error": 0.02, "reason": "gains"},
+                 {"rung": "lpft", "tried": True, "taken": False, "score": 0.9, "gain": 0.004,
+                  "standard_error": 0.01, "reason": "not above"}]
+        return {"metric": "auroc", "ladder": rungs, "method": f"{folds}-fold cross-validation; a rung ...",
+                "chosen": "backbone", "bandpower_score": 0.7,
+                "expected": {"score": 0.8, "folds": folds, "kind": kind}, "calibration": {}}
+
+    lines = ladder_lines(selection(5))
+    expected = [line for line in lines if line.startswith("expected on new subjects")]
+    assert expected == ["expected on new subjects: auroc 0.800 (cross-validated, 5 folds; the model shipped: "
+                        "backbone)"]
+    assert "+ LP-FT +0.004 not taken" in lines[0]  # LP-FT's own-fold gain, not a score beside the read-outs'
+    assert not any("gains" in line for line in lines)  # the reasons are --verbose's
+    assert any("gains" in line for line in ladder_lines(selection(5), verbose=True))
+    assert "rough guide" in ladder_lines(selection(2))[1]
+    assert "blocked folds within the training night" in ladder_lines(selection(5, "blocks"))[1]
