@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
 from passport_kit.onboard.check import metadata_confounds
+from tests.onboard.edf_helpers import prefilter_dataset
 
 RUN = CliRunner()
 
@@ -44,27 +45,10 @@ def test_equal_headers_give_nothing() -> None:
     assert metadata_confounds(_headers(dict.fromkeys(CLASSES, 45.0)), CLASSES, SUBJECTS) == []
 
 
-def _edf(path: Path, seed: int, prefilter: str, freq: float) -> None:
-    rng = np.random.default_rng(seed)
-    t = np.arange(200 * 60) / 200.0
-    signals = [edfio.EdfSignal(20 * np.sin(2 * np.pi * freq * t) + 3 * rng.standard_normal(t.size),
-                               sampling_frequency=200.0, label=name, physical_dimension="uV",
-                               physical_range=(-500, 500), prefiltering=prefilter)
-               for name in ("EL1", "ER1", "EL2")]
-    edfio.Edf(signals).write(path)
-
-
 def test_check_warns_about_prefilters_differing_between_classes(tmp_path: Path, montage_yaml: Path,
                                                                 checkpoint: str) -> None:
-    lines = ["task: classification", "window_seconds: 10", "classes: [rest, task]", "recordings:"]
-    for s in range(3):
-        for k, (label, freq) in enumerate((("rest", 10.0), ("task", 6.0))):
-            # Subject s01's task recording was made with another low-pass, as in eegmat.
-            prefilter = "HP:0.5Hz LP:45Hz" if (s, label) == (0, "task") else "HP:0.5Hz LP:90Hz"
-            name = f"s{s + 1:02d}_{k + 1}.edf"
-            _edf(tmp_path / name, 10 * s + k, prefilter, freq)
-            lines.append(f"  - {{subject: s{s + 1:02d}, file: {name}, label: {label}}}")
-    (tmp_path / "dataset.yaml").write_text("\n".join(lines) + "\n")
+    # Subject s01's task recording was made with another low-pass, as in eegmat.
+    prefilter_dataset(tmp_path, odd="HP:0.5Hz LP:45Hz", usual="HP:0.5Hz LP:90Hz")
     result = RUN.invoke(app, ["check", "--montage", str(montage_yaml), "--data", str(tmp_path), "--checkpoint",
                               checkpoint])
     assert result.exit_code == 0, result.output

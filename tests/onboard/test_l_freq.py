@@ -13,34 +13,14 @@ from passport_kit.cli.app import app
 from passport_kit.errors import ConfigError
 from passport_kit.signals import PreprocessConfig
 from passport_kit.signals.recording import with_high_pass
+from tests.onboard.edf_helpers import prefilter_dataset
 
 RUN = CliRunner()
 
 
-def _edf(path: Path, seed: int, prefilter: str, freq: float) -> None:
-    rng = np.random.default_rng(seed)
-    t = np.arange(200 * 60) / 200.0
-    signals = [edfio.EdfSignal(20 * np.sin(2 * np.pi * freq * t) + 3 * rng.standard_normal(t.size),
-                               sampling_frequency=200.0, label=name, physical_dimension="uV",
-                               physical_range=(-500, 500), prefiltering=prefilter)
-               for name in ("EL1", "ER1", "EL2")]
-    edfio.Edf(signals).write(path)
-
-
 def _dataset(folder: Path, *, l_freq: float | None = None) -> Path:
     """Rest and task recordings of 3 subjects; subject s01's task recording has another high-pass."""
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = ["task: classification", "window_seconds: 10", "classes: [rest, task]"]
-    lines += [f"l_freq: {l_freq:g}"] if l_freq is not None else []
-    lines.append("recordings:")
-    for s in range(3):
-        for k, (label, freq) in enumerate((("rest", 10.0), ("task", 6.0))):
-            prefilter = "HP:1Hz LP:45Hz" if (s, label) == (0, "task") else "HP:0.1Hz LP:45Hz"
-            name = f"s{s + 1:02d}_{k + 1}.edf"
-            _edf(folder / name, 10 * s + k, prefilter, freq)
-            lines.append(f"  - {{subject: s{s + 1:02d}, file: {name}, label: {label}}}")
-    (folder / "dataset.yaml").write_text("\n".join(lines) + "\n")
-    return folder
+    return prefilter_dataset(folder, odd="HP:1Hz LP:45Hz", usual="HP:0.1Hz LP:45Hz", l_freq=l_freq)
 
 
 def test_check_advises_l_freq_for_a_high_pass_confound(tmp_path: Path, montage_yaml: Path, checkpoint: str) -> None:

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
 from passport_kit.errors import ConfigError, DataError
+from tests.onboard.edf_helpers import rhythm_edf as _edf
 
 RUN = CliRunner()
 
@@ -111,19 +112,6 @@ def test_the_package_lists_its_api_and_montage_is_one_of_it() -> None:
     from passport_kit.montage import Montage
 
     assert pk.Montage is Montage
-
-
-def _edf(path: Path, names: list[str], *, seed: int, epochs: int = 4) -> Path:
-    """Write a small EDF (30-s epochs of noise and a 10 Hz rhythm, µV) with channels ``names``."""
-    import edfio
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    t = np.arange(200 * 30 * epochs) / 200.0
-    edfio.Edf([edfio.EdfSignal(20 * np.sin(2 * np.pi * 10 * t) + 3 * rng.standard_normal(t.size),
-                               sampling_frequency=200.0, label=n, physical_dimension="uV",
-                               physical_range=(-500, 500)) for n in names]).write(path)
-    return path
 
 
 def test_a_one_channel_montage_is_one_channel(tmp_path: Path) -> None:

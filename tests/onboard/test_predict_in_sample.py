@@ -10,6 +10,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
+from tests.onboard.edf_helpers import rhythm_edf as _edf
 
 RUN = CliRunner()
 
@@ -44,16 +45,3 @@ def test_predict_returns_the_probabilities(tmp_path: Path, bundle: Path, dataset
     assert result.proba.shape == (result.n_windows, len(result.classes))
     np.testing.assert_allclose(result.proba.sum(axis=1), 1.0, rtol=1e-5)
     assert result.onset_s.shape == (result.n_windows,)
-
-
-def _edf(path: Path, names: list[str], *, seed: int, epochs: int = 4) -> Path:
-    """Write a small EDF (30-s epochs of noise and a 10 Hz rhythm, µV) with channels ``names``."""
-    import edfio
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    t = np.arange(200 * 30 * epochs) / 200.0
-    edfio.Edf([edfio.EdfSignal(20 * np.sin(2 * np.pi * 10 * t) + 3 * rng.standard_normal(t.size),
-                               sampling_frequency=200.0, label=n, physical_dimension="uV",
-                               physical_range=(-500, 500)) for n in names]).write(path)
-    return path
