@@ -56,6 +56,9 @@ from passport_kit.onboard.probe import (MAX_INNER_FOLDS, POOLINGS, ReadOutChoice
 
 #: Inverse L2 strengths every read-out is scored at (its best is kept, as ``LogisticRegressionCV`` does).
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+#: What "best" means for C: the mean inner log-loss (``LogisticRegressionCV``'s default from scikit-learn 1.11), or
+#: the task metric (AUROC, kappa) as before: see docs/RESULTS.md § The ladder.
+C_BY = "metric"
 #: The smallest paired inner-CV gain a step up must show (besides exceeding its standard error).
 #: (``MIN_EFFECT``: the smallest paired inner-CV gain a step up must show besides its standard error; LP-FT's too.)
 BACKBONE_WEIGHTS = (0.1, 0.3)
@@ -110,6 +113,12 @@ def inner_folds(groups: np.ndarray, recordings: np.ndarray, *, seed: int, repeat
         return None
     rows = np.arange(len(rec))
     return Folds([[(rows[block != b], rows[block == b]) for b in present]], "blocks")
+
+
+def weighted_log_loss(y: np.ndarray, proba: np.ndarray, weight: np.ndarray) -> float:
+    """Return the mean negative log-likelihood of ``y`` under ``proba``, each row weighted as the fit weighs it."""
+    p = np.clip(proba[np.arange(len(y)), y], 1e-12, 1.0)
+    return float(np.sum(-np.log(p) * weight) / np.sum(weight))
 
 
 def fold_score(y: np.ndarray, proba: np.ndarray, metric: str) -> float:
@@ -241,12 +250,14 @@ class Ladder:
 
     def __init__(self, data: LadderData, *, seed: int = 0, repeats: int | None = None,
                  min_effect: float | None = None, progress: Callable[[str], None] | None = None,
-                 se_multiple: float = SE_MULTIPLE) -> None:
+                 se_multiple: float = SE_MULTIPLE, c_by: str = C_BY) -> None:
         self.data = data
         self.metric = selection_metric(len(data.classes))
         self.min_effect = MIN_EFFECT[self.metric] if min_effect is None else float(min_effect)
         #: How many standard errors a paired gain must exceed (the ablation varies it).
         self.se_multiple = float(se_multiple)
+        #: How a candidate's C is chosen: its mean inner log-loss ("log_loss") or its task metric ("metric").
+        self.c_by = c_by
         self.seed = seed
         self.y = np.asarray(data.y, dtype=np.int64)
         self.rec = list(np.asarray(data.recordings))
@@ -270,6 +281,7 @@ class Ladder:
         n_backbone = d.d_model * (2 if choice.pooling == "meanstd" else 1)
         weight = column_weights(choice, z, n_backbone, d.plain[choice.pooling].shape[1])
         per_c = {c: [] for c in C_GRID}
+        loss = {c: [] for c in C_GRID}
         oof = {c: [np.zeros((len(z), k)) for _ in self.folds.draws] for c in C_GRID}
         for r, draw in enumerate(self.folds.draws):
             for fit_rows, test_rows in draw:
@@ -282,11 +294,17 @@ class Ladder:
                     proba = _proba(lr, z_test, k)
                     oof[c][r][test_rows] = proba
                     per_c[c].append(fold_score(self.y[test_rows], proba, self.metric))
+                    loss[c].append(weighted_log_loss(self.y[test_rows], proba, self.weights[test_rows]))
         means = {c: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
                  for c, v in ((c, np.asarray(s)) for c, s in per_c.items())}
-        finite = [c for c in C_GRID if np.isfinite(means[c])]
-        best = max(finite, key=lambda c: means[c]) if finite else 1.0
-        grid = [{"C": c, self.metric: None if not np.isfinite(means[c]) else round(means[c], 4)} for c in C_GRID]
+        losses = {c: float(np.mean(v)) for c, v in loss.items()}
+        if self.c_by == "log_loss":  # LogisticRegressionCV's coming default: a proper score, calibrated read-outs
+            best = min(C_GRID, key=lambda c: losses[c])
+        else:
+            finite = [c for c in C_GRID if np.isfinite(means[c])]
+            best = max(finite, key=lambda c: means[c]) if finite else 1.0
+        grid = [{"C": c, self.metric: None if not np.isfinite(means[c]) else round(means[c], 4),
+                 "log_loss": round(losses[c], 4)} for c in C_GRID]
         chosen = choice.with_c(best)
         self._memo[choice] = Scored(name, chosen, np.asarray(per_c[best], dtype=np.float64), oof[best], grid,
                                     chosen.as_dict())

@@ -8,7 +8,7 @@ import torch
 
 from passport_kit.onboard.ladder import (MIN_EFFECT, Ladder, LadderData, fold_score, inner_folds, paired_gain,
                                          set_zero_shot, zero_shot_proba)
-from passport_kit.onboard.probe import fit_read_out
+from passport_kit.onboard.probe import ReadOutChoice, fit_read_out
 
 
 def _blocks(informative: str, n_subjects: int = 6, per: int = 30, seed: int = 0, d: int = 8
@@ -216,3 +216,11 @@ def test_adapt_prints_one_expected_score_for_the_model_it_ships_and_says_when_fo
     assert any("gains" in line for line in ladder_lines(selection(5), verbose=True))
     assert "rough guide" in ladder_lines(selection(2))[1]
     assert "blocked folds within the training night" in ladder_lines(selection(5, "blocks"))[1]
+
+
+def test_c_by_log_loss_picks_the_grids_smallest_inner_log_loss() -> None:
+    plain, y, subjects = _blocks("spectral", seed=2)
+    ladder = Ladder(_data(plain, y, subjects), c_by="log_loss")
+    scored = ladder.score("bandpower", ReadOutChoice(1.0))
+    losses = {g["C"]: g["log_loss"] for g in scored.grid}
+    assert losses[scored.choice.c] == min(losses.values())
