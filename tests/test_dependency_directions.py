@@ -45,6 +45,8 @@ def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE)
                 "passport_kit.cli")),  # the floor under all three
     ("model", ("passport_kit.montage", "passport_kit.signals")),  # positions and quality arrive as tensors
     ("signals/simulator", ("passport_kit.inference",)),  # stage names live in signals.labels
+    ("sleep", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.pretrain", "passport_kit.cli",
+               "passport_kit.model", "passport_kit.engine")),  # priors read windows, never a model (issue 33)
     ("runtime.py", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.model", "passport_kit.signals",
                     "passport_kit.montage", "passport_kit.checkpoint", "passport_kit.cli")),  # the ground floor
     ("contacts.py", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.model", "passport_kit.signals",

@@ -1,30 +1,29 @@
-"""LP-FT: train the mixture adapter starting from the fitted probe read-out, kept only where it helps (issue 26).
+"""LP-FT: train the mixture adapter from the backbone rung's read-out, kept only where it helps (issues 26, 33).
 
-The ``auto`` recipe (the default) runs the probe (:mod:`passport_kit.onboard.probe`) and then asks the
-training subjects whether gradient training of the mixture adapter and the read-out improves on it:
+The ladder's gradient rung (:mod:`passport_kit.onboard.ladder`, ``--recipe auto``): tried only when the
+ladder took the backbone rung, from that read-out, asking the training subjects whether gradient training
+of the mixture adapter and the read-out improves on it:
 
-1. **Start** (the "LP" of LP-FT, Kumar et al. 2022): the probe head's solution, standardisation folded in,
-   with its band-power block and context. When the probe chose band power alone (backbone weight 0) the
-   adapter would get no gradient through the read-out, so the start is the best cross-validated
-   read-out that reads the backbone (stage 2 of the probe's selection).
+1. **Start** (the "LP" of LP-FT, Kumar et al. 2022): the backbone rung's fitted read-out (standardisation
+   folded in, with its band-power block and context), which reads the backbone, so the adapter gets a
+   gradient. The ladder never starts LP-FT from a read-out it rejected.
 2. **Fine-tune**: AdamW without weight decay at a small learning rate (1e-4, the paper's adapter rate,
-   for adapter and read-out alike), cross-entropy without label smoothing and with the probe's capped
-   class weights, and an L2-SP penalty (Li et al. 2018) pulling every trained tensor toward where it
-   started: the pretrained adapter and the fitted read-out. Batches of a head with temporal context are
-   runs of consecutive windows of one recording. Budget: :func:`step_budget` (about four passes over
-   the data, 40 to 400 steps) at a constant rate, so a run stopped after k steps is the first k steps of
-   the full one.
-3. **Decide** by inner cross-validation over training subjects (grouped folds, as the probe's): on each
-   fold the probe's chosen read-out and the LP-FT start are fitted on the fold's training subjects, LP-FT
-   is scored after a quarter, half and all of the budget, the probe at step 0; the step count with the
-   best mean paired gain is kept only if that gain exceeds its standard error (the probe is the
-   simpler model: it wins ties, as the probe's own one-standard-error rule does). Then the adapter is
-   trained on every training window for that many steps; otherwise the probe bundle is kept unchanged.
+   for adapter and read-out alike), cross-entropy without label smoothing and with capped class weights,
+   and an L2-SP penalty (Li et al. 2018) pulling every trained tensor toward where it started: the
+   pretrained adapter and the fitted read-out. Batches of a head with temporal context are runs of
+   consecutive windows of one recording. Budget: :func:`step_budget` (about four passes over the data,
+   40 to 400 steps) at a constant rate, so a run stopped after k steps is the first k steps of the full one.
+3. **Decide** by inner cross-validation over training subjects (grouped folds): on each fold the start
+   read-out is fitted on the fold's training subjects and scored at step 0, LP-FT after a quarter, half
+   and all of the budget; the step count with the best mean paired gain is kept only if that gain exceeds
+   :data:`SE_MULTIPLE` standard errors and the minimum effect (:data:`MIN_EFFECT`), the ladder's rule.
+   Then the adapter is trained on every training window for that many steps; otherwise the read-out is
+   kept unchanged.
 
 Not tried (recorded as the reason): fewer than two training subjects (nothing to cross-validate over), a
-read-out scaled per recording (a batch cannot see the whole night), a policy that trains no adapter
-tensor. ``adapter.json`` ``metrics.selection.adapter_training`` records the decision, both scores, the
-gain and the curve; ``adapt`` prints it.
+policy that trains no adapter tensor; the ladder itself does not offer it for a read-out scaled per
+recording or stacking the sleep prior (a batch cannot carry the whole night). ``adapter.json``
+``metrics.selection.adapter_training`` records the decision, both scores, the gain and the curve.
 """
 
 from __future__ import annotations
