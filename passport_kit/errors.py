@@ -120,3 +120,26 @@ def validation_problem(exc: Any) -> tuple[str, str]:
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err.get("loc", ()))
     return where, str(err.get("msg", "invalid")).removeprefix("Value error, ")
+
+
+def invalid(exc: Any, error: type[PassportError], what: str, fix: str = "fix it and retry") -> PassportError:
+    """Return the one-line user error for a pydantic ``ValidationError`` (raise it ``from None``).
+
+    ``what`` names the thing validated; the first error's field and message follow, then ``fix``.
+    A rule between fields (no field path) gives ``"<what>: <message>"``. Example::
+
+        raise invalid(exc, ConfigError, "invalid adapt option") from None
+        # invalid adapt option batch_size: Input should be greater than 0; fix it and retry
+    """
+    where, message = validation_problem(exc)
+    return error(f"{what} {where}: {message}; {fix}" if where else f"{what}: {message}")
+
+
+def yaml_problem(exc: Any, default: str = "invalid YAML") -> tuple[str, str]:
+    """Return ``(where, problem)`` of a ``yaml.YAMLError``: ``" at line L, column C"`` ('' without a mark).
+
+    Example: ``(" at line 3, column 7", "mapping values are not allowed here")``.
+    """
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return where, getattr(exc, "problem", None) or default
