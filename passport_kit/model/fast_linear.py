@@ -22,7 +22,7 @@ from torch import Tensor
 # None when this torch build lacks oneDNN or the op.
 _ONEDNN_OP = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
 # Off by default (None: every call takes F.linear). Measured on a quiet machine, the lever made
-# whole-model inference and the adapter step 10-18 % *slower* than plain F.linear (docs/RESULTS.md,
+# whole-model inference and the adapter step 10-18 % *slower* than plain F.linear (docs/history/speed.md,
 # "Model speed on CPU"); the earlier gain was seen only under heavy load. Opt in with
 # PASSPORT_KIT_ONEDNN_LINEAR=1 to measure it on other processors.
 _ONEDNN_LINEAR = _ONEDNN_OP if os.environ.get("PASSPORT_KIT_ONEDNN_LINEAR") == "1" else None

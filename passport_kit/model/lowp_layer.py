@@ -2,7 +2,7 @@
 
 Why a separate form: under plain ``torch.autocast`` the bf16 products were fast but everything
 around them was not. Profiled on the AMX Xeon (cbramod-base, 16 x 12 ch x 30 patches,
-docs/RESULTS.md "Model speed"): at inference the products took a sixth of the time and
+docs/history/speed.md, issue 36): at inference the products took a sixth of the time and
 the bf16 GELU on fresh buffers, SDPA's flash kernel on 12- and 30-token sequences, the casts of
 the frozen weights on every call and dtype round trips around LayerNorm the rest; in the
 ``adapter`` step SDPA's flash *backward* in bf16 took half of the whole step. Here:

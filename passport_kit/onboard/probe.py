@@ -1,6 +1,6 @@
 """A linear read-out fitted on frozen features: the primitives of the ladder (:mod:`passport_kit.onboard.ladder`).
 
-Why (issue 18, docs/RESULTS.md § Real EEG): on small real data sets the paper's fine-tuning
+Why (issue 18, docs/history/accuracy.md § Real EEG): on small real data sets the paper's fine-tuning
 recipe barely moved from its initialisation, while a cross-validated logistic regression on the
 same frozen features did far better. The read-out here is that regression:
 

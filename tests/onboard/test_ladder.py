@@ -95,7 +95,7 @@ def test_the_chosen_inner_score_is_never_below_band_powers(informative: str, see
         assert result.chosen_rung == "backbone" and result.expected > result.bandpower.mean + 0.2
     elif informative == "spectral":
         assert result.chosen_rung == "bandpower"  # the textbook, exactly, where the backbone adds nothing
-    # (pure noise: either is chance; the rule may climb on a lucky draw, measured in docs/RESULTS.md § Ladder)
+    # (pure noise: either is chance; the rule may climb on a lucky draw, measured in docs/RESULTS.md § The ladder)
 
 
 def test_lpft_is_tried_only_from_a_backbone_read_out_the_ladder_took() -> None:
