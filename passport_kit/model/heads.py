@@ -115,7 +115,7 @@ def read_out_inputs(z: Tensor, context: int, scaling: str = "none", groups: Sequ
 ProbePooling = Literal["mean", "meanstd"]
 PROBE_POOLINGS: tuple[str, ...] = ("mean", "meanstd")
 #: The layer a new probe head reads: 0 = the patch and channel embedding's output, before any
-#: criss-cross layer. Measured (docs/RESULTS.md § Real EEG, read-out layer): the shipped backbones'
+#: criss-cross layer. Measured (docs/history/accuracy.md § Real EEG, session 7): the shipped backbones'
 #: two transformer layers, pretrained on little data for reconstruction, add nothing a linear
 #: read-out can use, while the pretrained embedding is well ahead of a random one.
 PROBE_LAYER = 0
@@ -145,7 +145,7 @@ class ProbeHead(nn.Module):
     (averaged over channels), i.e. how much it varies within the window.
 
     Why the spectral part: on small real data sets the pooled features of a small pretrained
-    backbone trail a band-power classifier (docs/RESULTS.md, issue 18); a read-out that sees
+    backbone trail a band-power classifier (docs/history/accuracy.md, issue 18); a read-out that sees
     both is never starved of what the classic baseline uses, and the backbone adds what it
     knows on top. The fitted weights are per channel, so the head belongs to one montage.
 
