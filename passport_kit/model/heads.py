@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor, nn
@@ -128,7 +128,51 @@ def pooled_width(d_model: int, pooling: str) -> int:
     return d_model * (2 if pooling == "meanstd" else 1)
 
 
-class ProbeHead(nn.Module):
+class Head(nn.Module):
+    """Base of every classification head: a subclass that sets ``kind`` is registered under it.
+
+    A head owns how it is built from the backbone (:meth:`build`, the keywords a bundle stores),
+    what it stores (:meth:`settings`, adapter.json's ``head`` block) and how it reads the
+    backbone (:meth:`logits`). :class:`Classifier` knows heads only through this class, so a new
+    head is one subclass here plus its keys in ``checkpoint``'s ``HeadSettings``.
+    """
+
+    #: The head's name in adapter.json (``head.kind``, ``variant.head``): one of :data:`HeadKind`.
+    kind: str = ""
+    #: Filled by subclassing: kind → head class.
+    _by_kind: dict[str, type[Head]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("kind")
+        if kind:
+            if kind not in get_args(HeadKind):
+                raise TypeError(f"{cls.__name__}.kind {kind!r} is not one of HeadKind; add it there")
+            Head._by_kind[kind] = cls
+
+    @classmethod
+    def of_kind(cls, kind: str) -> type[Head]:
+        """Return the head class registered as ``kind`` (ConfigError naming the kinds for another)."""
+        if kind not in cls._by_kind:
+            raise ConfigError(f"unknown head kind {kind!r}; choose {' or '.join(repr(k) for k in cls._by_kind)}")
+        return cls._by_kind[kind]
+
+    @classmethod
+    def build(cls, backbone: Backbone, n_classes: int, **options: Any) -> Head:
+        """Return this head over ``backbone`` for ``n_classes`` from its stored keywords (``options``)."""
+        raise NotImplementedError
+
+    def settings(self) -> dict[str, Any]:
+        """Return the keyword arguments of :class:`Classifier` that rebuild this head, in the order stored."""
+        raise NotImplementedError
+
+    def logits(self, backbone: Backbone, x: Tensor, meta: ChannelMeta, mask: Tensor | None,
+               distrust: Tensor | None) -> Tensor:
+        """Return logits ``(B, n_classes)`` of windows ``x`` through ``backbone``."""
+        raise NotImplementedError
+
+
+class ProbeHead(Head):
     """A linear read-out of pooled backbone features and each channel's log band power.
 
     The default head of ``adapt`` (docs/onboarding.md, recipe ``probe``). Its input is
@@ -155,6 +199,44 @@ class ProbeHead(nn.Module):
     windows of one recording, and :func:`~passport_kit.engine.forward.predict_proba`
     passes whole recordings.
     """
+
+    kind = "probe"
+
+    @classmethod
+    def build(cls, backbone: Backbone, n_classes: int, *, n_channels: int | None = None, context: int = 0,
+              layer: int | None = None, pooling_probe: ProbePooling = "mean",
+              bands: Sequence[Sequence[float]] | None = None, scaling: Scaling = "none", n_prior: int = 0,
+              prior: dict[str, Any] | None = None, temperature: float = 1.0,
+              smoothing: dict[str, Any] | None = None) -> ProbeHead:
+        """Return a probe head over ``backbone`` (``n_channels``: the montage's; ``layer`` at most its layers)."""
+        if not n_channels:
+            raise ConfigError("a probe head needs n_channels (the montage's channel count)")
+        n_layers = backbone.config.n_layers
+        if layer is not None and layer > n_layers:  # here, not at the first forward: adapt reads data first
+            raise ConfigError(f"probe_layer {layer} is beyond this backbone's {n_layers} layers; choose 0..{n_layers}")
+        return cls(backbone.config.d_model, n_classes, n_channels, context, layer, pooling_probe, bands, scaling,
+                   n_prior, prior, temperature, smoothing)
+
+    def settings(self) -> dict[str, Any]:
+        """Return the keywords that rebuild this head; those of options a head predates only when set."""
+        out: dict[str, Any] = {"kind": "probe", "n_classes": self.linear.out_features, "n_channels": self.n_channels,
+                               "context": self.context}  # its context and pooling are chosen when it is fitted
+        if self.layer is not None:  # bundles written before the option existed read every layer
+            out |= {"layer": self.layer, "pooling_probe": self.pooling}
+        if self.bands is not None:  # heads written before issue 24 have the old spectral block
+            out |= {"bands": [list(b) for b in self.bands], "scaling": self.scaling}
+        if self.n_prior:  # heads written before issue 33 (and those without a prior) have no such keys
+            out |= {"n_prior": self.n_prior, "prior": dict(self.prior or {})}
+        if self.temperature != 1.0:
+            out |= {"temperature": self.temperature}
+        if self.smoothing is not None:
+            out |= {"smoothing": self.smoothing}
+        return out
+
+    def logits(self, backbone: Backbone, x: Tensor, meta: ChannelMeta, mask: Tensor | None,
+               distrust: Tensor | None) -> Tensor:
+        """Return logits of ``x``: the backbone read after ``layer`` layers, and the windows' band power."""
+        return self(backbone(x, meta, mask, distrust, self.layer), x)
 
     def __init__(self, d_model: int, n_classes: int, n_channels: int, context: int = 0, layer: int | None = None,
                  pooling: ProbePooling = "mean", bands: Sequence[Sequence[float]] | None = None,
@@ -265,7 +347,7 @@ class ProbeHead(nn.Module):
         return temper(out, self.temperature).astype(np.float32)
 
 
-class ClassificationHead(nn.Module):
+class ClassificationHead(Head):
     """Pool encoder features, normalise, then a two-layer MLP with dropout.
 
     ``mean``: average over channels and patches → D features (any C and P).
@@ -273,6 +355,26 @@ class ClassificationHead(nn.Module):
     The parameter-free pooling makes the head independent of the channel count, so one head
     serves any montage.
     """
+
+    kind = "mlp"
+
+    @classmethod
+    def build(cls, backbone: Backbone, n_classes: int, *, pooling: Pooling = "mean", n_patches: int | None = None,
+              hidden: int = 200, dropout: float = 0.1) -> ClassificationHead:
+        """Return the paper's MLP head over ``backbone``'s width."""
+        return cls(backbone.config.d_model, n_classes, pooling=pooling, n_patches=n_patches, hidden=hidden,
+                   dropout=dropout)
+
+    def settings(self) -> dict[str, Any]:
+        """Return the keywords that rebuild this head (no "kind": bundles before the probe head read back unchanged)."""
+        first, dropout, last = self.net[0], self.net[2], self.net[-1]
+        return {"n_classes": last.out_features, "pooling": self.pooling, "n_patches": self.n_patches,
+                "hidden": first.out_features, "dropout": dropout.p}
+
+    def logits(self, backbone: Backbone, x: Tensor, meta: ChannelMeta, mask: Tensor | None,
+               distrust: Tensor | None) -> Tensor:
+        """Return logits of ``x`` from the backbone's output."""
+        return self(backbone(x, meta, mask, distrust))
 
     def __init__(
         self,
@@ -314,87 +416,32 @@ class ClassificationHead(nn.Module):
 
 
 class Classifier(FrozenStaysEval, nn.Module):
-    """Backbone + classification head; ``forward(x, meta) -> (B, n_classes)`` logits."""
+    """Backbone + classification head; ``forward(x, meta) -> (B, n_classes)`` logits.
 
-    def __init__(
-        self,
-        backbone: Backbone,
-        n_classes: int,
-        *,
-        pooling: Pooling = "mean",
-        n_patches: int | None = None,
-        hidden: int = 200,
-        dropout: float = 0.1,
-        kind: HeadKind = "mlp",
-        n_channels: int | None = None,
-        context: int = 0,
-        layer: int | None = None,
-        pooling_probe: ProbePooling = "mean",
-        bands: Sequence[Sequence[float]] | None = None,
-        scaling: Scaling = "none",
-        n_prior: int = 0,
-        prior: dict[str, Any] | None = None,
-        temperature: float = 1.0,
-        smoothing: dict[str, Any] | None = None,
-    ) -> None:
+    ``kind`` names the head (:class:`Head`'s registry: ``mlp``, the paper's; ``probe``, the
+    cross-validated read-out) and ``head_options`` are that head's keywords, as
+    ``adapter.json``'s ``head`` block stores them (:attr:`head_settings`).
+    """
+
+    def __init__(self, backbone: Backbone, n_classes: int, *, kind: HeadKind = "mlp", **head_options: Any) -> None:
         super().__init__()
         self.backbone = backbone
-        self.head: ClassificationHead | ProbeHead
-        if kind == "probe":
-            if not n_channels:
-                raise ConfigError("a probe head needs n_channels (the montage's channel count)")
-            n_layers = backbone.config.n_layers
-            if layer is not None and layer > n_layers:  # here, not at the first forward: adapt reads data first
-                raise ConfigError(f"probe_layer {layer} is beyond this backbone's {n_layers} layers; "
-                                  f"choose 0..{n_layers}")
-            self.head = ProbeHead(backbone.config.d_model, n_classes, n_channels, context, layer, pooling_probe,
-                                  bands, scaling, n_prior, prior, temperature, smoothing)
-            self._head_settings: dict[str, Any] = {"kind": "probe", "n_classes": n_classes, "n_channels": n_channels}
-        elif kind == "mlp":
-            self.head = ClassificationHead(
-                backbone.config.d_model,
-                n_classes,
-                pooling=pooling,
-                n_patches=n_patches,
-                hidden=hidden,
-                dropout=dropout,
-            )
-            # No "kind" key: bundles written before the probe head existed read back unchanged.
-            self._head_settings = {
-                "n_classes": n_classes,
-                "pooling": pooling,
-                "n_patches": self.head.n_patches,
-                "hidden": hidden,
-                "dropout": dropout,
-            }
-        else:
-            raise ConfigError(f"unknown head kind {kind!r}; choose 'mlp' or 'probe'")
+        builder = Head.of_kind(kind)
+        try:
+            self.head: Head = builder.build(backbone, n_classes, **head_options)
+        except TypeError as exc:  # a keyword another head takes
+            raise ConfigError(f"head {kind!r} does not take these settings ({exc}); give that head's own") from None
         self.policy = "full"
 
     @property
     def head_settings(self) -> dict[str, Any]:
         """Return the keyword arguments that rebuild this head (stored in adapter bundles)."""
-        if isinstance(self.head, ProbeHead):  # its context and pooling are chosen when it is fitted
-            settings = self._head_settings | {"context": self.head.context}
-            if self.head.layer is not None:  # bundles written before the option existed read every layer
-                settings |= {"layer": self.head.layer, "pooling_probe": self.head.pooling}
-            if self.head.bands is not None:  # heads written before issue 24 have the old spectral block
-                settings |= {"bands": [list(b) for b in self.head.bands], "scaling": self.head.scaling}
-            if self.head.n_prior:  # heads written before issue 33 (and those without a prior) have no such keys
-                settings |= {"n_prior": self.head.n_prior, "prior": dict(self.head.prior or {})}
-            if self.head.temperature != 1.0:
-                settings |= {"temperature": self.head.temperature}
-            if self.head.smoothing is not None:
-                settings |= {"smoothing": self.head.smoothing}
-            return settings
-        return dict(self._head_settings)
+        return self.head.settings()
 
     def forward(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
                 distrust: Tensor | None = None) -> Tensor:
         """Return logits ``(B, n_classes)`` for ``x`` ``(B, C, P, 200)`` (``mask``, ``distrust``: see Backbone)."""
-        if isinstance(self.head, ProbeHead):
-            return self.head(self.backbone(x, meta, mask, distrust, self.head.layer), x)
-        return self.head(self.backbone(x, meta, mask, distrust))
+        return self.head.logits(self.backbone, x, meta, mask, distrust)
 
     def read_out_features(self, x: Tensor, meta: ChannelMeta, mask: Tensor | None = None,
                           distrust: Tensor | None = None, pooling: ProbePooling | None = None) -> Tensor:

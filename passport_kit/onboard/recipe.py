@@ -16,37 +16,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from passport_kit.contacts import DEFAULT_DISTRUST, DEFAULT_UNCORRELATED, ContactPolicy
 from passport_kit.errors import ConfigError, validation_problem
+from passport_kit.onboard.recipes import (PROBE_LAYER, AutoRecipe, FinetuneRecipe, default_recipe, get_recipe,
+                                          gradient_options_given, recipe_names)
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where the settings are made
     from passport_kit.onboard.finetune import FinetuneSettings
 
 _Options = TypeVar("_Options", bound=BaseModel)
-#: How ``adapt`` trains (docs/onboarding.md § Recipes): the cross-validated probe, then adapter training (LP-FT)
-#: where the inner cross-validation says it helps (``auto``, the default); the probe alone; or the paper's
-#: gradient fine-tuning from a fresh head.
-Recipe = Literal["auto", "probe", "finetune"]
+#: How ``adapt`` trains: the name of a registered recipe (:mod:`passport_kit.onboard.recipes`, docs/onboarding.md
+#: § Recipes): ``auto`` (the default), ``probe`` or ``finetune``.
+Recipe = str
 #: What gradient training trains and how it meets skewed classes: the values of onboard.finetune's TrainPolicy and
 #: Balance (the same Literals, kept equal by a test: finetune imports torch, this module must not).
 TrainPolicy = Literal["adapter", "head", "full"]
 Balance = Literal["weights", "sampler", "none"]
-#: The backbone layer the probe reads by default: model.heads.PROBE_LAYER (kept equal by a test, for the same reason).
-PROBE_LAYER = 0
-#: Options only the ``finetune`` recipe uses, with the values that leave them unset: the probe fits a read-out
-#: by a solver and cross-validation, so a step budget, learning rates, epochs, early stopping, a class
-#: sampler, dropout, a validation share or training more than the head would be ignored by it (issue 27).
-#: ``train``: the probe fits the head alone (``head``), and ``adapter``, the default, is kept as pretrained.
-FINETUNE_ONLY: dict[str, tuple[Any, ...]] = {
-    "max_steps": (None,), "eval_every": (None,), "corrupt_prob": (0.0,), "quality_gate": (False,),
-    "channel_dropout": (0.0,), "train": ("adapter", "head"), "epochs": (50,), "lr": (1e-4,), "head_lr": (None,),
-    "patience": (5,), "balance": ("weights",), "dropout": (0.1,), "validation_fraction": (0.2,),
-}
-#: The gradient options that act on the ``auto`` recipe's adapter-training stage (LP-FT): its rates, its step
-#: budget and what it trains. The other FINETUNE_ONLY options are refused with ``--recipe auto``.
-AUTO_ACTS = ("lr", "head_lr", "max_steps", "train")
+#: Options only the ``finetune`` recipe uses, with the values that leave them unset (the recipe's own words there).
+FINETUNE_ONLY: dict[str, tuple[Any, ...]] = FinetuneRecipe.only
+#: The gradient options that act on the ``auto`` recipe's adapter-training stage (LP-FT). The other FINETUNE_ONLY
+#: options are refused with ``--recipe auto``.
+AUTO_ACTS = AutoRecipe.takes
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 
 
@@ -60,13 +52,10 @@ class RecipeOptions(ContactPolicy):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    recipe: Recipe = Field("auto", description="'auto' (default): the probe, then the mixture adapter trained "
-                           "from the probe's read-out (LP-FT, L2-SP) when cross-validation over the training "
-                           "subjects says it helps; 'probe': a linear read-out of frozen pooled features and band "
-                           "powers, regularisation chosen by cross-validation over subjects; 'finetune': the "
-                           "paper's recipe (AdamW on the adapter and a fresh MLP head, early stopping on validation "
-                           "subjects). Not given: 'finetune' when an option only it uses is set (FINETUNE_ONLY), "
-                           "else 'auto'")
+    recipe: Recipe = Field("auto", description="how the model is trained: "
+                           + "; ".join(f"'{name}': {get_recipe(name).help}" for name in recipe_names())
+                           + ". Not given: 'finetune' when an option only it uses is set (FINETUNE_ONLY), else "
+                           "'auto'")
     context: int | None = Field(None, ge=0, le=20, description="probe recipe: sleep epochs of temporal context on "
                                 "each side that the read-out also sees (default: chosen by cross-validation among 0 "
                                 "and 2 for sleep staging, 0 otherwise)")
@@ -111,26 +100,24 @@ class RecipeOptions(ContactPolicy):
     @model_validator(mode="before")
     @classmethod
     def _resolve_recipe(cls, data: Any) -> Any:
-        # Gradient-only options say which recipe is meant; given with an explicit 'probe' they are a mistake.
+        # Gradient-only options say which recipe is meant; given with a recipe that ignores them they are a mistake.
         if not isinstance(data, dict):
             return data
         given = gradient_options_given(data)
         if data.get("recipe") is None:
-            data = {**data, "recipe": "finetune" if given else "auto"}
-        elif data["recipe"] == "probe" and given:
-            raise ValueError(f"recipe 'probe' ignores {', '.join(given)} (they only apply to gradient training); "
-                             "drop them, or pass --recipe finetune, or --recipe auto for lr, head_lr, max_steps "
-                             "and train")
-        elif data["recipe"] == "auto" and set(given) - set(AUTO_ACTS):
-            refused = [k for k in given if k not in AUTO_ACTS]
-            raise ValueError(f"recipe 'auto' ignores {', '.join(refused)} (its adapter training takes only "
-                             f"{', '.join(AUTO_ACTS)}); drop them or pass --recipe finetune")
-        if data["recipe"] == "finetune" and data.get("context") is not None:
-            raise ValueError("context applies to recipe 'probe' only; drop it or drop the finetune options")
-        for key, default in (("probe_layer", PROBE_LAYER), ("probe_pooling", "auto")):
-            if data["recipe"] == "finetune" and data.get(key, default) != default:
-                raise ValueError(f"{key} applies to recipe 'probe' only; drop it or drop the finetune options")
+            data = {**data, "recipe": default_recipe(given)}
+        if data["recipe"] in recipe_names():  # another name: the field's own check says so
+            problem = get_recipe(data["recipe"]).refuse(data, given)
+            if problem:
+                raise ValueError(problem)
         return data
+
+    @field_validator("recipe")
+    @classmethod
+    def _known_recipe(cls, value: str) -> str:
+        if value not in recipe_names():
+            raise ValueError(f"unknown recipe {value!r}; choose {', '.join(recipe_names())}")
+        return value
 
     def settings(self, seed: int) -> FinetuneSettings:
         """Return the optimisation settings of one training run with ``seed``."""
@@ -155,15 +142,6 @@ def naming_metric(progress: ProgressFn | None, n_classes: int) -> ProgressFn | N
 
     metric = selection_metric(n_classes)
     return lambda step, total, info: progress(step, total, {**info, "metric": metric})
-
-
-def gradient_options_given(options: Any) -> list[str]:
-    """Return the names of the FINETUNE_ONLY options set in ``options`` (a mapping or RecipeOptions), in their order.
-
-    Example: ``gradient_options_given({"lr": 0.01, "train": "full"}) == ["train", "lr"]``.
-    """
-    get = options.get if isinstance(options, dict) else lambda k, d: getattr(options, k, d)
-    return [k for k, unset in FINETUNE_ONLY.items() if get(k, unset[0]) not in unset]
 
 
 def parse_options(model: type[_Options], command: str, config: _Options | None, options: dict[str, Any]) -> _Options:

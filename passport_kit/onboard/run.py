@@ -14,7 +14,7 @@
    (:func:`~passport_kit.contacts.channel_masks`), so a model is trained the way it is used.
 
 :func:`train_once` builds a classifier over a backbone (rows for a ``channel-id`` table's
-unseen channels added first) and fits it by the recipe (:func:`train_classifier`).
+unseen channels added first) and fits it by the recipe (:mod:`passport_kit.onboard.recipes`).
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ from passport_kit.signals.dataset_spec import DatasetSpec, load_dataset_spec
 from passport_kit.signals.quality import ChannelQuality, quality_summary, windowset_quality
 from passport_kit.signals.recording import KEEP, fit_preprocessing
 from passport_kit.signals.windows import FLAG_FLAT, FLAG_NAN
-from passport_kit.onboard.finetune import FitResult, fit, near_chance, selection_metric
+from passport_kit.onboard.finetune import FitData, FitResult, FitRun
 from passport_kit.onboard.lpft import AdapterTraining, decide, lpft_settings, not_tried, step_budget
 from passport_kit.onboard.lpft import train as lpft_train
 from passport_kit.onboard.recipe import ProgressFn, Recipe, RecipeOptions
-from passport_kit.onboard.ladder import RUNG_ORDER, LadderData, fit_ladder, ladder_summary
-from passport_kit.onboard.probe import CONTEXTS, POOLINGS, ReadOutChoice, class_warnings
-from passport_kit.onboard.splits import unique_subjects
+from passport_kit.onboard.recipes import FitJob, get_recipe
+from passport_kit.onboard.ladder import LadderData
+from passport_kit.onboard.probe import CONTEXTS, POOLINGS, ReadOutChoice
 
 
 @dataclass
@@ -142,17 +142,19 @@ def train_once(
     The one model step of ``adapt`` and ``evaluate``: a ``channel-id`` table gets freshly
     initialised rows for the montage's channels it has never seen (no-op for other kinds),
     the classifier is built under ``options.train`` (:func:`build_classifier`) and fitted
-    (:func:`train_classifier`). ``backbone`` is changed in place: pass a copy to keep it.
+    by the recipe (:meth:`~passport_kit.onboard.recipes.Recipe.fit`). ``backbone`` is changed
+    in place: pass a copy to keep it.
     """
     backbone.add_channels(run.meta.names)
     model = build_classifier(backbone, len(run.windows.classes), options.train, dropout=options.dropout,
                              recipe=options.recipe, n_channels=len(run.meta.names), probe_layer=options.probe_layer,
                              bands=carried_bands(run.preprocess.h_freq))
-    fitted, selection, notes, bandpower_head = train_classifier(
-        options, model, run.windows, run.meta, train_idx, val_idx, seed=seed, device=device, precision=precision,
-        state_path=state_path, run_config=run_config, progress=progress, channel_mask=run.channel_mask,
-        distrust=run.distrust)
-    return TrainedRun(model=model, fit=fitted, selection=selection, warnings=notes, bandpower_head=bandpower_head)
+    job = FitJob(run.windows, run.meta, train_idx, val_idx, seed=seed, device=device, precision=precision,
+                 state_path=state_path, run_config=run_config, progress=progress, channel_mask=run.channel_mask,
+                 distrust=run.distrust)
+    fitted = get_recipe(options.recipe).fit(options, model, job)
+    return TrainedRun(model=model, fit=fitted.result, selection=fitted.selection, warnings=fitted.warnings,
+                      bandpower_head=fitted.bandpower_head)
 
 
 def usable_windows(windows: Any, *, skip_flagged: bool = True) -> np.ndarray:
@@ -172,110 +174,47 @@ def usable_windows(windows: Any, *, skip_flagged: bool = True) -> np.ndarray:
 def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: float = 0.1, recipe: Recipe = "finetune",
                      n_channels: int | None = None, probe_layer: int = PROBE_LAYER,
                      bands: tuple[tuple[float, float], ...] = STANDARD_BANDS) -> Any:
-    """Return a Classifier over ``backbone`` with ``policy`` applied and checked.
+    """Return a Classifier over ``backbone`` with the head of ``recipe`` and ``policy`` applied and checked.
 
-    The ``probe`` recipe gets a :class:`~passport_kit.model.heads.ProbeHead` over ``n_channels``
+    The probe recipes get a :class:`~passport_kit.model.heads.ProbeHead` over ``n_channels``
     channels reading the backbone after ``probe_layer`` criss-cross layers and the log absolute
     and relative power of each channel in ``bands`` (Hz: the standard bands the data carries,
     :func:`~passport_kit.model.spectral.carried_bands`); ``finetune`` the paper's MLP head.
     """
-    if recipe in ("probe", "auto"):
-        model = Classifier(backbone, n_classes, kind="probe", n_channels=n_channels, layer=probe_layer, bands=bands)
-    else:
-        model = Classifier(backbone, n_classes, dropout=dropout)
+    head = get_recipe(recipe).head_options(n_channels=n_channels, dropout=dropout, probe_layer=probe_layer,
+                                           bands=bands)
+    model = Classifier(backbone, n_classes, **head)
     apply_policy(model, policy)
     check_policy(model, policy)
     return model
 
 
-def train_classifier(
-    cfg: RecipeOptions, model: Any, windows: Any, meta: Any, train_idx: np.ndarray, val_idx: np.ndarray, *, seed: int,
-    device: Any, precision: Any, state_path: Path | None = None, run_config: dict[str, Any] | None = None,
-    progress: ProgressFn | None = None, channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
-) -> tuple[FitResult, dict[str, Any], list[str], Any]:
-    """Return the fit of ``model`` by ``cfg.recipe``, its selection block, the warnings and the band-power head.
-
-    The one training step of ``adapt`` and ``evaluate``. ``probe``: the head is fitted on the
-    training and validation rows together, selecting by cross-validation over their subjects
-    (:func:`~passport_kit.onboard.probe.fit_probe`); ``finetune``: gradient steps on the
-    training rows, selection on the validation rows (:func:`~passport_kit.onboard.finetune.fit`).
-    The band-power head is the probe's read-out of band power alone (None for finetune), the reference
-    ``evaluate`` scores.
-    """
-    classes = list(windows.classes)
-    if cfg.recipe in ("probe", "auto"):
-        rows = np.sort(np.concatenate([train_idx, val_idx]))
-        forward = {"batch_size": max(cfg.batch_size, 64), "device": device, "channel_mask": channel_mask,
-                   "distrust": distrust}
-        lpft = None
-        if cfg.recipe == "auto":
-            def lpft(choice: Any, plain: dict[str, np.ndarray]) -> AdapterTraining:
-                return adapter_training(cfg, model, windows, meta, rows, choice, plain, seed=seed, device=device,
-                                        precision=precision, channel_mask=channel_mask, distrust=distrust,
-                                        state_path=state_path, run_config=run_config, progress=progress)
-        fitted = fit_ladder(model, windows.x, windows.y, meta, classes, rows, windows.subject,
-                            lambda plain, r: ladder_data(cfg, windows, plain, r, head=model.head), seed=seed,
-                            forward=forward, lpft=lpft, min_effect=cfg.min_effect,
-                            progress=None if progress is None else (
-                                lambda rung: progress(RUNG_ORDER.index(rung), len(RUNG_ORDER), {"rung": rung})))
-        if progress is not None:
-            progress(len(RUNG_ORDER), len(RUNG_ORDER),
-                     {} if fitted.result.expected is None else {"val": fitted.result.expected})
-        decision = fitted.result.lpft
-        steps = decision.steps if decision is not None and decision.trained else 0
-        result = FitResult(best_step=steps, steps=steps, best_score=fitted.result.expected,
-                           validation=fitted.validation, seconds=fitted.seconds)
-        summary = ladder_summary(fitted, cfg.recipe)
-        if cfg.recipe == "auto":  # the LP-FT rung's decision, or why it was not tried
-            lpft_rung = next(r for r in fitted.result.rungs if r.name == "lpft")
-            summary["adapter_training"] = (decision if decision is not None else not_tried(lpft_rung.reason)).as_dict()
-        return result, summary, fitted.warnings, fitted.bandpower_head
-    result = fit(
-        model, windows.x, windows.y, meta, classes, cfg.settings(seed), train_index=train_idx, val_index=val_idx,
-        device=device, precision=precision, state_path=state_path, run_config=run_config, progress=progress,
-        channel_mask=channel_mask, distrust=distrust,
-    )
-    metric = selection_metric(len(classes))
-    n_val = len(unique_subjects(windows.subject[val_idx])) if len(val_idx) else 0
-    notes = class_warnings(np.asarray(windows.y)[train_idx], classes)
-    if n_val < 2:
-        notes.append(f"{n_val} validation subject(s): the kept state was chosen on "
-                     f"{len(val_idx)} windows of one person or none; its score says little")
-    if result.best_score is not None and near_chance(result.best_score, metric):
-        notes.append(f"validation {metric} {result.best_score:.3f} is near chance")
-    selection = {"recipe": "finetune", "metric": metric,
-                 "score": None if result.best_score is None else round(result.best_score, 4),
-                 "method": f"best of every evaluation on {n_val} validation subject(s)", "best_step": result.best_step}
-    return result, selection, notes, None
-
-
-def adapter_training(cfg: RecipeOptions, model: Any, windows: Any, meta: Any, rows: np.ndarray, start: ReadOutChoice,
-                     plain: dict[str, np.ndarray], *, seed: int, device: Any, precision: Any,
-                     channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
-                     state_path: Path | None = None, run_config: dict[str, Any] | None = None,
-                     progress: ProgressFn | None = None) -> AdapterTraining:
+def adapter_training(cfg: RecipeOptions, model: Any, job: FitJob, rows: np.ndarray, start: ReadOutChoice,
+                     plain: dict[str, np.ndarray]) -> AdapterTraining:
     """Return the ladder's LP-FT rung (:mod:`passport_kit.onboard.lpft`) from read-out ``start`` (the backbone
     rung's, which the ladder took); when it pays, train ``model``'s adapter and read-out from it on ``rows``.
 
     ``plain``: the read-out inputs of ``rows`` per pooling. ``--lr``, ``--head-lr`` and ``--max-steps`` act on
     this stage (its rates and step budget)."""
+    windows = job.windows
     trainable = [n for n, p in model.named_parameters() if p.requires_grad and not n.startswith("head.")]
     if not trainable:
         return not_tried(f"the policy '{cfg.train}' trains no adapter tensor")
     if len(np.unique(np.asarray(windows.subject)[rows])) < 2:
         return not_tried("fewer than two training subjects: nothing to cross-validate adapter training over")
     steps = cfg.max_steps or step_budget(len(rows), cfg.batch_size)
-    settings = lpft_settings(steps=steps, batch_size=cfg.batch_size, lr=cfg.lr, head_lr=cfg.head_lr, seed=seed)
+    settings = lpft_settings(steps=steps, batch_size=cfg.batch_size, lr=cfg.lr, head_lr=cfg.head_lr, seed=job.seed)
     recordings = np.asarray(windows.recording)
-    decision = decide(model, windows.x, windows.y, meta, list(windows.classes), rows, windows.subject,
+    decision = decide(model, windows.x, windows.y, job.meta, job.classes, rows, windows.subject,
                       chosen=start, start=start, plain=plain, recordings=recordings, settings=settings,
-                      device=device, precision=precision, channel_mask=channel_mask, distrust=distrust, seed=seed,
-                      min_effect=cfg.min_effect)
+                      device=job.device, precision=job.precision, channel_mask=job.channel_mask,
+                      distrust=job.distrust, seed=job.seed, min_effect=cfg.min_effect)
     if decision.trained:
-        lpft_train(model, windows.x, windows.y, meta, list(windows.classes), rows, start=start, plain=plain,
-                   recordings=recordings, settings=settings.model_copy(update={"max_steps": decision.steps}),
-                   seed=seed, device=device, precision=precision, state_path=state_path, run_config=run_config,
-                   progress=progress, channel_mask=channel_mask, distrust=distrust)
+        lpft_train(model, FitData(windows.x, windows.y, job.meta, job.classes, channel_mask=job.channel_mask,
+                                  distrust=job.distrust, sequence=recordings), rows, start=start, plain=plain,
+                   settings=settings.model_copy(update={"max_steps": decision.steps}), seed=job.seed,
+                   run=FitRun(device=job.device, precision=job.precision, state_path=job.state_path,
+                              run_config=job.run_config, progress=job.progress))
     return decision
 
 
@@ -394,6 +333,5 @@ def dataset_preprocess(info: Any, data: Path | DatasetSpec, *, instance_norm: bo
                              h_freq=h_freq if h_freq is not None else spec.h_freq)
 
 
-__all__ = ["RunData", "TrainedRun", "cached_prior", "dataset_prior", "build_classifier", "dataset_channel_masks", "dataset_preprocess",
-           "dataset_quality", "prepare_run", "train_classifier", "train_once",
-           "usable_windows"]
+__all__ = ["RunData", "TrainedRun", "adapter_training", "build_classifier", "cached_prior", "dataset_channel_masks",
+           "dataset_preprocess", "dataset_prior", "dataset_quality", "prepare_run", "train_once", "usable_windows"]

@@ -27,7 +27,8 @@ import yaml
 from pydantic import ValidationError
 
 from passport_kit.bounded_yaml import load_yaml
-from passport_kit.errors import ConfigError, validation_problem
+from passport_kit.errors import ConfigError, validation_problem, yaml_problem
+from passport_kit.onboard.recipes import get_recipe, recipe_names
 
 #: ``format`` of adapter.json (checkpoint.ADAPTER_FORMAT; not imported: reading a run file needs no torch).
 _ADAPTER_FORMAT = "passport-kit/adapter-bundle"
@@ -45,16 +46,15 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
     try:
         data = load_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "not YAML"
+        where, problem = yaml_problem(exc, "not YAML")
         raise ConfigError(f"run file '{path}' is not valid YAML{where} ({problem}); fix the file") from None
     if isinstance(data, dict) and data.get("format") == _ADAPTER_FORMAT:
         data = data.get("training")
         if not isinstance(data, dict) or not data:
             raise ConfigError(f"'{path}' is an adapter bundle's adapter.json without training settings; "
                               "give a run file (YAML) instead")
-        if data.get("recipe") == "probe":  # bundles before issue 27 recorded a head_lr the probe never used
+        if data.get("recipe") in recipe_names() and "head_lr" not in get_recipe(data["recipe"]).takes:
+            # bundles of the probe before issue 27 recorded a head_lr the probe never used
             data = {k: v for k, v in data.items() if k != "head_lr"}
     if not isinstance(data, dict):
         raise ConfigError(f"run file '{path}' must hold a mapping of adapt settings (e.g. 'montage: eesm17-ear', "

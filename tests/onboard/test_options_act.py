@@ -69,4 +69,4 @@ def test_adapt_names_its_recipe_and_counts_what_the_probe_fitted(tmp_path: Path,
 def test_recipe_is_shown_as_a_choice(command: str) -> None:
     result = RUN.invoke(app, [command, "--help"])
     assert "--recipe <auto|probe|finetune>" in result.output
-    assert "gradient recipe. Default: finetune if an option only it uses is given" in " ".join(result.output.split())
+    assert "validation subjects). Default: finetune if an option only it uses is given" in " ".join(result.output.split())

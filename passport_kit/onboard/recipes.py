@@ -1,0 +1,320 @@
+"""The training recipes, one class each, registered by name: how ``adapt`` and ``evaluate`` fit a model.
+
+A recipe owns the options it takes (and the words that refuse the others), its head kind
+(:class:`~passport_kit.model.heads.Head`), its fit step and what it records in adapter.json.
+Everything else asks the registry (:func:`get_recipe`) instead of comparing the recipe's name,
+so a new recipe is one subclass here (and its test)::
+
+    class MyRecipe(Recipe):
+        name = "mine"
+        help = "what it does, for --help"
+        head = "probe"
+        def fit(self, options, model, job): ...
+
+``probe`` fits the ladder's read-out (:mod:`passport_kit.onboard.ladder`); ``auto`` (the default)
+adds the ladder's gradient rung, adapter training from the read-out (LP-FT); ``finetune`` is the
+paper's gradient recipe (:func:`passport_kit.onboard.finetune.fit`). This module imports no torch
+at import time: the CLI reads the names and help when it starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from passport_kit.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover - torch: imported where a model is fitted; the options import this module
+    from passport_kit.onboard.finetune import FitResult
+    from passport_kit.onboard.recipe import ProgressFn, RecipeOptions
+
+#: The backbone layer the probe reads by default: model.heads.PROBE_LAYER (kept equal by a test: that module imports
+#: torch, this one must not).
+PROBE_LAYER = 0
+
+
+@dataclass(frozen=True)
+class FitJob:
+    """What one fit reads besides its options and model: the windows, the rows, and how to run.
+
+    ``windows`` a :class:`~passport_kit.signals.WindowSet`; ``meta`` its channels as the model
+    reads them; ``train_idx`` / ``val_idx`` rows of ``windows``; ``channel_mask`` / ``distrust``
+    ``(N, C)`` poor contacts (None: off); ``state_path`` / ``run_config`` resumable state.
+    """
+
+    windows: Any
+    meta: Any
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    seed: int
+    device: Any
+    precision: Any
+    state_path: Path | None = None
+    run_config: dict[str, Any] | None = None
+    progress: ProgressFn | None = None
+    channel_mask: np.ndarray | None = None
+    distrust: np.ndarray | None = None
+
+    @property
+    def classes(self) -> list[str]:
+        """Return the class names."""
+        return list(self.windows.classes)
+
+
+@dataclass
+class Fitted:
+    """Return-value object of :meth:`Recipe.fit`: the fit, adapter.json's selection block, the warnings and the
+    band-power read-out fitted on the same rows (the reference ``evaluate`` scores; None where there is none)."""
+
+    result: FitResult
+    selection: dict[str, Any]
+    warnings: list[str]
+    bandpower_head: Any = None
+
+
+class Recipe:
+    """Base of every recipe; a subclass that sets ``name`` is registered under it."""
+
+    #: The value of ``--recipe`` / ``recipe:`` that names it.
+    name: ClassVar[str] = ""
+    #: One line for ``--help`` (after "name: ").
+    help: ClassVar[str] = ""
+    #: The head it fits (:data:`passport_kit.model.heads.HeadKind`).
+    head: ClassVar[str] = "probe"
+    #: The gradient options (:attr:`FinetuneRecipe.only`) it acts on; the others given with it are refused
+    #: (:meth:`refuse`).
+    takes: ClassVar[tuple[str, ...]] = ()
+    #: Filled by subclassing, in definition order: name → recipe class.
+    _by_name: ClassVar[dict[str, type[Recipe]]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("name"):
+            Recipe._by_name[cls.name] = cls
+
+    # -- options ---------------------------------------------------------------------------------------------------
+    def refuse(self, data: dict[str, Any], given: list[str]) -> str | None:
+        """Return why ``data`` (the options as given) does not suit this recipe, or None; ``given``: the gradient
+        options set in it."""
+        return None
+
+    def validation_fraction(self, options: RecipeOptions) -> float | None:
+        """Return the share of subjects held out to select the training's best state (None: the recipe
+        cross-validates inside the training subjects instead)."""
+        return None
+
+    def chosen_by(self, options: RecipeOptions) -> list[str]:
+        """Return the options that chose this recipe when none was named (for the line that names the recipe)."""
+        return []
+
+    # -- the model -------------------------------------------------------------------------------------------------
+    def head_options(self, *, n_channels: int | None, dropout: float, probe_layer: int,
+                     bands: tuple[tuple[float, float], ...]) -> dict[str, Any]:
+        """Return the head's keywords for :class:`~passport_kit.model.Classifier` (``kind`` among them)."""
+        raise NotImplementedError
+
+    def fit(self, options: RecipeOptions, model: Any, job: FitJob) -> Fitted:
+        """Return the fit of ``model`` on ``job``'s rows (the head, and what the options train)."""
+        raise NotImplementedError
+
+    # -- the record ------------------------------------------------------------------------------------------------
+    def recorded_head_lr(self, options: RecipeOptions, seed: int) -> float | None:
+        """Return the head learning rate adapter.json records (the probe has none: unset stays unset)."""
+        return options.head_lr
+
+    def fitted_summary(self, model: Any, selection: dict[str, Any], summary: str) -> str:
+        """Return the line that says what was trained (``summary``: the trainable tensors of the policy)."""
+        return summary
+
+
+class ProbeRecipe(Recipe):
+    """``probe``: the ladder's read-out of frozen features and band powers, chosen by cross-validation."""
+
+    name = "probe"
+    help = ("a linear read-out of the frozen model's pooled features and band powers, regularisation chosen by "
+            "cross-validation over subjects")
+
+    def refuse(self, data: dict[str, Any], given: list[str]) -> str | None:
+        if given:
+            return (f"recipe '{self.name}' ignores {', '.join(given)} (they only apply to gradient training); drop "
+                    f"them, or pass --recipe finetune, or --recipe auto for {', '.join(AutoRecipe.takes[:-1])} and "
+                    f"{AutoRecipe.takes[-1]}")
+        return None
+
+    def head_options(self, *, n_channels: int | None, dropout: float, probe_layer: int,
+                     bands: tuple[tuple[float, float], ...]) -> dict[str, Any]:
+        return {"kind": "probe", "n_channels": n_channels, "layer": probe_layer, "bands": bands}
+
+    def fit(self, options: RecipeOptions, model: Any, job: FitJob) -> Fitted:
+        from passport_kit.onboard.finetune import FitResult
+        from passport_kit.onboard.ladder import RUNG_ORDER, fit_ladder, ladder_summary
+        from passport_kit.onboard.run import ladder_data
+
+        windows, progress = job.windows, job.progress
+        rows = np.sort(np.concatenate([job.train_idx, job.val_idx]))
+        forward = {"batch_size": max(options.batch_size, 64), "device": job.device, "channel_mask": job.channel_mask,
+                   "distrust": job.distrust}
+        fitted = fit_ladder(model, windows.x, windows.y, job.meta, job.classes, rows, windows.subject,
+                            lambda plain, r: ladder_data(options, windows, plain, r, head=model.head), seed=job.seed,
+                            forward=forward, lpft=self.gradient_rung(options, model, job, rows),
+                            min_effect=options.min_effect, progress=None if progress is None else (
+                                lambda rung: progress(RUNG_ORDER.index(rung), len(RUNG_ORDER), {"rung": rung})))
+        if progress is not None:
+            progress(len(RUNG_ORDER), len(RUNG_ORDER),
+                     {} if fitted.result.expected is None else {"val": fitted.result.expected})
+        decision = fitted.result.lpft
+        steps = decision.steps if decision is not None and decision.trained else 0
+        result = FitResult(best_step=steps, steps=steps, best_score=fitted.result.expected,
+                           validation=fitted.validation, seconds=fitted.seconds)
+        return Fitted(result, self.selection(fitted), fitted.warnings, fitted.bandpower_head)
+
+    def gradient_rung(self, options: RecipeOptions, model: Any, job: FitJob, rows: np.ndarray) -> Any:
+        """Return the ladder's LP-FT rung (a callable of the chosen read-out and its inputs), or None: not offered."""
+        return None
+
+    def selection(self, fitted: Any) -> dict[str, Any]:
+        """Return adapter.json's selection block of a ladder fit."""
+        from passport_kit.onboard.ladder import ladder_summary
+
+        return ladder_summary(fitted, self.name)
+
+    def fitted_summary(self, model: Any, selection: dict[str, Any], summary: str) -> str:
+        if (selection.get("adapter_training") or {}).get("trained"):
+            return summary
+        fitted = sum(p.numel() for p in model.head.parameters())  # the policy's tensors are stored, not trained
+        return (f"fitted: the read-out head.linear ({fitted:,} params); backbone, experts and mixture adapter as "
+                f"pretrained (stored with it: {summary})")
+
+
+class AutoRecipe(ProbeRecipe):
+    """``auto`` (the default): the probe's ladder with its gradient rung, LP-FT, where it pays."""
+
+    name = "auto"
+    help = ("the probe, then the mixture adapter trained from its read-out (LP-FT) only where cross-validation over "
+            "the training subjects says it helps")
+    #: The gradient options that act on its adapter-training stage (LP-FT): its rates, its step budget and what it
+    #: trains.
+    takes = ("lr", "head_lr", "max_steps", "train")
+
+    def refuse(self, data: dict[str, Any], given: list[str]) -> str | None:
+        refused = [k for k in given if k not in self.takes]
+        if refused:
+            return (f"recipe '{self.name}' ignores {', '.join(refused)} (its adapter training takes only "
+                    f"{', '.join(self.takes)}); drop them or pass --recipe finetune")
+        return None
+
+    def gradient_rung(self, options: RecipeOptions, model: Any, job: FitJob, rows: np.ndarray) -> Any:
+        from passport_kit.onboard.run import adapter_training
+
+        return lambda choice, plain: adapter_training(options, model, job, rows, choice, plain)
+
+    def selection(self, fitted: Any) -> dict[str, Any]:
+        from passport_kit.onboard.lpft import not_tried
+
+        summary = super().selection(fitted)
+        decision = fitted.result.lpft  # the LP-FT rung's decision, or why it was not tried
+        lpft_rung = next(r for r in fitted.result.rungs if r.name == "lpft")
+        summary["adapter_training"] = (decision if decision is not None else not_tried(lpft_rung.reason)).as_dict()
+        return summary
+
+
+class FinetuneRecipe(Recipe):
+    """``finetune``: the paper's recipe, gradient steps on the adapter and a fresh MLP head, early stopping on
+    validation subjects."""
+
+    name = "finetune"
+    help = ("the paper's recipe (AdamW on the adapter and a fresh MLP head, early stopping on validation "
+            "subjects)")
+    head = "mlp"
+    #: The options only gradient training uses, with the values that leave them unset: the probe fits a read-out by a
+    #: solver and cross-validation, so a step budget, learning rates, epochs, early stopping, a class sampler,
+    #: dropout, a validation share or training more than the head would be ignored by it (issue 27). ``train``: the
+    #: probe fits the head alone (``head``), and ``adapter``, the default, is kept as pretrained.
+    only: ClassVar[dict[str, tuple[Any, ...]]] = {
+        "max_steps": (None,), "eval_every": (None,), "corrupt_prob": (0.0,), "quality_gate": (False,),
+        "channel_dropout": (0.0,), "train": ("adapter", "head"), "epochs": (50,), "lr": (1e-4,), "head_lr": (None,),
+        "patience": (5,), "balance": ("weights",), "dropout": (0.1,), "validation_fraction": (0.2,),
+    }
+    takes = tuple(only)
+
+    def refuse(self, data: dict[str, Any], given: list[str]) -> str | None:
+        if data.get("context") is not None:
+            return "context applies to recipe 'probe' only; drop it or drop the finetune options"
+        for key, default in (("probe_layer", PROBE_LAYER), ("probe_pooling", "auto")):
+            if data.get(key, default) != default:
+                return f"{key} applies to recipe 'probe' only; drop it or drop the finetune options"
+        return None
+
+    def validation_fraction(self, options: RecipeOptions) -> float | None:
+        return options.validation_fraction
+
+    def chosen_by(self, options: RecipeOptions) -> list[str]:
+        return gradient_options_given(options)
+
+    def head_options(self, *, n_channels: int | None, dropout: float, probe_layer: int,
+                     bands: tuple[tuple[float, float], ...]) -> dict[str, Any]:
+        return {"kind": "mlp", "dropout": dropout}
+
+    def fit(self, options: RecipeOptions, model: Any, job: FitJob) -> Fitted:
+        from passport_kit.onboard.finetune import FitData, FitRun, fit, near_chance, selection_metric
+        from passport_kit.onboard.probe import class_warnings
+        from passport_kit.onboard.splits import unique_subjects
+
+        windows, val_idx = job.windows, job.val_idx
+        result = fit(
+            model, FitData(windows.x, windows.y, job.meta, job.classes, channel_mask=job.channel_mask,
+                           distrust=job.distrust),
+            options.settings(job.seed), train_index=job.train_idx, val_index=val_idx,
+            run=FitRun(device=job.device, precision=job.precision, state_path=job.state_path,
+                       run_config=job.run_config, progress=job.progress),
+        )
+        metric = selection_metric(len(job.classes))
+        n_val = len(unique_subjects(windows.subject[val_idx])) if len(val_idx) else 0
+        notes = class_warnings(np.asarray(windows.y)[job.train_idx], job.classes)
+        if n_val < 2:
+            notes.append(f"{n_val} validation subject(s): the kept state was chosen on "
+                         f"{len(val_idx)} windows of one person or none; its score says little")
+        if result.best_score is not None and near_chance(result.best_score, metric):
+            notes.append(f"validation {metric} {result.best_score:.3f} is near chance")
+        selection = {"recipe": self.name, "metric": metric,
+                     "score": None if result.best_score is None else round(result.best_score, 4),
+                     "method": f"best of every evaluation on {n_val} validation subject(s)",
+                     "best_step": result.best_step}
+        return Fitted(result, selection, notes)
+
+    def recorded_head_lr(self, options: RecipeOptions, seed: int) -> float | None:
+        return options.settings(seed).resolved_head_lr
+
+
+def gradient_options_given(options: Any) -> list[str]:
+    """Return the names of the gradient-only options (:attr:`FinetuneRecipe.only`) set in ``options`` (a mapping or
+    RecipeOptions), in their order.
+
+    Example: ``gradient_options_given({"lr": 0.01, "train": "full"}) == ["train", "lr"]``.
+    """
+    get = options.get if isinstance(options, dict) else lambda k, d: getattr(options, k, d)
+    return [k for k, unset in FinetuneRecipe.only.items() if get(k, unset[0]) not in unset]
+
+
+def default_recipe(given: list[str]) -> str:
+    """Return the recipe meant when none is named: gradient training where a gradient-only option is ``given``."""
+    return FinetuneRecipe.name if given else AutoRecipe.name
+
+
+def recipe_names() -> tuple[str, ...]:
+    """Return the registered recipes' names, the default first, then in the order they were defined."""
+    return (AutoRecipe.name, *(name for name in Recipe._by_name if name != AutoRecipe.name))
+
+
+def get_recipe(name: str) -> Recipe:
+    """Return the recipe registered as ``name`` (ConfigError naming the recipes for another)."""
+    if name not in Recipe._by_name:
+        raise ConfigError(f"unknown recipe {name!r}; choose {', '.join(recipe_names())}")
+    return Recipe._by_name[name]()
+
+
+__all__ = ["PROBE_LAYER", "AutoRecipe", "FinetuneRecipe", "FitJob", "Fitted", "ProbeRecipe", "Recipe", "default_recipe",
+           "get_recipe", "gradient_options_given", "recipe_names"]
