@@ -532,7 +532,7 @@ class LadderFit:
 
 
 def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
-               groups: np.ndarray, data: Callable[[dict[str, np.ndarray], np.ndarray], LadderData], *, seed: int = 0,
+               data: Callable[[dict[str, np.ndarray], np.ndarray], LadderData], *, seed: int = 0,
                forward: dict[str, Any] | None = None, lpft: Callable[[ReadOutChoice, dict[str, np.ndarray]], Any] | None = None,
                progress: Callable[[str], None] | None = None, min_effect: float | None = None) -> LadderFit:
     """Return the ladder fitted on rows ``rows`` of ``x`` ``(N, C, P, 200)``; ``model.head`` holds the model it ships.
@@ -592,21 +592,22 @@ def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: lis
 
 
 def fit_probe(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
-              groups: np.ndarray, *, recordings: np.ndarray | None = None, sleep: bool = False,
-              contexts: tuple[int, ...] = (0,), scalings: tuple[str, ...] = ("none",),
-              poolings: tuple[str, ...] = POOLINGS, seed: int = 0, lpft: Any = None,
-              min_effect: float | None = None, **forward: Any) -> LadderFit:
+              groups: np.ndarray, *, recordings: np.ndarray | None = None, seed: int = 0, lpft: Any = None,
+              forward: dict[str, Any] | None = None, **task: Any) -> LadderFit:
     """Return :func:`fit_ladder` without a sleep prior: the read-out ladder on ``rows`` of windows ``x`` (benchmarks,
     notebooks). ``recordings`` ``(N,)``: each row's recording (default: its group); ``forward``: keywords of
-    :func:`~passport_kit.engine.forward.read_out_features` (batch_size, device, channel_mask, distrust)."""
+    :func:`~passport_kit.engine.forward.read_out_features` (batch_size, device, channel_mask, distrust); ``task``:
+    :class:`LadderData`'s task settings (``sleep``, ``contexts``, ``scalings``, ``poolings``) and ``min_effect``."""
     rec = np.asarray(recordings if recordings is not None else groups)
+    min_effect = task.pop("min_effect", None)
+    task = {"poolings": POOLINGS, **task}
 
     def data(plain: dict[str, np.ndarray], r: np.ndarray) -> LadderData:
         return LadderData(plain=plain, y=np.asarray(y)[r], groups=np.asarray(groups)[r], recordings=rec[r],
-                          classes=list(classes), d_model=model.head.d_model, sleep=sleep, contexts=contexts,
-                          scalings=scalings, poolings=poolings, prior_reason="no prior offered (fit_probe)")
+                          classes=list(classes), d_model=model.head.d_model, prior_reason="no prior offered "
+                          "(fit_probe)", **task)
 
-    return fit_ladder(model, x, y, meta, classes, rows, groups, data, seed=seed, forward=forward, lpft=lpft,
+    return fit_ladder(model, x, y, meta, classes, rows, data, seed=seed, forward=forward, lpft=lpft,
                       min_effect=min_effect)
 
 

@@ -157,7 +157,7 @@ class ProbeRecipe(Recipe):
         rows = np.sort(np.concatenate([job.train_idx, job.val_idx]))
         forward = {"batch_size": max(options.batch_size, 64), "device": job.device, "channel_mask": job.channel_mask,
                    "distrust": job.distrust}
-        fitted = fit_ladder(model, windows.x, windows.y, job.meta, job.classes, rows, windows.subject,
+        fitted = fit_ladder(model, windows.x, windows.y, job.meta, job.classes, rows,
                             lambda plain, r: ladder_data(options, windows, plain, r, head=model.head), seed=job.seed,
                             forward=forward, lpft=self.gradient_rung(options, model, job, rows),
                             min_effect=options.min_effect, progress=None if progress is None else (
