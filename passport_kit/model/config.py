@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 # The registry of kinds is torch-free, for the CLI's help (passport_kit/embedding_kinds.py); re-exported here.
 from passport_kit.embedding_kinds import EMBEDDING_KINDS, EMBEDDINGS, EXPERT_KINDS, EmbeddingKindSpec  # noqa: F401
-from passport_kit.errors import ConfigError
+from passport_kit.errors import ConfigError, validation_problem
 
 EmbeddingKind = Literal[EMBEDDING_KINDS]  # type: ignore[valid-type]  # Literal["ape", "channel-id", ...]
 #: How a kind other than `acpe` encodes the patch index: the fixed sinusoid, or the depthwise
@@ -87,8 +87,5 @@ def parse_model_config(data: object) -> ModelConfig:
     try:
         return ModelConfig.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "config"
-        raise ConfigError(
-            f"invalid model config: {where}: {first['msg']} - fix the architecture settings"
-        ) from None
+        where, message = validation_problem(exc)
+        raise ConfigError(f"invalid model config: {where or 'config'}: {message} - fix the architecture settings") from None

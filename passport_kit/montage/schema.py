@@ -33,7 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from passport_kit.bounded_yaml import BoundedLoader
-from passport_kit.errors import MontageError
+from passport_kit.errors import MontageError, yaml_problem
 
 if TYPE_CHECKING:  # pragma: no cover - only for type hints
     import mne
@@ -195,11 +195,7 @@ class Montage(BaseModel):
         try:
             data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
         except yaml.YAMLError as exc:
-            where = ""
-            mark = getattr(exc, "problem_mark", None)
-            if mark is not None:
-                where = f" at line {mark.line + 1}, column {mark.column + 1}"
-            problem = getattr(exc, "problem", None) or "syntax error"
+            where, problem = yaml_problem(exc, "syntax error")
             raise MontageError(
                 f"montage file '{path}' is not valid YAML{where} ({problem}); fix the YAML syntax"
             ) from None

@@ -47,7 +47,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from passport_kit.bounded_yaml import load_yaml, read_yaml_text
-from passport_kit.errors import DataError
+from passport_kit.errors import DataError, validation_problem, yaml_problem
 from passport_kit.signals.labels import (
     AASM_CLASSES,
     LabelMap,
@@ -189,9 +189,7 @@ def _read_yaml(path: Path) -> dict:
     try:
         data = load_yaml(read_yaml_text(path, "dataset description", DataError))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
+        where, problem = yaml_problem(exc)
         raise DataError(f"malformed {path}{where}: {problem}; fix the YAML syntax (indentation, colons, quotes)") from None
     except OSError as exc:
         raise DataError(f"cannot read {path} ({exc.strerror})") from None
@@ -279,7 +277,7 @@ def spec_from_dict(data: dict, *, root: Path | None, origin: str, source: str) -
             raise DataError(f"malformed {source}: {where}'{err['loc'][-1]}' is not a dataset.yaml key; check its "
                             "spelling (docs/data.md lists the keys)") from None
         loc = _location(err.get("loc", ()), data)
-        msg = str(err.get("msg", "invalid")).replace("Value error, ", "")
+        msg = validation_problem(exc)[1]
         raise DataError(f"malformed {source}: {loc}{msg}; see docs/data.md for the dataset.yaml format") from None
     if spec.label_map is not None:
         try:

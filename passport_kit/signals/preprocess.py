@@ -32,7 +32,7 @@ import scipy.fft
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from scipy.signal import oaconvolve, resample_poly
 
-from passport_kit.errors import ConfigError, DataError
+from passport_kit.errors import ConfigError, DataError, validation_problem
 
 #: MNE's default notch: the stop band is ``f / 200`` wide with a 1 Hz transition (0.5 per side).
 _NOTCH_WIDTH_FRACTION = 1.0 / 200.0
@@ -114,9 +114,7 @@ class PreprocessConfig(BaseModel):
 
 def _first_error(exc: ValidationError) -> str:
     """Return the first pydantic error as ``field: message``."""
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ()))
-    message = str(err.get("msg", "invalid")).replace("Value error, ", "")
+    where, message = validation_problem(exc)
     return f"{where}: {message}" if where else message
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from passport_kit.errors import ConfigError, DataError, MontageError
+from passport_kit.errors import ConfigError, DataError, MontageError, validation_problem
 from passport_kit.output_lock import output_lock
 from passport_kit.signals.simulator.artifacts import BAD_KINDS
 from passport_kit.signals.simulator.head_model import DEFAULT_HEAD
@@ -112,10 +112,8 @@ def simulation_config(
         config = SimulationConfig(n_subjects=n_subjects, hours=hours, seed=seed, sfreq=int(sfreq),
                                   bad_channels=bad)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"simulation option '{where}': {err['msg']} "
-                          f"(got {err.get('input')!r})") from None
+        where, message = validation_problem(exc)
+        raise ConfigError(f"simulation option '{where}': {message} (got {exc.errors()[0].get('input')!r})") from None
     if montage is not None:
         _bad_by_subject(config, montage)
     return config
