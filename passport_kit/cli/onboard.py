@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import typer
 
+from passport_kit.checkpoint import DEFAULT_CHECKPOINT
 from passport_kit.cli import verbosity
 from passport_kit.cli.progress import Display, on_terminal, progress_display, step_text
 from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_INTERRUPTED, FINETUNE, MODEL,
@@ -306,7 +307,7 @@ def adapt_command(
     config: Path | None = typer.Option(None, "--config", help=_CONFIG_HELP, rich_help_panel=DATA),
     out: Path | None = typer.Option(None, "--out", help="Adapter bundle folder, new or empty (default runs/<montage>).",
                                     rich_help_panel=OUTPUT),
-    checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder.",
+    checkpoint: str = typer.Option(DEFAULT_CHECKPOINT, "--checkpoint", help="Base checkpoint name or folder.",
                                    rich_help_panel=MODEL),
     subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw).",
                                         rich_help_panel=DATA),
@@ -368,7 +369,7 @@ def evaluate_command(
                                 rich_help_panel=DATA),
     data: Path = typer.Option(..., "--data", help="Labeled dataset folder.", rich_help_panel=DATA),
     out: Path = typer.Option(..., "--out", help="Report folder.", rich_help_panel=OUTPUT),
-    checkpoint: list[str] = typer.Option(["passport-small-mlp"], "--checkpoint",
+    checkpoint: list[str] = typer.Option([DEFAULT_CHECKPOINT], "--checkpoint",
                                          help="Base checkpoint to compare; repeat for several methods.",
                                          rich_help_panel=MODEL),
     protocol: str = typer.Option("loso", "--protocol", help="loso (leave-one-subject-out) or split.",
@@ -602,7 +603,7 @@ def _minutes(value: float | None) -> str:
 def check_command(
     montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML."),
     data: Path = typer.Option(..., "--data", help="Dataset folder."),
-    checkpoint: str = typer.Option("passport-small-mlp", "--checkpoint", help="Base checkpoint name or folder."),
+    checkpoint: str = typer.Option(DEFAULT_CHECKPOINT, "--checkpoint", help="Base checkpoint name or folder."),
     instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
     h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP),

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from passport_kit.checkpoint import DEFAULT_CHECKPOINT  # adapt's public name too (evaluate reads it here)
 from passport_kit.errors import ConfigError, DataError, PassportWarning
 from passport_kit.output_lock import output_lock
 from passport_kit.onboard.finetune import FitResult
@@ -48,8 +49,6 @@ from passport_kit.onboard.run import (  # noqa: F401 - re-exported: adapt's publ
 from passport_kit.onboard.splits import SubjectSplit, subsample_training, unique_subjects, with_validation
 
 log = logging.getLogger(__name__)
-#: The shipped Device Passport checkpoint that ``adapt`` starts from when none is named.
-DEFAULT_CHECKPOINT = "passport-small-mlp"
 #: Resumable state inside the output folder; removed once the bundle is written.
 STATE_FILE = "adapt-state.safetensors"
 

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from passport_kit.checkpoint import DEFAULT_CHECKPOINT
 from passport_kit.errors import ConfigError, DataError, PassportError, PassportWarning
 from passport_kit.wording import counted
 
@@ -104,7 +105,7 @@ def _guard(report: CheckReport, name: str, fn: Callable[[], Any]) -> Any:
 def check(
     montage: str,
     data: str | Path,
-    checkpoint: str = "passport-small-mlp",
+    checkpoint: str = DEFAULT_CHECKPOINT,
     *,
     instance_norm: bool | None = None,
     notch_freq: float | None | str = 50.0,

@@ -34,12 +34,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from passport_kit.checkpoint import DEFAULT_CHECKPOINT
 from passport_kit.errors import CheckpointError, ConfigError
 from passport_kit.onboard.recipe import ProgressFn
 
 MONTAGE = "eesm17-ear"
 #: The shipped checkpoints the demo compares: Device Passport (MLP experts) and ACPE.
-CHECKPOINTS = {"Device Passport (mlp-experts)": "passport-small-mlp", "ACPE baseline": "passport-small-acpe"}
+CHECKPOINTS = {"Device Passport (mlp-experts)": DEFAULT_CHECKPOINT, "ACPE baseline": "passport-small-acpe"}
 
 
 def _base_or_stand_in(name: str, kind: str, echo: Callable[[str], None]) -> str:

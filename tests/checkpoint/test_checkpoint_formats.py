@@ -115,12 +115,12 @@ def test_invalid_name_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_crash_during_write_leaves_nothing_that_reads_as_valid(tmp_path: Path, monkeypatch) -> None:
-    import passport_kit.checkpoint as ck
+    import passport_kit.checkpoint.base as base
 
     def crash(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(ck, "_model_card", crash)
+    monkeypatch.setattr(base, "_model_card", crash)
     with pytest.raises(OSError, match="disk full"):
         _save("ape", tmp_path / "base")
     assert list(tmp_path.iterdir()) == []  # no folder, no temp leftovers
@@ -263,9 +263,9 @@ def test_folder_without_adapter_json_is_refused(tmp_path: Path) -> None:
 
 
 def test_list_without_checkpoints_says_how_to_make_one(monkeypatch, tmp_path: Path) -> None:
-    import passport_kit.checkpoint as ck
+    import passport_kit.checkpoint.base as base
 
-    monkeypatch.setattr(ck, "checkpoint_roots", lambda: [("user", tmp_path / "none")])
+    monkeypatch.setattr(base, "checkpoint_roots", lambda: [("user", tmp_path / "none")])  # where list_checkpoints looks
     result = runner.invoke(app, ["checkpoints", "list"])
     assert result.exit_code == 0
     assert "no checkpoints yet" in result.output and "import-cbramod" in result.output
@@ -311,12 +311,13 @@ def test_a_checkpoints_notch_is_not_carried_into_new_data() -> None:
 
 
 def test_adapter_json_reads_back_and_writes_the_same_bytes(tmp_path: Path) -> None:
-    from passport_kit.checkpoint import _dump_json, read_adapter_meta
+    from passport_kit.checkpoint import read_adapter_meta
+    from passport_kit.checkpoint.folders import dump_json
 
     _, folder, _, _ = _adapter(tmp_path, "mlp-experts")
     text = (folder / ADAPTER_CONFIG_FILE).read_text()
     meta = read_adapter_meta(folder)
-    assert _dump_json(meta) == text
+    assert dump_json(meta) == text
     assert meta.window == {"window_seconds": 3} and meta.head["n_classes"] == 5  # a key it does not know stays
 
 
