@@ -127,14 +127,14 @@ class AdapterVariant(BaseModel):
 
     embedding: EmbeddingKind
     policy: Policy
-    head: Literal["mlp", "probe"]
+    head: HeadKind
     quality_gate: bool = False
 
     @classmethod
     def of(cls, classifier: Classifier) -> AdapterVariant:
         """Return the variant of a classifier as it stands (its policy, head and gate)."""
         return cls(embedding=classifier.backbone.config.embedding, policy=policy_of(classifier),
-                   head=classifier.head_settings.get("kind", "mlp"), quality_gate=has_quality_gate(classifier.backbone))
+                   head=classifier.head.kind, quality_gate=has_quality_gate(classifier.backbone))
 
 
 class WindowSettings(TypedDict, total=False):
