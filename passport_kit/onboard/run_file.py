@@ -27,11 +27,9 @@ import yaml
 from pydantic import ValidationError
 
 from passport_kit.bounded_yaml import load_yaml
+from passport_kit.checkpoint.layout import ADAPTER_FORMAT  # torch-free: reading a run file needs no torch
 from passport_kit.errors import ConfigError, validation_problem, yaml_problem
 from passport_kit.onboard.recipes import get_recipe, recipe_names
-
-#: ``format`` of adapter.json (checkpoint.ADAPTER_FORMAT; not imported: reading a run file needs no torch).
-_ADAPTER_FORMAT = "passport-kit/adapter-bundle"
 
 
 def read_run_file(path: str | Path) -> dict[str, Any]:
@@ -48,7 +46,7 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         where, problem = yaml_problem(exc, "not YAML")
         raise ConfigError(f"run file '{path}' is not valid YAML{where} ({problem}); fix the file") from None
-    if isinstance(data, dict) and data.get("format") == _ADAPTER_FORMAT:
+    if isinstance(data, dict) and data.get("format") == ADAPTER_FORMAT:
         data = data.get("training")
         if not isinstance(data, dict) or not data:
             raise ConfigError(f"'{path}' is an adapter bundle's adapter.json without training settings; "
