@@ -73,6 +73,7 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
               ) -> dict[str, Any]:
     """Return the probe's, forced LP-FT's and (``decide_too``) auto's test probabilities of one outer fold."""
     from passport_kit.onboard.lpft import decide, lpft_settings, step_budget
+    from passport_kit.onboard.finetune import FitData
     from passport_kit.onboard.lpft import train as train_lpft
     from passport_kit.onboard.ladder import fit_probe
     from passport_kit.onboard.probe import CONTEXTS, ReadOutChoice
@@ -81,7 +82,7 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
     sleep = len(task.classes) > 2
     model = copy.deepcopy(template)
     probe = fit_probe(model, w.x, w.y, run.meta, task.classes, train, w.subject, seed=seed,
-                      channel_mask=run.channel_mask, distrust=run.distrust, recordings=w.recording,
+                      forward={"channel_mask": run.channel_mask, "distrust": run.distrust}, recordings=w.recording,
                       contexts=CONTEXTS if sleep else (0,), scalings=("none", "recording") if sleep else ("none",))
     out: dict[str, Any] = {"probe": proba_of(model, task, test)}
     # LP-FT's start: the backbone rung's read-out (forced here even where the ladder did not take it: the ablation)
@@ -93,9 +94,9 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
     def lpft(with_settings: Any) -> Any:
         """Return a copy of the template trained by LP-FT from ``start`` on the training rows (the product's)."""
         tuned = copy.deepcopy(template)
-        train_lpft(tuned, w.x, w.y, run.meta, task.classes, train, start=start, plain=probe.features,
-                   recordings=w.recording, settings=with_settings, seed=seed, channel_mask=run.channel_mask,
-                   distrust=run.distrust)
+        data = FitData(w.x, w.y, run.meta, task.classes, channel_mask=run.channel_mask, distrust=run.distrust,
+                       sequence=w.recording)
+        train_lpft(tuned, data, train, start=start, plain=probe.features, settings=with_settings, seed=seed)
         return tuned
 
     if start.scaling != "none":  # the product does not try LP-FT on a per-recording scaled read-out

@@ -127,7 +127,7 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     from passport_kit.engine.forward import predict_proba
     from passport_kit.model import ChannelMeta
     from passport_kit.onboard.adapt import build_classifier, usable_windows
-    from passport_kit.onboard.finetune import FinetuneSettings, fit
+    from passport_kit.onboard.finetune import FinetuneSettings, FitData, FitRun, fit
     from passport_kit.onboard.metrics import classification_metrics
     from passport_kit.runtime import resolve_device, seed_everything
     from passport_kit.onboard.splits import SubjectSplit, with_validation
@@ -148,9 +148,10 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     model = build_classifier(copy.deepcopy(backbone), len(windows.classes), "adapter")
     meta = ChannelMeta.from_montage(windows.montage)
     device = resolve_device(args.device)
-    fit(model, windows.x, windows.y, meta, list(windows.classes), settings, device=device,
+    fit(model, FitData(windows.x, windows.y, meta, list(windows.classes), channel_mask=trained_mask,
+                       distrust=masks if distrusted else None), settings,
         train_index=np.flatnonzero(train_mask & keep), val_index=np.flatnonzero(val_mask & keep),
-        channel_mask=trained_mask, distrust=masks if distrusted else None)
+        run=FitRun(device=device))
     test_idx = np.flatnonzero(test_mask & keep)
     rows = []
     # Test-time options: as trained (a distrust variant distrusts at test too, as predict does with its

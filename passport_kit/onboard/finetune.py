@@ -105,6 +105,65 @@ class FitResult:
     stopped_early: bool = False
 
 
+@dataclass(frozen=True)
+class FitData:
+    """The windows one fit reads, row by row: signals, labels, and what is known about each window's channels.
+
+    Parameters
+    ----------
+    x : np.ndarray, shape (N, C, P, 200)
+        Windows (a read-only memmap is fine: batches are read from it one at a time, so a
+        dataset larger than memory is never copied whole).
+    y : np.ndarray, shape (N,)
+        Class indices (-1 = unlabeled; such windows must not be among the training rows); kept as int64.
+    meta : ChannelMeta
+        The channels of ``x``'s channel axis.
+    classes : list[str]
+        The class names, in index order.
+    channel_mask : np.ndarray, shape (N, C) bool, optional
+        Channels to replace by the mask token in each row of ``x``, in training and validation
+        alike (the channels ``predict --mask-bad-channels`` would mask), so the model is trained
+        the way it will be used.
+    distrust : np.ndarray, shape (N, C) bool, optional
+        Channels that keep their signal but not their say over their own channel code (expert
+        kinds; ``predict --distrust-bad-channels``), in training and validation alike.
+    sequence : np.ndarray, shape (N,), optional
+        The recording of every row: each batch is then a run of consecutive windows of one recording
+        (chunks of ``batch_size``, in a seeded order per epoch), as a probe head with temporal context
+        reads them (LP-FT, :mod:`passport_kit.onboard.lpft`). None: windows drawn across recordings.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    meta: ChannelMeta
+    classes: list[str]
+    channel_mask: np.ndarray | None = None
+    distrust: np.ndarray | None = None
+    sequence: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "y", np.asarray(self.y, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class FitRun:
+    """Where one fit runs and what it reports and keeps on the way (none of it is the recipe).
+
+    ``state_path``: resumable training state, written at every evaluation; an existing file whose
+    ``run_config`` equals this run's is resumed. ``progress(step, total_steps, info)`` is called after
+    every step (progress bars, logs).
+    """
+
+    device: torch.device | None = None
+    precision: Precision = "fp32"
+    state_path: Path | None = None
+    run_config: dict[str, Any] | None = None
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "device", self.device or torch.device("cpu"))  # None: the CPU
+
+
 def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """Return copies of the trainable tensors (CPU), by state-dict name."""
     names = {n for n, p in model.named_parameters() if p.requires_grad}
@@ -211,199 +270,273 @@ def first_non_finite(named: list[tuple[str, Tensor]]) -> str | None:
     return next(name for name, t in named if not bool(torch.isfinite(t).all()))
 
 
-def fit(
-    model: nn.Module,
-    x: np.ndarray,
-    y: np.ndarray,
-    meta: ChannelMeta,
-    classes: list[str],
-    settings: FinetuneSettings,
-    *,
-    train_index: np.ndarray | None = None,
-    val_index: np.ndarray | None = None,
-    device: torch.device | None = None,
-    precision: Precision = "fp32",
-    state_path: Path | None = None,
-    run_config: dict[str, Any] | None = None,
-    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
-    channel_mask: np.ndarray | None = None,
-    distrust: np.ndarray | None = None,
-    sequence: np.ndarray | None = None,
-) -> FitResult:
-    """Train ``model``'s trainable parameters on windows ``x`` with labels ``y``; return the result.
+def fit(model: nn.Module, data: FitData, settings: FinetuneSettings, *, train_index: np.ndarray | None = None,
+        val_index: np.ndarray | None = None, run: FitRun | None = None) -> FitResult:
+    """Return the result of training ``model``'s trainable parameters on rows of ``data`` by ``settings``.
+
+    One loop of small steps: plan the batches (:class:`_Batches`), resume (:meth:`_LoopState.resumed`),
+    then per step a batch with its input regularisers (:func:`_training_batch`), the loss with L2-SP
+    (:class:`_L2SP`), an optimisation step with its divergence checks (:class:`_Optimiser`), and at every
+    evaluation the selection of the kept state, the saved state and early stopping (:class:`_LoopState`).
 
     Parameters
     ----------
     model : nn.Module
         Classifier with its freezing policy applied; ``forward(x (B, C, P, 200), meta)`` returns
         logits ``(B, n_classes)``. On return it holds the best validation state.
-    x : np.ndarray, shape (N, C, P, 200)
-        Windows (a read-only memmap is fine: batches are read from it one at a time, so a
-        dataset larger than memory is never copied whole).
-    y : np.ndarray, shape (N,)
-        Class indices (-1 = unlabeled; such windows must not be in ``train_index``).
+    data : FitData
+        The windows, labels and per-window channel masks (and recordings, for runs of one recording).
     train_index : np.ndarray, optional
-        Rows of ``x`` to train on (default: all).
+        Rows of ``data`` to train on (default: all).
     val_index : np.ndarray, optional
-        Rows of ``x`` for model selection and early stopping; without them the last state is
+        Rows of ``data`` for model selection and early stopping; without them the last state is
         kept.
-    state_path : Path, optional
-        Resumable training state, written at every evaluation; an existing file whose
-        ``run_config`` equals this run's is resumed.
-    progress : callable, optional
-        ``progress(step, total_steps, info)`` after every step (progress bars, logs).
-    channel_mask : np.ndarray, shape (N, C) bool, optional
-        Channels to replace by the mask token in each row of ``x``, in training and validation
-        alike (the channels ``predict --mask-bad-channels`` would mask), so the model is trained
-        the way it will be used.
-    distrust : np.ndarray, shape (N, C) bool, optional
-        Channels that keep their signal but not their say over their own channel code (expert
-        kinds; ``predict --distrust-bad-channels``), in training and validation alike.
-    sequence : np.ndarray, shape (N,), optional
-        The recording of every row: each batch is then a run of consecutive windows of one recording
-        (chunks of ``batch_size``, in a seeded order per epoch), as a probe head with temporal context
-        reads them (LP-FT, :mod:`passport_kit.onboard.lpft`). None: windows drawn across recordings.
+    run : FitRun, optional
+        Device, precision, resumable state and progress (default: CPU, fp32, neither).
     """
-    device = device or torch.device("cpu")
-    y = np.asarray(y, dtype=np.int64)
-    train_index = np.arange(len(y)) if train_index is None else np.asarray(train_index, dtype=np.int64)
-    y_train = y[train_index]
-    if len(train_index) == 0 or (y_train < 0).any():
-        raise DataError("no labeled training windows; check the labels and the training subjects")
-    has_val = val_index is not None and len(val_index) > 0
-    n_classes = len(classes)
-    chunks = None if sequence is None else _sequence_chunks(train_index, sequence, settings.batch_size)
-    steps_per_epoch = len(chunks) if chunks is not None else max(1, math.ceil(len(train_index) / settings.batch_size))
-    total = settings.max_steps or settings.epochs * steps_per_epoch
-    eval_every = settings.eval_every or steps_per_epoch
-    early_stop = settings.max_steps is None
-
+    run = run or FitRun()
+    device = run.device
+    batches = _Batches.plan(data, train_index, settings)
+    validate = val_index is not None and len(val_index) > 0
     if settings.quality_gate:
         from passport_kit.model.policy import policy_of
         from passport_kit.model.quality_gate import gate_classifier
 
         gate_classifier(model, policy_of(model))
     model.to(device)
-    meta_dev = meta.to(device)
-    trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    meta = data.meta.to(device)
+    optimiser = _Optimiser(model, settings, batches.total)
     # L2-SP's anchor: the trainable tensors as they start (pretrained adapter, fitted read-out), not as resumed.
-    anchor = [p.detach().clone() for _, p in trained] if settings.l2sp > 0 else []
-    optimizer = torch.optim.AdamW(_param_groups(model, settings), weight_decay=settings.weight_decay)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total, eta_min=settings.min_lr)
-    weight = None
-    if settings.balance == "weights":
-        weight = torch.as_tensor(class_weights(y_train, n_classes), dtype=torch.float32, device=device)
-    loss_fn = nn.CrossEntropyLoss(weight=weight, label_smoothing=settings.label_smoothing)
-    balanced_y = y_train if settings.balance == "sampler" else None
-
-    step, best_step, best_score, bad_evals = 0, 0, -math.inf, 0
-    best: dict[str, torch.Tensor] = trainable_state(model)
-    history: list[dict[str, Any]] = []
-    best_val: ClassificationMetrics | None = None
-    running = 0.0
-    run_config = dict(run_config or {})
-    if state_path is not None and state_path.is_file():
-        state = load_training_state(state_path)
-        if state.config == run_config:
-            state.restore(model, optimizer, scheduler)
-            step = state.step
-            best = state.data["best"]
-            best_step, bad_evals = state.data["best_step"], state.data["bad_evals"]
-            best_score = state.data["best_score"] if state.data["best_score"] is not None else -math.inf
-            # The loss shown and logged is a running average: carry it on (states before it was saved: the last record's).
-            running = state.data.get("running", (state.metrics.get("history") or [{}])[-1].get("train_loss", 0.0))
-            history = list(state.metrics.get("history", []))
-            if state.metrics.get("best_val"):
-                best_val = ClassificationMetrics.model_validate(state.metrics["best_val"])
+    l2sp = _L2SP(optimiser.trained, settings.l2sp)
+    loss_fn = _loss_function(data.y[batches.train_index], len(data.classes), settings, device)
+    loop = _LoopState.resumed(run, model, optimiser) or _LoopState(best=trainable_state(model))
     start_time = time.perf_counter()
     model.train()  # frozen modules stay in eval (model.policy.FrozenStaysEval)
-    while step < total:
-        epoch, offset = divmod(step, steps_per_epoch)
-        if chunks is not None:
-            idx = chunks[np.random.default_rng([settings.seed, epoch]).permutation(len(chunks))[offset]]
-        else:
-            order = _epoch_order(len(train_index), settings.seed, epoch, balanced_y)
-            # Sorted rows read a memmap front to back.
-            idx = np.sort(train_index[order[offset * settings.batch_size : (offset + 1) * settings.batch_size]])
-        xb = torch.from_numpy(np.ascontiguousarray(x[idx], dtype=np.float32))
-        if settings.corrupt_prob > 0:
-            xb, _ = corrupt_windows(xb, settings.corrupt_prob, torch.Generator().manual_seed(
-                step_seed(settings.seed, step, _CORRUPTION_STREAM)))
-        mb = batch_channel_mask(channel_mask, idx, xb.shape, settings.drop_prob,
-                                torch.Generator().manual_seed(step_seed(settings.seed, step, _DROP_STREAM)))
-        xb = xb.to(device)
-        yb = torch.from_numpy(y[idx]).to(device)
+    while loop.step < batches.total:
+        step = loop.step
+        xb, yb, extra = _training_batch(data, batches.rows(step), step, settings, device)
         # Dropout draws seeded per step, as in pretraining: the same settings train the same
         # model, and a resumed run draws what the interrupted one would have.
         torch.manual_seed(step_seed(settings.seed, step, _DROPOUT_STREAM))
-        extra: dict[str, Tensor] = {}
-        if mb is not None:
-            extra["mask"] = mb.to(device)
-        if distrust is not None:
-            extra["distrust"] = torch.from_numpy(np.asarray(distrust[idx], dtype=bool)).to(device)
-        with autocast(device, precision):
-            logits = model(xb, gate_meta(model, xb, meta_dev), **extra)
-        loss = loss_fn(logits.float(), yb)
-        if anchor:
-            loss = loss + 0.5 * settings.l2sp * sum(((p - a) ** 2).sum() for (_, p), a in zip(trained, anchor))
-        # A diverged run must stop before its weights are saved (issue 28): never a NaN bundle.
+        with autocast(device, run.precision):
+            logits = model(xb, gate_meta(model, xb, meta), **extra)
+        loop.add_loss(optimiser.step(l2sp(loss_fn(logits.float(), yb)), step + 1))
+        info: dict[str, Any] = {"loss": loop.running}
+        if batches.evaluates_at(loop.step):
+            metrics = _validate(model, data, val_index, settings, run) if validate else None
+            info.update(loop.evaluated(model, optimiser.lr, metrics))
+            if run.state_path is not None:
+                loop.save(run, model, optimiser)
+            if settings.max_steps is None and validate and loop.bad_evals >= settings.patience:
+                break  # early stopping (a fixed step budget only selects)
+        if run.progress is not None:
+            run.progress(loop.step, batches.total, info)
+    return loop.result(model, batches.total, time.perf_counter() - start_time)
+
+
+# -- the steps of fit() ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Batches:
+    """The rows of every step, drawn without state: epoch *e*'s order is seeded by ``(seed, e)``."""
+
+    train_index: np.ndarray
+    settings: FinetuneSettings
+    chunks: list[np.ndarray] | None  # runs of one recording (FitData.sequence), else None
+    balanced_y: np.ndarray | None    # the training labels for class-balanced draws (balance='sampler')
+    per_epoch: int
+    total: int
+    eval_every: int
+
+    @classmethod
+    def plan(cls, data: FitData, train_index: np.ndarray | None, settings: FinetuneSettings) -> _Batches:
+        """Return the batch plan of ``train_index`` (default: every row); DataError when a row is unlabeled."""
+        rows = np.arange(len(data.y)) if train_index is None else np.asarray(train_index, dtype=np.int64)
+        if len(rows) == 0 or (data.y[rows] < 0).any():
+            raise DataError("no labeled training windows; check the labels and the training subjects")
+        chunks = None if data.sequence is None else _sequence_chunks(rows, data.sequence, settings.batch_size)
+        per_epoch = len(chunks) if chunks is not None else max(1, math.ceil(len(rows) / settings.batch_size))
+        return cls(rows, settings, chunks, data.y[rows] if settings.balance == "sampler" else None, per_epoch,
+                   settings.max_steps or settings.epochs * per_epoch, settings.eval_every or per_epoch)
+
+    def rows(self, step: int) -> np.ndarray:
+        """Return the rows of step ``step`` (0-based)."""
+        epoch, offset = divmod(step, self.per_epoch)
+        if self.chunks is not None:
+            return self.chunks[np.random.default_rng([self.settings.seed, epoch]).permutation(len(self.chunks))[offset]]
+        order = _epoch_order(len(self.train_index), self.settings.seed, epoch, self.balanced_y)
+        size = self.settings.batch_size
+        return np.sort(self.train_index[order[offset * size:(offset + 1) * size]])  # sorted: a memmap read in order
+
+    def evaluates_at(self, step: int) -> bool:
+        """Return whether the run evaluates (and saves its state) after ``step`` steps."""
+        return step % self.eval_every == 0 or step == self.total
+
+
+def _training_batch(data: FitData, idx: np.ndarray, step: int, settings: FinetuneSettings,
+                    device: torch.device) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+    """Return step ``step``'s inputs ``(B, C, P, 200)``, labels ``(B,)`` and forward keywords (mask, distrust).
+
+    The input regularisers act here, each drawing from its own seeded stream: synthetic channel
+    faults (``corrupt_prob``) and channel dropout (``drop_prob``) among the channels not masked already.
+    """
+    xb = torch.from_numpy(np.ascontiguousarray(data.x[idx], dtype=np.float32))
+    if settings.corrupt_prob > 0:
+        xb, _ = corrupt_windows(xb, settings.corrupt_prob, torch.Generator().manual_seed(
+            step_seed(settings.seed, step, _CORRUPTION_STREAM)))
+    mb = batch_channel_mask(data.channel_mask, idx, xb.shape, settings.drop_prob,
+                            torch.Generator().manual_seed(step_seed(settings.seed, step, _DROP_STREAM)))
+    extra: dict[str, Tensor] = {}
+    if mb is not None:
+        extra["mask"] = mb.to(device)
+    if data.distrust is not None:
+        extra["distrust"] = torch.from_numpy(np.asarray(data.distrust[idx], dtype=bool)).to(device)
+    return xb.to(device), torch.from_numpy(data.y[idx]).to(device), extra
+
+
+def _loss_function(y_train: np.ndarray, n_classes: int, settings: FinetuneSettings,
+                   device: torch.device) -> nn.CrossEntropyLoss:
+    """Return the cross-entropy with label smoothing, class-weighted when ``balance='weights'``."""
+    weight = None
+    if settings.balance == "weights":
+        weight = torch.as_tensor(class_weights(y_train, n_classes), dtype=torch.float32, device=device)
+    return nn.CrossEntropyLoss(weight=weight, label_smoothing=settings.label_smoothing)
+
+
+class _L2SP:
+    """L2-SP: adds ``strength/2 · Σ |θ − θ₀|²`` to a loss, θ₀ the trainable tensors when this is made (0: off)."""
+
+    def __init__(self, trained: list[tuple[str, nn.Parameter]], strength: float) -> None:
+        self.trained, self.strength = trained, strength
+        self.anchor = [p.detach().clone() for _, p in trained] if strength > 0 else []
+
+    def __call__(self, loss: Tensor) -> Tensor:
+        if not self.anchor:
+            return loss
+        return loss + 0.5 * self.strength * sum(((p - a) ** 2).sum() for (_, p), a in zip(self.trained, self.anchor))
+
+
+class _Optimiser:
+    """AdamW over the head and backbone groups, the cosine schedule, clipping and the divergence checks."""
+
+    def __init__(self, model: nn.Module, settings: FinetuneSettings, total: int) -> None:
+        self.settings, self.total = settings, total
+        self.trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(_param_groups(model, settings), weight_decay=settings.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=total,
+                                                                    eta_min=settings.min_lr)
+
+    @property
+    def lr(self) -> float:
+        """Return the backbone group's learning rate now (the first group's)."""
+        return self.scheduler.get_last_lr()[0]
+
+    def step(self, loss: Tensor, step: int) -> float:
+        """Return ``loss``'s value after one optimisation step on it, ``step`` the 1-based step it makes.
+
+        A diverged run stops before its weights are saved (issue 28: never a NaN bundle): TrainingError
+        when the loss, or after the step a trainable tensor, is not finite.
+        """
         if not bool(torch.isfinite(loss)):
-            raise diverged(step + 1, total, "the training loss", settings)
-        optimizer.zero_grad(set_to_none=True)
+            raise diverged(step, self.total, "the training loss", self.settings)
+        self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if settings.grad_clip is not None:
-            nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]], settings.grad_clip)
-        optimizer.step()
-        bad = first_non_finite(trained)
+        if self.settings.grad_clip is not None:
+            nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]],
+                                     self.settings.grad_clip)
+        self.optimizer.step()
+        bad = first_non_finite(self.trained)
         if bad is not None:
-            raise diverged(step + 1, total, f"the trainable tensor '{bad}'", settings)
-        scheduler.step()
-        step += 1
-        loss_value = loss.item()
-        running = 0.9 * running + 0.1 * loss_value if step > 1 else loss_value
-        info: dict[str, Any] = {"loss": running}
-        if step % eval_every == 0 or step == total:
-            record: dict[str, Any] = {"step": step, "train_loss": running, "lr": scheduler.get_last_lr()[0]}
-            if has_val:
-                proba = predict_proba(model, x, meta, index=val_index, batch_size=max(settings.batch_size, 64),
-                                      device=device, precision=precision, channel_mask=channel_mask,
-                                      distrust=distrust)
-                metrics = classification_metrics(y[val_index], proba.argmax(1), classes, proba)
-                score = selection_score(metrics)
-                record.update(val_kappa=metrics.kappa, val_balanced_accuracy=metrics.balanced_accuracy,
-                              val_score=score)
-                model.train()
-                if score > best_score:
-                    best_score, best_step, bad_evals, best_val = score, step, 0, metrics
-                    best = trainable_state(model)
-                else:
-                    bad_evals += 1
-                info["val"] = score
+            raise diverged(step, self.total, f"the trainable tensor '{bad}'", self.settings)
+        self.scheduler.step()
+        return loss.item()
+
+
+def _validate(model: nn.Module, data: FitData, val_index: np.ndarray, settings: FinetuneSettings,
+              run: FitRun) -> ClassificationMetrics:
+    """Return the metrics of ``model`` on the validation rows, masked and distrusted as in training; ``model`` is
+    back in training mode after."""
+    proba = predict_proba(model, data.x, data.meta, index=val_index, batch_size=max(settings.batch_size, 64),
+                          device=run.device, precision=run.precision, channel_mask=data.channel_mask,
+                          distrust=data.distrust)
+    model.train()
+    return classification_metrics(data.y[val_index], proba.argmax(1), data.classes, proba)
+
+
+@dataclass
+class _LoopState:
+    """What the loop carries from step to step and a resume restores: the running loss, the kept state, the history."""
+
+    best: dict[str, Tensor]
+    step: int = 0
+    running: float = 0.0  # the loss shown and logged: a running average
+    best_step: int = 0
+    best_score: float = -math.inf
+    bad_evals: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    best_val: ClassificationMetrics | None = None
+
+    @classmethod
+    def resumed(cls, run: FitRun, model: nn.Module, optimiser: _Optimiser) -> _LoopState | None:
+        """Return the loop state saved at ``run.state_path`` and restore the model, optimiser, schedule and random
+        streams from it; None when there is none or it is another run's (its ``run_config`` differs)."""
+        if run.state_path is None or not run.state_path.is_file():
+            return None
+        state = load_training_state(run.state_path)
+        if state.config != dict(run.run_config or {}):
+            return None
+        state.restore(model, optimiser.optimizer, optimiser.scheduler)
+        history = list(state.metrics.get("history", []))
+        best_val = state.metrics.get("best_val")
+        return cls(
+            best=state.data["best"], step=state.step, best_step=state.data["best_step"],
+            bad_evals=state.data["bad_evals"],
+            best_score=state.data["best_score"] if state.data["best_score"] is not None else -math.inf,
+            # States saved before the running average was: the last record's loss.
+            running=state.data.get("running", (state.metrics.get("history") or [{}])[-1].get("train_loss", 0.0)),
+            history=history, best_val=ClassificationMetrics.model_validate(best_val) if best_val else None)
+
+    def add_loss(self, value: float) -> None:
+        """Count one step done with training loss ``value``."""
+        self.step += 1
+        self.running = 0.9 * self.running + 0.1 * value if self.step > 1 else value
+
+    def evaluated(self, model: nn.Module, lr: float, metrics: ClassificationMetrics | None) -> dict[str, Any]:
+        """Record an evaluation at this step and keep ``model``'s trainable state when it is the best so far
+        (without validation ``metrics``: the latest); return what the progress line adds."""
+        record: dict[str, Any] = {"step": self.step, "train_loss": self.running, "lr": lr}
+        info: dict[str, Any] = {}
+        if metrics is None:
+            self.best, self.best_step = trainable_state(model), self.step
+        else:
+            score = selection_score(metrics)
+            record.update(val_kappa=metrics.kappa, val_balanced_accuracy=metrics.balanced_accuracy, val_score=score)
+            if score > self.best_score:
+                self.best_score, self.best_step, self.bad_evals, self.best_val = score, self.step, 0, metrics
+                self.best = trainable_state(model)
             else:
-                best, best_step = trainable_state(model), step
-            history.append(record)
-            if state_path is not None:
-                save_training_state(state_path, TrainingState.capture(
-                    model, optimizer, scheduler, step=step, config=run_config,
-                    data={"best": best, "best_step": best_step, "bad_evals": bad_evals,
-                          "best_score": None if best_score == -math.inf else best_score, "running": running},
-                    metrics={"history": history,
-                             "best_val": best_val.model_dump() if best_val else None}))
-            if early_stop and has_val and bad_evals >= settings.patience:
-                break
-        if progress is not None:
-            progress(step, total, info)
-    # Only the trainable tensors change during fitting; load exactly those back.
-    result = model.load_state_dict(best, strict=False)
-    if result.unexpected_keys or set(best) != {n for n, p in model.named_parameters() if p.requires_grad}:
-        raise RuntimeError(f"best state does not match the trainable tensors: {result.unexpected_keys[:5]}")
-    model.eval()
-    return FitResult(
-        best_step=best_step,
-        steps=step,
-        best_score=None if best_score == -math.inf else float(best_score),
-        validation=best_val,
-        history=history,
-        seconds=time.perf_counter() - start_time,
-        stopped_early=step < total,
-    )
+                self.bad_evals += 1
+            info["val"] = score
+        self.history.append(record)
+        return info
+
+    def save(self, run: FitRun, model: nn.Module, optimiser: _Optimiser) -> None:
+        """Write the resumable training state to ``run.state_path``."""
+        save_training_state(run.state_path, TrainingState.capture(
+            model, optimiser.optimizer, optimiser.scheduler, step=self.step, config=dict(run.run_config or {}),
+            data={"best": self.best, "best_step": self.best_step, "bad_evals": self.bad_evals,
+                  "best_score": None if self.best_score == -math.inf else self.best_score, "running": self.running},
+            metrics={"history": self.history, "best_val": self.best_val.model_dump() if self.best_val else None}))
+
+    def result(self, model: nn.Module, total: int, seconds: float) -> FitResult:
+        """Return the fit's result after loading the kept trainable state back into ``model`` (left in eval mode)."""
+        # Only the trainable tensors change during fitting; load exactly those back.
+        loaded = model.load_state_dict(self.best, strict=False)
+        if loaded.unexpected_keys or set(self.best) != {n for n, p in model.named_parameters() if p.requires_grad}:
+            raise RuntimeError(f"best state does not match the trainable tensors: {loaded.unexpected_keys[:5]}")
+        model.eval()
+        return FitResult(best_step=self.best_step, steps=self.step,
+                         best_score=None if self.best_score == -math.inf else float(self.best_score),
+                         validation=self.best_val, history=self.history, seconds=seconds,
+                         stopped_early=self.step < total)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from passport_kit.engine.forward import predict_proba
-from passport_kit.onboard.finetune import FinetuneSettings, fit, selection_score
+from passport_kit.onboard.finetune import FinetuneSettings, FitData, FitRun, fit, selection_score
 from passport_kit.onboard.metrics import classification_metrics
 from passport_kit.onboard.probe import MAX_INNER_FOLDS, ReadOutChoice, fit_head, repeated_group_folds
 
@@ -103,18 +103,18 @@ def not_tried(reason: str) -> AdapterTraining:
     return AdapterTraining(trained=False, reason=reason)
 
 
-def train(model: nn.Module, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray, *,
-          start: ReadOutChoice, plain: dict[str, np.ndarray], recordings: np.ndarray | None,
-          settings: FinetuneSettings, seed: int = 0, **fit_options: Any) -> Any:
+def train(model: nn.Module, data: FitData, rows: np.ndarray, *, start: ReadOutChoice, plain: dict[str, np.ndarray],
+          settings: FinetuneSettings, seed: int = 0, val_index: np.ndarray | None = None,
+          run: FitRun | None = None) -> Any:
     """Return the fit of LP-FT on ``rows``: the head set to read-out ``start`` fitted on ``plain`` (the read-out
     inputs of ``rows``), then adapter and read-out trained by ``settings`` (batches of consecutive windows of one
-    recording when ``start`` has temporal context). ``fit_options``: :func:`~passport_kit.onboard.finetune.fit`'s."""
-    seq = None if recordings is None else np.asarray(recordings)
-    y_rows = np.asarray(y, dtype=np.int64)[rows]
-    fit_head(model.head, plain, y_rows, start, len(classes), recordings=None if seq is None else list(seq[rows]),
-             seed=seed)
-    return fit(model, x, y, meta, classes, settings, train_index=rows,
-               sequence=seq if seq is not None and start.context else None, **fit_options)
+    recording, ``data.sequence``, when ``start`` has temporal context). ``val_index``, ``run``:
+    :func:`~passport_kit.onboard.finetune.fit`'s."""
+    seq = None if data.sequence is None else np.asarray(data.sequence)
+    fit_head(model.head, plain, data.y[rows], start, len(data.classes),
+             recordings=None if seq is None else list(seq[rows]), seed=seed)
+    return fit(model, data if start.context else replace(data, sequence=None), settings, train_index=rows,
+               val_index=val_index, run=run)
 
 
 def _fold_score(model: nn.Module, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
@@ -146,6 +146,7 @@ def decide(
                "channel_mask": channel_mask, "distrust": distrust}
     seq_all = None if recordings is None else np.asarray(recordings)
     y = np.asarray(y, dtype=np.int64)
+    data = FitData(x, y, meta, classes, channel_mask=channel_mask, distrust=distrust, sequence=seq_all)
     gains: dict[int, list[float]] = {m: [] for m in marks}
     probe_scores: list[float] = []
     lpft_scores: dict[int, list[float]] = {m: [] for m in marks}
@@ -162,9 +163,9 @@ def decide(
         del probe
         tuned = copy.deepcopy(model)
         # One run, scored on the fold's test subjects at every mark (its kept state is not used).
-        result = train(tuned, x, y, meta, classes, fit_rows, start=start, plain=sub, recordings=seq_all,
+        result = train(tuned, data, fit_rows, start=start, plain=sub,
                        settings=settings.model_copy(update={"eval_every": every}), seed=seed, val_index=test_rows,
-                       device=device, precision=precision, channel_mask=channel_mask, distrust=distrust)
+                       run=FitRun(device=device, precision=precision))
         scores = {int(r["step"]): float(r["val_score"]) for r in result.history if "val_score" in r}
         del tuned
         probe_scores.append(base)

@@ -10,7 +10,7 @@ import torch
 
 from passport_kit.model import ChannelMeta, build_backbone, model_config
 from passport_kit.onboard.adapt import build_classifier
-from passport_kit.onboard.finetune import FinetuneSettings, class_weights, fit
+from passport_kit.onboard.finetune import FinetuneSettings, FitData, FitRun, class_weights, fit
 
 C, P, N = 3, 4, 96
 
@@ -38,7 +38,7 @@ def test_only_policy_tensors_change(policy: str) -> None:
     x, y, meta = _data()
     model = _model(policy=policy)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    fit(model, x, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32))
+    fit(model, FitData(x, y, meta, ["lo", "hi"]), SETTINGS, val_index=np.arange(32))
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     changed = {k for k, v in model.state_dict().items() if not torch.equal(v, before[k])}
     assert changed and changed <= trainable
@@ -46,7 +46,7 @@ def test_only_policy_tensors_change(policy: str) -> None:
 
 def test_fixed_budget_runs_exactly_max_steps() -> None:
     x, y, meta = _data()
-    result = fit(_model(), x, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32))
+    result = fit(_model(), FitData(x, y, meta, ["lo", "hi"]), SETTINGS, val_index=np.arange(32))
     assert result.steps == 8 and [h["step"] for h in result.history] == [4, 8]
 
 
@@ -55,14 +55,14 @@ def test_early_stopping_stops_after_patience() -> None:
     # Random labels: validation never improves for long, so patience 1 stops well before 20 epochs.
     y_rand = np.random.default_rng(3).integers(0, 2, N)
     settings = FinetuneSettings(batch_size=32, epochs=20, patience=1, seed=0)
-    result = fit(_model(), x, y_rand, meta, ["lo", "hi"], settings, val_index=np.arange(32))
+    result = fit(_model(), FitData(x, y_rand, meta, ["lo", "hi"]), settings, val_index=np.arange(32))
     assert result.stopped_early and result.steps < 20 * 3
 
 
 def test_resume_after_interruption_matches_uninterrupted_run(tmp_path: Path) -> None:
     x, y, meta = _data()
     full = _model()
-    fit(full, x, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32))
+    fit(full, FitData(x, y, meta, ["lo", "hi"]), SETTINGS, val_index=np.arange(32))
 
     def interrupt(step: int, total: int, info: dict) -> None:
         if step == 6:
@@ -70,12 +70,12 @@ def test_resume_after_interruption_matches_uninterrupted_run(tmp_path: Path) -> 
 
     state = tmp_path / "state.safetensors"
     with pytest.raises(KeyboardInterrupt):
-        fit(_model(), x, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32), state_path=state,
-            run_config={"run": 1}, progress=interrupt)
+        fit(_model(), FitData(x, y, meta, ["lo", "hi"]), SETTINGS, val_index=np.arange(32),
+            run=FitRun(state_path=state, run_config={"run": 1}, progress=interrupt))
     assert state.is_file()
     resumed = _model()
-    result = fit(resumed, x, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32), state_path=state,
-                 run_config={"run": 1})
+    result = fit(resumed, FitData(x, y, meta, ["lo", "hi"]), SETTINGS, val_index=np.arange(32),
+                 run=FitRun(state_path=state, run_config={"run": 1}))
     assert result.steps == 8
     for key, value in full.state_dict().items():
         torch.testing.assert_close(resumed.state_dict()[key], value)
@@ -97,12 +97,12 @@ def test_masked_channels_do_not_reach_the_trained_weights() -> None:
     trained = []
     for data in (x, garbage):
         model = _model()
-        fit(model, data, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32), channel_mask=mask)
+        fit(model, FitData(data, y, meta, ["lo", "hi"], channel_mask=mask), SETTINGS, val_index=np.arange(32))
         trained.append(model.state_dict())
     for key, value in trained[0].items():
         torch.testing.assert_close(trained[1][key], value)
     unmasked = _model()
-    fit(unmasked, garbage, y, meta, ["lo", "hi"], SETTINGS, val_index=np.arange(32))
+    fit(unmasked, FitData(garbage, y, meta, ["lo", "hi"]), SETTINGS, val_index=np.arange(32))
     assert any(not torch.allclose(unmasked.state_dict()[k], v) for k, v in trained[0].items())
 
 
@@ -110,8 +110,8 @@ def test_masked_channels_do_not_reach_the_trained_weights() -> None:
 def test_channel_dropout_changes_training_only_when_on(drop_prob: float) -> None:
     x, y, meta = _data()
     plain, dropped = _model(), _model()
-    fit(plain, x, y, meta, ["lo", "hi"], SETTINGS)
-    fit(dropped, x, y, meta, ["lo", "hi"], SETTINGS.model_copy(update={"drop_prob": drop_prob}))
+    fit(plain, FitData(x, y, meta, ["lo", "hi"]), SETTINGS)
+    fit(dropped, FitData(x, y, meta, ["lo", "hi"]), SETTINGS.model_copy(update={"drop_prob": drop_prob}))
     same = all(torch.allclose(dropped.state_dict()[k], v, atol=1e-6) for k, v in plain.state_dict().items())
     assert same is (drop_prob == 0.0)
 
@@ -119,7 +119,7 @@ def test_channel_dropout_changes_training_only_when_on(drop_prob: float) -> None
 def test_a_resumed_run_logs_the_same_history_as_an_uninterrupted_one(tmp_path: Path) -> None:
     x, y, meta = _data()
     settings = FinetuneSettings(batch_size=16, max_steps=8, eval_every=2, seed=1)
-    full = fit(_model(), x, y, meta, ["lo", "hi"], settings, val_index=np.arange(32))
+    full = fit(_model(), FitData(x, y, meta, ["lo", "hi"]), settings, val_index=np.arange(32))
 
     def interrupt(step: int, total: int, info: dict) -> None:
         if step == 5:
@@ -127,9 +127,9 @@ def test_a_resumed_run_logs_the_same_history_as_an_uninterrupted_one(tmp_path: P
 
     state = tmp_path / "state.safetensors"
     with pytest.raises(KeyboardInterrupt):
-        fit(_model(), x, y, meta, ["lo", "hi"], settings, val_index=np.arange(32), state_path=state,
-            run_config={"run": 1}, progress=interrupt)
-    resumed = fit(_model(), x, y, meta, ["lo", "hi"], settings, val_index=np.arange(32), state_path=state,
-                  run_config={"run": 1})
+        fit(_model(), FitData(x, y, meta, ["lo", "hi"]), settings, val_index=np.arange(32),
+            run=FitRun(state_path=state, run_config={"run": 1}, progress=interrupt))
+    resumed = fit(_model(), FitData(x, y, meta, ["lo", "hi"]), settings, val_index=np.arange(32),
+                  run=FitRun(state_path=state, run_config={"run": 1}))
     # The running loss carries on from the saved state (it restarted from 0 before issue 28).
     assert [h["train_loss"] for h in resumed.history] == pytest.approx([h["train_loss"] for h in full.history])

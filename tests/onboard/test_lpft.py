@@ -11,7 +11,7 @@ import torch
 
 from passport_kit.errors import ConfigError
 from passport_kit.model import ChannelMeta, build_backbone, model_config
-from passport_kit.onboard.finetune import _sequence_chunks, fit
+from passport_kit.onboard.finetune import FitData, _sequence_chunks, fit
 from passport_kit.onboard.lpft import MAX_STEPS, MIN_STEPS, decide, lpft_settings, step_budget
 from passport_kit.onboard.recipe import RecipeOptions
 from passport_kit.onboard.probe import ReadOutChoice, fit_head
@@ -75,7 +75,7 @@ def test_l2sp_keeps_trained_tensors_nearer_their_start() -> None:
         model = _model()
         start = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
         settings = lpft_settings(steps=15, batch_size=8, lr=1e-2).model_copy(update={"l2sp": l2sp})
-        fit(model, x, y, meta, ["rest", "task"], settings)
+        fit(model, FitData(x, y, meta, ["rest", "task"]), settings)
         moved[l2sp] = sum(float((p.detach() - start[n]).pow(2).sum())
                           for n, p in model.named_parameters() if n in start and not n.startswith("head."))
     assert moved[0.0] > 0
@@ -89,7 +89,7 @@ def test_lpft_starts_from_the_probe_read_out_and_trains_the_adapter() -> None:
     adapter0 = {n: p.detach().clone() for n, p in model.named_parameters()
                 if p.requires_grad and not n.startswith("head.")}
     assert adapter0, "the adapter policy trains adapter tensors"
-    fit(model, x, y, meta, ["rest", "task"], lpft_settings(steps=5, batch_size=8))
+    fit(model, FitData(x, y, meta, ["rest", "task"]), lpft_settings(steps=5, batch_size=8))
     assert not torch.equal(model.head.linear.weight, head0)
     assert any(not torch.equal(p, adapter0[n]) for n, p in model.named_parameters() if n in adapter0)
 
