@@ -28,7 +28,7 @@ def window_errors(checkpoint: str, x: np.ndarray, montage: object, seed: int, ba
     """Return ``(N, 2)``: per window, the squared error summed over masked samples of the model, and of zeros."""
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.model import ChannelMeta
-    from passport_kit.pretrain.run import random_mask
+    from passport_kit.pretrain.objective import random_mask
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

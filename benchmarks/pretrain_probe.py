@@ -31,7 +31,7 @@ from passport_kit.montage import resolve_montage
 from passport_kit.signals import load_dataset
 from passport_kit.signals.preprocess import PreprocessConfig
 from passport_kit.pretrain import corpus as pdata
-from passport_kit.pretrain.run import masked_mse, random_mask
+from passport_kit.pretrain.objective import masked_mse, random_mask
 
 
 def load_windows(folder: str, montage: str, n_train: int, n_val: int, patches: int) -> tuple[torch.Tensor, torch.Tensor, ChannelMeta]:

@@ -80,7 +80,7 @@ def dreams_windows(data: Path, montage_path: Path, work: Path) -> tuple[torch.Te
 
 def held_out_ratio(backbone: torch.nn.Module, meta: object, x: torch.Tensor) -> float:
     """Return masked-patch MSE / MSE of predicting zeros on ``x`` (fixed masks)."""
-    from passport_kit.pretrain.run import masked_mse, random_mask
+    from passport_kit.pretrain.objective import masked_mse, random_mask
 
     backbone.eval()
     with torch.no_grad():
@@ -95,7 +95,7 @@ def train(task: str, variant: str, steps: int, meta: object, train_x: torch.Tens
     """Return (step, held-out ratio, seconds) every 100 steps for one variant on one task."""
     from passport_kit.model import build_backbone
     from passport_kit.model.config import model_config
-    from passport_kit.pretrain.run import masked_mse, random_mask
+    from passport_kit.pretrain.objective import masked_mse, random_mask
 
     kind, temporal = VARIANTS[variant]
     torch.manual_seed(seed)

@@ -28,7 +28,8 @@ from passport_kit.signals import load_dataset
 from passport_kit.signals.preprocess import PreprocessConfig
 from passport_kit.pretrain import corpus as pdata
 from passport_kit.pretrain import upcycle
-from passport_kit.pretrain.run import DataSource, PretrainConfig, heldout_mse, pretrain
+from passport_kit.pretrain.objective import heldout_mse
+from passport_kit.pretrain.run import DataSource, PretrainConfig, pretrain
 
 
 def ratio(result: dict) -> float:

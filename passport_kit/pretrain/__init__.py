@@ -1,6 +1,8 @@
 """Pretraining: a base checkpoint by masked reconstruction, from scratch or grown around another base.
 
 - :mod:`~passport_kit.pretrain.run`: the pretraining run (``pretrain(PretrainConfig) -> Path``).
+- :mod:`~passport_kit.pretrain.config`: ``PretrainConfig``, every setting of a run (torch-free: the CLI's options).
+- :mod:`~passport_kit.pretrain.objective`: the objective the run trains (masked reconstruction) and its interface.
 - :mod:`~passport_kit.pretrain.corpus`: the corpus of windows, memory-mapped shards by montage.
 - :mod:`~passport_kit.pretrain.loader`: batches of one montage each, with worker processes.
 - :mod:`~passport_kit.pretrain.log`: the metrics log and the progress line.

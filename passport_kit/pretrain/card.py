@@ -53,17 +53,20 @@ def training_info(
     final_loss: float,
     wall_s: float,
     *,
+    objective: dict[str, Any],
     world_size: int,
     workers: int = 0,
     runtime_line: str,
 ) -> dict[str, Any]:
-    """Return the JSON-able description of a finished run (stored in config.json)."""
+    """Return the JSON-able description of a finished run (stored in config.json).
+
+    ``objective``: what the objective records of itself (:meth:`~passport_kit.pretrain.objective.Objective.record`).
+    """
     val = dict(validation)
     if val.get("val_zero_loss"):
         val["ratio_to_zero"] = val["val_loss"] / val["val_zero_loss"]
     return {
-        "objective": "masked patch reconstruction (MSE on masked patches)",
-        "mask_prob": cfg.mask_prob,
+        **objective,
         "optimizer": {"name": "AdamW", "lr": cfg.lr, "weight_decay": cfg.weight_decay,
                       "schedule": "cosine per step", "eta_min": cfg.eta_min, "grad_clip": cfg.grad_clip},
         "steps": cfg.last_step,

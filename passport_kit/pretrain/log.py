@@ -1,8 +1,8 @@
 """What a long run tells while it runs: a metrics CSV (plus TensorBoard) and a progress bar.
 
-The CSV has one row per step (``step, epoch, montage, loss, lr, grad_norm, samples_per_s,
-elapsed_s, val_loss, val_zero_loss``; the validation columns are filled on validation steps
-only). It is flushed after every row, so a killed run keeps its history; on ``--resume`` rows
+The CSV has one row per step: the training columns (``step, epoch, montage, loss, lr, grad_norm,
+samples_per_s, elapsed_s``), then the objective's validation columns (masked reconstruction:
+``val_loss, val_zero_loss``), filled on validation steps only. It is flushed after every row, so a killed run keeps its history; on ``--resume`` rows
 after the resumed step (written after the last saved state) are dropped first, so the file
 describes exactly the run that produced the final weights.
 """
@@ -19,23 +19,30 @@ from typing import Any
 
 from passport_kit.atomic_io import atomic_write_text
 
-COLUMNS: tuple[str, ...] = (
+#: The columns of every step; the objective's validation columns follow them (``Objective.logged``).
+TRAINING_COLUMNS: tuple[str, ...] = (
     "step", "epoch", "montage", "loss", "lr", "grad_norm", "samples_per_s", "elapsed_s",
-    "val_loss", "val_zero_loss",
 )
+#: The training columns of the TensorBoard scalars (the validation columns are scalars too).
+_SCALARS = ("loss", "lr", "grad_norm", "samples_per_s")
 
 
 class MetricsLog:
-    """Append-only metrics CSV (and TensorBoard scalars where ``tensorboard`` is installed)."""
+    """Append-only metrics CSV (and TensorBoard scalars where ``tensorboard`` is installed).
 
-    def __init__(self, path: Path, *, resume_step: int | None = None) -> None:
+    ``columns``: the CSV's, in order: :data:`TRAINING_COLUMNS` and the objective's validation columns.
+    """
+
+    def __init__(self, path: Path, *, columns: tuple[str, ...] = TRAINING_COLUMNS,
+                 resume_step: int | None = None) -> None:
         self.path = Path(path)
+        self.columns = columns
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume_step is not None and self.path.exists():
-            _truncate_after(self.path, resume_step)
+            _truncate_after(self.path, resume_step, columns)
         new = not self.path.exists() or self.path.stat().st_size == 0
         self._file = open(self.path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._writer = csv.DictWriter(self._file, fieldnames=COLUMNS, extrasaction="ignore")
+        self._writer = csv.DictWriter(self._file, fieldnames=columns, extrasaction="ignore")
         if new:
             self._writer.writeheader()
             self._file.flush()
@@ -43,10 +50,10 @@ class MetricsLog:
 
     def write(self, row: dict[str, Any]) -> None:
         """Append one row (missing columns stay empty) and flush it to disk."""
-        self._writer.writerow({k: _fmt(row.get(k)) for k in COLUMNS})
+        self._writer.writerow({k: _fmt(row.get(k)) for k in self.columns})
         self._file.flush()
         if self._tb is not None:
-            for key in ("loss", "lr", "grad_norm", "samples_per_s", "val_loss", "val_zero_loss"):
+            for key in _SCALARS + self.columns[len(TRAINING_COLUMNS):]:
                 if isinstance(row.get(key), float):
                     self._tb.add_scalar(f"pretrain/{key}", row[key], int(row["step"]))
 
@@ -65,11 +72,11 @@ def read_metrics(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def _truncate_after(path: Path, step: int) -> None:
+def _truncate_after(path: Path, step: int, columns: tuple[str, ...]) -> None:
     """Rewrite ``path`` atomically without the rows after ``step``."""
     rows = [r for r in read_metrics(path) if r.get("step", "").isdigit() and int(r["step"]) <= step]
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(path, buffer.getvalue())

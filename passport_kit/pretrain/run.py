@@ -1,13 +1,13 @@
-"""Masked patch reconstruction pretraining of a backbone and its channel embedding.
+"""Pretraining of a backbone and its channel embedding: the run, one rank's loop of small steps.
 
-The objective is CBraMod's (``reference/cbramod.md`` §3.2): every patch of every channel of
-every window is masked independently with probability 0.5 (the model replaces it with its
-zero mask token), the reconstruction head predicts the raw 200 samples of each patch, and the
-loss is the mean squared error over the *masked* patches only. AdamW (lr 5e-4, weight decay
-5e-2 on every parameter), a cosine schedule stepped every iteration down to 1e-5, gradient
-clipping at global norm 1. The expert kinds (``mlp-experts``, ``xattn-experts``) learn their
-10 experts and the mixture network here; their activity summary only sees unmasked patches
-(the model does that, given the mask).
+The objective is CBraMod's masked patch reconstruction (:mod:`~passport_kit.pretrain.objective`,
+``reference/cbramod.md`` §3.2), the one :class:`~passport_kit.pretrain.objective.Objective` so far;
+the run asks it for each step's draws, the loss and the held-out scores, and owns the rest: AdamW
+(lr 5e-4, weight decay 5e-2 on every parameter), a cosine schedule stepped every iteration down to
+1e-5, gradient clipping at global norm 1, input corruption (``--corrupt-prob``), logging, saving
+and resuming. The expert kinds (``mlp-experts``, ``xattn-experts``) learn their 10 experts and
+the mixture network here; their activity summary only sees unmasked patches (the model does that,
+given the mask).
 
 One run, one folder (``--out``)::
 
@@ -33,21 +33,11 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
 import torch
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
 from torch import Tensor, nn
 
 from passport_kit.errors import ConfigError
@@ -57,7 +47,9 @@ from passport_kit.pretrain import corpus as pdata
 from passport_kit.pretrain import loader as pretrain_loader
 from passport_kit import runtime
 from passport_kit.engine.corruption import corrupt_windows
-from passport_kit.pretrain.log import MetricsLog, ProgressReporter
+from passport_kit.pretrain.config import DataSource, PretrainConfig
+from passport_kit.pretrain.log import TRAINING_COLUMNS, MetricsLog, ProgressReporter
+from passport_kit.pretrain.objective import MaskedReconstruction, Objective
 from passport_kit.engine.state import TrainingState, load_training_state, save_training_state
 
 STATE_FILE = "train/state.safetensors"
@@ -68,120 +60,6 @@ _RESUMABLE_CHANGES = frozenset(
     {"out", "resume", "device", "precision", "threads", "checkpoint_every", "val_every",
      "val_max_windows", "progress", "name", "workers", "stop_at"}
 )
-
-
-class DataSource(BaseModel):
-    """One dataset to pretrain on, with the montage its recordings are mapped to."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    path: Path
-    montage: str
-
-
-class PretrainConfig(BaseModel):
-    """Every setting of a pretraining run (stored in its training state and checkpoint)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    sources: list[DataSource] = Field(min_length=1)
-    embedding: str
-    arch: str = "cbramod-small"
-    out: Path
-    name: str | None = None  # checkpoint name; default: the --out folder's name
-    steps: int = Field(1000, gt=0)
-    # End the run at this step and write the checkpoint; the schedule still spans ``steps``.
-    stop_at: int | None = Field(None, gt=0)
-    batch_size: int = Field(16, gt=0)
-    lr: float = Field(5e-4, gt=0)
-    weight_decay: float = Field(5e-2, ge=0)
-    eta_min: float = Field(1e-5, ge=0)
-    grad_clip: float = Field(1.0, gt=0)
-    mask_prob: float = Field(0.5, gt=0, lt=1)
-    # Share of windows with synthetic channel faults (engine.corruption); 0 = CBraMod's recipe.
-    corrupt_prob: float = Field(0.0, ge=0, le=1)
-    seed: int = 42
-    checkpoint_every: int = Field(100, gt=0)
-    val_every: int | None = Field(None, gt=0)  # default: with every checkpoint
-    val_fraction: float = Field(0.1, ge=0, lt=1)  # subjects held out per dataset
-    # Subjects held out by name (a dataset that has some of them holds out exactly those).
-    val_subjects: list[str] = Field(default_factory=list)
-    val_max_windows: int | None = Field(256, gt=0)  # per dataset; evenly spaced, to bound the cost
-    window_seconds: float = Field(30.0, gt=0)
-    notch_freq: float | None = 50.0
-    amplitude_limit_uv: float | None = Field(100.0, gt=0)  # CBraMod: drop windows over 100 µV
-    dropout: float | None = Field(None, ge=0, lt=1)  # None: the architecture's default
-    device: str = "auto"
-    precision: str = "auto"
-    threads: int | None = Field(None, gt=0)
-    # DataLoader worker processes per training process; None: pretrain_loader.default_workers.
-    workers: int | None = Field(None, ge=0)
-    resume: bool = False
-    progress: bool = True
-    # Upcycling (pretrain.upcycle): start from this base checkpoint's backbone (name or folder).
-    init_from: str | None = None
-    train: Literal["experts", "all"] | None = None  # with init_from; default "experts"
-    temporal_position: Literal["acpe-conv", "sinusoid"] | None = None  # with init_from; see upcycle
-
-    @field_validator("embedding", "arch")
-    @classmethod
-    def _known_name(cls, value: str, info: ValidationInfo) -> str:
-        from passport_kit.model.config import ARCHITECTURES, EMBEDDING_KINDS
-
-        known = {"embedding": list(EMBEDDING_KINDS), "arch": sorted(ARCHITECTURES)}[info.field_name]
-        if value not in known:
-            what = "embedding" if info.field_name == "embedding" else "architecture"
-            raise ValueError(f"unknown {what} {value!r}; choose one of {known}")
-        return value
-
-    @model_validator(mode="after")
-    def _upcycling_options(self) -> PretrainConfig:
-        from passport_kit.pretrain.upcycle import require_expert_kind
-
-        if self.init_from is None:
-            for option, value in (("--train", self.train), ("--temporal-position", self.temporal_position)):
-                if value is not None:
-                    raise ValueError(f"{option} applies to upcycling only; add --init-from BASE or drop {option}")
-            return self
-        try:
-            require_expert_kind(self.embedding)
-        except ConfigError as exc:  # pydantic turns a ValueError into a validation error
-            raise ValueError(str(exc)) from None
-        return self
-
-    @model_validator(mode="after")
-    def _stop_within_steps(self) -> PretrainConfig:
-        if self.stop_at is not None and self.stop_at > self.steps:
-            raise ValueError(f"--stop-at {self.stop_at} is after the last step ({self.steps}); lower it or drop it")
-        return self
-
-    @property
-    def last_step(self) -> int:
-        """Return the step at which the run ends: ``stop_at``, else ``steps``."""
-        return self.stop_at or self.steps
-
-    @property
-    def trained_part(self) -> str:
-        """Return what an upcycling run trains: ``experts`` (default) or ``all``."""
-        return self.train or "experts"
-
-    @classmethod
-    def from_options(cls, **options: Any) -> PretrainConfig:
-        """Return a config from user input; a bad value raises one-line :class:`ConfigError`."""
-        try:
-            return cls.model_validate(options)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err.get("loc", ()))
-            msg = str(err.get("msg", "invalid")).replace("Value error, ", "")
-            if not where:  # a rule across options (the message names them)
-                raise ConfigError(msg) from None
-            raise ConfigError(f"invalid pretraining option {where}: {msg}") from None
-
-    @property
-    def checkpoint_name(self) -> str:
-        """Return the name written into the base checkpoint."""
-        return self.name or self.out.resolve().name
 
 
 @dataclass
@@ -203,41 +81,6 @@ class TrainingInterrupted(KeyboardInterrupt):
         super().__init__(f"interrupted at step {step}; state saved to {state_path}")
         self.step = step
         self.state_path = state_path
-
-
-class MaskedReconstruction(nn.Module):
-    """Wraps a backbone so one ``forward`` gives the masked-patch loss (what DDP wraps)."""
-
-    def __init__(self, backbone: nn.Module) -> None:
-        super().__init__()
-        self.backbone = backbone
-
-    def forward(self, x: Tensor, meta: Any, mask: Tensor, target: Tensor | None = None) -> Tensor:
-        """Return the MSE over masked patches; ``x`` ``(B, C, P, 200)``, ``mask`` ``(B, C, P)`` bool.
-
-        ``target`` (default ``x``) is what the masked patches should be: the clean windows when
-        ``x`` carries synthetic faults (``--corrupt-prob``).
-        """
-        recon = self.backbone.reconstruct(x, meta, mask)
-        return masked_mse(recon, x if target is None else target, mask)
-
-
-def masked_mse(prediction: Tensor, target: Tensor, mask: Tensor) -> Tensor:
-    """Return the mean squared error over masked patches (all 200 samples of each).
-
-    ``prediction``/``target`` are ``(B, C, P, 200)``, ``mask`` is ``(B, C, P)`` bool. Computed
-    in fp32 even under bf16 autocast. With no masked patch at all the loss is a zero that still
-    carries gradients (so every DDP rank reduces the same parameters).
-    """
-    err = (prediction.float() - target.float()).pow(2)
-    if not bool(mask.any()):
-        return (prediction.float() * 0.0).sum()
-    return err[mask].mean()
-
-
-def random_mask(shape: tuple[int, int, int], prob: float, generator: torch.Generator) -> Tensor:
-    """Return a Bernoulli(``prob``) mask of shape ``(B, C, P)`` (True = masked)."""
-    return torch.rand(shape, generator=generator) < prob
 
 
 def pretrain(
@@ -268,6 +111,24 @@ def pretrain(
     finally:
         torch.set_num_threads(threads_before)  # a library call leaves the process as it found it
         dist_tools.shutdown_distributed(ctx)
+
+
+@dataclass
+class _Position:
+    """Where one rank's run is: its step and data position, its time, and its last loss and validation."""
+
+    step: int = 0
+    epoch: int = 0
+    position: int = 0  # batches of the epoch done
+    elapsed_before: float = 0.0  # seconds of the sessions before a resume
+    saved_loss: float = float("nan")  # the resumed state's last loss
+    last_loss: float = float("nan")  # mean over ranks, of this session's last step
+    last_val: dict[str, Any] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+    def elapsed(self) -> float:
+        """Return the run's seconds so far, earlier sessions included."""
+        return self.elapsed_before + time.perf_counter() - self.started
 
 
 class _Run:
@@ -379,149 +240,191 @@ class _Run:
     # -- the run --------------------------------------------------------------------------
 
     def run(self) -> Path:
-        cfg, ctx = self.cfg, self.ctx
-        runtime.set_threads(cfg.threads)
-        runtime.seed_everything(cfg.seed)
-        if ctx.is_main:
+        """Return the base checkpoint folder after the whole run: set-up, resume, the steps, the checkpoint."""
+        runtime.set_threads(self.cfg.threads)
+        runtime.seed_everything(self.cfg.seed)
+        self._read_inputs()
+        self._build_training()
+        at = self._resume()
+        self._train(at)
+        return self._finish(at)
+
+    def _read_inputs(self) -> None:
+        """Check the output folder (rank 0), read the ``init_from`` source and the corpus (rank 0 first)."""
+        if self.ctx.is_main:
             self._check_out_folder()
         self._read_source()
         # Rank 0 reads first so that the preprocessing cache is written once, then the others.
-        if ctx.is_main:
-            corpus = self._load_corpus()
-        dist_tools.barrier(ctx)
-        if not ctx.is_main:
-            corpus = self._load_corpus()
-        self.corpus = corpus
-        backbone = self._build_model(corpus)
-        objective = MaskedReconstruction(backbone)
-        model: nn.Module = objective
-        if ctx.enabled:
-            model = nn.parallel.DistributedDataParallel(objective, device_ids=None)
-        params = [p for p in backbone.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.steps, eta_min=cfg.eta_min)
+        if self.ctx.is_main:
+            self.corpus = self._load_corpus()
+        dist_tools.barrier(self.ctx)
+        if not self.ctx.is_main:
+            self.corpus = self._load_corpus()
 
-        step, epoch, position, elapsed_before = 0, 0, 0, 0.0
-        if cfg.resume:
-            state = load_training_state(self.state_path)
-            _check_resume_config(state.config, cfg)
-            saved_world = int(state.data.get("world_size", 1))
-            if saved_world != ctx.world_size:
-                raise ConfigError(
-                    f"the saved run used {saved_world} process(es), this one {ctx.world_size}; the data "
-                    f"position depends on it - resume with {saved_world} process(es)"
-                )
-            saved_source = state.data.get("init_sha256")
-            if self.source is not None and saved_source not in (None, self.source[0].weights_sha256):
-                raise ConfigError(
-                    f"--init-from {cfg.init_from} has changed since the run started (SHA-256 "
-                    f"{self.source[0].weights_sha256[:12]}... now, {str(saved_source)[:12]}... then); restore it "
-                    "or choose a new --out folder"
-                )
-            state.restore(backbone, optimizer, scheduler)
-            step = state.step
-            if step > cfg.last_step:
-                raise ConfigError(
-                    f"the saved run is at step {step}, after --stop-at {cfg.stop_at}; give a later --stop-at or drop it"
-                )
-            epoch, position = int(state.data["epoch"]), int(state.data["position"])
-            elapsed_before = float(state.metrics.get("elapsed_s", 0.0))
+    def _build_training(self) -> None:
+        """Build the backbone, its objective (what DDP wraps under torchrun), the optimizer and the schedule."""
+        cfg = self.cfg
+        self.backbone = self._build_model(self.corpus)
+        self.objective: Objective = MaskedReconstruction(self.backbone, cfg)
+        self.model: nn.Module = self.objective
+        if self.ctx.enabled:
+            self.model = nn.parallel.DistributedDataParallel(self.objective, device_ids=None)
+        self.params = [p for p in self.backbone.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=cfg.steps,
+                                                                    eta_min=cfg.eta_min)
 
-        log = MetricsLog(self.out / METRICS_FILE, resume_step=step if cfg.resume else None) if ctx.is_main else None
-        reporter = ProgressReporter(total=cfg.last_step, start=step, enabled=ctx.is_main and cfg.progress)
-        val_every = cfg.val_every or cfg.checkpoint_every
-        started = time.perf_counter()
-        last_loss = float("nan")
-        last_val: dict[str, Any] = {}
-        batches = pretrain_loader.RankBatches(corpus.train, cfg.batch_size, ctx.world_size, ctx.rank, cfg.seed)
-        self.workers = self._resolve_workers()
-
-        def snapshot() -> TrainingState:
-            return TrainingState.capture(
-                backbone, optimizer, scheduler, step=step,
-                data={"epoch": epoch, "position": position, "world_size": ctx.world_size,
-                      **({"init_sha256": self.source[0].weights_sha256} if self.source else {})},
-                config=cfg.model_dump(mode="json"),
-                metrics={"loss": last_loss, "elapsed_s": elapsed_before + time.perf_counter() - started},
+    def _resume(self) -> _Position:
+        """Return where the run starts: step 0, or (``resume``) the saved run's step and data position, with the
+        weights, optimizer, schedule and random streams restored; ConfigError when the saved run does not fit."""
+        cfg, ctx = self.cfg, self.ctx
+        if not cfg.resume:
+            return _Position()
+        state = load_training_state(self.state_path)
+        _check_resume_config(state.config, cfg)
+        saved_world = int(state.data.get("world_size", 1))
+        if saved_world != ctx.world_size:
+            raise ConfigError(
+                f"the saved run used {saved_world} process(es), this one {ctx.world_size}; the data "
+                f"position depends on it - resume with {saved_world} process(es)"
             )
+        saved_source = state.data.get("init_sha256")
+        if self.source is not None and saved_source not in (None, self.source[0].weights_sha256):
+            raise ConfigError(
+                f"--init-from {cfg.init_from} has changed since the run started (SHA-256 "
+                f"{self.source[0].weights_sha256[:12]}... now, {str(saved_source)[:12]}... then); restore it "
+                "or choose a new --out folder"
+            )
+        state.restore(self.backbone, self.optimizer, self.scheduler)
+        if state.step > cfg.last_step:
+            raise ConfigError(
+                f"the saved run is at step {state.step}, after --stop-at {cfg.stop_at}; give a later --stop-at or "
+                "drop it"
+            )
+        return _Position(step=state.step, epoch=int(state.data["epoch"]), position=int(state.data["position"]),
+                         elapsed_before=float(state.metrics.get("elapsed_s", 0.0)),
+                         saved_loss=float(state.metrics.get("loss", float("nan"))))
 
+    def _train(self, at: _Position) -> None:
+        """Run the steps from ``at`` to the last step, or until a stop request (state saved, TrainingInterrupted)."""
+        cfg, ctx = self.cfg, self.ctx
+        log = None
+        if ctx.is_main:
+            log = MetricsLog(self.out / METRICS_FILE, columns=TRAINING_COLUMNS + self.objective.logged,
+                             resume_step=at.step if cfg.resume else None)
+        reporter = ProgressReporter(total=cfg.last_step, start=at.step, enabled=ctx.is_main and cfg.progress)
+        at.started = time.perf_counter()
+        batches = pretrain_loader.RankBatches(self.corpus.train, cfg.batch_size, ctx.world_size, ctx.rank, cfg.seed)
+        self.workers = self._resolve_workers()
         with contextlib.ExitStack() as stack:
             stack.enter_context(_stop_signals(self))
             stack.enter_context(reporter)
             if log is not None:
                 stack.callback(log.close)
             stream = stack.enter_context(pretrain_loader.batch_stream(
-                batches, (epoch, position), cfg.last_step - step, workers=self.workers,
+                batches, (at.epoch, at.position), cfg.last_step - at.step, workers=self.workers,
                 pin_memory=self.device.type == "cuda"))
-            backbone.train()
+            self.backbone.train()
             t0 = time.perf_counter()
             for batch in stream:
-                pool_idx, rows, x = batch.pool, batch.rows, batch.x
-                epoch, position = batch.epoch, batch.position
-                pool = corpus.train[pool_idx]
-                step_seed = runtime.step_seed(cfg.seed, step, ctx.rank)  # masks and dropout of this step and rank
-                gen = torch.Generator().manual_seed(step_seed)
-                target = None
-                if cfg.corrupt_prob > 0:
-                    # The model sees faulty channels; the loss asks for the clean signal (denoising).
-                    target = x.to(self.device, non_blocking=True)
-                    x, _ = corrupt_windows(x, cfg.corrupt_prob, gen)
-                x = x.to(self.device, non_blocking=True)
-                mask = random_mask(tuple(x.shape[:3]), cfg.mask_prob, gen).to(self.device)
-                torch.manual_seed(step_seed)  # dropout draws, reproducible per step and rank
-                with runtime.autocast(self.device, self.precision):
-                    loss = model(x, self.metas[pool_idx], mask, target)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
-                optimizer.step()
-                scheduler.step()
-                step += 1
-                position += 1
-                loss_value = float(loss.detach())
-                if ctx.enabled:
-                    total = dist_tools.sum_over_ranks(torch.tensor([loss_value], device=self.device), ctx)
-                    last_loss = float(total.item()) / ctx.world_size
-                else:
-                    last_loss = loss_value
+                at.epoch, at.position = batch.epoch, batch.position
+                loss_value, grad_norm = self._step(batch, at.step)
+                at.step += 1
+                at.position += 1
+                at.last_loss = self._mean_over_ranks(loss_value)
                 dt = time.perf_counter() - t0  # since the last step's end: waiting for the data counts
-                samples_per_s = len(rows) * ctx.world_size / max(dt, 1e-9)
+                samples_per_s = len(batch.rows) * ctx.world_size / max(dt, 1e-9)
+                pool = self.corpus.train[batch.pool]
                 if self.on_step is not None:
-                    self.on_step(StepEvent(step, ctx.rank, ctx.world_size, pool.montage_name,
-                                           pool.window_ids(rows), loss_value))
+                    self.on_step(StepEvent(at.step, ctx.rank, ctx.world_size, pool.montage_name,
+                                           pool.window_ids(batch.rows), loss_value))
                 stop = dist_tools.any_rank(self.stop_requested, ctx, self.device)
-                row: dict[str, Any] = {
-                    "step": step, "epoch": epoch, "montage": pool.montage_name, "loss": last_loss,
-                    "lr": scheduler.get_last_lr()[0], "grad_norm": grad_norm,
-                    "samples_per_s": samples_per_s,
-                    "elapsed_s": elapsed_before + time.perf_counter() - started,
-                }
-                if ctx.is_main and (step % val_every == 0 or step == cfg.last_step):
-                    last_val = self._validate(backbone)
-                    row.update(last_val)
-                    backbone.train()
-                if log is not None:
-                    log.write(row)
-                reporter.update(step, last_loss, samples_per_s)
-                if ctx.is_main and (step % cfg.checkpoint_every == 0 or stop or step == cfg.last_step):
-                    save_training_state(self.state_path, snapshot())
-                if stop:
-                    dist_tools.barrier(ctx)
-                    raise TrainingInterrupted(step, self.state_path)
+                self._log(at, pool.montage_name, grad_norm, samples_per_s, log)
+                reporter.update(at.step, at.last_loss, samples_per_s)
+                self._save(at, stop)
                 t0 = time.perf_counter()
+
+    def _step(self, batch: Any, step: int) -> tuple[float, float]:
+        """Return this rank's loss and the gradient norm of one optimisation step on ``batch`` (step ``step``, 0-based).
+
+        One random stream per step and rank draws, in this order, the input corruption, the
+        objective's draws (the masks) and, as the global seed, the dropout.
+        """
+        cfg = self.cfg
+        step_seed = runtime.step_seed(cfg.seed, step, self.ctx.rank)
+        gen = torch.Generator().manual_seed(step_seed)
+        x, clean = batch.x, None
+        if cfg.corrupt_prob > 0:
+            # The model sees faulty channels; the loss asks for the clean signal (denoising).
+            clean = x.to(self.device, non_blocking=True)
+            x, _ = corrupt_windows(x, cfg.corrupt_prob, gen)
+        x = x.to(self.device, non_blocking=True)
+        inputs = self.objective.inputs(x, x if clean is None else clean, gen)
+        torch.manual_seed(step_seed)  # dropout draws, reproducible per step and rank
+        with runtime.autocast(self.device, self.precision):
+            loss = self.model(x, self.metas[batch.pool], **inputs)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip))
+        self.optimizer.step()
+        self.scheduler.step()
+        return float(loss.detach()), grad_norm
+
+    def _mean_over_ranks(self, loss_value: float) -> float:
+        """Return the mean of every rank's loss (this rank's alone without torchrun)."""
+        if not self.ctx.enabled:
+            return loss_value
+        total = dist_tools.sum_over_ranks(torch.tensor([loss_value], device=self.device), self.ctx)
+        return float(total.item()) / self.ctx.world_size
+
+    def _log(self, at: _Position, montage: str, grad_norm: float, samples_per_s: float, log: MetricsLog | None) -> None:
+        """Write the step's row of the metrics log, validating first on validation steps (rank 0)."""
+        cfg = self.cfg
+        row: dict[str, Any] = {
+            "step": at.step, "epoch": at.epoch, "montage": montage, "loss": at.last_loss,
+            "lr": self.scheduler.get_last_lr()[0], "grad_norm": grad_norm, "samples_per_s": samples_per_s,
+            "elapsed_s": at.elapsed(),
+        }
+        if self.ctx.is_main and (at.step % (cfg.val_every or cfg.checkpoint_every) == 0 or at.step == cfg.last_step):
+            at.last_val = self._validate()
+            row.update(at.last_val)
+            self.backbone.train()
+        if log is not None:
+            log.write(row)
+
+    def _save(self, at: _Position, stop: bool) -> None:
+        """Save the training state at checkpoint steps, the last step and a stop request (rank 0); on a stop
+        request raise TrainingInterrupted once every rank is there."""
+        cfg, ctx = self.cfg, self.ctx
+        if ctx.is_main and (at.step % cfg.checkpoint_every == 0 or stop or at.step == cfg.last_step):
+            save_training_state(self.state_path, TrainingState.capture(
+                self.backbone, self.optimizer, self.scheduler, step=at.step,
+                data={"epoch": at.epoch, "position": at.position, "world_size": ctx.world_size,
+                      **({"init_sha256": self.source[0].weights_sha256} if self.source else {})},
+                config=cfg.model_dump(mode="json"),
+                metrics={"loss": at.last_loss, "elapsed_s": at.elapsed()},
+            ))
+        if stop:
+            dist_tools.barrier(ctx)
+            raise TrainingInterrupted(at.step, self.state_path)
+
+    def _finish(self, at: _Position) -> Path:
+        """Return the run folder after writing the base checkpoint (rank 0; the other ranks wait for it)."""
+        cfg, ctx = self.cfg, self.ctx
         if self.on_end is not None:
-            self.on_end(backbone, ctx.rank)
+            self.on_end(self.backbone, ctx.rank)
         if not ctx.is_main:
             dist_tools.barrier(ctx)
             return self.out
-        wall = elapsed_before + time.perf_counter() - started
+        wall = at.elapsed()
         # The last step validated already, unless a finished run was resumed (no step ran).
-        final = last_val or self._validate(backbone)
+        final = at.last_val or self._validate()
+        last_loss = at.last_loss
         if cfg.resume and math.isnan(last_loss):  # no step ran in this session
-            last_loss = float(state.metrics.get("loss", float("nan")))
+            last_loss = at.saved_loss
         if self.source is not None:
-            self._check_frozen_kept(backbone)
-        folder = self._write_checkpoint(backbone, final, last_loss, wall)
+            self._check_frozen_kept(self.backbone)
+        folder = self._write_checkpoint(self.backbone, final, last_loss, wall)
         dist_tools.barrier(ctx)
         return folder
 
@@ -542,9 +445,9 @@ class _Run:
 
     # -- validation and outputs -----------------------------------------------------------
 
-    def _validate(self, backbone: nn.Module) -> dict[str, Any]:
-        """Return held-out masked-reconstruction MSE and the MSE of predicting zeros (see :func:`heldout_mse`)."""
-        return heldout_mse(backbone, self.corpus, self.val_metas, self.cfg, self.device, self.precision)
+    def _validate(self) -> dict[str, Any]:
+        """Return the objective's held-out scores (rank 0; the backbone is left in eval mode)."""
+        return self.objective.validate(self.corpus, self.val_metas, self.device, self.precision)
 
     def _input_contract(self) -> dict[str, Any]:
         """Return the checkpoint's preprocessing contract: CBraMod's, with this run's values."""
@@ -566,7 +469,7 @@ class _Run:
         from passport_kit.pretrain.card import model_card, training_info
 
         info = training_info(self.cfg, self.corpus, self.preprocess, final, last_loss, wall_s,
-                             world_size=self.ctx.world_size, workers=self.workers,
+                             objective=self.objective.record(), world_size=self.ctx.world_size, workers=self.workers,
                              runtime_line=runtime.describe(self.device, self.precision))
         if self.cfg.corrupt_prob > 0:
             info["corrupt_prob"] = self.cfg.corrupt_prob
@@ -581,41 +484,6 @@ class _Run:
             os.replace(staging / file, self.out / file)
         shutil.rmtree(staging, ignore_errors=True)
         return self.out
-
-
-@torch.no_grad()
-def heldout_mse(backbone: nn.Module, corpus: pdata.PretrainCorpus, metas: list[Any], cfg: PretrainConfig,
-                device: torch.device, precision: runtime.Precision) -> dict[str, Any]:
-    """Return held-out masked-reconstruction MSE and the MSE of predicting zeros.
-
-    ``val_loss``/``val_zero_loss`` pool every held-out window of ``corpus.val`` (``metas``: their
-    channel metadata, in order); ``per_dataset`` maps each dataset to its own pair. Masks are
-    drawn from a fixed seed, so values are comparable across steps and runs.
-    """
-    if not corpus.val:
-        return {}
-    backbone.eval()
-    gen = torch.Generator().manual_seed(pdata.validation_seed(cfg.seed))
-    totals = np.zeros(3)
-    per_dataset: dict[str, dict[str, float]] = {}
-    for pool, meta in zip(corpus.val, metas):
-        sums = np.zeros(3)  # squared error of the model, of zeros, masked values counted
-        for rows in pdata.validation_batches(pool, cfg.batch_size, cfg.val_max_windows):
-            x = torch.from_numpy(pool.gather(rows)).to(device)
-            mask = random_mask(tuple(x.shape[:3]), cfg.mask_prob, gen).to(device)
-            with runtime.autocast(device, precision):
-                recon = backbone.reconstruct(x, meta, mask)
-            target = x[mask]
-            sums += (float((recon.float()[mask] - target).pow(2).sum()), float(target.pow(2).sum()),
-                     float(target.numel()))
-        if sums[2]:
-            per_dataset[pool.labels[0]] = {"val_loss": sums[0] / sums[2], "val_zero_loss": sums[1] / sums[2],
-                                           "windows": len(pdata.validation_rows(pool, cfg.val_max_windows))}
-        totals += sums
-    if not totals[2]:
-        return {}
-    return {"val_loss": totals[0] / totals[2], "val_zero_loss": totals[1] / totals[2],
-            "per_dataset": per_dataset}
 
 
 def _check_resume_config(saved: dict[str, Any], current: PretrainConfig) -> None:

@@ -14,16 +14,8 @@ from passport_kit.checkpoint import load_base_checkpoint
 from passport_kit.errors import ConfigError, DataError
 from passport_kit.model import EMBEDDING_KINDS
 from passport_kit.pretrain import corpus as pdata
-from passport_kit.pretrain.run import (
-    STATE_FILE,
-    DataSource,
-    StepEvent,
-    TrainingInterrupted,
-    masked_mse,
-    parse_sources,
-    pretrain,
-    random_mask,
-)
+from passport_kit.pretrain.objective import masked_mse, random_mask
+from passport_kit.pretrain.run import STATE_FILE, DataSource, StepEvent, TrainingInterrupted, parse_sources, pretrain
 from passport_kit.pretrain.log import read_metrics
 from passport_kit.engine.state import load_training_state
 
