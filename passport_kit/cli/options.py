@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import typing
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -58,6 +62,36 @@ class PanelledCommand(TyperCommand):
         for title in sorted(sections, key=lambda t: order.get(t, len(PANELS))):  # stable: others as they come
             with formatter.section(title):
                 formatter.write_dl([(name.ljust(width), text) for name, text in sections[title]])
+
+
+def options_in_place_of(parameter: str, options: dict[str, tuple[Any, Any]]
+                        ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Return a decorator that puts ``options`` in the place of a command's ``parameter``, which then receives
+    their values as one dict (in ``options``' order, as the command line gave them).
+
+    ``options`` maps each parameter name to its annotation and ``typer.Option``, e.g. generated from
+    the fields of a pydantic model, so an option is declared once, as a field.
+    """
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        hints = typing.get_type_hints(command, include_extras=True)
+        params: list[inspect.Parameter] = []
+        for param in inspect.signature(command).parameters.values():
+            if param.name == parameter:
+                params += [inspect.Parameter(key, param.kind, annotation=annotation, default=option)
+                           for key, (annotation, option) in options.items()]
+            else:
+                params.append(param.replace(annotation=hints.get(param.name, param.annotation)))
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            values = {key: kwargs.pop(key) for key in options}
+            return command(*args, **{parameter: values}, **kwargs)
+
+        run.__signature__ = inspect.signature(command).replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not inspect.Parameter.empty}
+        return run
+
+    return decorate
 
 
 def echo_json(data: object) -> None:

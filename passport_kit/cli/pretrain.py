@@ -1,21 +1,79 @@
-"""``passport-kit pretrain``: masked patch reconstruction pretraining (alone or under torchrun)."""
+"""``passport-kit pretrain``: masked patch reconstruction pretraining (alone or under torchrun).
+
+Every option but ``--data`` and ``--montage`` (which together give ``sources``) is a field of
+:class:`~passport_kit.pretrain.config.PretrainConfig`: its type, default and description (the
+help text, with a final period) come from the field, so a new pretraining option is one field
+there and, to show it on the command line, one name in :data:`_OPTIONS`.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import typing
+from collections.abc import Callable
+from typing import Any, Literal
 
 import typer
 
 from passport_kit.cli import verbosity
-from passport_kit.cli.options import EXIT_INTERRUPTED, notch_frequency, optional_float
-from passport_kit.embedding_kinds import EMBEDDING_KINDS, EXPERT_KINDS
+from passport_kit.cli.options import EXIT_INTERRUPTED, notch_frequency, optional_float, options_in_place_of
+from passport_kit.pretrain.config import PretrainConfig
+
+#: The PretrainConfig fields that are options, in the order --help lists them.
+_OPTIONS = (
+    "embedding", "arch", "out", "steps", "stop_at", "batch_size", "seed", "lr", "resume", "device", "precision",
+    "checkpoint_every", "val_every", "val_fraction", "val_subjects", "val_max_windows", "notch_freq",
+    "amplitude_limit_uv", "corrupt_prob", "threads", "workers", "name", "progress", "init_from", "train",
+    "temporal_position",
+)
+#: Fields whose option has another name than --<field>.
+_FLAGS = {"arch": "--config", "notch_freq": "--notch"}
+#: Fields whose None a user gives as 'none': their option is text, read by this (one-line errors).
+_TAKES_NONE: dict[str, Callable[[str], float | None]] = {
+    "notch_freq": lambda v: notch_frequency(v),
+    "amplitude_limit_uv": lambda v: optional_float(v, "--amplitude-limit-uv", "a number of µV"),
+}
+#: Fields given to PretrainConfig only when the command line gives them: the architecture's default is the
+#: --init-from source's, not the field's (so --help shows no default for it: its help names it).
+_ONLY_GIVEN = ("arch",)
 
 
-def _limit(value: str) -> float | None:
-    """Return the amplitude limit in µV, or None for 'none'."""
-    return optional_float(value, "--amplitude-limit-uv", "a number of µV")
+def _option(key: str) -> tuple[Any, Any]:
+    """Return the annotation and the typer option of PretrainConfig field ``key``.
+
+    A Literal stays text on the command line, so pydantic checks it with a one-line error; a
+    flag that is on by default can be turned off (``--progress/--no-progress``), one that is off
+    is a plain switch (``--resume``).
+    """
+    field = PretrainConfig.model_fields[key]
+    flag = _FLAGS.get(key, "--" + key.replace("_", "-"))
+    text = None if field.description is None else field.description + "."
+    if key in _TAKES_NONE:
+        return str, typer.Option(f"{field.default:g}", flag, help=text)
+    if key in _ONLY_GIVEN:
+        return field.annotation | None, typer.Option(None, flag, help=text)
+    annotation = field.annotation
+    if typing.get_origin(annotation) is Literal or Literal in map(typing.get_origin, typing.get_args(annotation)):
+        annotation = str | None if field.default is None else str
+    if annotation is bool and field.default:
+        flag = f"{flag}/--no-{flag[2:]}"
+    default = ... if field.is_required() else field.get_default(call_default_factory=True)
+    return annotation, typer.Option(default, flag, help=text)
 
 
+def _config(data: list[str], montage: list[str], options: dict[str, Any]) -> PretrainConfig:
+    """Return the run's config from ``--data``/``--montage`` and the field options (one-line ConfigErrors)."""
+    from passport_kit.pretrain.run import parse_sources
+
+    sources = parse_sources(data, montage)
+    given = {key: value for key, value in options.items() if not (key in _ONLY_GIVEN and value is None)}
+    values = {key: _TAKES_NONE[key](v) if key in _TAKES_NONE else v for key, v in given.items()}
+    values["val_subjects"] = [s for item in values["val_subjects"] for s in item.split(",") if s]
+    # --quiet hides the progress bar (and its step lines in a log) as --no-progress does.
+    values["progress"] = values["progress"] and verbosity.shows_progress()
+    return PretrainConfig.from_options(sources=sources, **values)
+
+
+@options_in_place_of("options", {key: _option(key) for key in _OPTIONS})
 def pretrain_command(
     data: list[str] = typer.Option(
         ..., "--data", help="Dataset folder; repeat for several. DIR:MONTAGE names its montage."
@@ -23,57 +81,7 @@ def pretrain_command(
     montage: list[str] = typer.Option(
         [], "--montage", help="Montage of the --data folders: once for all, or once per --data in order."
     ),
-    embedding: str = typer.Option(
-        ..., "--embedding", help=f"Channel embedding: {', '.join(EMBEDDING_KINDS)}."
-    ),
-    config: str | None = typer.Option(
-        None, "--config", help="Architecture: cbramod-base, cbramod-small (default), cbramod-tiny; with --init-from, the source's."
-    ),
-    out: Path = typer.Option(..., "--out", help="Run folder; the base checkpoint is written here."),
-    steps: int = typer.Option(1000, "--steps", help="Optimisation steps (the cosine schedule spans them)."),
-    stop_at: int | None = typer.Option(
-        None, "--stop-at", help="End the run at this step and write the checkpoint (the schedule still spans "
-        "--steps); may change on --resume, e.g. to end an interrupted run where it stopped."
-    ),
-    batch_size: int = typer.Option(16, "--batch-size", help="Windows per step and process."),
-    seed: int = typer.Option(42, "--seed"),
-    lr: float = typer.Option(5e-4, "--lr", help="Peak AdamW learning rate (CBraMod: 5e-4 at batch 128)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run saved in --out."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
-    precision: str = typer.Option("auto", "--precision", help="auto, fp32 or bf16."),
-    checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="Save the training state every N steps."),
-    val_every: int | None = typer.Option(None, "--val-every", help="Validate every N steps (default: at checkpoints)."),
-    val_fraction: float = typer.Option(0.1, "--val-fraction", help="Fraction of subjects per dataset held out."),
-    val_subjects: list[str] = typer.Option(
-        [], "--val-subjects", help="Subjects to hold out, comma-separated or repeated; a dataset that has any of "
-        "them holds out exactly those, the others --val-fraction."
-    ),
-    val_max_windows: int = typer.Option(256, "--val-max-windows", help="Held-out windows scored per dataset (evenly spaced)."),
-    notch: str = typer.Option("50", "--notch", help="Mains notch in Hz (60 for TUH and other 60 Hz recordings; 'none' for no notch)."),
-    amplitude_limit_uv: str = typer.Option("100", "--amplitude-limit-uv", help="Drop windows over this many µV ('none' keeps all)."),
-    corrupt_prob: float = typer.Option(0.0, "--corrupt-prob", help="Share of windows (0-1) in which random channels are "
-                                       "replaced by synthetic faults (noise, drift, flat, line); the loss asks for the "
-                                       "clean signal. 0 = CBraMod's recipe."),
-    threads: int | None = typer.Option(None, "--threads", help="CPU threads per process."),
-    workers: int | None = typer.Option(
-        None, "--workers", help="DataLoader worker processes per process that read the cached windows ahead of "
-        "the training step (default: 0 on CPU, min(4, CPU cores per process - 1) on a GPU). The weights do not "
-        "depend on it; it may change on --resume."
-    ),
-    name: str | None = typer.Option(None, "--name", help="Checkpoint name (default: the --out folder name)."),
-    progress: bool = typer.Option(True, "--progress/--no-progress"),
-    init_from: str | None = typer.Option(
-        None, "--init-from", help="Upcycle: start from this base checkpoint's backbone (name or folder), e.g. an "
-        f"imported CBraMod; --embedding must be {' or '.join(EXPERT_KINDS)}."
-    ),
-    train: str | None = typer.Option(
-        None, "--train", help="With --init-from: 'experts' (default; the expert bank + mixture only, every backbone "
-        "tensor frozen) or 'all'."
-    ),
-    temporal_position: str | None = typer.Option(
-        None, "--temporal-position", help="With --init-from: 'acpe-conv' keeps an acpe source's convolution for time "
-        "(default for acpe sources), 'sinusoid' replaces it by the fixed patch-index sinusoid."
-    ),
+    options: dict[str, Any] = None,  # type: ignore[assignment] - options_in_place_of: the PretrainConfig options
 ) -> None:
     """Pretrain a backbone and channel embedding by masked patch reconstruction.
 
@@ -82,20 +90,9 @@ def pretrain_command(
     Run it under `torchrun --nproc_per_node=N` for several processes (DDP). Ctrl-C saves the
     state; rerun with --resume to continue.
     """
-    from passport_kit.pretrain.run import PretrainConfig, TrainingInterrupted, parse_sources, pretrain
+    from passport_kit.pretrain.run import TrainingInterrupted, pretrain
 
-    given = {key: value for key, value in (("arch", config), ("init_from", init_from), ("train", train),
-                                           ("temporal_position", temporal_position)) if value is not None}
-    cfg = PretrainConfig.from_options(
-        **given, sources=parse_sources(data, montage), embedding=embedding, out=out, steps=steps, stop_at=stop_at,
-        batch_size=batch_size, seed=seed, lr=lr, resume=resume, device=device, precision=precision,
-        checkpoint_every=checkpoint_every, val_every=val_every, val_fraction=val_fraction,
-        val_subjects=[s for item in val_subjects for s in item.split(",") if s],
-        val_max_windows=val_max_windows, amplitude_limit_uv=_limit(amplitude_limit_uv),
-        notch_freq=notch_frequency(notch), corrupt_prob=corrupt_prob,
-        # --quiet hides the progress bar (and its step lines in a log) as --no-progress does.
-        threads=threads, workers=workers, name=name, progress=progress and verbosity.shows_progress(),
-    )
+    cfg = _config(data, montage, options)
     try:
         folder = pretrain(cfg)
     except TrainingInterrupted as stop:
