@@ -108,9 +108,10 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
             out["auto"], out["auto trained"] = out["probe"], False
             out["auto, rule gain > 0"] = out["auto, rule gain > 2 SE"] = out["probe"]
         else:
-            decision = decide(model, w.x, w.y, run.meta, task.classes, train, w.subject, chosen=probe.choice,
-                              start=start, plain=probe.features, recordings=np.asarray(w.recording),
-                              settings=settings, channel_mask=run.channel_mask, distrust=run.distrust, seed=seed)
+            data = FitData(w.x, w.y, run.meta, task.classes, channel_mask=run.channel_mask, distrust=run.distrust,
+                           sequence=np.asarray(w.recording))
+            decision = decide(model, data, train, w.subject, chosen=probe.choice, start=start, plain=probe.features,
+                              settings=settings, seed=seed)
             out["auto trained"] = decision.trained
             out["decision"] = decision.as_dict()
             # The rule's margin, ablated: the product trains when gain > 1 SE; the best step count does not

@@ -124,16 +124,16 @@ def _fold_score(model: nn.Module, x: np.ndarray, y: np.ndarray, meta: Any, class
 
 
 def decide(
-    model: nn.Module, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
-    groups: np.ndarray, *, chosen: ReadOutChoice, start: ReadOutChoice, plain: dict[str, np.ndarray],
-    recordings: np.ndarray | None, settings: FinetuneSettings, device: Any = None, precision: Any = "fp32",
-    channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None, seed: int = 0,
-    folds: int = MAX_INNER_FOLDS, min_effect: float | None = None,
+    model: nn.Module, data: FitData, rows: np.ndarray, groups: np.ndarray, *, chosen: ReadOutChoice,
+    start: ReadOutChoice, plain: dict[str, np.ndarray], settings: FinetuneSettings, run: FitRun | None = None,
+    seed: int = 0, folds: int = MAX_INNER_FOLDS, min_effect: float | None = None,
 ) -> AdapterTraining:
     """Return whether LP-FT beats the probe on grouped inner folds of ``rows`` (the module docstring's rule).
 
-    ``plain``: the probe's read-out inputs of ``rows`` per pooling (row i of each = ``rows[i]``);
-    ``chosen``: the probe's read-out; ``start``: LP-FT's starting read-out. ``model`` is not changed.
+    ``data``: the windows (their ``sequence``: each row's recording, for a read-out with context);
+    ``groups``: each window's subject; ``plain``: the probe's read-out inputs of ``rows`` per pooling (row i
+    of each = ``rows[i]``); ``chosen``: the probe's read-out; ``start``: LP-FT's starting read-out; ``run``:
+    where it runs (only its device and precision are used: nothing is saved). ``model`` is not changed.
     """
     rows = np.asarray(rows, dtype=np.int64)
     g = np.asarray(groups)[rows]
@@ -141,12 +141,12 @@ def decide(
     budget = int(settings.max_steps or 0)
     every = max(1, budget // 4)
     marks = sorted({min(budget, every * round(budget * f / every)) for f in CHECKPOINTS})
-    n_classes = len(classes)
-    forward = {"batch_size": max(settings.batch_size, 64), "device": device, "precision": precision,
-               "channel_mask": channel_mask, "distrust": distrust}
-    seq_all = None if recordings is None else np.asarray(recordings)
-    y = np.asarray(y, dtype=np.int64)
-    data = FitData(x, y, meta, classes, channel_mask=channel_mask, distrust=distrust, sequence=seq_all)
+    x, meta, classes, n_classes = data.x, data.meta, data.classes, len(data.classes)
+    run = FitRun() if run is None else FitRun(device=run.device, precision=run.precision)
+    forward = {"batch_size": max(settings.batch_size, 64), "device": run.device, "precision": run.precision,
+               "channel_mask": data.channel_mask, "distrust": data.distrust}
+    seq_all = None if data.sequence is None else np.asarray(data.sequence)
+    y = np.asarray(data.y, dtype=np.int64)
     gains: dict[int, list[float]] = {m: [] for m in marks}
     probe_scores: list[float] = []
     lpft_scores: dict[int, list[float]] = {m: [] for m in marks}
@@ -165,7 +165,7 @@ def decide(
         # One run, scored on the fold's test subjects at every mark (its kept state is not used).
         result = train(tuned, data, fit_rows, start=start, plain=sub,
                        settings=settings.model_copy(update={"eval_every": every}), seed=seed, val_index=test_rows,
-                       run=FitRun(device=device, precision=precision))
+                       run=run)
         scores = {int(r["step"]): float(r["val_score"]) for r in result.history if "val_score" in r}
         del tuned
         probe_scores.append(base)

@@ -20,7 +20,6 @@ at import time: the CLI reads the names and help when it starts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -28,8 +27,8 @@ import numpy as np
 from passport_kit.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where a model is fitted; the options import this module
-    from passport_kit.onboard.finetune import FitResult
-    from passport_kit.onboard.recipe import ProgressFn, RecipeOptions
+    from passport_kit.onboard.finetune import FitData, FitResult, FitRun
+    from passport_kit.onboard.recipe import RecipeOptions
 
 #: The backbone layer the probe reads by default: model.heads.PROBE_LAYER (kept equal by a test: that module imports
 #: torch, this one must not).
@@ -40,23 +39,18 @@ PROBE_LAYER = 0
 class FitJob:
     """What one fit reads besides its options and model: the windows, the rows, and how to run.
 
-    ``windows`` a :class:`~passport_kit.signals.WindowSet`; ``meta`` its channels as the model
-    reads them; ``train_idx`` / ``val_idx`` rows of ``windows``; ``channel_mask`` / ``distrust``
-    ``(N, C)`` poor contacts (None: off); ``state_path`` / ``run_config`` resumable state.
+    ``windows`` a :class:`~passport_kit.signals.WindowSet`; ``data`` its rows as a fit reads them
+    (:class:`~passport_kit.onboard.finetune.FitData`: signals, labels, channels, poor contacts, each
+    row's recording); ``run`` where it runs, what it reports and keeps
+    (:class:`~passport_kit.onboard.finetune.FitRun`); ``train_idx`` / ``val_idx`` rows of ``windows``.
     """
 
     windows: Any
-    meta: Any
+    data: FitData
+    run: FitRun
     train_idx: np.ndarray
     val_idx: np.ndarray
     seed: int
-    device: Any
-    precision: Any
-    state_path: Path | None = None
-    run_config: dict[str, Any] | None = None
-    progress: ProgressFn | None = None
-    channel_mask: np.ndarray | None = None
-    distrust: np.ndarray | None = None
 
     @property
     def classes(self) -> list[str]:
@@ -153,11 +147,11 @@ class ProbeRecipe(Recipe):
         from passport_kit.onboard.ladder import RUNG_ORDER, fit_ladder, ladder_summary
         from passport_kit.onboard.run import ladder_data
 
-        windows, progress = job.windows, job.progress
+        windows, progress, data = job.windows, job.run.progress, job.data
         rows = np.sort(np.concatenate([job.train_idx, job.val_idx]))
-        forward = {"batch_size": max(options.batch_size, 64), "device": job.device, "channel_mask": job.channel_mask,
-                   "distrust": job.distrust}
-        fitted = fit_ladder(model, windows.x, windows.y, job.meta, job.classes, rows,
+        forward = {"batch_size": max(options.batch_size, 64), "device": job.run.device,
+                   "channel_mask": data.channel_mask, "distrust": data.distrust}
+        fitted = fit_ladder(model, data.x, data.y, data.meta, data.classes, rows,
                             lambda plain, r: ladder_data(options, windows, plain, r, head=model.head), seed=job.seed,
                             forward=forward, lpft=self.gradient_rung(options, model, job, rows),
                             min_effect=options.min_effect, progress=None if progress is None else (
@@ -259,18 +253,13 @@ class FinetuneRecipe(Recipe):
         return {"kind": "mlp", "dropout": dropout}
 
     def fit(self, options: RecipeOptions, model: Any, job: FitJob) -> Fitted:
-        from passport_kit.onboard.finetune import FitData, FitRun, fit, near_chance, selection_metric
+        from passport_kit.onboard.finetune import fit, near_chance, selection_metric
         from passport_kit.onboard.probe import class_warnings
         from passport_kit.onboard.splits import unique_subjects
 
         windows, val_idx = job.windows, job.val_idx
-        result = fit(
-            model, FitData(windows.x, windows.y, job.meta, job.classes, channel_mask=job.channel_mask,
-                           distrust=job.distrust),
-            options.settings(job.seed), train_index=job.train_idx, val_index=val_idx,
-            run=FitRun(device=job.device, precision=job.precision, state_path=job.state_path,
-                       run_config=job.run_config, progress=job.progress),
-        )
+        result = fit(model, job.data, options.settings(job.seed), train_index=job.train_idx, val_index=val_idx,
+                     run=job.run)
         metric = selection_metric(len(job.classes))
         n_val = len(unique_subjects(windows.subject[val_idx])) if len(val_idx) else 0
         notes = class_warnings(np.asarray(windows.y)[job.train_idx], job.classes)

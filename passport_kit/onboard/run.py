@@ -20,7 +20,7 @@ unseen channels added first) and fits it by the recipe (:mod:`passport_kit.onboa
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -149,9 +149,12 @@ def train_once(
     model = build_classifier(backbone, len(run.windows.classes), options.train, dropout=options.dropout,
                              recipe=options.recipe, n_channels=len(run.meta.names), probe_layer=options.probe_layer,
                              bands=carried_bands(run.preprocess.h_freq))
-    job = FitJob(run.windows, run.meta, train_idx, val_idx, seed=seed, device=device, precision=precision,
-                 state_path=state_path, run_config=run_config, progress=progress, channel_mask=run.channel_mask,
-                 distrust=run.distrust)
+    windows = run.windows
+    data = FitData(windows.x, windows.y, run.meta, list(windows.classes), channel_mask=run.channel_mask,
+                   distrust=run.distrust)
+    where = FitRun(device=device, precision=precision, state_path=state_path, run_config=run_config,
+                   progress=progress)
+    job = FitJob(windows, data, where, train_idx, val_idx, seed)
     fitted = get_recipe(options.recipe).fit(options, model, job)
     return TrainedRun(model=model, fit=fitted.result, selection=fitted.selection, warnings=fitted.warnings,
                       bandpower_head=fitted.bandpower_head)
@@ -204,17 +207,12 @@ def adapter_training(cfg: RecipeOptions, model: Any, job: FitJob, rows: np.ndarr
         return not_tried("fewer than two training subjects: nothing to cross-validate adapter training over")
     steps = cfg.max_steps or step_budget(len(rows), cfg.batch_size)
     settings = lpft_settings(steps=steps, batch_size=cfg.batch_size, lr=cfg.lr, head_lr=cfg.head_lr, seed=job.seed)
-    recordings = np.asarray(windows.recording)
-    decision = decide(model, windows.x, windows.y, job.meta, job.classes, rows, windows.subject,
-                      chosen=start, start=start, plain=plain, recordings=recordings, settings=settings,
-                      device=job.device, precision=job.precision, channel_mask=job.channel_mask,
-                      distrust=job.distrust, seed=job.seed, min_effect=cfg.min_effect)
+    data = replace(job.data, sequence=np.asarray(windows.recording))  # a read-out with context reads whole runs
+    decision = decide(model, data, rows, windows.subject, chosen=start, start=start, plain=plain,
+                      settings=settings, run=job.run, seed=job.seed, min_effect=cfg.min_effect)
     if decision.trained:
-        lpft_train(model, FitData(windows.x, windows.y, job.meta, job.classes, channel_mask=job.channel_mask,
-                                  distrust=job.distrust, sequence=recordings), rows, start=start, plain=plain,
-                   settings=settings.model_copy(update={"max_steps": decision.steps}), seed=job.seed,
-                   run=FitRun(device=job.device, precision=job.precision, state_path=job.state_path,
-                              run_config=job.run_config, progress=job.progress))
+        lpft_train(model, data, rows, start=start, plain=plain,
+                   settings=settings.model_copy(update={"max_steps": decision.steps}), seed=job.seed, run=job.run)
     return decision
 
 
