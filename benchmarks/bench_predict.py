@@ -93,7 +93,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     from passport_kit.engine.forward import PROBE_PRECISION, predict_proba
     from passport_kit.inference.hypnogram import Hypnogram
     from passport_kit.contacts import ContactPolicy
-    from passport_kit.inference.predict import AdapterFacts, ChannelMasks, predict, write_prediction
+    from passport_kit.inference.predict import AdapterFacts, ChannelMasks, RunOptions, predict, write_prediction
     from passport_kit.inference.reports import plot_hypnogram
     from passport_kit.model import ChannelMeta
     from passport_kit.model.heads import ProbeHead
@@ -164,7 +164,8 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     times = []
     for i in range(repeats):
         start = time.perf_counter()
-        predict(bundle, [edf], out / f"predictions-{i}", device=device, precision=precision, batch_size=batch_size)
+        predict(bundle, [edf], out / f"predictions-{i}",
+                run=RunOptions(device=device, precision=precision, batch_size=batch_size))
         times.append(time.perf_counter() - start)
     rows.append((f"predict() (all of it; median of {repeats})", statistics.median(times)))
     return rows, len(x)
@@ -173,7 +174,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
 def overlap_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: str, batch_size: int,
                  repeats: int) -> list[tuple[str, float]]:
     """Return ``predict()`` over two copies of ``edf`` with prefetch on and off, ``repeats`` pairs in turn (medians)."""
-    from passport_kit.inference.predict import predict
+    from passport_kit.inference.predict import RunOptions, predict
 
     folder = out / "two-nights"
     folder.mkdir(parents=True, exist_ok=True)
@@ -183,8 +184,8 @@ def overlap_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: 
     for i in range(repeats):
         for ahead in (True, False):
             start = time.perf_counter()
-            predict(bundle, [folder], out / f"two-{ahead}-{i}", device=device, precision=precision,
-                    batch_size=batch_size, prefetch=ahead)
+            predict(bundle, [folder], out / f"two-{ahead}-{i}",
+                    run=RunOptions(device=device, precision=precision, batch_size=batch_size, prefetch=ahead))
             times[ahead].append(time.perf_counter() - start)
     on, off = statistics.median(times[True]), statistics.median(times[False])
     return [("predict(), 2 nights, prefetch on", on), ("predict(), 2 nights, prefetch off", off),

@@ -495,8 +495,8 @@ def predict_command(
 ) -> None:
     """Predict every window of new recordings with an adapter bundle (or a sleep stager alone); write CSV/TSV/JSON
     and a plot."""
-    from passport_kit.inference.predict import (OutputOptions, PredictionFailures, ReadOptions, find_recordings,
-                                                predict, predict_zero_shot)
+    from passport_kit.inference.predict import (ContactOptions, OutputOptions, PredictionFailures, ReadOptions,
+                                                RunOptions, ScorerFiles, find_recordings, predict, predict_zero_shot)
 
     failed = None
     if (adapter is None) == (zero_shot is None):
@@ -514,21 +514,22 @@ def predict_command(
             seen.append(path)
 
         try:
+            reading = ReadOptions(renames=_renames(rename), sfreq=sfreq, units=units, scale=scale, h_freq=h_freq,
+                                  amplitude_check=amplitude_check)
+            output = OutputOptions(edf_annotations=edf_annotations, plot_format=plot_format, overwrite=overwrite,
+                                   resume=resume)
+            scorer = ScorerFiles(labels=labels or None, label_map=label_map)
             if zero_shot is not None:
-                results = predict_zero_shot(
-                    montage, recordings, out, prior=zero_shot, overwrite=overwrite, labels=labels or None,
-                    label_map=label_map, progress=next_recording,
-                    reading=ReadOptions(renames=_renames(rename), sfreq=sfreq, units=units, scale=scale, h_freq=h_freq),
-                    output=OutputOptions(edf_annotations=edf_annotations, plot_format=plot_format))
+                results = predict_zero_shot(montage, recordings, out, prior=zero_shot, reading=reading, output=output,
+                                            scorer=scorer, progress=next_recording)
             else:
-                results = predict(adapter, recordings, out, overwrite=overwrite, edf_annotations=edf_annotations,
-                                  base=base, batch_size=batch_size, device=device, precision=precision,
-                                  mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
-                                  distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
-                                  mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated),
-                                  h_freq=h_freq, amplitude_check=amplitude_check, renames=_renames(rename),
-                                  sfreq=sfreq, units=units, scale=scale, labels=labels or None, label_map=label_map,
-                                  plot_format=plot_format, progress=next_recording, resume=resume)
+                contacts = ContactOptions(
+                    mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
+                    distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
+                    mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated))
+                run = RunOptions(base=base, batch_size=batch_size, device=device, precision=precision)
+                results = predict(adapter, recordings, out, reading=reading, output=output, contacts=contacts, run=run,
+                                  scorer=scorer, progress=next_recording)
         except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
             results, failed = exc.results, exc
     if as_json:

@@ -58,9 +58,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from passport_kit.contacts import ContactPolicy, check_threshold
+from passport_kit.contacts import THRESHOLDS, ContactPolicy, check_threshold
 from passport_kit.errors import (
     ChannelMappingError,
     ConfigError,
@@ -125,12 +125,66 @@ class ReadOptions(BaseModel):
 
 
 class OutputOptions(BaseModel):
-    """What predict writes besides the reports every recording gets."""
+    """What predict writes besides the reports every recording gets, and what it does with folders ``out`` holds."""
 
     model_config = ConfigDict(frozen=True)
 
     edf_annotations: bool = False                    # <stem>_annotations.edf
     plot_format: Literal["png", "svg", "pdf"] = "png"   # <stem>_hypnogram.<plot_format>
+    overwrite: bool = False   # replace the folders of recordings out already holds predictions for (default: refuse)
+    resume: bool = False      # keep the recordings out holds finished predictions for; predict only the others
+
+    @field_validator("plot_format", mode="before")
+    @classmethod
+    def _known_format(cls, value: Any) -> Any:
+        # A ConfigError is not a ValueError, so pydantic passes it on as is: the option's one line.
+        if value not in reports.PLOT_FORMATS:
+            raise ConfigError(f"plot_format (--plot-format) must be one of {', '.join(reports.PLOT_FORMATS)}, "
+                              f"got {value!r}")
+        return value
+
+
+class ContactOptions(BaseModel):
+    """Predict's contact thresholds (:class:`~passport_kit.contacts.ContactPolicy`'s), each a value in (0, 1), None
+    (off), or ``"bundle"``: the one the adapter was trained with (``training`` in its adapter.json)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mask_bad_channels: float | None | Literal["bundle"] = "bundle"
+    distrust_bad_channels: float | None | Literal["bundle"] = "bundle"
+    mask_uncorrelated_channels: float | None | Literal["bundle"] = "bundle"
+
+    @model_validator(mode="after")
+    def _in_range(self) -> ContactOptions:
+        # A bad option fails when it is given, not after the bundle is loaded (ConfigError passes pydantic as is).
+        for key in THRESHOLDS:
+            if getattr(self, key) != "bundle":
+                check_threshold(key, getattr(self, key))
+        return self
+
+    def policy(self, training: dict[str, Any], *, adapter: str | Path, reads_activity: bool) -> ContactPolicy:
+        """Return the policy predict applies: the adapter's ``training`` thresholds, these replacing those not
+        ``"bundle"``, for a model whose channel codes do or do not read channel activity."""
+        return ContactPolicy.of_bundle(training, adapter=adapter).given(**self.model_dump()).for_model(reads_activity)
+
+
+class RunOptions(BaseModel):
+    """How predict runs the adapter: its base checkpoint, the forward passes, and reading the next recording ahead."""
+
+    model_config = ConfigDict(frozen=True)
+
+    base: str | Path | None = None   # a base checkpoint instead of the bundle's (its SHA-256 must still match)
+    batch_size: int = 32             # windows per forward pass (the probabilities do not depend on it)
+    device: str = "auto"             # auto, cpu or cuda
+    precision: str = "auto"          # auto, fp32 or bf16
+    prefetch: bool = True            # read the next recording in a thread while the model works on this one
+
+    @field_validator("batch_size")
+    @classmethod
+    def _at_least_one(cls, value: int) -> int:
+        if value < 1:  # a ConfigError, not a ValueError: pydantic passes it on as the option's one line
+            raise ConfigError(f"batch_size (--batch-size) must be at least 1, got {value}")
+        return value
 
 
 @dataclass(frozen=True)
@@ -148,6 +202,49 @@ class ScorerLabels:
 
     labels: np.ndarray
     file: Path
+
+
+class ScorerFiles(BaseModel):
+    """A scorer's label files, one per recording in the order of the recordings, and how to read them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    labels: list[Path] | None = None   # --labels
+    label_map: str | None = None       # --label-map: aasm, rk or eesm (default: stage or class names)
+
+    def of(self, files: Sequence[Path]) -> dict[Path, Path]:
+        """Return each recording's label file (none without labels); a count other than ``files``' is a ConfigError."""
+        if self.labels is None:
+            return {}
+        if len(self.labels) != len(files):
+            raise ConfigError(f"give one --labels file per recording, in the same order: {len(files)} recording(s), "
+                              f"{len(self.labels)} label file(s)")
+        return dict(zip(files, self.labels))
+
+    def read(self, file: Path | None, classes: list[str], *, n_windows: int,
+             window_seconds: float) -> ScorerLabels | None:
+        """Return the labels of ``file`` on the grid of ``n_windows`` predicted windows (None without a file)."""
+        if file is None:
+            return None
+        from passport_kit.inference.agreement import scorer_labels
+
+        return ScorerLabels(scorer_labels(file, classes, n_windows=n_windows, window_seconds=window_seconds,
+                                          label_map=self.label_map), file)
+
+
+@dataclass(frozen=True)
+class LoadedAdapter:
+    """An adapter bundle loaded for prediction: its model on the device, and what reading and the reports need."""
+
+    model: Any                    # the Classifier, on ``device``
+    meta: Any                     # its AdapterMeta (adapter.json)
+    montage: Any                  # the bundle's own copy of the montage
+    config: Any                   # the PreprocessConfig it was trained with
+    channel_meta: Any             # ChannelMeta of the montage
+    policy: ContactPolicy         # the contact policy applied
+    facts: AdapterFacts           # what the reports say about it
+    device: Any
+    precision: Any
 
 
 def find_recordings(inputs: Sequence[str | Path]) -> list[Path]:
@@ -289,181 +386,32 @@ def predict(
     recordings: Sequence[str | Path] | str | Path,
     out: str | Path | None = None,
     *,
-    edf_annotations: bool = False,
-    batch_size: int = 32,
-    device: str = "auto",
-    precision: str = "auto",
-    base: str | Path | None = None,
-    renames: dict[str, str] | None = None,
+    reading: ReadOptions = ReadOptions(),
+    output: OutputOptions = OutputOptions(),
+    contacts: ContactOptions = ContactOptions(),
+    run: RunOptions = RunOptions(),
+    scorer: ScorerFiles = ScorerFiles(),
     progress: Callable[[str], None] | None = None,
-    mask_bad_channels: float | None | Literal["bundle"] = "bundle",
-    distrust_bad_channels: float | None | Literal["bundle"] = "bundle",
-    mask_uncorrelated_channels: float | None | Literal["bundle"] = "bundle",
-    h_freq: float | None = None,
-    amplitude_check: bool = True,
-    prefetch: bool = True,
-    overwrite: bool = False,
-    sfreq: float | None = None,
-    units: str | None = None,
-    scale: float | None = None,
-    labels: Sequence[str | Path] | None = None,
-    label_map: str | None = None,
-    plot_format: Literal["png", "svg", "pdf"] = "png",
-    resume: bool = False,
 ) -> list[PredictionResult]:
-    """Return one result per recording after writing its predictions and reports.
+    """Return one result per recording after writing its predictions and reports (the module docstring says which).
 
-    Parameters
-    ----------
-    adapter : path
-        Adapter bundle folder written by ``adapt``.
-    recordings : path, recording in memory, or a list of them
-        Recording files, folders searched for them, or recordings in memory: an ``mne.io.Raw``
-        or a tuple ``(array (C, T), sfreq, ch_names)`` (in ``units``, volts unless given;
-        :func:`~passport_kit.signals.readers.raw_from_memory`). A Raw's output folder is named
-        after its file, a tuple's ``recording-<k>``.
-    out : path, optional
-        Output folder. Without it, a new temporary folder (``passport-kit-predictions-*`` in the
-        system's temporary directory; each result's ``files`` name it): a notebook call writes
-        nothing into the current folder unasked. The CLI's ``--out`` defaults to ``predictions``.
-    base : name or path, optional
-        Base checkpoint to use instead of the one recorded in the bundle (its SHA-256 must
-        still match).
-    renames : dict, optional
-        Montage channel name → name in the recordings, where aliases do not cover it.
-    batch_size : int
-        Windows per forward pass. The probabilities do not depend on it; 32 ran fastest on the
-        2-core CPU it was measured on (docs/RESULTS.md, issue 20: the activations of a batch
-        stay in the caches).
-    mask_bad_channels : float in (0, 1), None or "bundle"
-        Replace a channel by the mask token in the windows where its quality score is below
-        this; None: never. ``"bundle"`` (default): the threshold the adapter was trained with
-        (``training.mask_bad_channels`` in adapter.json; bundles without it: never), so a model
-        is used the way it was trained. A window in which every channel is below it is left as
-        it is (nothing would be left to predict from).
-    distrust_bad_channels : float in (0, 1), None or "bundle"
-        Expert kinds: a channel scoring below this in a window keeps its signal, but its expert
-        mixture reads the nearest good channel's activity instead of its own. ``"bundle"``
-        (default): the adapter's ``training.distrust_bad_channels``.
-    mask_uncorrelated_channels : float in (0, 1), None or "bundle"
-        Also mask a channel in the windows where its 1–40 Hz correlation with its neighbours
-        (distance-weighted mean |r|, raw recording) is below this; None: never. ``"bundle"``
-        (default): the adapter's ``training.mask_uncorrelated_channels``.
-    h_freq : float, optional
-        Band-pass top in Hz instead of the bundle's (which is the one the adapter was trained
-        with). Without it, a recording sampled too slowly for the bundle's top gets one below
-        its Nyquist frequency (a :class:`~passport_kit.errors.PassportWarning` says so); the
-        band used is in each summary under ``preprocessing``.
-    amplitude_check : bool
-        Refuse (DataError) a recording whose channels are all flat, or whose 1–40 Hz amplitude
-        is more than 30 times above or below that of the adapter's training data: the sign of
-        a unit error in its header (:mod:`passport_kit.signals.amplitude`).
-    prefetch : bool
-        Read and preprocess the next recording in a worker thread while the model works on the
-        current one (default). Each recording is read once either way.
-    sfreq : float, optional
-        Sampling rate (Hz) of recordings whose format does not store one (DREAMS text, CSV
-        without timestamps); checked against the file's rate where it has one.
-    units : str, optional
-        The unit of the recordings' numbers where a header is wrong or unknown to MNE (``"uV"``
-        for DREAMS ``excerpt3.edf``, whose header says ``UV``): EDF/BDF, text, CSV and arrays.
-    scale : float, optional
-        A factor for every sample after reading (any format).
-    overwrite : bool
-        Replace the output folders of recordings that ``out`` already holds predictions for
-        (default: refuse them, before any work).
-    resume : bool
-        Keep the recordings ``out`` already holds finished predictions for (a run that was
-        interrupted, or is repeated with more recordings) and predict only the others. Either
-        way, temporary folders that a killed run left in ``out`` are removed first.
-    labels : list of paths, optional
-        A scorer's label file per recording, in the order of the recordings (one value per
-        window, or per ``label_map``'s epoch): each summary gets ``scorer_agreement`` (Cohen's
-        kappa, accuracy and the confusion table over the windows both scored) and the
-        hypnogram shows the scorer's under the prediction
-        (:mod:`passport_kit.inference.agreement`).
-    label_map : str, optional
-        How to read ``labels``: ``aasm``, ``rk`` (R&K numbers, one per 5 s, as DREAMS) or
-        ``eesm``; default AASM stage names or the adapter's class names.
-    plot_format : {"png", "svg", "pdf"}
-        Format of the hypnogram plot (``<stem>_hypnogram.<plot_format>``); SVG and PDF are vector
-        graphics, for a report or a paper.
+    ``adapter``: the bundle folder written by ``adapt``; ``recordings``: files, folders searched
+    for them, or recordings in memory (an ``mne.io.Raw`` or ``(array (C, T), sfreq, ch_names)``);
+    ``out``: the output folder (None: a new temporary one). How each recording is read
+    (``reading``), what is written (``output``), the contact thresholds (``contacts``), how the
+    model runs (``run``) and a scorer's labels to compare with (``scorer``) are option objects,
+    built once by the CLI and by :func:`passport_kit.predict`, whose flat keywords document
+    each. ``progress(recording)`` is called before each recording. Over several recordings a
+    failing one does not stop the others: :class:`PredictionFailures` is raised at the end.
     """
-    from passport_kit.checkpoint import load_adapter_bundle
-    from passport_kit.model import ChannelMeta
-    from passport_kit.montage import Montage
-    from passport_kit.runtime import resolve_device, resolve_precision, set_threads
-    from passport_kit.signals import PreprocessConfig
-
-    contacts = {"mask_bad_channels": mask_bad_channels, "distrust_bad_channels": distrust_bad_channels,
-                "mask_uncorrelated_channels": mask_uncorrelated_channels}
-    for key, value in contacts.items():  # a bad option fails now, not after loading the bundle
-        if value != "bundle":
-            check_threshold(key, value)  # type: ignore[arg-type]
-    if batch_size < 1:
-        raise ConfigError(f"batch_size (--batch-size) must be at least 1, got {batch_size}")
-    if plot_format not in reports.PLOT_FORMATS:
-        raise ConfigError(f"plot_format (--plot-format) must be one of {', '.join(reports.PLOT_FORMATS)}, "
-                          f"got {plot_format!r}")
-    from passport_kit.signals.readers import raw_from_memory
-
-    if label_map is not None and not labels:  # it reads the scorer's files: without them it would do nothing
-        raise ConfigError(f"--label-map {label_map} (label_map) says how to read --labels files, but none were given; "
-                          "add --labels FILE per recording, or drop --label-map")
+    if scorer.label_map is not None and not scorer.labels:  # it reads the scorer's files: without them it does nothing
+        raise ConfigError(f"--label-map {scorer.label_map} (label_map) says how to read --labels files, but none were "
+                          "given; add --labels FILE per recording, or drop --label-map")
     files, memory = _split_recordings(recordings)
-    if labels is not None and len(labels) != len(files):
-        raise ConfigError(f"give one --labels file per recording, in the same order: {len(files)} recording(s), "
-                          f"{len(labels)} label file(s)")
-    scorer_of = dict(zip(files, (Path(f) for f in labels))) if labels is not None else {}
-    model, meta = load_adapter_bundle(adapter, base=base)
-    policy = ContactPolicy.of_bundle(meta.training, adapter=adapter).given(**contacts).for_model(
-        model.backbone.channel_embedding.reads_activity)
-    montage = Montage.from_dict(meta.montage)
-    config = PreprocessConfig.from_dict(meta.preprocessing)
-    torch_device = resolve_device(device)
-    prec = resolve_precision(precision, torch_device)
-    set_threads(None)  # torch's own choice, logged (--verbose) as adapt and evaluate log theirs
-    model.to(torch_device)
-    channel_meta = ChannelMeta.from_montage(montage)
-    # Classes without a training window: the adapter has never learned them, so it (nearly) never outputs them.
-    not_learned = [c for c, n in (meta.metrics.get("train_class_counts") or {}).items() if n == 0]
+    label_files = scorer.of(files)
+    loaded = load_for_prediction(adapter, contacts, run)
     out_dir = Path(out) if out is not None else default_output_folder()
     out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
-
-    reading = ReadOptions(renames=renames, sfreq=sfreq, units=units, scale=scale, h_freq=h_freq,
-                          amplitude_check=amplitude_check)
-    output = OutputOptions(edf_annotations=edf_annotations, plot_format=plot_format)
-    facts = AdapterFacts(classes=list(meta.classes), window_seconds=config.window_seconds,
-                         task=str(meta.window.get("task", "")), adapter=Path(adapter), base_name=meta.base_name,
-                         not_learned=tuple(not_learned))
-
-    def predict_one(path: Path, night: RecordingWindows) -> PredictionResult:
-        scorer = None
-        if path in scorer_of:  # read first: a label file that does not fit the recording fails before the model runs
-            from passport_kit.inference.agreement import scorer_labels
-
-            scorer = ScorerLabels(scorer_labels(scorer_of[path], facts.classes, n_windows=len(night.x),
-                                                window_seconds=config.window_seconds, label_map=label_map),
-                                  scorer_of[path])
-        masked, distrusted = policy.masks(night.quality, night.onset_s, config.window_seconds)
-        if is_sleep_staging(facts.classes):
-            import_plotting_soon()  # while the model runs: the hypnogram's PNG needs matplotlib next
-        # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
-        proba = predict_proba(model, night.x, channel_meta, batch_size=batch_size, device=torch_device,
-                              precision=prec, channel_mask=masked if masked is not None and masked.any() else None,
-                              distrust=distrusted, prior=night_prior(model.head, night, montage))
-        guard = distribution_verdict(meta.metrics.get("distribution"), night) if amplitude_check else None
-        # The recording's folder is written as a whole (temp folder + rename): a full disk or Ctrl-C
-        # leaves the earlier one or none, never a part (issue 28).
-        return write_folder_whole(out_dir / folder_of[path], lambda folder: write_prediction(
-            folder, path, proba, night, adapter=facts, contacts=ChannelMasks(policy, masked, distrusted),
-            band_short=band_too_narrow(night.config.h_freq, config.h_freq), scorer=scorer, output=output,
-            distribution=guard, in_sample=path not in memory and in_training_data(path, meta.training_data)))
-
-    def prepare(path: Path) -> RecordingWindows:
-        raw = raw_from_memory(memory[path], units=units, scale=scale, sfreq=sfreq) if path in memory else None
-        return read_for_prediction(path, montage, config, reading, amplitude=meta.metrics.get("amplitude"), raw=raw)
-
     folder_of = dict(zip(files, output_names(files)))
     # One writer per output folder (issue 28): a second predict into it exits at once, naming this one.
     with output_lock(out_dir, "predict"):
@@ -471,38 +419,124 @@ def predict(
 
         # What a killed run left half-written (issue 35); under the lock, no other run is writing them.
         remove_stale_folders(out_dir, folder_of.values())
-        results: list[PredictionResult] = []
-        log: list[dict[str, Any]] = []
-        if resume:  # the recordings a finished (or killed) run of this command already wrote are kept
-            for path in [p for p in files if finished_prediction(out_dir / folder_of[p])]:
-                results.append(finished_result(out_dir / folder_of[path], path))
-                log.append({"recording": str(path), "status": "ok", "windows": results[-1].n_windows,
-                            "output": str(out_dir / folder_of[path]), "error": None})
+        # The recordings a finished (or killed) run of this command already wrote are kept (resume).
+        results = [finished_result(out_dir / folder_of[p], p) for p in files
+                   if output.resume and finished_prediction(out_dir / folder_of[p])]
+        log = [_log_row(r.recording, r) for r in results]
         done = {r.recording for r in results}
-        check_outputs_free(out_dir, [folder_of[p] for p in files if p not in done], overwrite=overwrite)
+        todo = [p for p in files if p not in done]
+        check_outputs_free(out_dir, [folder_of[p] for p in todo], overwrite=output.overwrite)
         # While the model works on one recording, the next one is read and preprocessed in a thread
         # (file reading, FFT filtering and quality statistics release the GIL).
-        for path, night in _prefetched([p for p in files if p not in done], prepare, ahead=prefetch):
+        read = functools.partial(_read_night, loaded=loaded, reading=reading, memory=memory)
+        for path, night in _prefetched(todo, read, ahead=run.prefetch):
             if progress is not None:
                 progress(str(path))
             try:
-                results.append(predict_one(path, night()))
+                result = predict_recording(path, night(), loaded, folder=out_dir / folder_of[path],
+                                           label_file=label_files.get(path), scorer=scorer, run=run, output=output,
+                                           guard=reading.amplitude_check, in_memory=path in memory)
             except (PassportError, OSError) as exc:
                 # One bad recording in a folder must not cost the others (issue 19): note it, go on.
                 reason = str(exc) if isinstance(exc, PassportError) else file_system_message(exc)
                 if reason is None or len(files) == 1:
                     raise
-                log.append({"recording": str(path), "status": "failed", "windows": None, "output": None,
-                            "error": reason})
+                log.append(_log_row(path, error=reason))
             else:
-                log.append({"recording": str(path), "status": "ok", "windows": results[-1].n_windows,
-                            "output": str(results[-1].files["summary"].parent), "error": None})
+                results.append(result)
+                log.append(_log_row(path, result))
         if len(files) > 1:
             log_file = reports.write_table(out_dir / RUN_LOG, log, delimiter="\t")
             failures = [row for row in log if row["status"] == "failed"]
             if failures:
                 raise PredictionFailures(results, failures, log_file)
     return results
+
+
+def load_for_prediction(adapter: str | Path, contacts: ContactOptions, run: RunOptions) -> LoadedAdapter:
+    """Return the bundle ``adapter`` loaded (on ``run.base`` where given), its model on ``run``'s device, with the
+    contact policy of ``contacts`` and what the reports say about it."""
+    from passport_kit.checkpoint import load_adapter_bundle
+    from passport_kit.model import ChannelMeta
+    from passport_kit.montage import Montage
+    from passport_kit.runtime import resolve_device, resolve_precision, set_threads
+    from passport_kit.signals import PreprocessConfig
+
+    model, meta = load_adapter_bundle(adapter, base=run.base)
+    policy = contacts.policy(meta.training, adapter=adapter,
+                             reads_activity=model.backbone.channel_embedding.reads_activity)
+    montage = Montage.from_dict(meta.montage)
+    config = PreprocessConfig.from_dict(meta.preprocessing)
+    device = resolve_device(run.device)
+    precision = resolve_precision(run.precision, device)
+    set_threads(None)  # torch's own choice, logged (--verbose) as adapt and evaluate log theirs
+    model.to(device)
+    # Classes without a training window: the adapter has never learned them, so it (nearly) never outputs them.
+    not_learned = [c for c, n in (meta.metrics.get("train_class_counts") or {}).items() if n == 0]
+    facts = AdapterFacts(classes=list(meta.classes), window_seconds=config.window_seconds,
+                         task=str(meta.window.get("task", "")), adapter=Path(adapter), base_name=meta.base_name,
+                         not_learned=tuple(not_learned))
+    return LoadedAdapter(model=model, meta=meta, montage=montage, config=config,
+                         channel_meta=ChannelMeta.from_montage(montage), policy=policy, facts=facts, device=device,
+                         precision=precision)
+
+
+def _read_night(path: Path, loaded: LoadedAdapter, reading: ReadOptions, memory: dict[Path, Any]) -> RecordingWindows:
+    """Return recording ``path`` read for ``loaded`` (:func:`read_for_prediction`), from ``memory`` where it is there."""
+    return read_for_prediction(path, loaded.montage, loaded.config, reading,
+                               amplitude=loaded.meta.metrics.get("amplitude"), raw=_in_memory(path, memory, reading))
+
+
+def _in_memory(path: Path, memory: dict[Path, Any], reading: ReadOptions) -> Any:
+    """Return recording ``path`` as an MNE Raw when it was given in memory (``reading``'s corrections), else None."""
+    if path not in memory:
+        return None
+    from passport_kit.signals.readers import raw_from_memory
+
+    return raw_from_memory(memory[path], units=reading.units, scale=reading.scale, sfreq=reading.sfreq)
+
+
+def predict_recording(path: Path, night: RecordingWindows, loaded: LoadedAdapter, *, folder: Path,
+                      label_file: Path | None, scorer: ScorerFiles, run: RunOptions, output: OutputOptions,
+                      guard: bool, in_memory: bool) -> PredictionResult:
+    """Return the result of recording ``path`` (read as ``night``) after predicting it and writing ``folder`` whole.
+
+    ``label_file``: the scorer's labels of it (read with ``scorer``'s label map); ``guard``:
+    withhold the statistics of a recording unlike the adapter's training data; ``in_memory``: it
+    was given as an array or a Raw, so it cannot be one of the adapter's training files.
+    """
+    # Read first: a label file that does not fit the recording fails before the model runs.
+    labels = scorer.read(label_file, loaded.facts.classes, n_windows=len(night.x),
+                         window_seconds=loaded.config.window_seconds)
+    proba, contacts = window_probabilities(loaded, night, batch_size=run.batch_size)
+    # The recording's folder is written as a whole (temp folder + rename): a full disk or Ctrl-C
+    # leaves the earlier one or none, never a part (issue 28).
+    return write_folder_whole(folder, functools.partial(
+        write_prediction, recording=path, proba=proba, night=night, adapter=loaded.facts, contacts=contacts,
+        band_short=band_too_narrow(night.config.h_freq, loaded.config.h_freq), scorer=labels, output=output,
+        distribution=distribution_verdict(loaded.meta.metrics.get("distribution"), night) if guard else None,
+        in_sample=not in_memory and in_training_data(path, loaded.meta.training_data)))
+
+
+def window_probabilities(loaded: LoadedAdapter, night: RecordingWindows, *,
+                         batch_size: int) -> tuple[np.ndarray, ChannelMasks]:
+    """Return the ``(N, n_classes)`` class probabilities of ``night``'s windows and the channels masked in them."""
+    masked, distrusted = loaded.policy.masks(night.quality, night.onset_s, loaded.config.window_seconds)
+    if is_sleep_staging(loaded.facts.classes):
+        import_plotting_soon()  # while the model runs: the hypnogram's PNG needs matplotlib next
+    # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
+    proba = predict_proba(loaded.model, night.x, loaded.channel_meta, batch_size=batch_size, device=loaded.device,
+                          precision=loaded.precision, channel_mask=masked if masked is not None and masked.any() else None,
+                          distrust=distrusted, prior=night_prior(loaded.model.head, night, loaded.montage))
+    return proba, ChannelMasks(loaded.policy, masked, distrusted)
+
+
+def _log_row(path: Path, result: PredictionResult | None = None, *, error: str | None = None) -> dict[str, Any]:
+    """Return the run log's row of one recording: predicted (``result``) or failed (``error``)."""
+    if result is None:
+        return {"recording": str(path), "status": "failed", "windows": None, "output": None, "error": error}
+    return {"recording": str(path), "status": "ok", "windows": result.n_windows,
+            "output": str(result.files["summary"].parent), "error": None}
 
 
 def night_prior(head: Any, night: RecordingWindows, montage: Any) -> np.ndarray | None:
@@ -520,8 +554,8 @@ def night_prior(head: Any, night: RecordingWindows, montage: Any) -> np.ndarray 
 def predict_zero_shot(
     montage: str | Any, recordings: Sequence[str | Path] | str | Path, out: str | Path | None = None, *,
     prior: str = "yasa", checkpoint: str | Path | None = None, reading: ReadOptions = ReadOptions(),
-    output: OutputOptions = OutputOptions(), overwrite: bool = False, labels: Sequence[str | Path] | None = None,
-    label_map: str | None = None, progress: Callable[[str], None] | None = None,
+    output: OutputOptions = OutputOptions(), scorer: ScorerFiles = ScorerFiles(),
+    progress: Callable[[str], None] | None = None,
 ) -> list[PredictionResult]:
     """Return one result per recording, staged by a pretrained sleep stager alone: no adapter, no labels (issue 33).
 
@@ -531,10 +565,10 @@ def predict_zero_shot(
     (:func:`~passport_kit.sleep.pick_channels`) and, where the montage has them, its first EOG and
     EMG channel. The same files as :func:`predict` are written, without the adapter's checks
     (amplitude against training data, in-sample flags), which have no training data to refer to.
+    ``output.resume`` is not taken: every recording is staged.
     """
     from passport_kit.checkpoint import InputContract, find_checkpoint
     from passport_kit.montage import resolve_montage
-    from passport_kit.signals.readers import raw_from_memory
     from passport_kit.sleep import STAGES, get_prior, pick_channels, prior_log_proba
 
     montage = resolve_montage(montage) if isinstance(montage, (str, Path)) else montage
@@ -547,36 +581,27 @@ def predict_zero_shot(
     # The contract's 200-Hz settings with 30-s windows; each recording's rate then fits the band (as predict does).
     config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
     files, memory = _split_recordings(recordings)
-    if labels is not None and len(labels) != len(files):
-        raise ConfigError(f"give one --labels file per recording, in the same order: {len(files)} recording(s), "
-                          f"{len(labels)} label file(s)")
-    scorer_of = dict(zip(files, (Path(f) for f in labels))) if labels is not None else {}
+    label_files = scorer.of(files)
     classes = list(STAGES)
     facts = AdapterFacts(classes=classes, window_seconds=30.0, task="sleep-staging",
                          adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})")
     out_dir = Path(out) if out is not None else default_output_folder()
     out_dir.mkdir(parents=True, exist_ok=True)
     folder_of = dict(zip(files, output_names(files)))
+    unchecked = reading.model_copy(update={"amplitude_check": False})  # no training amplitude to check against
     results: list[PredictionResult] = []
     with output_lock(out_dir, "predict"):
-        check_outputs_free(out_dir, list(folder_of.values()), overwrite=overwrite)
+        check_outputs_free(out_dir, list(folder_of.values()), overwrite=output.overwrite)
         for path in files:
             if progress is not None:
                 progress(str(path))
-            raw = (raw_from_memory(memory[path], units=reading.units, scale=reading.scale, sfreq=reading.sfreq)
-                   if path in memory else None)
-            night = read_for_prediction(path, montage, config, reading.model_copy(update={"amplitude_check": False}),
-                                        raw=raw)
-            scorer = None
-            if path in scorer_of:
-                from passport_kit.inference.agreement import scorer_labels
-
-                scorer = ScorerLabels(scorer_labels(scorer_of[path], classes, n_windows=len(night.x),
-                                                    window_seconds=30.0, label_map=label_map), scorer_of[path])
+            night = read_for_prediction(path, montage, config, unchecked, raw=_in_memory(path, memory, reading))
+            labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
             logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
             proba = np.exp(logp).astype(np.float32)
-            results.append(write_folder_whole(out_dir / folder_of[path], lambda folder: write_prediction(
-                folder, path, proba, night, adapter=facts, scorer=scorer, output=output)))
+            results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
+                write_prediction, recording=path, proba=proba, night=night, adapter=facts, scorer=labels,
+                output=output)))
     return results
 
 

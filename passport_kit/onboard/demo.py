@@ -148,9 +148,9 @@ def run_demo(
 def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: int, threads: int | None,
          echo: Callable[[str], None], step_progress: ProgressFn | None) -> dict[str, Path]:
     """Return the demo's output files after running its four steps into the fresh folder ``out``."""
-    from passport_kit.inference.predict import predict
-    from passport_kit.signals import simulate_dataset
+    from passport_kit.inference.predict import ScorerFiles, predict
     from passport_kit.onboard.evaluate import BANDPOWER, adapter_folder, evaluate
+    from passport_kit.signals import simulate_dataset
 
     start = time.perf_counter()
     data = out / "data"
@@ -181,7 +181,7 @@ def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: 
     bundle = adapter_folder(out / "evaluation", passport, "split-fixed", None, 0)
     echo(f"[4/4] predicting {held_out}.edf with the Device Passport adapter (the simulator's stages as the scorer)")
     result = predict(bundle, [data / f"{held_out}.edf"], out / "predictions",
-                     labels=[data / f"{held_out}_hypnogram.csv"])[0]
+                     scorer=ScorerFiles(labels=[data / f"{held_out}_hypnogram.csv"]))[0]
     stats = result.summary.get("sleep_statistics", {})
     if stats:
         echo(f"      TST {stats['TST']:.1f} min, SE {stats['SE']:.1f} %, WASO {stats['WASO'] or 0:.1f} min")

@@ -95,17 +95,19 @@ def test_plotting_is_imported_once_in_the_background() -> None:
 def test_cli_and_python_predict_share_the_batch_size() -> None:
     import inspect
 
+    import passport_kit as pk
     from passport_kit.cli.onboard import predict_command
-    from passport_kit.inference.predict import predict
+    from passport_kit.inference.predict import RunOptions
 
     cli = inspect.signature(predict_command).parameters["batch_size"].default.default
-    assert cli == inspect.signature(predict).parameters["batch_size"].default == 32
+    python = inspect.signature(pk.predict).parameters["batch_size"].default
+    assert cli == python == RunOptions().batch_size == 32
 
 
 def test_predict_refuses_an_unknown_plot_format_before_any_work(tmp_path: Path) -> None:
+    import passport_kit as pk
     from passport_kit.errors import ConfigError
-    from passport_kit.inference.predict import predict
 
     with pytest.raises(ConfigError, match=r"--plot-format\) must be one of png, svg, pdf"):
-        predict(tmp_path / "no-bundle", [tmp_path / "x.edf"], tmp_path / "out", plot_format="jpg")  # type: ignore[arg-type]
+        pk.predict(tmp_path / "no-bundle", [tmp_path / "x.edf"], tmp_path / "out", plot_format="jpg")  # type: ignore[arg-type]
     assert not (tmp_path / "out").exists()

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import passport_kit as pk
 from passport_kit.cli.app import app
 from passport_kit.inference.predict import predict
 
@@ -78,6 +79,6 @@ def test_predict_recordings_in_memory_match_the_file(bundle: Path, night: mne.io
     # The tuple was given in µV without units: read as volts it is 10^6 too large and refused ...
     with pytest.raises(Exception, match="--units"):
         predict(bundle, (night.get_data() * 1e6, 200.0, night.ch_names), tmp_path / "m2")
-    # ... and with units="uV" it predicts what the file does.
-    alone = predict(bundle, (night.get_data() * 1e6, 200.0, night.ch_names), tmp_path / "m3", units="uV")[0]
+    # ... and with units="uV" (docs/data.md's keyword form) it predicts what the file does.
+    alone = pk.predict(bundle, (night.get_data() * 1e6, 200.0, night.ch_names), tmp_path / "m3", units="uV")[0]
     assert alone.summary["class_counts"] == from_file.summary["class_counts"]

@@ -22,19 +22,20 @@ def nights(dataset: Path, tmp_path: Path) -> Path:
 @pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "in-turn"])
 def test_predict_opens_each_recording_once(bundle: Path, nights: Path, tmp_path: Path, reads: Counter,
                                            prefetch: bool) -> None:
-    from passport_kit.inference.predict import predict
+    from passport_kit.inference.predict import OutputOptions, RunOptions, predict
 
-    results = predict(bundle, nights, tmp_path / "pred", prefetch=prefetch, edf_annotations=True)
+    results = predict(bundle, nights, tmp_path / "pred", run=RunOptions(prefetch=prefetch),
+                      output=OutputOptions(edf_annotations=True))
     assert [r.recording.name for r in results] == ["s01.edf", "s02.edf", "s03.edf"]
     # The written annotation files are EDFs too, but predict never opens them.
     assert reads == Counter({"s01.edf": 1, "s02.edf": 1, "s03.edf": 1})
 
 
 def test_prefetch_gives_the_same_predictions(bundle: Path, nights: Path, tmp_path: Path) -> None:
-    from passport_kit.inference.predict import predict
+    from passport_kit.inference.predict import RunOptions, predict
 
-    ahead = predict(bundle, nights, tmp_path / "ahead", prefetch=True)
-    in_turn = predict(bundle, nights, tmp_path / "in-turn", prefetch=False)
+    ahead = predict(bundle, nights, tmp_path / "ahead", run=RunOptions(prefetch=True))
+    in_turn = predict(bundle, nights, tmp_path / "in-turn", run=RunOptions(prefetch=False))
     for a, b in zip(ahead, in_turn):
         assert a.summary["class_counts"] == b.summary["class_counts"]
         assert a.files["predictions"].read_text() == b.files["predictions"].read_text()

@@ -92,7 +92,6 @@ def test_config_records_the_source_and_what_was_trained(cbramod: Path, upcycled:
 
 def test_upcycled_checkpoint_adapts_and_predicts(upcycled: Path, simulated: Path, tmp_path: Path) -> None:
     import passport_kit as pk
-    from passport_kit.inference.predict import predict
 
     backbone, info = load_base_checkpoint(upcycled)
     assert info.init_from is not None and info.init_from.trained == "experts"
@@ -101,7 +100,7 @@ def test_upcycled_checkpoint_adapts_and_predicts(upcycled: Path, simulated: Path
     adapter = load_file(str(tmp_path / "adapter" / "adapter.safetensors"))
     assert any("mixture" in n for n in adapter) and not any(n.endswith(".experts") for n in adapter)
     recording = sorted(simulated.glob("*.edf"))[0]
-    predict(tmp_path / "adapter", recording, tmp_path / "pred", base=upcycled)
+    pk.predict(tmp_path / "adapter", recording, tmp_path / "pred", base=upcycled)
     assert any((tmp_path / "pred").rglob("*.tsv"))
 
 

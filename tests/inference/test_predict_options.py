@@ -1,0 +1,83 @@
+"""predict's option objects (issue 37): built once from the CLI's or the Python keywords, each checked when given."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import passport_kit as pk
+from passport_kit.contacts import ContactPolicy
+from passport_kit.errors import ConfigError
+from passport_kit.inference import predict as prediction
+from passport_kit.inference.predict import ContactOptions, OutputOptions, ReadOptions, RunOptions, ScorerFiles
+
+
+def test_the_keyword_form_builds_each_option_object(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls = []
+    monkeypatch.setattr(prediction, "predict", lambda *args, **kwargs: calls.append((args, kwargs)) or [])
+    pk.predict("bundle", ["a.edf"], tmp_path, units="uV", h_freq=30.0, amplitude_check=False, batch_size=8,
+               prefetch=False, base="b", edf_annotations=True, plot_format="svg", resume=True,
+               mask_bad_channels=0.4, distrust_bad_channels=None, labels=["a.csv"], label_map="rk")
+    (args, kwargs), = calls
+    assert args == ("bundle", ["a.edf"], tmp_path)
+    assert kwargs["reading"] == ReadOptions(units="uV", h_freq=30.0, amplitude_check=False)
+    assert kwargs["run"] == RunOptions(base="b", batch_size=8, prefetch=False)
+    assert kwargs["output"] == OutputOptions(edf_annotations=True, plot_format="svg", resume=True)
+    assert kwargs["contacts"] == ContactOptions(mask_bad_channels=0.4, distrust_bad_channels=None)
+    assert kwargs["scorer"] == ScorerFiles(labels=[Path("a.csv")], label_map="rk")
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda: ContactOptions(mask_bad_channels=1.5), "--mask-bad-channels takes a quality score between 0 and 1"),
+    (lambda: ContactOptions(mask_uncorrelated_channels=0.0), "--mask-uncorrelated-channels takes a correlation"),
+    (lambda: RunOptions(batch_size=0), r"batch_size \(--batch-size\) must be at least 1, got 0"),
+    (lambda: OutputOptions(plot_format="jpg"), r"plot_format \(--plot-format\) must be one of png, svg, pdf"),
+])
+def test_an_option_out_of_range_is_one_line_when_given(build, message: str) -> None:  # noqa: ANN001
+    with pytest.raises(ConfigError, match=message):
+        build()
+
+
+@pytest.mark.parametrize(("given", "reads_activity", "expected"), [
+    (ContactOptions(), True, ContactPolicy(mask_bad_channels=0.3, distrust_bad_channels=0.5,
+                                           mask_uncorrelated_channels=None)),
+    (ContactOptions(mask_bad_channels=None, mask_uncorrelated_channels=0.2), True,
+     ContactPolicy(mask_bad_channels=None, distrust_bad_channels=0.5, mask_uncorrelated_channels=0.2)),
+    (ContactOptions(), False, ContactPolicy(mask_bad_channels=0.3, distrust_bad_channels=None,
+                                            mask_uncorrelated_channels=None)),
+])
+def test_contact_options_keep_the_bundles_thresholds_unless_given(given: ContactOptions, reads_activity: bool,
+                                                                  expected: ContactPolicy) -> None:
+    training = {"mask_bad_channels": 0.3, "distrust_bad_channels": 0.5}
+    assert given.policy(training, adapter="a", reads_activity=reads_activity) == expected
+
+
+def test_one_label_file_per_recording() -> None:
+    files = [Path("a.edf"), Path("b.edf")]
+    assert ScorerFiles().of(files) == {}
+    assert ScorerFiles(labels=["a.csv", "b.csv"]).of(files) == {files[0]: Path("a.csv"), files[1]: Path("b.csv")}
+    with pytest.raises(ConfigError, match=r"2 recording\(s\), 1 label file\(s\)"):
+        ScorerFiles(labels=[Path("a.csv")]).of(files)
+
+
+def test_a_label_map_without_labels_is_refused_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--label-map rk .* but none were given"):
+        prediction.predict(tmp_path / "no-bundle", [tmp_path / "x.edf"], tmp_path / "out",
+                           scorer=ScorerFiles(label_map="rk"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_function_of_prediction_takes_more_than_12_parameters() -> None:
+    """Issue 37: a workflow takes its option objects, not a dozen flat keywords (the keyword form is pk.predict)."""
+    folder = Path(prediction.__file__).parent
+    wide = []
+    for file in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                names = [x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None]
+                if len([n for n in names if n not in ("self", "cls")]) > 12:
+                    wide.append(f"{file.name}::{node.name}")
+    assert wide == []
