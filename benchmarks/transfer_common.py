@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/machine.p
 from machine import machine_line
 
 from passport_kit.atomic_io import write_json, write_table
-from passport_kit.inference.reports import _save_figure as save_figure
+from passport_kit.reports import save_figure
 
 #: Colours of the embedding kinds (and of the non-neural baseline), the same in every figure.
 KIND_COLOURS = {

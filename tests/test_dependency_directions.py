@@ -40,7 +40,11 @@ def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE)
 @pytest.mark.parametrize(("folder", "forbidden"), [
     ("inference", ("passport_kit.onboard", "passport_kit.pretrain")),  # prediction imports neither training room
     ("pretrain", ("passport_kit.onboard",)),  # pretraining never imports onboarding
-    ("onboard", ("passport_kit.pretrain", "passport_kit.cli")),  # onboarding never imports pretraining (or the CLI)
+    ("onboard", ("passport_kit.pretrain", "passport_kit.cli",
+                 "passport_kit.inference")),  # onboarding imports neither pretraining nor prediction (nor the CLI)
+    ("reports.py", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.pretrain",
+                    "passport_kit.cli")),  # the figures and tables both rooms write: below them
+    ("demo.py", ("passport_kit.cli",)),  # the demo composes onboarding and prediction, under the CLI
     ("engine", ("passport_kit.onboard", "passport_kit.pretrain", "passport_kit.inference",
                 "passport_kit.cli")),  # the floor under all three
     ("model", ("passport_kit.montage", "passport_kit.signals")),  # positions and quality arrive as tensors

@@ -633,7 +633,7 @@ def demo_command(
     threads: int | None = typer.Option(None, "--threads"),
 ) -> None:
     """Simulate ear-EEG sleep, adapt the shipped checkpoint and the acpe baseline, compare with band power, predict."""
-    from passport_kit.onboard.demo import run_demo
+    from passport_kit.demo import run_demo
 
     with _step_bar(True, "adapting") as bar:  # on a terminal: each run's steps, time so far and an estimate
         run_demo(out=out, n_subjects=subjects, hours=hours, threads=threads, echo=typer.echo, step_progress=bar)

@@ -1,9 +1,9 @@
-"""Report writers: per-window CSV, BIDS events, EDF+ annotations, JSON, tables and plots (PNG; SVG or PDF too).
+"""Prediction's report writers: per-window CSV, BIDS events, EDF+ annotations, channel quality and the hypnogram plot.
 
 Every writer takes the target path first, writes atomically (a temp file in the same folder,
 then ``os.replace``), and returns the path, so a crash never leaves a half-written report that
-reads as valid. Plots use matplotlib's object API (``Figure``), never pyplot's global state, so
-they work headless and from threads.
+reads as valid. The figures and tables onboarding writes too (confusion, sweep, learning curve,
+the figure writer and its formats) live one floor down, in :mod:`passport_kit.reports`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ import numpy as np
 
 from passport_kit.atomic_io import atomic_output, atomic_write_text as write_text, write_json, write_table
 from passport_kit.inference.hypnogram import Hypnogram
-
-#: Formats a plot can be written in, by the path's suffix: PNG (120 dpi) or the vector formats a
-#: report or a scorer's annotation tool takes without blurring (``predict --plot-format``).
-PLOT_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
+from passport_kit.reports import PLOT_FORMATS, save_figure
 
 
 def window_rows(
@@ -108,24 +105,11 @@ def write_edf_annotations(
     return Path(path)
 
 
-def _save_figure(fig: Any, path: Path | str, *, tight: bool = True) -> Path:
-    """Write ``fig`` atomically in the format of ``path``'s suffix (PLOT_FORMATS; PNG at 120 dpi); return the path.
-
-    ``tight`` crops it to what is drawn (one more draw).
-    """
-    fmt = Path(path).suffix.lstrip(".").lower()
-    if fmt not in PLOT_FORMATS:
-        raise ValueError(f"plot path {str(path)!r} must end in one of .{', .'.join(PLOT_FORMATS)}")
-    with atomic_output(path) as tmp:
-        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight" if tight else None)
-    return Path(path)
-
-
 def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogram | None = None,
                    title: str = "", note: str = "", stage_table: bool = False) -> Path:
     """Draw the hypnogram (step plot, REM in red) above the hypnodensity; write it as ``path``'s suffix says.
 
-    PNG, SVG or PDF (:data:`PLOT_FORMATS`).
+    PNG, SVG or PDF (:data:`~passport_kit.reports.PLOT_FORMATS`).
 
     With ``reference`` (a scorer's hypnogram), it is drawn under the prediction in grey.
     Low-confidence epochs (:meth:`Hypnogram.low_confidence`) are shaded in the hypnogram. The
@@ -209,7 +193,7 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
         # The x values are plain date numbers, so the axis needs the date locator to tick on round times.
         axes[-1].xaxis.set_major_locator(AutoDateLocator(minticks=4, maxticks=12))
         axes[-1].xaxis.set_major_formatter(DateFormatter("%H:%M"))
-    return _save_figure(fig, path, tight=False)
+    return save_figure(fig, path, tight=False)
 
 
 def stage_table_text(hypnogram: Hypnogram) -> str:
@@ -248,92 +232,10 @@ def _time_axis(hypnogram: Hypnogram) -> tuple[float, float, str]:
     return float(date2num(start)), 86400.0, f"clock time (recording started {start:%Y-%m-%d %H:%M:%S})"
 
 
-def plot_confusion(path: Path | str, confusion: Sequence[Sequence[int]], classes: Sequence[str], *,
-                   title: str = "") -> Path:
-    """Draw the confusion matrix as counts and row-normalised (recall) panels; write a PNG."""
-    return _save_figure(confusion_figure(confusion, classes, title=title), path)
-
-
-def confusion_figure(confusion: Sequence[Sequence[int]], classes: Sequence[str], *, title: str = "") -> Any:
-    """Return the matplotlib Figure of :func:`plot_confusion` (counts, and fractions of each row)."""
-    from matplotlib.figure import Figure
-
-    counts = np.asarray(confusion, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        norm = counts / counts.sum(axis=1, keepdims=True)
-    # Constrained layout leaves each panel room for its tick labels: a long class name ('arithmetic')
-    # pushed the right panel's axis label onto its ticks.
-    fig = Figure(figsize=(10, 4.4), layout="constrained")
-    for ax, values, label in zip(fig.subplots(1, 2), (counts, norm), ("count", "fraction of row")):
-        ax.imshow(np.nan_to_num(values), cmap="Blues", vmin=0)
-        for (i, j), v in np.ndenumerate(values):
-            text = f"{int(v)}" if label == "count" else ("-" if np.isnan(v) else f"{v:.2f}")
-            ax.text(j, i, text, ha="center", va="center", fontsize=8,
-                    color="white" if np.nan_to_num(values[i, j]) > 0.6 * np.nanmax(values) else "black")
-        ax.set_xticks(range(len(classes)), classes)
-        ax.set_yticks(range(len(classes)), classes)
-        ax.set_xlabel("predicted")
-        ax.set_ylabel("reference")
-        ax.set_title(f"{title} ({label})" if title else label)
-    return fig
-
-
-def plot_sweep(path: Path | str, curves: dict[str, dict[int, list[float]]], *, metric: str) -> Path:
-    """Draw metric vs number of training subjects, one line per method (mean ± SD over seeds)."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6, 4))
-    ax = fig.subplots()
-    for method, points in curves.items():
-        xs = sorted(points)
-        values = [np.asarray(points[x], dtype=float) for x in xs]
-        mean = np.array([np.nanmean(v) for v in values])
-        sd = np.array([np.nanstd(v) for v in values])
-        ax.errorbar(xs, mean, yerr=sd, marker="o", capsize=3, label=method)
-        for x, v in zip(xs, values):
-            ax.scatter(np.full(v.shape, x), v, s=8, alpha=0.4)
-    ax.set_xlabel("training subjects")
-    ax.set_ylabel(metric)
-    ax.set_xscale("log", base=2)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return _save_figure(fig, path)
-
-
-def plot_history(path: Path | str, history: Sequence[dict[str, Any]]) -> Path:
-    """Draw the learning curve of ``adapt`` (train loss; validation kappa when present); write a PNG."""
-    return _save_figure(history_figure(history), path)
-
-
-def history_figure(history: Sequence[dict[str, Any]]) -> Any:
-    """Return the Figure of :func:`plot_history`: train loss above validation kappa, on a shared step axis.
-
-    Two panels, not two y axes over one panel: on twin axes the curves crossed and one hid the other.
-    """
-    from matplotlib.figure import Figure
-
-    steps = [h["step"] for h in history]
-    validated = [h for h in history if "val_kappa" in h]
-    fig = Figure(figsize=(7, 5 if validated else 3.2), layout="constrained")
-    axes = fig.subplots(2 if validated else 1, 1, sharex=True, squeeze=False)[:, 0]
-    axes[0].plot(steps, [h["train_loss"] for h in history], marker="o", color="tab:blue", label="train loss")
-    axes[0].set_ylabel("train loss (smoothed)")
-    if validated:
-        axes[1].plot([h["step"] for h in validated], [h["val_kappa"] for h in validated], marker="s",
-                     color="tab:red", label="validation kappa")
-        axes[1].set_ylabel("validation kappa")
-    axes[-1].set_xlabel("step")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-    return fig
-
-
 __all__ = [
+    "PLOT_FORMATS",
     "atomic_output",
-    "plot_confusion",
-    "plot_history",
     "plot_hypnogram",
-    "plot_sweep",
     "stage_table_text",
     "window_rows",
     "write_channel_quality",

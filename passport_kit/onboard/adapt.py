@@ -408,7 +408,7 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
         package_version=__version__,
     )
     bundle = save_adapter_bundle(model, cfg.out, meta, overwrite=True)
-    from passport_kit.inference.reports import plot_history, write_table
+    from passport_kit.reports import plot_history, write_table
 
     if metrics.get("history"):
         write_table(Path(cfg.out) / "history.csv", metrics["history"])

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from passport_kit.errors import ConfigError, DataError
 from passport_kit.output_lock import output_lock
-from passport_kit.inference import reports
+from passport_kit import reports
 from passport_kit.engine.forward import predict_proba
 from passport_kit.signals.dataset import RecordingReader
 from passport_kit.signals.dataset_spec import load_dataset_spec

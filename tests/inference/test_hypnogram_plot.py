@@ -15,7 +15,7 @@ CLASSES = ["W", "N1", "N2", "N3", "REM"]
 
 def _drawn(monkeypatch: pytest.MonkeyPatch, hypnogram: Hypnogram, **kwargs):
     figures = []
-    monkeypatch.setattr(reports, "_save_figure", lambda fig, path, **kw: figures.append(fig) or Path(path))
+    monkeypatch.setattr(reports, "save_figure", lambda fig, path, **kw: figures.append(fig) or Path(path))
     reports.plot_hypnogram(Path("h.png"), hypnogram, **kwargs)
     fig = figures[0]
     fig.canvas.draw()

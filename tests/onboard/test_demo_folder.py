@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from passport_kit.errors import ConfigError
-from passport_kit.onboard.demo import MARKER, _fresh_folder
+from passport_kit.demo import MARKER, _fresh_folder
 
 SETTINGS = {"montage": "eesm17-ear", "subjects": 4, "hours": 2.0, "seed": 0, "version": "x"}
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
 from passport_kit.cli.onboard import print_table
-from passport_kit.inference.reports import confusion_figure, history_figure
+from passport_kit.reports import confusion_figure, history_figure
 from passport_kit.onboard.evaluate import EvaluationReport, evaluate
 
 from conftest import make_dataset

@@ -1,5 +1,8 @@
 """``demo``: the README's main job end to end, on simulated ear-EEG sleep data.
 
+A composition of both rooms (onboarding's ``evaluate`` and prediction's ``predict``), so it
+lives above them, under the CLI (``passport-kit demo``, ``make demo``).
+
 1. Simulate a small sleep dataset for the built-in ``eesm17-ear`` montage (physics-based
    simulator: dipoles in a spherical head, stage-dependent dynamics).
 2. Adapt the shipped Device Passport checkpoint and the ``acpe`` baseline the same way, with the
