@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from passport_kit.errors import PassportError  # noqa: F401  (re-exported)
+from passport_kit.errors import ConfigError, PassportError  # noqa: F401  (PassportError: re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover - imported where used: `import passport_kit` stays light
     from passport_kit.inference.predict import PredictionResult
@@ -50,33 +50,23 @@ def predict(
     recordings: Sequence[str | Path] | str | Path,
     out: str | Path | None = None,
     *,
-    edf_annotations: bool = False,
-    batch_size: int = 32,
-    device: str = "auto",
-    precision: str = "auto",
-    base: str | Path | None = None,
-    renames: dict[str, str] | None = None,
+    reading: Any = None,
+    output: Any = None,
+    contacts: Any = None,
+    run: Any = None,
+    scorer: Any = None,
     progress: Callable[[str], None] | None = None,
-    mask_bad_channels: float | None | Literal["bundle"] = "bundle",
-    distrust_bad_channels: float | None | Literal["bundle"] = "bundle",
-    mask_uncorrelated_channels: float | None | Literal["bundle"] = "bundle",
-    h_freq: float | None = None,
-    amplitude_check: bool = True,
-    prefetch: bool = True,
-    overwrite: bool = False,
-    sfreq: float | None = None,
-    units: str | None = None,
-    scale: float | None = None,
-    labels: Sequence[str | Path] | None = None,
-    label_map: str | None = None,
-    plot_format: Literal["png", "svg", "pdf"] = "png",
-    resume: bool = False,
+    **options: Any,
 ) -> list[PredictionResult]:
     """Return one result per recording after writing its predictions and reports.
 
     The keyword form of :func:`passport_kit.inference.predict.predict` (see its module for the
-    files written): the keywords become its option objects (``ReadOptions``, ``OutputOptions``,
-    ``ContactOptions``, ``RunOptions``, ``ScorerFiles``), as the CLI's options do.
+    files written): each keyword below is a field of one of its option objects (``ReadOptions``,
+    ``OutputOptions``, ``ContactOptions``, ``RunOptions``, ``ScorerFiles``) and is put there, as
+    the CLI's options are; ``reading``, ``output``, ``contacts``, ``run`` and ``scorer`` take those
+    objects whole (keywords given too update them). Example::
+
+        pk.predict("runs/ear", "night.edf", "out", units="uV", plot_format="svg")
 
     Parameters
     ----------
@@ -158,19 +148,18 @@ def predict(
     """
     from passport_kit.inference import predict as prediction
 
+    given = {"contacts": contacts, "run": run, "output": output, "reading": reading, "scorer": scorer}
     # Built in the order predict checked its options before: the contacts, the batch, the plot format.
-    contacts = prediction.ContactOptions(mask_bad_channels=mask_bad_channels,
-                                         distrust_bad_channels=distrust_bad_channels,
-                                         mask_uncorrelated_channels=mask_uncorrelated_channels)
-    run = prediction.RunOptions(base=base, batch_size=batch_size, device=device, precision=precision,
-                                prefetch=prefetch)
-    output = prediction.OutputOptions(edf_annotations=edf_annotations, plot_format=plot_format, overwrite=overwrite,
-                                      resume=resume)
-    reading = prediction.ReadOptions(renames=renames, sfreq=sfreq, units=units, scale=scale, h_freq=h_freq,
-                                     amplitude_check=amplitude_check)
-    scorer = prediction.ScorerFiles(labels=labels, label_map=label_map)
-    return prediction.predict(adapter, recordings, out, reading=reading, output=output, contacts=contacts, run=run,
-                              scorer=scorer, progress=progress)
+    kinds = {"contacts": prediction.ContactOptions, "run": prediction.RunOptions, "output": prediction.OutputOptions,
+             "reading": prediction.ReadOptions, "scorer": prediction.ScorerFiles}
+    unknown = sorted(set(options) - {f for kind in kinds.values() for f in kind.model_fields})
+    if unknown:
+        raise ConfigError(f"predict() takes no option {', '.join(map(repr, unknown))}; its options are the fields of "
+                          f"{', '.join(k.__name__ for k in kinds.values())} (help(passport_kit.predict) lists them)")
+    objects = {name: kind(**{**(given[name].model_dump() if given[name] is not None else {}),
+                             **{k: v for k, v in options.items() if k in kind.model_fields}})
+               for name, kind in kinds.items()}
+    return prediction.predict(adapter, recordings, out, progress=progress, **objects)
 
 
 def __getattr__(name: str):  # noqa: ANN202 - module-level lazy attribute (PEP 562)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,18 +21,17 @@ from passport_kit.cli import verbosity
 from passport_kit.cli.progress import Display, on_terminal, progress_display, step_text
 from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_INTERRUPTED, FINETUNE, MODEL,
                                       OUTPUT, PROBE, SCORER, PanelledCommand, echo_json, notch_frequency,
-                                      optional_float, renames_option as _renames)
+                                      optional_float, options_in_place_of, renames_option as _renames)
 from passport_kit.errors import ConfigError
-from passport_kit.onboard.recipe import FINETUNE_ONLY, RecipeOptions
+from passport_kit.onboard.recipe import AUTO_ACTS, FINETUNE_ONLY, RecipeOptions
+from passport_kit.onboard.recipes import get_recipe, recipe_names
 from passport_kit.wording import counted
 
-_RECIPE_HELP = ("auto: the probe, then the mixture adapter trained from its read-out (LP-FT) only where "
-                "cross-validation over the training subjects says it helps; probe: a linear read-out of the frozen "
-                "model's pooled features and band powers, regularisation chosen by cross-validation over subjects; "
-                "finetune: the paper's gradient recipe. Default: finetune if an option only it uses is given "
-                "(--max-steps, --lr, --head-lr, --epochs, --patience, --balance, --train full, --eval-every, "
-                "--corrupt-prob, --quality-gate, --channel-dropout), else auto; --recipe probe with one of them is "
-                "an error, --recipe auto takes --lr, --head-lr, --max-steps and --train for its adapter training.")
+_RECIPE_HELP = ("; ".join(f"{name}: {get_recipe(name).help}" for name in recipe_names()) + ". Default: finetune if an "
+                "option only it uses is given (" + ", ".join("--" + k.replace("_", "-") for k in FINETUNE_ONLY
+                                                            if k not in ("dropout", "validation_fraction"))
+                + "), else auto; a recipe given with an option it does not use is an error (--recipe auto takes "
+                + ", ".join("--" + k.replace("_", "-") for k in AUTO_ACTS) + " for its adapter training).")
 _H_FREQ_HELP = ("Band-pass top in Hz (default: dataset.yaml's h_freq, else the checkpoint's, lowered below the "
                 "Nyquist frequency of recordings sampled too slowly for it).")
 _L_FREQ_HELP = ("Band-pass bottom in Hz (default: dataset.yaml's l_freq, else the checkpoint's 0.3); e.g. 1 where the "
@@ -77,7 +75,7 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
     sel = m.get("selection") or {}
     lines = [f"trained on {len(m['train_subjects'])} subjects ({m['train_windows']} windows)"
              + (f", validated on {len(m['validation_subjects'])} ({m['validation_windows']} windows); "
-                f"{m['steps']} steps, best at step {m['best_step']}" if sel.get("recipe") == "finetune" else "")]
+                f"{m['steps']} steps, best at step {m['best_step']}" if "best_step" in sel else "")]  # a step selected
     if sel.get("ladder"):
         lines += ladder_lines(sel, verbose=verbosity.level() >= verbosity.VERBOSE)
     elif sel:  # the finetune recipe, and bundles written before the ladder
@@ -139,9 +137,7 @@ def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[st
 
 def recipe_line(cfg: Any) -> str:
     """Return the line that names the recipe a run used and, when options chose it, which ones."""
-    from passport_kit.onboard.recipe import gradient_options_given
-
-    given = gradient_options_given(cfg) if cfg.recipe == "finetune" else []
+    given = get_recipe(cfg.recipe).chosen_by(cfg)
     named = ", ".join("--" + k.replace("_", "-") for k in given)
     return f"recipe {cfg.recipe}" + (f" (gradient training: {named} given)" if given else "")
 
@@ -256,7 +252,8 @@ def _recipe_option(key: str) -> tuple[Any, Any]:
     field, panel = RecipeOptions.model_fields[key], _RECIPE_PANELS[key]
     flag = _FLAGS.get(key, "--" + key.replace("_", "-"))
     if key == "recipe":
-        return field.annotation | None, typer.Option(None, flag, help=_RECIPE_HELP, rich_help_panel=panel)
+        choices = Literal[recipe_names()]  # type: ignore[valid-type] - the registry's names, shown as the choices
+        return choices | None, typer.Option(None, flag, help=_RECIPE_HELP, rich_help_panel=panel)
     text = _option_help(key) + (" Finetune recipe only." if key in FINETUNE_ONLY and panel != FINETUNE else "")
     if key in _TAKES_NONE:
         return str, typer.Option(_default_text(key), flag, help=text, rich_help_panel=panel)
@@ -268,35 +265,33 @@ def _recipe_option(key: str) -> tuple[Any, Any]:
     return annotation, typer.Option(field.default, flag, help=text, rich_help_panel=panel)
 
 
-def _recipe_options(*, leave_out: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Return a decorator that puts the options of _RECIPE_PANELS' fields (but ``leave_out``) in the place of a
-    command's ``recipe_options`` parameter, which then receives them as one dict of RecipeOptions values."""
-    options = {key: _recipe_option(key) for key in _RECIPE_PANELS if key not in leave_out}
+#: The band-pass options of adapt and evaluate (their configs' fields, outside RecipeOptions): delivered with the
+#: RecipeOptions values (:func:`_recipe_options`), after them in --help.
+_BAND_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "h_freq": (float | None, typer.Option(None, "--h-freq", help=_H_FREQ_HELP, rich_help_panel=DATA)),
+    "l_freq": (float | None, typer.Option(None, "--l-freq", help=_L_FREQ_HELP, rich_help_panel=DATA)),
+}
+
+
+def _recipe_options(*, leave_out: tuple[str, ...] = (),
+                    also: dict[str, tuple[Any, Any]] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Return a decorator that puts the options of _RECIPE_PANELS' fields (but ``leave_out``), then ``also``'s
+    (name: annotation and typer option), in the place of a command's ``recipe_options`` parameter, which then receives
+    them as one dict of values ('none' read as None where a field takes it)."""
+    options = {key: _recipe_option(key) for key in _RECIPE_PANELS if key not in leave_out} | (also or {})
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        hints = typing.get_type_hints(command, include_extras=True)
-        params: list[inspect.Parameter] = []
-        for param in inspect.signature(command).parameters.values():
-            if param.name == "recipe_options":
-                params += [inspect.Parameter(key, param.kind, annotation=annotation, default=option)
-                           for key, (annotation, option) in options.items()]
-            else:
-                params.append(param.replace(annotation=hints.get(param.name, param.annotation)))
-
         @functools.wraps(command)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            given = {key: kwargs.pop(key) for key in options}
-            values = {key: _TAKES_NONE[key](v) if key in _TAKES_NONE else v for key, v in given.items()}
+        def read(*args: Any, recipe_options: dict[str, Any], **kwargs: Any) -> Any:
+            values = {key: _TAKES_NONE[key](v) if key in _TAKES_NONE else v for key, v in recipe_options.items()}
             return command(*args, recipe_options=values, **kwargs)
 
-        run.__signature__ = inspect.signature(command).replace(parameters=params)  # type: ignore[attr-defined]
-        run.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not inspect.Parameter.empty}
-        return run
+        return options_in_place_of("recipe_options", options)(read)
 
     return decorate
 
 
-@_recipe_options()
+@_recipe_options(also=_BAND_OPTIONS)
 def adapt_command(
     ctx: typer.Context,
     montage: str | None = typer.Option(None, "--montage", help="Registered montage name or montage YAML "
@@ -311,9 +306,7 @@ def adapt_command(
                                    rich_help_panel=MODEL),
     subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw).",
                                         rich_help_panel=DATA),
-    recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: the RecipeOptions options
-    h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP, rich_help_panel=DATA),
-    l_freq: float | None = typer.Option(None, "--l-freq", help=_L_FREQ_HELP, rich_help_panel=DATA),
+    recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: RecipeOptions and band-pass
     seed: int = typer.Option(0, "--seed", rich_help_panel=MODEL),
     resume: bool = typer.Option(True, "--resume/--restart", help="Continue an interrupted run in --out.",
                                 rich_help_panel=OUTPUT),
@@ -325,20 +318,10 @@ def adapt_command(
     """Fit the read-out that cross-validation over your subjects picks (band power, the frozen model's features, the
     mixture adapter where it helps) on labeled data; write an adapter bundle."""
     from passport_kit.signals.quality import quality_line
-    from passport_kit.onboard.adapt import adapt, make_config
-    from passport_kit.onboard.run_file import adapt_config_from_file
+    from passport_kit.onboard.adapt import adapt
 
-    options = dict(montage=montage, data=data, out=out, checkpoint=checkpoint, subjects=subjects, **recipe_options,
-                   h_freq=h_freq, l_freq=l_freq, seed=seed, resume=resume, overwrite=overwrite)
-    if config is not None:
-        # The file's settings stand where the command line gave nothing: only options given override it.
-        given = {k: v for k, v in options.items() if _given(ctx, k)}
-        cfg = adapt_config_from_file(config, **given)
-    else:
-        for option, value in (("--montage", montage), ("--data", data)):
-            if value is None:
-                raise ConfigError(f"adapt needs {option} (or a --config run file that gives it)")
-        cfg = make_config(**options)
+    cfg = adapt_settings(ctx, config, montage=montage, data=data, out=out, checkpoint=checkpoint, subjects=subjects,
+                         recipe=recipe_options, seed=seed, resume=resume, overwrite=overwrite)
     try:
         with _step_bar(progress, "adapt") as bar:
             result = adapt(cfg, progress=bar,
@@ -362,8 +345,30 @@ def adapt_command(
     typer.echo(f"adapter bundle {'left as it was in' if result.reused else 'written to'} {result.bundle}")
 
 
+def adapt_settings(ctx: typer.Context, config: Path | None, *, montage: str | None, data: Path | None,
+                   out: Path | None, checkpoint: str, subjects: int | None, recipe: dict[str, Any], seed: int,
+                   resume: bool, overwrite: bool) -> Any:
+    """Return adapt's AdaptConfig from the command line, over the ``config`` run file when one is given: the file's
+    settings stand where the command line gave nothing, so only options given override it.
+
+    ``recipe``: the RecipeOptions and band-pass values (:func:`_recipe_options`).
+    """
+    from passport_kit.onboard.adapt import make_config
+    from passport_kit.onboard.run_file import adapt_config_from_file
+
+    if config is None:
+        for option, value in (("--montage", montage), ("--data", data)):
+            if value is None:
+                raise ConfigError(f"adapt needs {option} (or a --config run file that gives it)")
+        return make_config(montage=montage, data=data, out=out, checkpoint=checkpoint, subjects=subjects, **recipe,
+                           seed=seed, resume=resume, overwrite=overwrite)
+    given = {"montage": montage, "data": data, "out": out, "checkpoint": checkpoint, "subjects": subjects, **recipe,
+             "seed": seed, "resume": resume, "overwrite": overwrite}
+    return adapt_config_from_file(config, **{k: v for k, v in given.items() if _given(ctx, k)})
+
+
 # evaluate has no --head-lr and --patience (as before the options were generated); EvaluateConfig takes them.
-@_recipe_options(leave_out=("head_lr", "patience"))
+@_recipe_options(leave_out=("head_lr", "patience"), also=_BAND_OPTIONS)
 def evaluate_command(
     montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML.",
                                 rich_help_panel=DATA),
@@ -381,9 +386,7 @@ def evaluate_command(
     seeds: int = typer.Option(1, "--seeds", help="Fine-tuning seeds per fold.", rich_help_panel=EVALUATION),
     metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ...",
                                rich_help_panel=EVALUATION),
-    recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: the RecipeOptions options
-    h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP, rich_help_panel=DATA),
-    l_freq: float | None = typer.Option(None, "--l-freq", help=_L_FREQ_HELP, rich_help_panel=DATA),
+    recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: RecipeOptions and band-pass
     progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON instead of the table.",
                                  rich_help_panel=OUTPUT),
@@ -403,7 +406,7 @@ def evaluate_command(
         report = evaluate(
             montage=montage, data=data, out=out, checkpoints=tuple(checkpoint), protocol=protocol,
             test_subjects=tuple(test_subject) or None, subjects_sweep=_sweep(subjects_sweep), seeds=seeds,
-            metric=metric, **recipe_options, h_freq=h_freq, l_freq=l_freq, progress=runs, step_progress=bar,
+            metric=metric, **recipe_options, progress=runs, step_progress=bar,
         )
     if as_json:
         echo_json({"metric": report.metric, "summary": report.summary, "per_subject": report.per_subject,
@@ -437,6 +440,66 @@ def print_table(report: Any) -> None:
     Console().print(table)
 
 
+#: predict's options, one group per option object of the workflow (inference.predict): each group reaches the
+#: command as one dict (:func:`~passport_kit.cli.options.options_in_place_of`); --help lists them by panel.
+_PREDICT_OUTPUT: dict[str, tuple[Any, Any]] = {
+    "edf_annotations": (bool, typer.Option(False, "--edf-annotations", help="Also write EDF+ annotation files.",
+                                           rich_help_panel=OUTPUT)),
+    "overwrite": (bool, typer.Option(False, "--overwrite", help="Replace the outputs of recordings --out already holds.",
+                                     rich_help_panel=OUTPUT)),
+    "resume": (bool, typer.Option(False, "--resume", help="Keep the recordings --out already holds finished "
+                                  "predictions for (an interrupted run) and predict the others.",
+                                  rich_help_panel=OUTPUT)),
+    "plot_format": (Literal["png", "svg", "pdf"], typer.Option("png", "--plot-format", help="Format of the hypnogram "
+                                                               "plot; svg and pdf are vector graphics.",
+                                                               rich_help_panel=OUTPUT)),
+}
+_PREDICT_RUN: dict[str, tuple[Any, Any]] = {
+    "base": (str | None, typer.Option(None, "--base", help="Base checkpoint to use instead of the recorded one.",
+                                      rich_help_panel=MODEL)),
+    "batch_size": (int, typer.Option(32, "--batch-size", help="Windows per forward pass (predictions do not depend "
+                                     "on it).", rich_help_panel=COMPUTE)),
+    "device": (str, typer.Option("auto", "--device", rich_help_panel=COMPUTE)),
+    "precision": (str, typer.Option("auto", "--precision", rich_help_panel=COMPUTE)),
+}
+_PREDICT_CONTACTS: dict[str, tuple[Any, Any]] = {
+    key: (str, _contact_option(key)) for key in ("mask_bad_channels", "distrust_bad_channels",
+                                                 "mask_uncorrelated_channels")}
+_PREDICT_READING: dict[str, tuple[Any, Any]] = {
+    "h_freq": (float | None, typer.Option(None, "--h-freq", help="Band-pass top in Hz (default: the bundle's, as "
+                                          "adapt trained, lowered for recordings sampled too slowly for it).",
+                                          rich_help_panel=DATA)),
+    "amplitude_check": (bool, typer.Option(True, "--amplitude-check/--no-amplitude-check", help="Refuse recordings "
+                                           "that are all flat or 30x off the adapter's training amplitude (unit "
+                                           "errors), and withhold the statistics of recordings unlike its training "
+                                           "data.", rich_help_panel=DATA)),
+    "rename": (list[str], typer.Option([], "--rename", help="MONTAGE_CHANNEL=NAME_IN_FILE for a channel whose name in "
+                                       "the recordings neither the montage nor its aliases know; repeat per channel.",
+                                       rich_help_panel=DATA)),
+    "sfreq": (float | None, typer.Option(None, "--sfreq", help="Sampling rate in Hz of recordings that do not store "
+                                         "one (DREAMS .txt, CSV without timestamps); checked where they do.",
+                                         rich_help_panel=DATA)),
+    "units": (str | None, typer.Option(None, "--units", help="Unit of the recordings' numbers where the header is "
+                                       "wrong or unknown to MNE: uV, mV, V or nV (EDF/BDF, .txt, .csv).",
+                                       rich_help_panel=DATA)),
+    "scale": (float | None, typer.Option(None, "--scale", help="Multiply every sample by this after reading.",
+                                         rich_help_panel=DATA)),
+}
+_PREDICT_SCORER: dict[str, tuple[Any, Any]] = {
+    "labels": (list[Path], typer.Option([], "--labels", help="A scorer's label file per recording, same order "
+                                        "(repeat): prints kappa and a confusion table, and draws it under the "
+                                        "hypnogram.", rich_help_panel=SCORER)),
+    "label_map": (str | None, typer.Option(None, "--label-map", help="How to read --labels: aasm, rk (R&K numbers "
+                                           "per 5 s) or eesm (default: stage or class names).",
+                                           rich_help_panel=SCORER)),
+}
+
+
+@options_in_place_of("scorer_options", _PREDICT_SCORER)
+@options_in_place_of("reading_options", _PREDICT_READING)
+@options_in_place_of("contact_options", _PREDICT_CONTACTS)
+@options_in_place_of("run_options", _PREDICT_RUN)
+@options_in_place_of("output_options", _PREDICT_OUTPUT)
 def predict_command(
     recordings: list[Path] = typer.Argument(..., help="Recording files or folders of recordings."),
     adapter: Path | None = typer.Option(None, "--adapter", help="Adapter bundle folder written by adapt (required "
@@ -448,48 +511,11 @@ def predict_command(
                                        "montage YAML) of the recordings.", rich_help_panel=MODEL),
     out: Path = typer.Option(Path("predictions"), "--out", help="Output folder (one subfolder per recording).",
                              rich_help_panel=OUTPUT),
-    edf_annotations: bool = typer.Option(False, "--edf-annotations", help="Also write EDF+ annotation files.",
-                                         rich_help_panel=OUTPUT),
-    base: str | None = typer.Option(None, "--base", help="Base checkpoint to use instead of the recorded one.",
-                                    rich_help_panel=MODEL),
-    batch_size: int = typer.Option(32, "--batch-size", help="Windows per forward pass (predictions do not depend "
-                                   "on it).", rich_help_panel=COMPUTE),
-    device: str = typer.Option("auto", "--device", rich_help_panel=COMPUTE),
-    precision: str = typer.Option("auto", "--precision", rich_help_panel=COMPUTE),
-    mask_bad_channels: str = _contact_option("mask_bad_channels"),
-    distrust_bad_channels: str = _contact_option("distrust_bad_channels"),
-    mask_uncorrelated_channels: str = _contact_option("mask_uncorrelated_channels"),
-    h_freq: float | None = typer.Option(None, "--h-freq", help="Band-pass top in Hz (default: the bundle's, as adapt "
-                                        "trained, lowered for recordings sampled too slowly for it).",
-                                        rich_help_panel=DATA),
-    amplitude_check: bool = typer.Option(True, "--amplitude-check/--no-amplitude-check", help="Refuse recordings "
-                                         "that are all flat or 30x off the adapter's training amplitude (unit errors), "
-                                         "and withhold the statistics of recordings unlike its training data.",
-                                         rich_help_panel=DATA),
-    rename: list[str] = typer.Option([], "--rename", help="MONTAGE_CHANNEL=NAME_IN_FILE for a channel whose name in "
-                                     "the recordings neither the montage nor its aliases know; repeat per channel.",
-                                     rich_help_panel=DATA),
-    sfreq: float | None = typer.Option(None, "--sfreq", help="Sampling rate in Hz of recordings that do not store "
-                                       "one (DREAMS .txt, CSV without timestamps); checked where they do.",
-                                       rich_help_panel=DATA),
-    units: str | None = typer.Option(None, "--units", help="Unit of the recordings' numbers where the header is "
-                                     "wrong or unknown to MNE: uV, mV, V or nV (EDF/BDF, .txt, .csv).",
-                                     rich_help_panel=DATA),
-    scale: float | None = typer.Option(None, "--scale", help="Multiply every sample by this after reading.",
-                                       rich_help_panel=DATA),
-    labels: list[Path] = typer.Option([], "--labels", help="A scorer's label file per recording, same order "
-                                      "(repeat): prints kappa and a confusion table, and draws it under the "
-                                      "hypnogram.", rich_help_panel=SCORER),
-    label_map: str | None = typer.Option(None, "--label-map", help="How to read --labels: aasm, rk (R&K numbers "
-                                         "per 5 s) or eesm (default: stage or class names).", rich_help_panel=SCORER),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the outputs of recordings --out already holds.",
-                                   rich_help_panel=OUTPUT),
-    resume: bool = typer.Option(False, "--resume", help="Keep the recordings --out already holds finished "
-                                "predictions for (an interrupted run) and predict the others.",
-                                rich_help_panel=OUTPUT),
-    plot_format: Literal["png", "svg", "pdf"] = typer.Option("png", "--plot-format", help="Format of the hypnogram "
-                                                             "plot; svg and pdf are vector graphics.",
-                                                             rich_help_panel=OUTPUT),
+    output_options: dict[str, Any] = None,  # type: ignore[assignment] - _PREDICT_OUTPUT: OutputOptions' fields
+    run_options: dict[str, Any] = None,  # type: ignore[assignment] - _PREDICT_RUN: RunOptions' fields
+    contact_options: dict[str, Any] = None,  # type: ignore[assignment] - _PREDICT_CONTACTS: ContactOptions'
+    reading_options: dict[str, Any] = None,  # type: ignore[assignment] - _PREDICT_READING: ReadOptions' fields
+    scorer_options: dict[str, Any] = None,  # type: ignore[assignment] - _PREDICT_SCORER: ScorerFiles' fields
     as_json: bool = typer.Option(False, "--json", help="Print every recording's summary as JSON.",
                                  rich_help_panel=OUTPUT),
 ) -> None:
@@ -514,20 +540,17 @@ def predict_command(
             seen.append(path)
 
         try:
-            reading = ReadOptions(renames=_renames(rename), sfreq=sfreq, units=units, scale=scale, h_freq=h_freq,
-                                  amplitude_check=amplitude_check)
-            output = OutputOptions(edf_annotations=edf_annotations, plot_format=plot_format, overwrite=overwrite,
-                                   resume=resume)
-            scorer = ScorerFiles(labels=labels or None, label_map=label_map)
+            rename = reading_options.pop("rename")
+            reading = ReadOptions(renames=_renames(rename), **reading_options)
+            output = OutputOptions(**output_options)
+            scorer = ScorerFiles(labels=scorer_options["labels"] or None, label_map=scorer_options["label_map"])
             if zero_shot is not None:
                 results = predict_zero_shot(montage, recordings, out, prior=zero_shot, reading=reading, output=output,
                                             scorer=scorer, progress=next_recording)
             else:
-                contacts = ContactOptions(
-                    mask_bad_channels=_bundle_or(mask_bad_channels, _mask_threshold),
-                    distrust_bad_channels=_bundle_or(distrust_bad_channels, _distrust_threshold),
-                    mask_uncorrelated_channels=_bundle_or(mask_uncorrelated_channels, _uncorrelated))
-                run = RunOptions(base=base, batch_size=batch_size, device=device, precision=precision)
+                contacts = ContactOptions(**{key: _bundle_or(value, _CONTACT_READERS[key])
+                                             for key, value in contact_options.items()})
+                run = RunOptions(**run_options)
                 results = predict(adapter, recordings, out, reading=reading, output=output, contacts=contacts, run=run,
                                   scorer=scorer, progress=next_recording)
         except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
@@ -585,6 +608,12 @@ def predict_command(
         for row in failed.failures:
             typer.echo(f"{row['recording']}: FAILED - {row['error']}")
         raise failed
+
+
+#: How predict reads each contact threshold's text ('none', a number, or 'bundle': see _bundle_or).
+_CONTACT_READERS: dict[str, Callable[[str], float | None]] = {
+    "mask_bad_channels": lambda v: _mask_threshold(v), "distrust_bad_channels": lambda v: _distrust_threshold(v),
+    "mask_uncorrelated_channels": lambda v: _uncorrelated(v)}
 
 
 def _mask_rule(masking: dict[str, Any]) -> str:

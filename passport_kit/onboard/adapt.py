@@ -42,10 +42,10 @@ from passport_kit.onboard.run import (  # noqa: F401 - re-exported: adapt's publ
     dataset_preprocess,
     dataset_quality,
     prepare_run,
-    train_classifier,
     train_once,
     usable_windows,
 )
+from passport_kit.onboard.recipes import get_recipe
 from passport_kit.onboard.splits import SubjectSplit, subsample_training, unique_subjects, with_validation
 
 log = logging.getLogger(__name__)
@@ -197,8 +197,8 @@ def training_record(cfg: AdaptConfig) -> dict[str, Any]:
     """Return the ``training`` block of adapter.json: every setting of ``cfg`` and the resolved head learning rate."""
     # The probe has no learning rate: its head_lr stays unset (an adapter.json given to --config must not turn a
     # probe run into a finetune one).
-    head_lr = cfg.head_lr if cfg.recipe != "finetune" else cfg.settings(cfg.seed).resolved_head_lr
-    return cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": head_lr}
+    return cfg.model_dump(mode="json", exclude={"out"}) | {"head_lr": get_recipe(cfg.recipe).recorded_head_lr(
+        cfg, cfg.seed)}
 
 
 def finished_bundle(cfg: AdaptConfig) -> AdaptResult | None:
@@ -218,7 +218,7 @@ def finished_bundle(cfg: AdaptConfig) -> AdaptResult | None:
     stored, wanted = meta.training, training_record(cfg)
     defaults = {k: f.default for k, f in AdaptConfig.model_fields.items()}
     # Bundles of the probe written before issue 27 recorded a resolved head_lr the probe never used.
-    ignored = _RUN_ONLY | ({"head_lr"} if cfg.recipe != "finetune" else set())
+    ignored = _RUN_ONLY | ({"head_lr"} if "head_lr" not in get_recipe(cfg.recipe).takes else set())
     differ = [k for k, v in wanted.items() if k not in ignored and stored.get(k, defaults.get(k)) != v]
     if differ:
         shown = ", ".join(f"{k} {stored.get(k, defaults.get(k))!r} there, {wanted[k]!r} now" for k in differ[:3])
@@ -299,12 +299,13 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     windows = run.windows
     if progress_quality is not None:
         progress_quality(run.quality)
+    recipe = get_recipe(cfg.recipe)
+    validation = recipe.validation_fraction(cfg)  # None: the recipe cross-validates within the training subjects
     split = training_split(windows.subject[run.keep], train_subjects=cfg.train_subjects, n_subjects=cfg.subjects,
-                           validation_fraction=None if cfg.recipe != "finetune" else cfg.validation_fraction,
-                           seed=cfg.seed)
+                           validation_fraction=validation, seed=cfg.seed)
     train_mask, val_mask, _ = split.masks(windows.subject)
     train_idx, val_idx = np.flatnonzero(train_mask & run.keep), np.flatnonzero(val_mask & run.keep)
-    if cfg.recipe == "finetune" and not len(val_idx):  # the probe recipe says so itself (fit_probe)
+    if validation is not None and not len(val_idx):  # the probe recipes say so themselves (the ladder's folds)
         warnings.warn(f"no validation subject ({len(split.train)} training subject(s) in the data): nothing selects "
                       "the best step or stops the training early, and no validation score exists; add recordings "
                       "of more subjects", PassportWarning, stacklevel=2)
@@ -331,12 +332,7 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics,
                           training_data=dataset_hashes(run.spec))
     state_path.unlink(missing_ok=True)
-    summary = trainable_summary(model)
-    lpft = (metrics.get("selection") or {}).get("adapter_training") or {}
-    if cfg.recipe != "finetune" and not lpft.get("trained"):  # the policy's tensors are stored, only the read-out fitted
-        fitted = sum(p.numel() for p in model.head.parameters())
-        summary = (f"fitted: the read-out head.linear ({fitted:,} params); backbone, experts and mixture adapter as "
-                   f"pretrained (stored with it: {summary})")
+    summary = recipe.fitted_summary(model, trained.selection, trainable_summary(model))
     return AdaptResult(bundle=bundle, metrics=metrics, trainable=sorted(
         n for n, p in model.named_parameters() if p.requires_grad), summary=summary)
 

@@ -39,6 +39,7 @@ from passport_kit.signals.dataset_spec import load_dataset_spec
 from passport_kit.signals.recording import with_high_pass
 from passport_kit.onboard.adapt import DEFAULT_CHECKPOINT
 from passport_kit.onboard.recipe import RecipeOptions, naming_metric, parse_options
+from passport_kit.onboard.recipes import get_recipe
 from passport_kit.onboard.run import RunData, cached_prior, dataset_preprocess, prepare_run, train_once
 from passport_kit.onboard.metrics import METRIC_NAMES, classification_metrics
 from passport_kit.onboard.splits import (
@@ -189,7 +190,8 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
         windows, keep = run.windows, run.keep
         # The probe cross-validates inside the training subjects and fits on all of them (as adapt does): no
         # validation subjects, so n_train_subjects counts every subject it was fitted on (issue 27).
-        split = with_validation(fold, fraction=cfg.validation_fraction, seed=seed) if cfg.recipe == "finetune" else fold
+        fraction = get_recipe(cfg.recipe).validation_fraction(cfg)
+        split = fold if fraction is None else with_validation(fold, fraction=fraction, seed=seed)
         if n is not None:
             split = subsample_training(split, n, seed=seed)
         train_mask, val_mask, test_mask = split.masks(windows.subject)
@@ -202,9 +204,8 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                              precision=precision, progress=naming_metric(step_progress, len(windows.classes)))
         model = trained.model
         if cfg.save_adapters:
-            _save_run_adapter(cfg, model, trained, method=method, checkpoint=ckpt, info=info, montage=montage,
-                              preprocess=run.preprocess, data=run,
-                              windows=windows, split=split, n=n, seed=seed, train_idx=train_idx, val_idx=val_idx)
+            _save_run_adapter(cfg, trained, run, method=method, checkpoint=ckpt, info=info, split=split, n=n, seed=seed,
+                              rows=(train_idx, val_idx))
         # Test windows masked by the same rule as training: what predict does with the bundle.
         prior = cached_prior(windows, cfg.prior)[0] if getattr(model.head, "n_prior", 0) else None
         proba = predict_proba(model, windows.x, run.meta, index=test_idx, groups=windows.recording[test_idx],
@@ -258,11 +259,11 @@ def adapter_folder(out: Path, method: str, fold: str, n: int | None, seed: int) 
     return Path(out) / "adapters" / f"{method}_{fold}_n{n or 'all'}_seed{seed}"
 
 
-def _save_run_adapter(cfg: EvaluateConfig, model: Any, run: Any, *, method: str, checkpoint: str, info: Any, montage: Any,
-                      preprocess: Any, windows: Any, split: SubjectSplit, n: int | None, seed: int,
-                      train_idx: np.ndarray, val_idx: np.ndarray, data: RunData) -> Path:
-    """Write the adapter bundle of one evaluation run, described as the equivalent ``adapt`` call: with its
-    selection (the ladder) and what predict's amplitude and distribution guards compare recordings with."""
+def _save_run_adapter(cfg: EvaluateConfig, trained: Any, data: RunData, *, method: str, checkpoint: str, info: Any,
+                      split: SubjectSplit, n: int | None, seed: int, rows: tuple[np.ndarray, np.ndarray]) -> Path:
+    """Write the adapter bundle of one evaluation run (``trained`` on ``rows``: its training and validation rows of
+    ``data``), described as the equivalent ``adapt`` call: with its selection (the ladder) and what predict's
+    amplitude and distribution guards compare recordings with."""
     from passport_kit.onboard.adapt import AdaptConfig, run_metrics, training_distribution, write_bundle
     from passport_kit.signals.amplitude import amplitude_profile
 
@@ -270,12 +271,13 @@ def _save_run_adapter(cfg: EvaluateConfig, model: Any, run: Any, *, method: str,
     options = cfg.model_dump(include=set(RecipeOptions.model_fields))
     adapt_cfg = AdaptConfig(montage=cfg.montage, data=cfg.data, out=out, checkpoint=checkpoint,
                             train_subjects=split.train, seed=seed, **options)
-    rows = np.concatenate([train_idx, val_idx])
-    metrics = run_metrics(run.fit, split, windows, train_idx, val_idx) | {
-        "test_subjects": list(split.test), "selection": run.selection, "warnings": run.warnings,
+    train_idx, val_idx = rows
+    windows = data.windows
+    metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx) | {
+        "test_subjects": list(split.test), "selection": trained.selection, "warnings": trained.warnings,
         "amplitude": amplitude_profile(data.window_quality.values()),
-        "distribution": training_distribution(data, rows)}
-    return write_bundle(model, adapt_cfg, info=info, montage=montage, preprocess=preprocess,
+        "distribution": training_distribution(data, np.concatenate([train_idx, val_idx]))}
+    return write_bundle(trained.model, adapt_cfg, info=info, montage=data.montage, preprocess=data.preprocess,
                         classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
 
 

@@ -81,3 +81,15 @@ def test_no_function_of_prediction_takes_more_than_12_parameters() -> None:
                 if len([n for n in names if n not in ("self", "cls")]) > 12:
                     wide.append(f"{file.name}::{node.name}")
     assert wide == []
+
+
+def test_the_keyword_form_routes_each_keyword_to_its_option_object(tmp_path: Path) -> None:
+    import passport_kit as pk
+    from passport_kit.errors import ConfigError
+    from passport_kit.inference.predict import RunOptions
+
+    with pytest.raises(ConfigError, match="predict\\(\\) takes no option 'batchsize'; its options are the fields of"):
+        pk.predict(tmp_path / "none", tmp_path, batchsize=8)
+    # a keyword updates the object given whole, and is validated there, before any file is read
+    with pytest.raises(ConfigError, match="batch_size \\(--batch-size\\) must be at least 1, got 0"):
+        pk.predict(tmp_path / "none", tmp_path, run=RunOptions(batch_size=8, device="cpu"), batch_size=0)
