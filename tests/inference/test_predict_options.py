@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
@@ -67,20 +66,6 @@ def test_a_label_map_without_labels_is_refused_before_any_work(tmp_path: Path) -
         prediction.predict(tmp_path / "no-bundle", [tmp_path / "x.edf"], tmp_path / "out",
                            scorer=ScorerFiles(label_map="rk"))
     assert not (tmp_path / "out").exists()
-
-
-def test_no_function_of_prediction_takes_more_than_12_parameters() -> None:
-    """Issue 37: a workflow takes its option objects, not a dozen flat keywords (the keyword form is pk.predict)."""
-    folder = Path(prediction.__file__).parent
-    wide = []
-    for file in sorted(folder.glob("*.py")):
-        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                a = node.args
-                names = [x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None]
-                if len([n for n in names if n not in ("self", "cls")]) > 12:
-                    wide.append(f"{file.name}::{node.name}")
-    assert wide == []
 
 
 def test_the_keyword_form_routes_each_keyword_to_its_option_object(tmp_path: Path) -> None:
