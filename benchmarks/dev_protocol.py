@@ -352,7 +352,7 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
 
     from passport_kit.model.night import expected_calibration_error
     from passport_kit.onboard.lpft import SE_MULTIPLE
-    from passport_kit.onboard.run import dataset_prior
+    from passport_kit.onboard.ladder_inputs import dataset_prior
 
     t0 = time.perf_counter()
     plain, d = product_features(task, checkpoint, probe_layer=probe_layer)

@@ -40,7 +40,8 @@ from passport_kit.signals.recording import with_high_pass
 from passport_kit.onboard.adapt import DEFAULT_CHECKPOINT
 from passport_kit.onboard.recipe import RecipeOptions, naming_metric, parse_options
 from passport_kit.onboard.recipes import get_recipe
-from passport_kit.onboard.run import RunData, cached_prior, dataset_preprocess, prepare_run, train_once
+from passport_kit.onboard.ladder_inputs import cached_prior
+from passport_kit.onboard.run import RunData, dataset_preprocess, prepare_run, train_once
 from passport_kit.onboard.metrics import METRIC_NAMES, classification_metrics
 from passport_kit.onboard.splits import (
     SubjectSplit,

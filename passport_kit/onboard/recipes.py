@@ -28,7 +28,10 @@ from passport_kit.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where a model is fitted; the options import this module
     from passport_kit.onboard.finetune import FitData, FitResult, FitRun
-    from passport_kit.onboard.recipe import RecipeOptions
+
+#: The options a recipe reads: :class:`passport_kit.onboard.recipe.RecipeOptions` (not imported: that module validates
+#: its ``recipe`` field against this registry).
+Options = Any
 
 #: The backbone layer the probe reads by default: model.heads.PROBE_LAYER (kept equal by a test: that module imports
 #: torch, this one must not).
@@ -95,12 +98,12 @@ class Recipe:
         options set in it."""
         return None
 
-    def validation_fraction(self, options: RecipeOptions) -> float | None:
+    def validation_fraction(self, options: Options) -> float | None:
         """Return the share of subjects held out to select the training's best state (None: the recipe
         cross-validates inside the training subjects instead)."""
         return None
 
-    def chosen_by(self, options: RecipeOptions) -> list[str]:
+    def chosen_by(self, options: Options) -> list[str]:
         """Return the options that chose this recipe when none was named (for the line that names the recipe)."""
         return []
 
@@ -110,12 +113,12 @@ class Recipe:
         """Return the head's keywords for :class:`~passport_kit.model.Classifier` (``kind`` among them)."""
         raise NotImplementedError
 
-    def fit(self, options: RecipeOptions, model: Any, job: FitJob) -> Fitted:
+    def fit(self, options: Options, model: Any, job: FitJob) -> Fitted:
         """Return the fit of ``model`` on ``job``'s rows (the head, and what the options train)."""
         raise NotImplementedError
 
     # -- the record ------------------------------------------------------------------------------------------------
-    def recorded_head_lr(self, options: RecipeOptions, seed: int) -> float | None:
+    def recorded_head_lr(self, options: Options, seed: int) -> float | None:
         """Return the head learning rate adapter.json records (the probe has none: unset stays unset)."""
         return options.head_lr
 
@@ -142,10 +145,10 @@ class ProbeRecipe(Recipe):
                      bands: tuple[tuple[float, float], ...]) -> dict[str, Any]:
         return {"kind": "probe", "n_channels": n_channels, "layer": probe_layer, "bands": bands}
 
-    def fit(self, options: RecipeOptions, model: Any, job: FitJob) -> Fitted:
+    def fit(self, options: Options, model: Any, job: FitJob) -> Fitted:
         from passport_kit.onboard.finetune import FitResult
         from passport_kit.onboard.ladder import RUNG_ORDER, fit_ladder, ladder_summary
-        from passport_kit.onboard.run import ladder_data
+        from passport_kit.onboard.ladder_inputs import ladder_data
 
         windows, progress, data = job.windows, job.run.progress, job.data
         rows = np.sort(np.concatenate([job.train_idx, job.val_idx]))
@@ -165,7 +168,7 @@ class ProbeRecipe(Recipe):
                            validation=fitted.validation, seconds=fitted.seconds)
         return Fitted(result, self.selection(fitted), fitted.warnings, fitted.bandpower_head)
 
-    def gradient_rung(self, options: RecipeOptions, model: Any, job: FitJob, rows: np.ndarray) -> Any:
+    def gradient_rung(self, options: Options, model: Any, job: FitJob, rows: np.ndarray) -> Any:
         """Return the ladder's LP-FT rung (a callable of the chosen read-out and its inputs), or None: not offered."""
         return None
 
@@ -200,10 +203,37 @@ class AutoRecipe(ProbeRecipe):
                     f"{', '.join(self.takes)}); drop them or pass --recipe finetune")
         return None
 
-    def gradient_rung(self, options: RecipeOptions, model: Any, job: FitJob, rows: np.ndarray) -> Any:
-        from passport_kit.onboard.run import adapter_training
+    def gradient_rung(self, options: Options, model: Any, job: FitJob, rows: np.ndarray) -> Any:
+        return lambda choice, plain: self.adapter_training(options, model, job, rows, choice, plain)
 
-        return lambda choice, plain: adapter_training(options, model, job, rows, choice, plain)
+    def adapter_training(self, options: Options, model: Any, job: FitJob, rows: np.ndarray, start: Any,
+                         plain: dict[str, np.ndarray]) -> Any:
+        """Return the ladder's LP-FT rung (:mod:`passport_kit.onboard.lpft`) from read-out ``start`` (the backbone
+        rung's, which the ladder took); when it pays, train ``model``'s adapter and read-out from it on ``rows``.
+
+        ``plain``: the read-out inputs of ``rows`` per pooling. ``--lr``, ``--head-lr`` and ``--max-steps`` act on
+        this stage (its rates and step budget)."""
+        from dataclasses import replace
+
+        from passport_kit.onboard.lpft import decide, lpft_settings, not_tried, step_budget
+        from passport_kit.onboard.lpft import train as lpft_train
+
+        windows = job.windows
+        trainable = [n for n, p in model.named_parameters() if p.requires_grad and not n.startswith("head.")]
+        if not trainable:
+            return not_tried(f"the policy '{options.train}' trains no adapter tensor")
+        if len(np.unique(np.asarray(windows.subject)[rows])) < 2:
+            return not_tried("fewer than two training subjects: nothing to cross-validate adapter training over")
+        steps = options.max_steps or step_budget(len(rows), options.batch_size)
+        settings = lpft_settings(steps=steps, batch_size=options.batch_size, lr=options.lr, head_lr=options.head_lr,
+                                 seed=job.seed)
+        data = replace(job.data, sequence=np.asarray(windows.recording))  # a read-out with context reads whole runs
+        decision = decide(model, data, rows, windows.subject, chosen=start, start=start, plain=plain,
+                          settings=settings, run=job.run, seed=job.seed, min_effect=options.min_effect)
+        if decision.trained:
+            lpft_train(model, data, rows, start=start, plain=plain,
+                       settings=settings.model_copy(update={"max_steps": decision.steps}), seed=job.seed, run=job.run)
+        return decision
 
     def selection(self, fitted: Any) -> dict[str, Any]:
         from passport_kit.onboard.lpft import not_tried
@@ -242,17 +272,17 @@ class FinetuneRecipe(Recipe):
                 return f"{key} applies to recipe 'probe' only; drop it or drop the finetune options"
         return None
 
-    def validation_fraction(self, options: RecipeOptions) -> float | None:
+    def validation_fraction(self, options: Options) -> float | None:
         return options.validation_fraction
 
-    def chosen_by(self, options: RecipeOptions) -> list[str]:
+    def chosen_by(self, options: Options) -> list[str]:
         return gradient_options_given(options)
 
     def head_options(self, *, n_channels: int | None, dropout: float, probe_layer: int,
                      bands: tuple[tuple[float, float], ...]) -> dict[str, Any]:
         return {"kind": "mlp", "dropout": dropout}
 
-    def fit(self, options: RecipeOptions, model: Any, job: FitJob) -> Fitted:
+    def fit(self, options: Options, model: Any, job: FitJob) -> Fitted:
         from passport_kit.onboard.finetune import fit, near_chance, selection_metric
         from passport_kit.onboard.probe import class_warnings
         from passport_kit.onboard.splits import unique_subjects
@@ -274,7 +304,7 @@ class FinetuneRecipe(Recipe):
                      "best_step": result.best_step}
         return Fitted(result, selection, notes)
 
-    def recorded_head_lr(self, options: RecipeOptions, seed: int) -> float | None:
+    def recorded_head_lr(self, options: Options, seed: int) -> float | None:
         return options.settings(seed).resolved_head_lr
 
 

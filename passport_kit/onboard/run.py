@@ -19,8 +19,7 @@ unseen channels added first) and fits it by the recipe (:mod:`passport_kit.onboa
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -28,9 +27,8 @@ from typing import Any
 import numpy as np
 
 from passport_kit.contacts import channel_masks
-from passport_kit.errors import ConfigError
 from passport_kit.model import ChannelMeta, Classifier, apply_policy, check_policy
-from passport_kit.model.heads import PROBE_LAYER, SCALINGS
+from passport_kit.model.heads import PROBE_LAYER
 from passport_kit.model.spectral import STANDARD_BANDS, carried_bands
 from passport_kit.signals import PreprocessConfig, WindowSet, load_dataset
 from passport_kit.signals.dataset import RecordingReader, lowest_sampling_rate
@@ -39,12 +37,8 @@ from passport_kit.signals.quality import ChannelQuality, quality_summary, window
 from passport_kit.signals.recording import KEEP, fit_preprocessing
 from passport_kit.signals.windows import FLAG_FLAT, FLAG_NAN
 from passport_kit.onboard.finetune import FitData, FitResult, FitRun
-from passport_kit.onboard.lpft import AdapterTraining, decide, lpft_settings, not_tried, step_budget
-from passport_kit.onboard.lpft import train as lpft_train
 from passport_kit.onboard.recipe import ProgressFn, Recipe, RecipeOptions
 from passport_kit.onboard.recipes import FitJob, get_recipe
-from passport_kit.onboard.ladder import LadderData
-from passport_kit.onboard.probe import CONTEXTS, POOLINGS, ReadOutChoice
 
 
 @dataclass
@@ -192,93 +186,6 @@ def build_classifier(backbone: Any, n_classes: int, policy: str, *, dropout: flo
     return model
 
 
-def adapter_training(cfg: RecipeOptions, model: Any, job: FitJob, rows: np.ndarray, start: ReadOutChoice,
-                     plain: dict[str, np.ndarray]) -> AdapterTraining:
-    """Return the ladder's LP-FT rung (:mod:`passport_kit.onboard.lpft`) from read-out ``start`` (the backbone
-    rung's, which the ladder took); when it pays, train ``model``'s adapter and read-out from it on ``rows``.
-
-    ``plain``: the read-out inputs of ``rows`` per pooling. ``--lr``, ``--head-lr`` and ``--max-steps`` act on
-    this stage (its rates and step budget)."""
-    windows = job.windows
-    trainable = [n for n, p in model.named_parameters() if p.requires_grad and not n.startswith("head.")]
-    if not trainable:
-        return not_tried(f"the policy '{cfg.train}' trains no adapter tensor")
-    if len(np.unique(np.asarray(windows.subject)[rows])) < 2:
-        return not_tried("fewer than two training subjects: nothing to cross-validate adapter training over")
-    steps = cfg.max_steps or step_budget(len(rows), cfg.batch_size)
-    settings = lpft_settings(steps=steps, batch_size=cfg.batch_size, lr=cfg.lr, head_lr=cfg.head_lr, seed=job.seed)
-    data = replace(job.data, sequence=np.asarray(windows.recording))  # a read-out with context reads whole runs
-    decision = decide(model, data, rows, windows.subject, chosen=start, start=start, plain=plain,
-                      settings=settings, run=job.run, seed=job.seed, min_effect=cfg.min_effect)
-    if decision.trained:
-        lpft_train(model, data, rows, start=start, plain=plain,
-                   settings=settings.model_copy(update={"max_steps": decision.steps}), seed=job.seed, run=job.run)
-    return decision
-
-
-def ladder_data(cfg: RecipeOptions, windows: Any, plain: dict[str, np.ndarray], rows: np.ndarray, *,
-                head: Any) -> LadderData:
-    """Return what the ladder reads for ``rows`` of ``windows``: the task's contexts, scalings and poolings, and for
-    sleep staging the prior's log-probabilities (:func:`dataset_prior`)."""
-    sleep = windows.info.get("task") == "sleep-staging"
-    contexts = (cfg.context,) if cfg.context is not None else CONTEXTS if sleep else (0,)
-    prior, spec, reason = (cached_prior(windows, cfg.prior) if sleep else (None, None, "not a sleep-staging task"))
-    from passport_kit.sleep import classes_to_stages
-
-    return LadderData(
-        plain=plain, y=np.asarray(windows.y)[rows], groups=np.asarray(windows.subject)[rows],
-        recordings=np.asarray(windows.recording)[rows], classes=list(windows.classes), d_model=head.d_model,
-        sleep=sleep, contexts=contexts, fixed_context=cfg.context is not None,
-        scalings=SCALINGS if sleep and labels_vary_within_recordings(windows, rows) else ("none",),
-        poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,),
-        prior=None if prior is None else prior[rows], prior_spec=spec,
-        prior_stages=classes_to_stages(list(windows.classes)), prior_reason=reason)
-
-
-def cached_prior(windows: Any, name: str | None) -> tuple[np.ndarray | None, dict[str, Any] | None, str]:
-    """Return :func:`dataset_prior` of ``windows``, computed once per WindowSet and prior (evaluate's folds share it)."""
-    cache = vars(windows).setdefault("_sleep_priors", {})
-    if name not in cache:
-        cache[name] = dataset_prior(windows, name)
-    return cache[name]
-
-
-def dataset_prior(windows: Any, name: str | None) -> tuple[np.ndarray | None, dict[str, Any] | None, str]:
-    """Return the sleep prior ``name``'s log-probabilities ``(N, 5)`` for every window of ``windows``, its spec and,
-    when there is none, why (``name`` 'none', windows not 30 s, no EEG channel with a position)."""
-    from passport_kit.sleep import get_prior, pick_channels, prior_log_proba
-
-    if name is None or str(name).lower() == "none":
-        return None, None, "no prior asked for (--prior none)"
-    seconds = float(windows.config.window_seconds)
-    if abs(seconds - 30.0) > 1e-6:
-        return None, None, f"sleep priors score 30-s epochs; these windows are {seconds:g} s"
-    montage = windows.montage
-    spec = pick_channels(list(montage.ch_names), montage.positions, list(montage.kinds))
-    if spec is None:
-        return None, None, "the montage has no EEG channel with a position for the prior to read"
-    prior = get_prior(str(name))
-    spec = type(spec)(prior.name, spec.eeg, spec.eog, spec.emg)
-    out = np.zeros((len(windows), 5))
-    rec = np.asarray(windows.recording)
-    for r in np.unique(rec):
-        where = np.flatnonzero(rec == r)
-        out[where] = prior_log_proba(prior, windows.x[where], np.asarray(windows.onset_s)[where],
-                                     list(montage.ch_names), spec, window_seconds=seconds)
-    return out, spec.as_dict(), ""
-
-
-def labels_vary_within_recordings(windows: Any, rows: np.ndarray) -> bool:
-    """Return whether some recording holds windows of two classes among ``rows`` (sleep nights, not eegmat).
-
-    Only then may the probe scale its inputs per recording: where a recording holds one class,
-    scaling within it would remove exactly what tells the classes apart.
-    """
-    y = np.asarray(windows.y)[rows]
-    rec = np.asarray(windows.recording)[rows]
-    return any(len(np.unique(y[rec == r])) > 1 for r in np.unique(rec))
-
-
 def dataset_quality(windows: Any, qualities: dict[str, Any] | None = None) -> dict[str, Any]:
     """Return the channel quality of every recording of a WindowSet, per recording with its subject.
 
@@ -331,5 +238,5 @@ def dataset_preprocess(info: Any, data: Path | DatasetSpec, *, instance_norm: bo
                              h_freq=h_freq if h_freq is not None else spec.h_freq)
 
 
-__all__ = ["RunData", "TrainedRun", "adapter_training", "build_classifier", "cached_prior", "dataset_channel_masks",
-           "dataset_preprocess", "dataset_prior", "dataset_quality", "prepare_run", "train_once", "usable_windows"]
+__all__ = ["RunData", "TrainedRun", "build_classifier", "dataset_channel_masks", "dataset_preprocess", "dataset_quality",
+           "prepare_run", "train_once", "usable_windows"]

@@ -151,7 +151,8 @@ def test_a_bundle_whose_adapter_lpft_trained_stores_and_reloads_the_trained_adap
     the trained model's probabilities, not the base's."""
     from tests.onboard.conftest import make_dataset  # noqa: PLC0415
 
-    import passport_kit.onboard.run as run_module
+    import passport_kit.onboard.ladder_inputs as inputs_module
+    import passport_kit.onboard.lpft as lpft_module
     from passport_kit.checkpoint import load_adapter_bundle, load_base_checkpoint
     from passport_kit.onboard.adapt import adapt
     from passport_kit.onboard.lpft import AdapterTraining
@@ -160,12 +161,12 @@ def test_a_bundle_whose_adapter_lpft_trained_stores_and_reloads_the_trained_adap
 
     # Every rung "pays" (so the backbone rung is taken and LP-FT is offered), and LP-FT's decision is forced.
     monkeypatch.setattr(ladder_module, "paired_gain", lambda a, b, n: (1.0, 0.0, len(a)))
-    monkeypatch.setattr(run_module, "decide", lambda *a, **k: AdapterTraining(
+    monkeypatch.setattr(lpft_module, "decide", lambda *a, **k: AdapterTraining(
         trained=True, reason="forced by the test", steps=6, budget=6, folds=2, probe_score=0.5, lpft_score=0.6,
         gain=0.1, standard_error=0.01))
     data = make_dataset(tmp_path / "data", n_subjects=4, n_epochs=12)
     out = tmp_path / "a"
-    monkeypatch.setattr(run_module, "labels_vary_within_recordings", lambda *a: False)  # no per-night scaling
+    monkeypatch.setattr(inputs_module, "labels_vary_within_recordings", lambda *a: False)  # no per-night scaling
     result = adapt(montage=str(montage_yaml), data=data, out=out, checkpoint="tiny-mlp", batch_size=8, recipe="auto",
                    lr=1e-2, prior="none", context=0)
     block = result.metrics["selection"]["adapter_training"]

@@ -303,7 +303,7 @@ def test_recording_scaling_is_per_recording_and_the_head_applies_it_as_fitted() 
 def test_per_recording_scaling_is_offered_only_where_labels_vary_within_a_recording() -> None:
     from types import SimpleNamespace
 
-    from passport_kit.onboard.run import labels_vary_within_recordings
+    from passport_kit.onboard.ladder_inputs import labels_vary_within_recordings
 
     eegmat_like = SimpleNamespace(y=np.array([0, 0, 1, 1]), recording=np.array(["r", "r", "a", "a"]))
     night = SimpleNamespace(y=np.array([0, 1, 2, 1]), recording=np.array(["n", "n", "n", "n"]))
