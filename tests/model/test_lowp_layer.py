@@ -49,6 +49,23 @@ def test_linear_lowp_matches_f_linear(gelu: bool, add: bool) -> None:
     assert _rel(got, expected) < 1e-2
 
 
+@pytest.mark.parametrize("gap", [0.0, 200.0])
+def test_attention_matches_the_row_wise_softmax(gap: float) -> None:
+    # gap 200: the first query's scores lie 200 below the rest of its sequence's (shifted by the
+    # sequence's maximum, its exponentials underflow), so the row-wise shift must be taken.
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(6, 12, 25, generator=gen) for _ in range(3))
+    k[:, :, 0] = 1.0
+    q[:, :, 0] = 0.0
+    q[:, 0, 0] = -gap
+    q16, k16, v16 = (t.to(BF16) for t in (q, k, v))
+    expected_w = torch.softmax(torch.bmm(q16, k16.transpose(1, 2)).float(), -1)  # the same bf16 scores
+    out, weights = lowp_layer.attention(q16, k16, v16)
+    assert torch.isfinite(weights.float()).all()
+    assert (weights.float() - expected_w).abs().max() < 4e-3  # bf16 rounding of the weights
+    assert _rel(out, expected_w.to(BF16).float() @ v16.float()) < 1e-2
+
+
 @pytest.mark.parametrize(("b", "c", "p"), [(1, 1, 1), (3, 5, 7), (4, 12, 30)])
 @pytest.mark.parametrize("chunk_tokens", [1, 10**9])
 def test_bf16_inference_agrees_with_fp32(b: int, c: int, p: int, chunk_tokens: int) -> None:
