@@ -139,7 +139,7 @@ def run_demo(
     ``echo`` prints the demo's lines; ``step_progress(step, total, info)`` is called inside each
     adaptation (as ``evaluate``'s), for a progress bar.
     """
-    from passport_kit import __version__
+    from passport_kit.version import __version__
 
     out = Path(out)
     settings = {"montage": MONTAGE, "subjects": n_subjects, "hours": hours, "seed": 0, "version": __version__}

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
-from passport_kit import __version__
+from passport_kit.version import __version__
 from passport_kit.checkpoint.layout import ADAPTER_FORMAT, BASE_FORMAT, FORMAT_VERSION, CheckpointSource
 from passport_kit.model import Classifier, EmbeddingKind, ModelConfig, Policy, policy_of
 from passport_kit.model.heads import HeadKind, Pooling, ProbePooling, Scaling

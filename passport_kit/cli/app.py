@@ -65,7 +65,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from passport_kit import __version__
+        from passport_kit.version import __version__
 
         typer.echo(f"passport-kit {__version__}")
         raise typer.Exit()
@@ -82,7 +82,7 @@ def _root(
 @app.command()
 def version() -> None:
     """Print the passport-kit version."""
-    from passport_kit import __version__
+    from passport_kit.version import __version__
 
     typer.echo(__version__)
 

@@ -387,7 +387,7 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
 
     ``training_data``: the content hashes of the training files (:func:`~passport_kit.signals.data_hashes.dataset_hashes`).
     """
-    from passport_kit import __version__
+    from passport_kit.version import __version__
     from passport_kit.checkpoint import AdapterMeta, save_adapter_bundle
 
     meta = AdapterMeta(

@@ -11,7 +11,7 @@ import datetime as _dt
 import shlex
 from typing import Any
 
-from passport_kit import __version__
+from passport_kit.version import __version__
 
 
 def reproduce_command(cfg: Any) -> str:

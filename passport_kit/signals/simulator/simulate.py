@@ -208,7 +208,7 @@ _FULL_BELOW_BYTES = 64 * 1024 * 1024
 def _write_simulation(folder: Path, montage: Montage, config: SimulationConfig, bad: dict[str, dict[str, str]],
                       progress: Callable[[int, int, str], None] | None) -> None:
     """Write the recordings, labels, simulation.json and, last, dataset.yaml of :func:`simulate_dataset` into ``folder``."""
-    from passport_kit import __version__
+    from passport_kit.version import __version__
     from passport_kit.atomic_io import write_json
     from passport_kit.signals.simulator.recording import simulate_recording
     from passport_kit.signals.simulator.writer import write_dataset_yaml, write_edf, write_labels
