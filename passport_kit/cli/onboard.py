@@ -318,10 +318,19 @@ def adapt_command(
     """Fit the read-out that cross-validation over your subjects picks (band power, the frozen model's features, the
     mixture adapter where it helps) on labeled data; write an adapter bundle."""
     from passport_kit.signals.quality import quality_line
-    from passport_kit.onboard.adapt import adapt
+    from passport_kit.onboard.adapt import adapt, make_config
+    from passport_kit.onboard.run_file import adapt_config_from_file
 
-    cfg = adapt_settings(ctx, config, montage=montage, data=data, out=out, checkpoint=checkpoint, subjects=subjects,
-                         recipe=recipe_options, seed=seed, resume=resume, overwrite=overwrite)
+    if config is None:
+        for option, value in (("--montage", montage), ("--data", data)):
+            if value is None:
+                raise ConfigError(f"adapt needs {option} (or a --config run file that gives it)")
+        cfg = make_config(montage=montage, data=data, out=out, checkpoint=checkpoint, subjects=subjects,
+                          **recipe_options, seed=seed, resume=resume, overwrite=overwrite)
+    else:  # the file's settings stand where the command line gave nothing: only options given override it
+        cfg = adapt_config_from_file(config, **given_only(ctx, montage=montage, data=data, out=out,
+                                                          checkpoint=checkpoint, subjects=subjects, **recipe_options,
+                                                          seed=seed, resume=resume, overwrite=overwrite))
     try:
         with _step_bar(progress, "adapt") as bar:
             result = adapt(cfg, progress=bar,
@@ -345,26 +354,9 @@ def adapt_command(
     typer.echo(f"adapter bundle {'left as it was in' if result.reused else 'written to'} {result.bundle}")
 
 
-def adapt_settings(ctx: typer.Context, config: Path | None, *, montage: str | None, data: Path | None,
-                   out: Path | None, checkpoint: str, subjects: int | None, recipe: dict[str, Any], seed: int,
-                   resume: bool, overwrite: bool) -> Any:
-    """Return adapt's AdaptConfig from the command line, over the ``config`` run file when one is given: the file's
-    settings stand where the command line gave nothing, so only options given override it.
-
-    ``recipe``: the RecipeOptions and band-pass values (:func:`_recipe_options`).
-    """
-    from passport_kit.onboard.adapt import make_config
-    from passport_kit.onboard.run_file import adapt_config_from_file
-
-    if config is None:
-        for option, value in (("--montage", montage), ("--data", data)):
-            if value is None:
-                raise ConfigError(f"adapt needs {option} (or a --config run file that gives it)")
-        return make_config(montage=montage, data=data, out=out, checkpoint=checkpoint, subjects=subjects, **recipe,
-                           seed=seed, resume=resume, overwrite=overwrite)
-    given = {"montage": montage, "data": data, "out": out, "checkpoint": checkpoint, "subjects": subjects, **recipe,
-             "seed": seed, "resume": resume, "overwrite": overwrite}
-    return adapt_config_from_file(config, **{k: v for k, v in given.items() if _given(ctx, k)})
+def given_only(ctx: typer.Context, **options: Any) -> dict[str, Any]:
+    """Return the ``options`` the command line gave (not left at their default): those override a --config file."""
+    return {k: v for k, v in options.items() if _given(ctx, k)}
 
 
 # evaluate has no --head-lr and --patience (as before the options were generated); EvaluateConfig takes them.
