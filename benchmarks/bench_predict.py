@@ -220,11 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     hours = [float(h) for h in args.hours.split(",")]
     if args.plot_only:
         return plot_only(hours[0], args.out)
-    import inspect
+    from passport_kit.inference.predict import RunOptions
 
-    from passport_kit.inference.predict import predict
-
-    batch_size = args.batch_size or inspect.signature(predict).parameters["batch_size"].default
+    batch_size = args.batch_size or RunOptions().batch_size
     # A fresh home: no cache or bundle from another run takes part.
     os.environ[HOME_ENV] = tempfile.mkdtemp(prefix="bench-predict-")
     train = simulate_dataset(MONTAGE, args.out / "train", n_subjects=2, hours=0.25, seed=6, overwrite=True)
