@@ -94,14 +94,18 @@ def training_info(
     }
 
 
-def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any], init_from: Any = None) -> str:
-    """Return MODEL_CARD.md for a pretraining run (``init_from``: the upcycling record, if any)."""
-    val = info["validation"]
+def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any], objective: Any, init_from: Any = None) -> str:
+    """Return MODEL_CARD.md for a pretraining run (``init_from``: the upcycling record, if any).
+
+    ``objective`` (:class:`~passport_kit.pretrain.objective.Objective`) writes its own parts: its ``title``, its
+    bullet (:meth:`~passport_kit.pretrain.objective.Objective.card_lines`) and the held-out validation section
+    (:meth:`~passport_kit.pretrain.objective.Objective.card_validation`).
+    """
     lines = [
         f"A passport-kit base checkpoint: the CBraMod criss-cross backbone (`{model_cfg.arch}`, "
         f"{model_cfg.n_layers} layers, d={model_cfg.d_model}) with the `{model_cfg.embedding}` channel embedding"
         + (f" ({model_cfg.n_experts} experts and their mixture network)" if model_cfg.embedding.endswith("experts") else "")
-        + ", pretrained by masked patch reconstruction.",
+        + f", pretrained by {objective.title}.",
         "",
     ]
     if init_from is not None:
@@ -137,8 +141,7 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any], init_from: Any = 
         "with NaN, flat or clipped channels"
         + (f", or over {pp['amplitude_limit_uv']:g} µV," if pp.get("amplitude_limit_uv") else ",")
         + " dropped.",
-        f"- Objective: each patch masked with probability {info['mask_prob']} (zero mask token), MSE on masked "
-        "patches only.",
+        *objective.card_lines(info),
         f"- Optimisation: {opt['name']} lr {opt['lr']:g}, weight decay {opt['weight_decay']:g}, {opt['schedule']} "
         f"to {opt['eta_min']:g}, gradient clipping {opt['grad_clip']:g}; {info['steps']} steps"
         + (f" (stopped early: the cosine schedule spans {info['schedule_steps']})" if "schedule_steps" in info else "")
@@ -153,26 +156,7 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any], init_from: Any = 
         "## Validation: held-out subjects",
         "",
     ]
-    if val.get("val_loss") is not None:
-        lines += [
-            "Masked-patch reconstruction MSE (units of (100 µV)²) on the held-out subjects' windows, with "
-            "the same random masks, against predicting zeros for every masked patch:",
-            "",
-            "| held-out data | windows | model | predicting zeros | ratio |",
-            "|---|---|---|---|---|",
-        ]
-        for label, d in val.get("per_dataset", {}).items():
-            ratio = d["val_loss"] / d["val_zero_loss"] if d["val_zero_loss"] else float("nan")
-            lines.append(f"| `{label}` | {d['windows']} | {d['val_loss']:.4f} | {d['val_zero_loss']:.4f} | {ratio:.3f} |")
-        n_all = sum(d["windows"] for d in val.get("per_dataset", {}).values())
-        lines.append(f"| all | {n_all} | {val['val_loss']:.4f} | {val['val_zero_loss']:.4f} | "
-                     f"{val.get('ratio_to_zero', float('nan')):.3f} |")
-        lines += ["", _verdict(val.get("ratio_to_zero", float("nan")))]
-        warning = _per_dataset_warning(val.get("per_dataset", {}))
-        if warning:
-            lines += ["", warning]
-    else:
-        lines.append("No subjects were held out (`--val-fraction 0` or one subject per dataset).")
+    lines += objective.card_validation(info["validation"])
     not_tuh = (
         "- This run trained on the data above only; unless the source checkpoint was itself pretrained on a "
         "large corpus (its card says), expect much weaker features than a TUH-scale model."
@@ -199,32 +183,3 @@ def model_card(cfg: Any, model_cfg: Any, info: dict[str, Any], init_from: Any = 
         "",
     ]
     return "\n".join(lines)
-
-
-def _verdict(ratio: float) -> str:
-    """Return one honest sentence on what the held-out ratio to the zero predictor means."""
-    if ratio < 0.9:
-        return (f"The model's error is {100 * (1 - ratio):.0f} % below predicting zeros: pretraining learned "
-                "structure of the signals that carries over to new subjects.")
-    if ratio < 1.0:
-        return (f"The model's error is only {100 * (1 - ratio):.1f} % below predicting zeros: this run has barely "
-                "started to learn to reconstruct masked patches; expect weak features.")
-    return ("The model's error is **not below** predicting zeros: this run did not get past the zero predictor, "
-            "so the reconstruction has not been learned. Its weights (and expert bank) have trained for the "
-            "steps above but carry little signal knowledge; pretrain longer (see docs/pretraining.md) before "
-            "relying on them.")
-
-
-def _per_dataset_warning(per_dataset: dict[str, dict[str, Any]]) -> str | None:
-    """Return a sentence naming the datasets where the model is not below predicting zeros, if any.
-
-    The overall ratio is dominated by the dataset with the most held-out windows, so a dataset
-    the model failed on must be named on its own.
-    """
-    worse = [label for label, d in per_dataset.items() if d["val_zero_loss"] and d["val_loss"] >= d["val_zero_loss"]]
-    if not worse or len(per_dataset) < 2:
-        return None
-    names = ", ".join(f"`{w}`" for w in worse)
-    return (f"But on the held-out subjects of {names} it is **worse than predicting zeros**: what it learned "
-            "does not carry over to that data (typically too little of it in training); the overall ratio "
-            "does not cover it.")

@@ -14,8 +14,9 @@ run (:mod:`passport_kit.pretrain.run`) talks to it through :class:`Objective` on
 :class:`MaskedReconstruction` (CBraMod's, ``reference/cbramod.md`` §3.2) is the one objective so
 far: every patch of every channel of every window is masked independently with probability
 ``mask_prob``, the reconstruction head predicts the raw 200 samples of each patch, and the loss is
-the mean squared error over the masked patches only. A new objective is a subclass here with its
-test; the run builds it in ``_Run._build_training``.
+the mean squared error over the masked patches only. A new objective is a subclass here (the model
+card's parts included: ``title``, ``card_lines``, ``card_validation``) with its test; the run builds it
+in ``_Run._build_training``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,18 @@ class Objective(nn.Module):
         """Return what the checkpoint's training record (config.json) says of the objective: its name first."""
         raise NotImplementedError
 
+    # -- the model card (pretrain/card.py asks the objective for its parts) ------------------------------------------
+    #: What the card says the backbone was pretrained by ("pretrained by <title>.").
+    title: ClassVar[str] = ""
+
+    def card_lines(self, info: dict[str, Any]) -> list[str]:
+        """Return the card's bullet(s) on the objective, from the run's training ``info``."""
+        raise NotImplementedError
+
+    def card_validation(self, validation: dict[str, Any]) -> list[str]:
+        """Return the card's held-out section, from :meth:`validate`'s dict (as recorded in config.json)."""
+        raise NotImplementedError
+
 
 class MaskedReconstruction(Objective):
     """Masked patch reconstruction: the MSE of the reconstructed masked patches (the module docstring)."""
@@ -91,6 +104,37 @@ class MaskedReconstruction(Objective):
     def record(self) -> dict[str, Any]:
         """Return the objective's name and masking probability."""
         return {"objective": "masked patch reconstruction (MSE on masked patches)", "mask_prob": self.config.mask_prob}
+
+    title = "masked patch reconstruction"
+
+    def card_lines(self, info: dict[str, Any]) -> list[str]:
+        """Return the masking probability and the loss."""
+        return [f"- Objective: each patch masked with probability {info['mask_prob']} (zero mask token), MSE on "
+                "masked patches only."]
+
+    def card_validation(self, validation: dict[str, Any]) -> list[str]:
+        """Return the held-out MSE per dataset and overall next to predicting zeros, and what their ratio means."""
+        val = validation
+        if val.get("val_loss") is None:
+            return ["No subjects were held out (`--val-fraction 0` or one subject per dataset)."]
+        lines = [
+            "Masked-patch reconstruction MSE (units of (100 µV)²) on the held-out subjects' windows, with "
+            "the same random masks, against predicting zeros for every masked patch:",
+            "",
+            "| held-out data | windows | model | predicting zeros | ratio |",
+            "|---|---|---|---|---|",
+        ]
+        for label, d in val.get("per_dataset", {}).items():
+            ratio = d["val_loss"] / d["val_zero_loss"] if d["val_zero_loss"] else float("nan")
+            lines.append(f"| `{label}` | {d['windows']} | {d['val_loss']:.4f} | {d['val_zero_loss']:.4f} | {ratio:.3f} |")
+        n_all = sum(d["windows"] for d in val.get("per_dataset", {}).values())
+        lines.append(f"| all | {n_all} | {val['val_loss']:.4f} | {val['val_zero_loss']:.4f} | "
+                     f"{val.get('ratio_to_zero', float('nan')):.3f} |")
+        lines += ["", _verdict(val.get("ratio_to_zero", float("nan")))]
+        warning = _per_dataset_warning(val.get("per_dataset", {}))
+        if warning:
+            lines += ["", warning]
+        return lines
 
 
 def masked_mse(prediction: Tensor, target: Tensor, mask: Tensor) -> Tensor:
@@ -144,6 +188,35 @@ def heldout_mse(backbone: nn.Module, corpus: pdata.PretrainCorpus, metas: list[A
         return {}
     return {"val_loss": totals[0] / totals[2], "val_zero_loss": totals[1] / totals[2],
             "per_dataset": per_dataset}
+
+
+def _verdict(ratio: float) -> str:
+    """Return one honest sentence on what the held-out ratio to the zero predictor means."""
+    if ratio < 0.9:
+        return (f"The model's error is {100 * (1 - ratio):.0f} % below predicting zeros: pretraining learned "
+                "structure of the signals that carries over to new subjects.")
+    if ratio < 1.0:
+        return (f"The model's error is only {100 * (1 - ratio):.1f} % below predicting zeros: this run has barely "
+                "started to learn to reconstruct masked patches; expect weak features.")
+    return ("The model's error is **not below** predicting zeros: this run did not get past the zero predictor, "
+            "so the reconstruction has not been learned. Its weights (and expert bank) have trained for the "
+            "steps above but carry little signal knowledge; pretrain longer (see docs/pretraining.md) before "
+            "relying on them.")
+
+
+def _per_dataset_warning(per_dataset: dict[str, dict[str, Any]]) -> str | None:
+    """Return a sentence naming the datasets where the model is not below predicting zeros, if any.
+
+    The overall ratio is dominated by the dataset with the most held-out windows, so a dataset
+    the model failed on must be named on its own.
+    """
+    worse = [label for label, d in per_dataset.items() if d["val_zero_loss"] and d["val_loss"] >= d["val_zero_loss"]]
+    if not worse or len(per_dataset) < 2:
+        return None
+    names = ", ".join(f"`{w}`" for w in worse)
+    return (f"But on the held-out subjects of {names} it is **worse than predicting zeros**: what it learned "
+            "does not carry over to that data (typically too little of it in training); the overall ratio "
+            "does not cover it.")
 
 
 __all__ = ["MaskedReconstruction", "Objective", "heldout_mse", "masked_mse", "random_mask"]

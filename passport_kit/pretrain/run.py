@@ -473,7 +473,7 @@ class _Run:
                              runtime_line=runtime.describe(self.device, self.precision))
         if self.cfg.corrupt_prob > 0:
             info["corrupt_prob"] = self.cfg.corrupt_prob
-        card = model_card(self.cfg, self.model_cfg, info, self.init_record)
+        card = model_card(self.cfg, self.model_cfg, info, self.objective, self.init_record)
         staging = self.out / ".checkpoint.tmp"
         if staging.exists():
             shutil.rmtree(staging)

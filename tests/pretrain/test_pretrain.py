@@ -275,7 +275,7 @@ def test_metrics_log_drops_rows_after_the_resumed_step(tmp_path: Path) -> None:
      ({"sim": {"val_loss": 0.05, "val_zero_loss": 0.04}}, None)],
 )
 def test_card_names_a_dataset_where_the_model_loses_to_zeros(per_dataset: dict, named: str | None) -> None:
-    from passport_kit.pretrain.card import _per_dataset_warning
+    from passport_kit.pretrain.objective import _per_dataset_warning
 
     warning = _per_dataset_warning(per_dataset)
     assert (warning is None) if named is None else (named in warning and "`sim`" not in warning)
