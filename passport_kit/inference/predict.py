@@ -723,40 +723,16 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     meaningful (``statistics_meaningful`` false, ``statistics_note``).
     """
     classes, window_seconds = adapter.classes, adapter.window_seconds
-    onsets_s, flags, quality, start = night.onset_s, night.flags, night.quality, night.start
-    masked = None if contacts is None else contacts.masked
     stem = _stem(recording)
-    mostly_bad = mostly_bad_windows(quality, onsets_s, window_seconds)
-    flagged = signal_flagged_windows(flags) | mostly_bad | (band_short is not None)
+    mostly_bad = mostly_bad_windows(night.quality, night.onset_s, window_seconds)
+    flagged = signal_flagged_windows(night.flags) | mostly_bad | (band_short is not None)
     unsure = low_confidence(proba)
-    pred = proba.argmax(1)
-    files: dict[str, Path] = {}
-    files["predictions"] = reports.write_window_csv(
+    files: dict[str, Path] = {"predictions": reports.write_window_csv(
         folder / f"{stem}_predictions.csv",
-        reports.window_rows(onsets_s, window_seconds, proba, classes, flagged=flagged, low_confidence=unsure),
-    )
-    counts = np.bincount(pred, minlength=len(classes))
-    summary: dict[str, Any] = {
-        "recording": str(recording),
-        "start": start.isoformat() if start else None,
-        "adapter": str(adapter.adapter),
-        "base_checkpoint": adapter.base_name,
-        "task": adapter.task,
-        "classes": classes,
-        "n_windows": int(len(pred)),
-        "window_seconds": window_seconds,
-        "flagged_windows": int(flagged.sum()),
-        "class_counts": {c: int(n) for c, n in zip(classes, counts)},
-        "mean_confidence": float(proba.max(1).mean()) if len(proba) else None,
-        "low_confidence_windows": int(unsure.sum()),
-        "low_confidence_below": round(low_confidence_threshold(len(classes)), 4),
-    }
-    outside = None if distribution is None or distribution.reason is None else (
-        f"the recording is unlike the adapter's training data: {distribution.reason}")
-    unreliable = _withheld_because(flagged, unsure, mostly_bad)
+        reports.window_rows(night.onset_s, window_seconds, proba, classes, flagged=flagged, low_confidence=unsure))}
+    summary = _summary_head(recording, proba, night, adapter, flagged=flagged, unsure=unsure)
     # The most specific reason first: a band too narrow, channels that score bad, then the distribution.
-    channels_bad = unreliable if mostly_bad.size and mostly_bad.mean() > WITHHOLD_ABOVE else None
-    withheld = band_short or channels_bad or outside or unreliable
+    withheld = _withheld(band_short, distribution, flagged, unsure, mostly_bad)
     if distribution is not None:
         summary["distribution"] = distribution.to_json()
     summary["classes_not_learned"] = list(adapter.not_learned)
@@ -764,48 +740,111 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     if scorer is not None:
         from passport_kit.inference.agreement import agreement
 
-        summary["scorer_agreement"] = {"labels": str(scorer.file), **agreement(scorer.labels, pred, classes),
+        summary["scorer_agreement"] = {"labels": str(scorer.file), **agreement(scorer.labels, proba.argmax(1), classes),
                                        "in_sample": in_sample}
     summary["preprocessing"] = night.config.model_dump(mode="json")
-    if quality is not None:
-        masked_counts = None if masked is None else np.asarray(masked).sum(axis=0)
-        files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv", quality,
-                                                                 masked_windows=masked_counts)
-        summary["channel_quality"] = channel_quality_summary(quality, contacts)
-    sleep = adapter.task == "sleep-staging" or (adapter.task != "classification" and is_sleep_staging(classes))
-    if sleep and is_sleep_staging(classes):
-        hyp = _hypnogram(pred, proba, onsets_s, classes, window_seconds, start)
-        events = [e | {"low_confidence": int(u)} for e, u in zip(hyp.as_events(), hyp.low_confidence())]
-        summary["sleep_statistics"] = None if withheld else hyp.sleep_statistics()
-        summary["caveat"] = ("Automatic staging is a draft for a trained scorer to review; N1 is the least "
-                             "reliable stage, and statistics inherit every staging error.")
-        files["hypnogram"] = reports.write_text(folder / f"{stem}_hypnogram.json", hyp.to_json())
-        reference = None if scorer is None else _scorer_hypnogram(scorer.labels, onsets_s, classes, window_seconds,
-                                                                  start)
-        files["hypnogram_plot"] = reports.plot_hypnogram(
-            folder / f"{stem}_hypnogram.{output.plot_format}", hyp,
-            title=f"{recording.name} (adapter {adapter.adapter.name})", note=_plot_note(summary, withheld),
-            reference=reference, stage_table=not withheld)
+    if night.quality is not None:
+        masked = None if contacts is None or contacts.masked is None else np.asarray(contacts.masked).sum(axis=0)
+        files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv",
+                                                                 night.quality, masked_windows=masked)
+        summary["channel_quality"] = channel_quality_summary(night.quality, contacts)
+    staged = _stages_night(adapter)
+    if staged:
+        events = _sleep_reports(folder, stem, recording, proba, night, adapter, summary, files, scorer=scorer,
+                                withheld=withheld, plot_format=output.plot_format)
     else:
-        events = [{"onset": float(o), "duration": window_seconds, "value": int(k), "trial_type": classes[k],
-                   "low_confidence": int(u)} for o, k, u in zip(onsets_s, pred, unsure)]
-        mean = proba.mean(axis=0) if len(proba) else np.zeros(len(classes))
-        summary["recording_class"] = classes[int(mean.argmax())] if len(proba) and not withheld else None
-        summary["recording_probabilities"] = {c: float(p) for c, p in zip(classes, mean)}
+        events = _class_reports(proba, night, adapter, summary, unsure=unsure, withheld=withheld)
     summary["statistics_withheld"] = withheld
-    hours = len(onsets_s) * window_seconds / 3600.0
-    summary["statistics_meaningful"] = not withheld and hours >= MIN_NIGHT_HOURS
-    summary["statistics_note"] = None if withheld or hours >= MIN_NIGHT_HOURS else (
-        f"not meaningful: the recording is {60 * hours:.0f} min long, and sleep statistics (TST, SE, latencies) "
-        f"describe a night of at least {MIN_NIGHT_HOURS:g} h" if sleep and is_sleep_staging(classes) else
-        f"the recording is {60 * hours:.1f} min long")
+    summary |= _night_length_note(len(night.onset_s) * window_seconds / 3600.0, withheld, staged)
     files["events"] = reports.write_events_tsv(folder / f"{stem}_events.tsv", events)
     if output.edf_annotations:
         files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events,
-                                                                 start=start)
+                                                                 start=night.start)
     files["summary"] = reports.write_json(folder / f"{stem}_summary.json", summary)
-    return PredictionResult(recording=recording, files=files, classes=classes, n_windows=int(len(pred)),
-                            summary=summary, proba=np.asarray(proba), onset_s=np.asarray(onsets_s))
+    return PredictionResult(recording=recording, files=files, classes=classes, n_windows=int(len(proba)),
+                            summary=summary, proba=np.asarray(proba), onset_s=np.asarray(night.onset_s))
+
+
+def _summary_head(recording: Path, proba: np.ndarray, night: RecordingWindows, adapter: AdapterFacts, *,
+                  flagged: np.ndarray, unsure: np.ndarray) -> dict[str, Any]:
+    """Return the summary's first keys: the recording, the adapter, the windows, their classes and confidence."""
+    classes = adapter.classes
+    counts = np.bincount(proba.argmax(1), minlength=len(classes))
+    return {
+        "recording": str(recording),
+        "start": night.start.isoformat() if night.start else None,
+        "adapter": str(adapter.adapter),
+        "base_checkpoint": adapter.base_name,
+        "task": adapter.task,
+        "classes": classes,
+        "n_windows": int(len(proba)),
+        "window_seconds": adapter.window_seconds,
+        "flagged_windows": int(flagged.sum()),
+        "class_counts": {c: int(n) for c, n in zip(classes, counts)},
+        "mean_confidence": float(proba.max(1).mean()) if len(proba) else None,
+        "low_confidence_windows": int(unsure.sum()),
+        "low_confidence_below": round(low_confidence_threshold(len(classes)), 4),
+    }
+
+
+def _withheld(band_short: str | None, distribution: DistributionVerdict | None, flagged: np.ndarray,
+              unsure: np.ndarray, mostly_bad: np.ndarray) -> str | None:
+    """Return why the recording's statistics are withheld (None: they are not), the most specific reason first."""
+    outside = None if distribution is None or distribution.reason is None else (
+        f"the recording is unlike the adapter's training data: {distribution.reason}")
+    unreliable = _withheld_because(flagged, unsure, mostly_bad)
+    channels_bad = unreliable if mostly_bad.size and mostly_bad.mean() > WITHHOLD_ABOVE else None
+    return band_short or channels_bad or outside or unreliable
+
+
+def _stages_night(adapter: AdapterFacts) -> bool:
+    """Return whether the adapter stages sleep (a hypnogram and sleep statistics), not classifies recordings."""
+    classes = adapter.classes
+    sleep = adapter.task == "sleep-staging" or (adapter.task != "classification" and is_sleep_staging(classes))
+    return sleep and is_sleep_staging(classes)
+
+
+def _sleep_reports(folder: Path, stem: str, recording: Path, proba: np.ndarray, night: RecordingWindows,
+                   adapter: AdapterFacts, summary: dict[str, Any], files: dict[str, Path], *,
+                   scorer: ScorerLabels | None, withheld: str | None, plot_format: str) -> list[dict[str, Any]]:
+    """Write the hypnogram (JSON and plot) of a staged night into ``folder`` as ``<stem>_hypnogram.*``; add its sleep
+    statistics and caveat to ``summary`` and its files to ``files``; return the night's events."""
+    classes, window_seconds, onsets_s, start = adapter.classes, adapter.window_seconds, night.onset_s, night.start
+    hyp = _hypnogram(proba.argmax(1), proba, onsets_s, classes, window_seconds, start)
+    events = [e | {"low_confidence": int(u)} for e, u in zip(hyp.as_events(), hyp.low_confidence())]
+    summary["sleep_statistics"] = None if withheld else hyp.sleep_statistics()
+    summary["caveat"] = ("Automatic staging is a draft for a trained scorer to review; N1 is the least "
+                         "reliable stage, and statistics inherit every staging error.")
+    files["hypnogram"] = reports.write_text(folder / f"{stem}_hypnogram.json", hyp.to_json())
+    reference = None if scorer is None else _scorer_hypnogram(scorer.labels, onsets_s, classes, window_seconds,
+                                                              start)
+    files["hypnogram_plot"] = reports.plot_hypnogram(
+        folder / f"{stem}_hypnogram.{plot_format}", hyp,
+        title=f"{recording.name} (adapter {adapter.adapter.name})", note=_plot_note(summary, withheld),
+        reference=reference, stage_table=not withheld)
+    return events
+
+
+def _class_reports(proba: np.ndarray, night: RecordingWindows, adapter: AdapterFacts, summary: dict[str, Any], *,
+                   unsure: np.ndarray, withheld: str | None) -> list[dict[str, Any]]:
+    """Add the recording's class and mean probabilities to ``summary``; return one event per window."""
+    classes, window_seconds = adapter.classes, adapter.window_seconds
+    events = [{"onset": float(o), "duration": window_seconds, "value": int(k), "trial_type": classes[k],
+               "low_confidence": int(u)} for o, k, u in zip(night.onset_s, proba.argmax(1), unsure)]
+    mean = proba.mean(axis=0) if len(proba) else np.zeros(len(classes))
+    summary["recording_class"] = classes[int(mean.argmax())] if len(proba) and not withheld else None
+    summary["recording_probabilities"] = {c: float(p) for c, p in zip(classes, mean)}
+    return events
+
+
+def _night_length_note(hours: float, withheld: str | None, staged: bool) -> dict[str, Any]:
+    """Return ``statistics_meaningful`` and ``statistics_note``: a recording under MIN_NIGHT_HOURS keeps its
+    statistics, marked not meaningful."""
+    note = None if withheld or hours >= MIN_NIGHT_HOURS else (
+        f"not meaningful: the recording is {60 * hours:.0f} min long, and sleep statistics (TST, SE, latencies) "
+        f"describe a night of at least {MIN_NIGHT_HOURS:g} h" if staged else
+        f"the recording is {60 * hours:.1f} min long")
+    return {"statistics_meaningful": not withheld and hours >= MIN_NIGHT_HOURS, "statistics_note": note}
 
 
 def in_training_data(path: Path, training_data: dict[str, str]) -> bool:
