@@ -30,7 +30,7 @@
 #
 # Environment: STEPS1, STEPS2, STOP_AT1, STOP_AT2, LR1, LR2, CONFIG (cbramod-small), BATCH, SEED,
 # THREADS (1), CHECKPOINT_EVERY, VAL_EVERY, AMPLITUDE (µV, 500), SIM_SUBJECTS, SIM_HOURS,
-# DATA (../shared/data), NAME, PK.
+# DATA (../shared/data), NAME, PK, EXTRA (more pretrain options for both stages, e.g. "--device cuda --workers 4").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,7 +65,7 @@ if [ ! -f "$SIM/dataset.yaml" ]; then
 fi
 COMMON=(--batch-size "$BATCH" --seed "$SEED" --amplitude-limit-uv "$AMPLITUDE" --val-fraction 0.25
         --val-max-windows 128 --checkpoint-every "$CHECKPOINT_EVERY" --val-every "$VAL_EVERY"
-        --threads "$THREADS" --no-progress)
+        --threads "$THREADS" --no-progress ${EXTRA:-})
 
 # stage RUN_DIR NAME STOP_AT SOURCES_ARRAY ARGS...: run (or resume) one pretraining stage unless its checkpoint exists.
 stage() {
