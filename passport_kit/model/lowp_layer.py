@@ -30,11 +30,12 @@ and tested in ``tests/model/test_lowp_layer.py``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
+from passport_kit.model import lowp_kernels
 from passport_kit.model.fast_linear import linear_lowp
 from passport_kit.model.frozen_cast import prepared
 
@@ -147,9 +148,14 @@ def _attention_backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, weights: 
 def layer_forward(layer: CrissCrossLayer, x: Tensor, *, save: bool = False) -> tuple[Tensor, dict[str, Tensor] | None]:
     """Return (the layer output ``(B, C, P, D)`` for bf16 ``x`` ``(B, C, P, D)``, what backward needs or None).
 
-    Eval-mode arithmetic (no dropout); call without autocast and without autograd.
+    Eval-mode arithmetic (no dropout); call without autocast and without autograd. Without
+    ``save`` (inference) attention and LayerNorm run on the compiled kernels where they are
+    built (:func:`_layer_forward_fused`).
     """
     w = layer_weights(layer, x.dtype)
+    kernels = None if save else lowp_kernels.ops()
+    if kernels is not None:
+        return _layer_forward_fused(layer, x, w, kernels), None
     b, c, p, d = x.shape
     half = d // 2
     heads = (layer.self_attn_s.n_heads, layer.self_attn_t.n_heads)
@@ -173,6 +179,23 @@ def layer_forward(layer: CrissCrossLayer, x: Tensor, *, save: bool = False) -> t
     out = linear_lowp(torch.nn.functional.gelu(pre), w["linear2_w"], w["linear2_b"], add=x1)
     saved.update({"x": x, "mean1": mean1, "rstd1": rstd1, "x1": x1, "mean2": mean2, "rstd2": rstd2, "pre": pre})
     return out, saved
+
+
+def _layer_forward_fused(layer: CrissCrossLayer, x: Tensor, w: dict[str, Tensor], kernels: Any) -> Tensor:
+    """Return the layer output ``(B, C, P, D)`` for bf16 ``x`` ``(B, C, P, D)`` with attention and LayerNorm compiled.
+
+    The same steps as :func:`layer_forward`; the attention reads q/k/v from the packed product
+    and writes the packed output projection's input directly (no regrouping copies), in fp32
+    inside (its products are not rounded to bf16 in between, so it is nearer fp32 than the eager
+    form). The extension is :mod:`passport_kit.model.lowp_kernels`.
+    """
+    heads = (layer.self_attn_s.n_heads, layer.self_attn_t.n_heads)
+    h = kernels.layer_norm(x, w["norm1_w"], w["norm1_b"], layer.norm1.eps)
+    att = kernels.criss_cross_attention(linear_lowp(h, w["in_w"], w["in_b"]), *heads)
+    x1 = linear_lowp(att, w["out_w"], w["out_b"], add=x)
+    h2 = kernels.layer_norm(x1, w["norm2_w"], w["norm2_b"], layer.norm2.eps)
+    hidden = linear_lowp(h2, w["linear1_w"], w["linear1_b"], gelu=True)
+    return linear_lowp(hidden, w["linear2_w"], w["linear2_b"], add=x1)
 
 
 def layer_backward(layer: CrissCrossLayer, grad: Tensor, saved: dict[str, Tensor]) -> Tensor:

@@ -1,0 +1,382 @@
+// Fused bf16 kernels for the criss-cross encoder's inference on CPUs with AVX-512 (issue 36).
+//
+// Why: in the eager bf16 path (lowp_layer.py) the attention over 12- and 30-token sequences of
+// head size 25 cost more than its products are worth: a copy regrouping q/k/v by heads, two
+// batched products, a written-out softmax with fp32 round trips, and a copy back (about a third
+// of a batch's time on the AMX Xeon). Here each sequence is read straight from the packed q/k/v
+// product, computed in fp32 in the L1 cache, and written into the columns the output projection
+// reads. LayerNorm (bf16 rows in and out, fp32 statistics) is one pass per row.
+//
+// Vectors are GCC vector extensions of 16 floats (one AVX-512 register); the build script
+// compiles with -march=x86-64-v4, and the Python side loads the library only where torch itself
+// runs AVX-512 kernels. Inference only: no autograd formula is registered.
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kLanes = 16;  // floats per vector
+constexpr int kRows = 6;        // rows per micro-kernel block: 12 and 30 tokens are multiples
+
+typedef float vf __attribute__((vector_size(64)));
+typedef int32_t vi __attribute__((vector_size(64)));
+
+inline vf load(const float* p) {
+  vf v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline void store(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+
+inline vf splat(float x) { return vf{} + x; }
+
+inline float from_bf16(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Round to nearest even, as c10::BFloat16 does; NaN stays NaN. Branch-free, so loops of it vectorise.
+inline uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  return uint16_t(f != f ? 0x7FC0u : rounded);
+}
+
+inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// exp for x <= 0 (scores less their query's maximum): 2^n · e^r with |r| <= ln2/2 and e^r by its
+// Taylor polynomial to r^6 (relative error ~1e-7); lanes below -87 (and -inf) give 0.
+inline vf exp_nonpositive(vf x) {
+  const vf lo = splat(-87.0f);
+  vi dead = x < lo;
+  x = dead ? lo : x;
+  const vf magic = splat(12582912.0f);  // 1.5·2^23: adding it rounds to an integer
+  vf n = (x * splat(1.44269504f) + magic) - magic;
+  vf r = x - n * splat(0.693359375f) - n * splat(-2.12194440e-4f);  // ln2 in two parts
+  vf p = splat(1.0f / 720);
+  p = p * r + splat(1.0f / 120);
+  p = p * r + splat(1.0f / 24);
+  p = p * r + splat(1.0f / 6);
+  p = p * r + splat(0.5f);
+  p = p * r + splat(1.0f);
+  p = p * r + splat(1.0f);
+  vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
+  vf scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  vf out = p * scale;
+  return dead ? splat(0.0f) : out;
+}
+
+// Horizontal sum in four shuffle steps (a lane-by-lane loop is a 16-long dependency chain).
+const vi kSwap8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
+const vi kSwap4 = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
+const vi kSwap2 = {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13};
+const vi kSwap1 = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
+
+inline vf vmax(vf a, vf b) { return a > b ? a : b; }
+
+inline float lane_sum(vf v) {
+  v += __builtin_shuffle(v, kSwap8);
+  v += __builtin_shuffle(v, kSwap4);
+  v += __builtin_shuffle(v, kSwap2);
+  v += __builtin_shuffle(v, kSwap1);
+  return v[0];
+}
+
+// Sum of nvec vectors at x, in four chains (one would be latency-bound).
+inline float sum_vectors(const float* x, int64_t nvec) {
+  vf s0 = {}, s1 = {}, s2 = {}, s3 = {};
+  int64_t j = 0;
+  for (; j + 4 <= nvec; j += 4) {
+    s0 += load(x + j * kLanes);
+    s1 += load(x + (j + 1) * kLanes);
+    s2 += load(x + (j + 2) * kLanes);
+    s3 += load(x + (j + 3) * kLanes);
+  }
+  for (; j < nvec; ++j) s0 += load(x + j * kLanes);
+  return lane_sum((s0 + s1) + (s2 + s3));
+}
+
+// All lanes below n set (n in 1..16).
+inline vi first_lanes(int64_t n) {
+  vi mask;
+  for (int i = 0; i < kLanes; ++i) mask[i] = i < n ? -1 : 0;
+  return mask;
+}
+
+// Lane c of the two shuffles that swap the off-diagonal s×s blocks of rows r and r + s:
+// from row r: c & s ? (r + s)[c - s] : r[c]; from row r + s: c & s ? (r + s)[c] : r[c + s].
+inline vi swap_low(int s) {
+  vi mask;
+  for (int c = 0; c < kLanes; ++c) mask[c] = (c & s) ? kLanes + c - s : c;
+  return mask;
+}
+
+inline vi swap_high(int s) {
+  vi mask;
+  for (int c = 0; c < kLanes; ++c) mask[c] = (c & s) ? kLanes + c : c + s;
+  return mask;
+}
+
+// Transpose the 16×16 block m[0..15] in registers: swapping the off-diagonal blocks of 8, 4, 2
+// and 1 swaps every bit of the row and column indices (64 two-register shuffles, against 256
+// scalar loads and stores).
+inline void transpose16(vf* m) {
+  static const vi low[4] = {swap_low(8), swap_low(4), swap_low(2), swap_low(1)};
+  static const vi high[4] = {swap_high(8), swap_high(4), swap_high(2), swap_high(1)};
+  for (int stage = 0; stage < 4; ++stage) {
+    const int s = 8 >> stage;
+    for (int r = 0; r < kLanes; ++r) {
+      if (r & s) continue;
+      const vf a = m[r], b = m[r + s];
+      m[r] = __builtin_shuffle(a, b, low[stage]);
+      m[r + s] = __builtin_shuffle(a, b, high[stage]);
+    }
+  }
+}
+
+// c[kRows × NV·16] = a · b[k × NV·16], where a's element (r, t) is a[r·ra + t·ta] (row-major a:
+// ra = lda, ta = 1; a transposed: ra = 1, ta = lda). The accumulators stay in registers; each b
+// vector is loaded once per t and each a element broadcast.
+template <int NV>
+inline void block_product(const float* a, int64_t ra, int64_t ta, const float* b, int64_t ldb, int64_t k,
+                          float* c, int64_t ldc) {
+  vf acc[kRows][NV] = {};
+  for (int64_t t = 0; t < k; ++t) {
+    vf bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = load(b + t * ldb + v * kLanes);
+    for (int r = 0; r < kRows; ++r) {
+      vf ar = splat(a[r * ra + t * ta]);
+      for (int v = 0; v < NV; ++v) acc[r][v] += ar * bv[v];
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < NV; ++v) store(c + r * ldc + v * kLanes, acc[r][v]);
+}
+
+// c[rows × width] = a[rows × k] · b[k × width] (a's element (r, t) at a[r·ra + t·ta]), rows a
+// multiple of kRows, width of 16.
+void product(const float* a, int64_t ra, int64_t ta, const float* b, int64_t ldb, int64_t k, float* c,
+             int64_t ldc, int64_t rows, int64_t width) {
+  for (int64_t r = 0; r < rows; r += kRows) {
+    for (int64_t col = 0; col < width;) {
+      const int64_t left = (width - col) / kLanes;
+      const float* ar = a + r * ra;
+      float* cr = c + r * ldc + col;
+      if (left >= 4) {
+        block_product<4>(ar, ra, ta, b + col, ldb, k, cr, ldc);
+        col += 4 * kLanes;
+      } else if (left == 3) {
+        block_product<3>(ar, ra, ta, b + col, ldb, k, cr, ldc);
+        col += 3 * kLanes;
+      } else if (left == 2) {
+        block_product<2>(ar, ra, ta, b + col, ldb, k, cr, ldc);
+        col += 2 * kLanes;
+      } else {
+        block_product<1>(ar, ra, ta, b + col, ldb, k, cr, ldc);
+        col += kLanes;
+      }
+    }
+  }
+}
+
+// fp32 working copies of one sequence (all heads), reused across one thread's sequences.
+// The scores are held transposed, keys down and queries across (sᵀ = k qᵀ), so the softmax over
+// a query's keys runs down the rows, a vector of 16 queries at a time, with no reduction across
+// lanes. k, v and the output have rows of E plus one vector of zeros, so a head's 16-wide column
+// blocks may run past its hd columns: reading the next head's columns (or the zeros) into lanes
+// that are never written out, and writing into the next head's output columns before that head
+// is computed. Rows past the sequence's length are zero (k) or never read.
+struct Scratch {
+  int64_t len, e, hd, heads, len_r, len_c, hd_p, width;
+  std::vector<float> q, k, v, qt, s, o;
+  Scratch(int64_t len_, int64_t e_, int64_t heads_)
+      : len(len_), e(e_), hd(e_ / heads_), heads(heads_), len_r(round_up(len_, kRows)),
+        len_c(round_up(round_up(len_, kRows), kLanes)), hd_p(round_up(e_ / heads_, kLanes)),
+        width(e_ + kLanes), q(len_c * width, 0.0f), k(len_r * width, 0.0f), v(len * width, 0.0f),
+        qt(round_up(e_, kLanes) * len_c, 0.0f),
+        s(len_r * len_c, 0.0f), o(len_r * width, 0.0f) {}
+};
+
+// softmax(q kᵀ) v of one sequence, every head. Token t's q, k, v (E bf16 each, heads side by side)
+// start at src + t·stride, + E, + 2E; its output (E bf16) goes to out + t·out_stride. The softmax
+// scale is folded into q.
+void attend(const uint16_t* src, int64_t stride, uint16_t* out, int64_t out_stride, Scratch& w) {
+  const int64_t len = w.len, e = w.e, hd = w.hd, len_c = w.len_c, width = w.width;
+  for (int64_t t = 0; t < len; ++t) {
+    const uint16_t* row = src + t * stride;
+    float* qrow = w.q.data() + t * width;
+    float* krow = w.k.data() + t * width;
+    float* vrow = w.v.data() + t * width;
+    for (int64_t d = 0; d < e; ++d) qrow[d] = from_bf16(row[d]);
+    for (int64_t d = 0; d < e; ++d) krow[d] = from_bf16(row[e + d]);
+    for (int64_t d = 0; d < e; ++d) vrow[d] = from_bf16(row[2 * e + d]);
+  }
+  // q transposed, queries across, in 16×16 blocks (q's rows past len are zero; its columns
+  // past E are q's zero padding)
+  for (int64_t t0 = 0; t0 < len_c; t0 += kLanes) {
+    for (int64_t d0 = 0; d0 < e; d0 += kLanes) {
+      vf m[kLanes];
+      for (int i = 0; i < kLanes; ++i) m[i] = load(w.q.data() + (t0 + i) * width + d0);
+      transpose16(m);
+      for (int i = 0; i < kLanes; ++i) store(w.qt.data() + (d0 + i) * len_c + t0, m[i]);
+    }
+  }
+  float* s = w.s.data();
+  for (int64_t h = 0; h < w.heads; ++h) {  // in order: head h's output blocks overrun into h + 1's columns
+    // sᵀ (keys × queries); rows past len come from k's zero rows and are never read
+    product(w.k.data() + h * hd, width, 1, w.qt.data() + h * hd * len_c, len_c, hd, s, len_c, w.len_r, len_c);
+    for (int64_t col = 0; col < len_c; col += kLanes) {
+      vf m0 = load(s + col), m1 = m0;  // two chains: the maximum and the sum are latency-bound
+      int64_t j = 1;
+      for (; j + 1 < len; j += 2) {
+        m0 = vmax(m0, load(s + j * len_c + col));
+        m1 = vmax(m1, load(s + (j + 1) * len_c + col));
+      }
+      if (j < len) m0 = vmax(m0, load(s + j * len_c + col));
+      const vf shift = vmax(m0, m1);
+      vf t0 = {}, t1 = {};
+      for (j = 0; j + 1 < len; j += 2) {
+        vf x0 = exp_nonpositive(load(s + j * len_c + col) - shift);
+        vf x1 = exp_nonpositive(load(s + (j + 1) * len_c + col) - shift);
+        store(s + j * len_c + col, x0);
+        store(s + (j + 1) * len_c + col, x1);
+        t0 += x0;
+        t1 += x1;
+      }
+      if (j < len) {
+        vf x0 = exp_nonpositive(load(s + j * len_c + col) - shift);
+        store(s + j * len_c + col, x0);
+        t0 += x0;
+      }
+      const vf inv = splat(1.0f) / (t0 + t1);
+      for (j = 0; j < len; ++j) store(s + j * len_c + col, load(s + j * len_c + col) * inv);
+    }
+    // output = weights · v, the weights read down sᵀ's columns; only len rows of v are read
+    product(s, 1, len_c, w.v.data() + h * hd, width, len, w.o.data() + h * hd, width, w.len_r, w.hd_p);
+  }
+  for (int64_t t = 0; t < len; ++t) {
+    const float* orow = w.o.data() + t * width;
+    uint16_t* dst = out + t * out_stride;
+    for (int64_t d = 0; d < e; ++d) dst[d] = to_bf16(orow[d]);
+  }
+}
+
+// Sequences per parallel chunk: tens of microseconds of work or more, so the two threads' chunks
+// stay even while the per-chunk scratch set-up is negligible.
+constexpr int64_t kGrain = 8;
+
+// qkv (B, C, P, 6E) bf16, columns [q_s k_s v_s | q_t k_t v_t] (each E wide, heads of E/H side by
+// side); returns (B, C, P, 2E): the spatial heads' outputs in :E, the temporal ones' in E:.
+at::Tensor criss_cross_attention(const at::Tensor& qkv_in, int64_t heads_s, int64_t heads_t) {
+  TORCH_CHECK(qkv_in.scalar_type() == at::kBFloat16 && qkv_in.dim() == 4 && qkv_in.device().is_cpu(),
+              "criss_cross_attention: expects a bf16 CPU tensor (B, C, P, 6E)");
+  TORCH_CHECK(qkv_in.size(3) % 6 == 0, "criss_cross_attention: the last dimension must be 6E");
+  const at::Tensor qkv = qkv_in.contiguous();
+  const int64_t b = qkv.size(0), c = qkv.size(1), p = qkv.size(2), e = qkv.size(3) / 6;
+  TORCH_CHECK(heads_s > 0 && heads_t > 0 && e % heads_s == 0 && e % heads_t == 0,
+              "criss_cross_attention: E must split into whole heads");
+  at::Tensor out = at::empty({b, c, p, 2 * e}, qkv.options());
+  if (out.numel() == 0) return out;
+  const auto* src = reinterpret_cast<const uint16_t*>(qkv.data_ptr<at::BFloat16>());
+  auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+  const int64_t row = 6 * e, out_row = 2 * e;
+  // spatial: the sequence of patch (b, p) over the C channels
+  at::parallel_for(0, b * p, kGrain, [&](int64_t begin, int64_t end) {
+    Scratch w(c, e, heads_s);
+    for (int64_t n = begin; n < end; ++n) {
+      const int64_t first = (n / p) * c * p + n % p;  // token (b, 0, p)
+      attend(src + first * row, p * row, dst + first * out_row, p * out_row, w);
+    }
+  });
+  // temporal: the sequence of channel (b, c) over the P patches
+  at::parallel_for(0, b * c, kGrain, [&](int64_t begin, int64_t end) {
+    Scratch w(p, e, heads_t);
+    for (int64_t n = begin; n < end; ++n) {
+      const int64_t first = n * p;  // token (b, c, 0)
+      attend(src + first * row + 3 * e, row, dst + first * out_row + e, out_row, w);
+    }
+  });
+  return out;
+}
+
+// LayerNorm over the last dimension of bf16 x with bf16 weight and bias; statistics in fp32.
+at::Tensor layer_norm(const at::Tensor& x_in, const at::Tensor& weight, const at::Tensor& bias, double eps) {
+  TORCH_CHECK(x_in.scalar_type() == at::kBFloat16 && x_in.device().is_cpu() && x_in.dim() >= 1,
+              "layer_norm: expects a bf16 CPU tensor");
+  const int64_t d = x_in.size(-1);
+  TORCH_CHECK(d > 0 && weight.scalar_type() == at::kBFloat16 && bias.scalar_type() == at::kBFloat16 &&
+                  weight.numel() == d && bias.numel() == d,
+              "layer_norm: weight and bias must be bf16 of the last dimension's size");
+  const at::Tensor x = x_in.contiguous();
+  at::Tensor out = at::empty_like(x);
+  const int64_t rows = x.numel() / d, d_p = round_up(d, kLanes), nvec = d_p / kLanes;
+  const auto* src = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
+  auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+  std::vector<float> gamma(d), beta(d);
+  const at::Tensor wc = weight.contiguous(), bc = bias.contiguous();
+  const auto* wp = reinterpret_cast<const uint16_t*>(wc.data_ptr<at::BFloat16>());
+  const auto* bp = reinterpret_cast<const uint16_t*>(bc.data_ptr<at::BFloat16>());
+  for (int64_t i = 0; i < d; ++i) {
+    gamma[i] = from_bf16(wp[i]);
+    beta[i] = from_bf16(bp[i]);
+  }
+  const vi tail = first_lanes(d - (nvec - 1) * kLanes);
+  const float epsf = float(eps), inv_d = 1.0f / float(d);
+  at::parallel_for(0, rows, 64, [&](int64_t begin, int64_t end) {
+    std::vector<float> buf(d_p, 0.0f);  // the lanes past d stay 0
+    float* xf = buf.data();
+    const float* g = gamma.data();
+    const float* be = beta.data();
+    for (int64_t r = begin; r < end; ++r) {
+      const uint16_t* xr = src + r * d;
+      uint16_t* yr = dst + r * d;
+      for (int64_t i = 0; i < d; ++i) xf[i] = from_bf16(xr[i]);
+      const float mean = sum_vectors(xf, nvec) * inv_d;
+      const vf mv = splat(mean);
+      vf c = load(xf + (nvec - 1) * kLanes) - mv;
+      c = tail ? c : splat(0.0f);
+      vf s0 = c * c, s1 = {}, s2 = {}, s3 = {};  // four chains: one would be latency-bound
+      int64_t j = 0;
+      for (; j + 4 < nvec; j += 4) {
+        vf c0 = load(xf + j * kLanes) - mv, c1 = load(xf + (j + 1) * kLanes) - mv;
+        vf c2 = load(xf + (j + 2) * kLanes) - mv, c3 = load(xf + (j + 3) * kLanes) - mv;
+        s0 += c0 * c0;
+        s1 += c1 * c1;
+        s2 += c2 * c2;
+        s3 += c3 * c3;
+      }
+      for (; j + 1 < nvec; ++j) {
+        vf c0 = load(xf + j * kLanes) - mv;
+        s0 += c0 * c0;
+      }
+      const float var = lane_sum((s0 + s1) + (s2 + s3)) * inv_d;
+      const float rstd = 1.0f / std::sqrt(var + epsf);
+      for (int64_t i = 0; i < d; ++i) yr[i] = to_bf16((xf[i] - mean) * rstd * g[i] + be[i]);
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY(passport_kit, m) {
+  m.def("criss_cross_attention(Tensor qkv, int heads_s, int heads_t) -> Tensor");
+  m.def("layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(passport_kit, CPU, m) {
+  m.impl("criss_cross_attention", &criss_cross_attention);
+  m.impl("layer_norm", &layer_norm);
+}

@@ -1,0 +1,56 @@
+"""The compiled bf16 CPU kernels of the encoder's inference (fused short-sequence attention, LayerNorm), or None.
+
+``lowp_kernels.cpp`` holds two ops, registered as ``torch.ops.passport_kit``:
+
+- ``criss_cross_attention(qkv (B, C, P, 6E), heads_s, heads_t) -> (B, C, P, 2E)``: both attention
+  halves of a criss-cross layer, read straight from the packed q/k/v product of
+  :func:`~passport_kit.model.lowp_layer.layer_weights` (softmax scale folded into q) and written
+  in the layout the packed output projection reads: no regrouping copies; fp32 inside.
+- ``layer_norm(x (..., D), weight (D,), bias (D,), eps) -> (..., D)``: bf16 in and out, fp32
+  statistics.
+
+They are built by ``python -m passport_kit.model.lowp_kernels_build`` (``make install`` runs it),
+never at import time. :func:`ops` loads the library once, and only where it can run (built,
+loadable by this torch, on a CPU where torch runs AVX-512 kernels); otherwise, or with
+``PASSPORT_KIT_LOWP_KERNELS=0``, it returns None and the encoder takes its eager bf16 path,
+silently (one debug log line says why).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+log = logging.getLogger(__name__)
+
+LIBRARY = Path(__file__).with_name("_lowp_kernels.so")
+#: Set to "0" to keep the eager bf16 path although the library is built (paired measurements).
+SWITCH = "PASSPORT_KIT_LOWP_KERNELS"
+
+
+@functools.cache
+def ops() -> Any | None:
+    """Return ``torch.ops.passport_kit`` once the library is loaded, or None where it is absent or cannot run here."""
+    if os.environ.get(SWITCH) == "0":
+        return None
+    if not LIBRARY.exists():
+        log.debug("lowp kernels: %s not built (python -m passport_kit.model.lowp_kernels_build)", LIBRARY.name)
+        return None
+    # Compiled for x86-64-v4: loading it on a CPU without AVX-512 would end in an illegal instruction.
+    if "AVX512" not in str(torch.backends.cpu.get_cpu_capability()).upper():
+        log.debug("lowp kernels: not loaded, this CPU runs no AVX-512 kernels")
+        return None
+    try:
+        torch.ops.load_library(str(LIBRARY))
+    except (OSError, RuntimeError) as err:  # built against another torch, or damaged: rebuild
+        log.debug("lowp kernels: %s does not load (%s)", LIBRARY.name, err)
+        return None
+    return torch.ops.passport_kit
+
+
+__all__ = ["LIBRARY", "SWITCH", "ops"]

@@ -1,0 +1,63 @@
+"""Build the fused bf16 CPU kernels (``lowp_kernels.cpp``) into ``passport_kit/model/_lowp_kernels.so``.
+
+Run once after installing (``make install`` does, and goes on without it when this fails)::
+
+    .venv/bin/python -m passport_kit.model.lowp_kernels_build
+
+Nothing is built at import time or in the tests: without the library the encoder runs its eager
+bf16 path unchanged (:mod:`passport_kit.model.lowp_kernels`). The build goes through
+``torch.utils.cpp_extension.load`` (ninja and a C++17 compiler) into ``build/lowp_kernels`` of
+the repository, never the user's home, and the library is copied next to this module. It is
+compiled for x86-64-v4 (AVX-512), tuned for this machine, and loaded only where torch itself
+runs AVX-512 kernels; rebuild after upgrading torch (a library built against another torch
+fails to load and the eager path runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOURCE = HERE / "lowp_kernels.cpp"
+LIBRARY = HERE / "_lowp_kernels.so"
+FLAGS = ["-O3", "-march=x86-64-v4", "-mtune=native", "-mprefer-vector-width=512", "-ffp-contract=fast", "-fopenmp"]
+
+
+def build(build_dir: Path, *, verbose: bool = False) -> Path:
+    """Return the path of the built library, ``_lowp_kernels.so`` beside this module."""
+    from torch.utils import cpp_extension
+
+    build_dir.mkdir(parents=True, exist_ok=True)
+    cpp_extension.load(name="_lowp_kernels", sources=[str(SOURCE)], extra_cflags=FLAGS,
+                       extra_ldflags=["-fopenmp"], build_directory=str(build_dir),
+                       is_python_module=False, verbose=verbose)
+    shutil.copyfile(build_dir / "_lowp_kernels.so", LIBRARY)
+    return LIBRARY
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the library; return 0, or 1 with one line saying why not (the eager path stays)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build-dir", type=Path, default=HERE.parent.parent / "build" / "lowp_kernels",
+                        help="where the compiler's files go (default: build/lowp_kernels of the repository)")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        print(f"lowp kernels: not built on {platform.machine()} (x86-64 only); the eager bf16 path runs")
+        return 1
+    try:
+        path = build(args.build_dir, verbose=args.verbose)
+    except Exception as err:  # noqa: BLE001  (a compiler or ninja problem: say so in one line, keep the eager path)
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"lowp kernels: build failed ({first}); the eager bf16 path runs", file=sys.stderr)
+        return 1
+    print(f"lowp kernels: built {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

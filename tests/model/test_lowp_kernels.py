@@ -1,0 +1,172 @@
+"""The compiled bf16 kernels (fused attention, LayerNorm) match the eager bf16 path; without them the eager path runs.
+
+Tests that need the library skip when it is not built (``python -m passport_kit.model.lowp_kernels_build``,
+run by ``make install``); nothing here compiles it.
+"""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+import torch
+
+from passport_kit.model import lowp_kernels, lowp_kernels_build, lowp_layer
+from passport_kit.model.transformer import CrissCrossEncoder
+
+BF16 = torch.bfloat16
+
+
+@pytest.fixture
+def kernels():  # noqa: ANN201
+    ops = lowp_kernels.ops()
+    if ops is None:
+        pytest.skip("lowp kernels not built or not loadable here (python -m passport_kit.model.lowp_kernels_build)")
+    return ops
+
+
+@pytest.fixture
+def no_library_cache():  # noqa: ANN201
+    lowp_kernels.ops.cache_clear()
+    yield
+    lowp_kernels.ops.cache_clear()
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.double() - b.double()).norm() / b.double().norm())
+
+
+def _attention(qkv: torch.Tensor, heads: tuple[int, int], *, dtype: torch.dtype) -> torch.Tensor:
+    """Both attention halves of ``qkv`` ``(B, C, P, 6E)`` the eager way (lowp_layer's regrouping), in ``dtype``."""
+    b, c, p, six_e = qkv.shape
+    e = six_e // 6
+    out = torch.empty(b, c, p, 2 * e, dtype=dtype)
+    x = qkv.to(dtype)
+    for axis, cols, n_heads in ((1, slice(0, 3 * e), heads[0]), (2, slice(3 * e, 6 * e), heads[1])):
+        q, k, v = lowp_layer._heads(x[..., cols], axis, n_heads, parts=3)
+        if dtype == BF16:
+            o = lowp_layer.attention(q, k, v)[0]
+        else:
+            o = torch.softmax(q @ k.transpose(1, 2), -1) @ v
+        dst = out[..., :e] if axis == 1 else out[..., e:]
+        dst.view(b, c, p, n_heads, e // n_heads).copy_(lowp_layer._unheads(o, axis, (b, c, p, 2 * e), n_heads))
+    return out
+
+
+@pytest.mark.parametrize(("b", "c", "p"), [(1, 1, 1), (2, 4, 4), (3, 12, 30), (1, 30, 12), (2, 5, 60), (1, 17, 33)])
+@pytest.mark.parametrize(("e", "heads"), [(100, (4, 4)), (40, (2, 5))])
+def test_attention_matches_the_eager_form(kernels, b: int, c: int, p: int, e: int, heads: tuple[int, int]) -> None:  # noqa: ANN001
+    qkv = (torch.randn(b, c, p, 6 * e, generator=torch.Generator().manual_seed(c * p)) * 1.5).to(BF16)
+    exact = _attention(qkv, heads, dtype=torch.float64)
+    eager = _attention(qkv, heads, dtype=BF16)
+    with torch.inference_mode():
+        got = kernels.criss_cross_attention(qkv, *heads)
+    assert got.dtype == BF16 and got.shape == (b, c, p, 2 * e)
+    assert _rel(got, eager) < 2e-2  # bf16 tolerance
+    # fp32 inside, one rounding at the end: never further from exact than the eager form
+    assert _rel(got, exact) <= max(_rel(eager, exact), 4e-3)
+
+
+def test_attention_of_a_strided_input_and_large_scores(kernels) -> None:  # noqa: ANN001
+    # a non-contiguous input is read correctly; scores of ±200 (exponentials that underflow in
+    # the rest of a row) give finite weights
+    wide = torch.randn(2, 6, 9, 1200).to(BF16)
+    qkv = wide[..., ::2]
+    qkv[..., :100] *= 60.0  # spatial q: large scores
+    exact = _attention(qkv, (4, 4), dtype=torch.float64)
+    with torch.inference_mode():
+        got = kernels.criss_cross_attention(qkv, 4, 4)
+    assert torch.isfinite(got.float()).all()
+    assert _rel(got, exact) < 8e-3
+
+
+@pytest.mark.parametrize("d", [1, 7, 16, 200, 203])
+def test_layer_norm_matches_native(kernels, d: int) -> None:  # noqa: ANN001
+    gen = torch.Generator().manual_seed(d)
+    x = (torch.randn(3, 5, d, generator=gen) * 4 + 2).to(BF16)
+    weight, bias = torch.randn(d, generator=gen).to(BF16), torch.randn(d, generator=gen).to(BF16)
+    expected = torch.native_layer_norm(x, (d,), weight, bias, 1e-5)[0]
+    got = kernels.layer_norm(x, weight, bias, 1e-5)
+    assert got.dtype == BF16
+    torch.testing.assert_close(got.float(), expected.float(), rtol=8e-3, atol=8e-3)  # one bf16 step
+
+
+def _encoder(n_layers: int = 2) -> CrissCrossEncoder:
+    encoder = CrissCrossEncoder(n_layers, 200, 8, 800, 0.1).eval()
+    encoder.requires_grad_(False)
+    return encoder
+
+
+def _bf16(encoder: CrissCrossEncoder, x: torch.Tensor, *, kernels: bool) -> torch.Tensor:
+    with mock.patch.object(lowp_kernels, "ops", return_value=None) if not kernels else mock.MagicMock():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=BF16):
+            return encoder(x).float()
+
+
+@pytest.mark.parametrize(("b", "c", "p"), [(1, 1, 1), (3, 5, 7), (4, 12, 30)])
+def test_encoder_with_kernels_agrees_with_fp32_as_the_eager_form(kernels, b: int, c: int, p: int) -> None:  # noqa: ANN001
+    encoder = _encoder()
+    x = torch.randn(b, c, p, 200)
+    with torch.inference_mode():
+        ref = encoder(x)
+    fused, eager = _bf16(encoder, x, kernels=True), _bf16(encoder, x, kernels=False)
+    assert _rel(fused, ref) < 0.02
+    assert _rel(fused, ref) <= 1.1 * _rel(eager, ref) + 1e-3
+
+
+def test_predicted_classes_agree_with_fp32_as_often_as_the_eager_form(kernels) -> None:  # noqa: ANN001
+    encoder = _encoder(4)
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(192, 6, 8, 200, generator=gen)
+    head = torch.randn(200, 5, generator=gen)
+
+    def classes(features: torch.Tensor) -> torch.Tensor:
+        pooled = features.float().mean((1, 2))
+        return ((pooled - pooled.mean(0)) / pooled.std(0) @ head).argmax(-1)
+
+    with torch.inference_mode():
+        ref = classes(encoder(x))
+    fused = (classes(_bf16(encoder, x, kernels=True)) == ref).float().mean()
+    eager = (classes(_bf16(encoder, x, kernels=False)) == ref).float().mean()
+    assert len(ref.unique()) == 5
+    assert fused >= 0.97
+    assert fused >= eager - 2 / len(ref)
+
+
+def test_inference_takes_the_kernels_and_the_adapter_step_does_not(kernels) -> None:  # noqa: ANN001
+    encoder = _encoder()
+    spy = mock.MagicMock(wraps=kernels)
+    spy.criss_cross_attention = mock.MagicMock(wraps=kernels.criss_cross_attention)
+    spy.layer_norm = mock.MagicMock(wraps=kernels.layer_norm)
+    x = torch.randn(2, 3, 4, 200)
+    with mock.patch.object(lowp_kernels, "ops", return_value=spy):
+        _bf16(encoder, x, kernels=True)
+        assert spy.criss_cross_attention.call_count == len(encoder.layers)
+        assert spy.layer_norm.call_count == 2 * len(encoder.layers)
+        spy.reset_mock()
+        xi = x.clone().requires_grad_(True)  # the adapter step: frozen layers, input gradient
+        with torch.autocast("cpu", dtype=BF16):
+            encoder(xi).float().sum().backward()
+        assert spy.criss_cross_attention.call_count == 0 and spy.layer_norm.call_count == 0
+        assert xi.grad is not None
+
+
+def test_no_library_means_the_eager_path(no_library_cache, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(lowp_kernels, "LIBRARY", tmp_path / "_lowp_kernels.so")
+    assert lowp_kernels.ops() is None  # absent
+    lowp_kernels.ops.cache_clear()
+    (tmp_path / "_lowp_kernels.so").write_bytes(b"not a shared library")
+    assert lowp_kernels.ops() is None  # damaged or built for another torch: no exception
+
+
+def test_the_switch_keeps_the_eager_path(no_library_cache, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv(lowp_kernels.SWITCH, "0")
+    assert lowp_kernels.ops() is None
+
+
+def test_a_failed_build_says_why_in_one_line(capsys, tmp_path) -> None:  # noqa: ANN001
+    with mock.patch.object(lowp_kernels_build, "build", side_effect=RuntimeError("Ninja is required\nmore")), \
+            mock.patch.object(lowp_kernels_build.platform, "machine", return_value="x86_64"):
+        assert lowp_kernels_build.main(["--build-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Ninja is required" in err and "eager bf16 path" in err
