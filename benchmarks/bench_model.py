@@ -61,6 +61,7 @@ from passport_kit.model import (  # noqa: E402
     apply_policy,
     build_backbone,
     check_policy,
+    lowp_kernels,
     model_config,
 )
 from passport_kit.model.policy import _frozen_to_eval  # noqa: E402  (same frozen→eval rule for braindecode)
@@ -489,7 +490,9 @@ def main() -> None:
         sys.exit("braindecode cannot be imported: pip install --no-deps braindecode (see tests/checkpoint/braindecode_harness.py)")
     cont = Contenders(args.arch, c, p, bd_cls)
     n_layers = cont.ours_eval.backbone.config.n_layers
-    print(f"model {args.arch} ({n_layers} layers), {c} channels × {p} patches, {N_CLASSES} classes; ours: precision auto → {cont.precision}")
+    print(f"model {args.arch} ({n_layers} layers), {c} channels × {p} patches, {N_CLASSES} classes; ours: precision auto → {cont.precision}"
+          f"; bf16 attention and LayerNorm: {'compiled kernels' if lowp_kernels.ops() is not None else 'eager'}"
+          f" ({lowp_kernels.SWITCH}=0 keeps eager)")
     print(f"trainable parameters: {cont.trainable()}")
     if not args.bf16_only:
         print(check_frozen_work(cont, c, p))
