@@ -19,10 +19,11 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 # '-': without a compiler (or ninja) the build says so in one line and the eager bf16 path runs.
-$(KERNELS): passport_kit/model/lowp_kernels.cpp passport_kit/model/lowp_kernels_build.py $(STAMP)
+# The target is the torch-version stamp the build writes after the library.
+$(KERNELS).torch: passport_kit/model/lowp_kernels.cpp passport_kit/model/lowp_kernels_build.py $(STAMP)
 	-$(BIN)/python -m passport_kit.model.lowp_kernels_build
 
-install: $(STAMP) $(KERNELS)
+install: $(STAMP) $(KERNELS).torch
 
 demo: install
 	$(BIN)/passport-kit demo
@@ -34,4 +35,4 @@ test-slow: install
 	$(BIN)/python -m pytest -q -m slow
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache $(KERNELS)
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache $(KERNELS) $(KERNELS).torch

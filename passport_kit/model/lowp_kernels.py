@@ -11,7 +11,7 @@
 
 They are built by ``python -m passport_kit.model.lowp_kernels_build`` (``make install`` runs it),
 never at import time. :func:`ops` loads the library once, and only where it can run (built,
-loadable by this torch, on a CPU where torch runs AVX-512 kernels); otherwise, or with
+for this torch, on a CPU where torch runs AVX-512 kernels); otherwise, or with
 ``PASSPORT_KIT_LOWP_KERNELS=0``, it returns None and the encoder takes its eager bf16 path,
 silently (one debug log line says why).
 """
@@ -29,8 +29,15 @@ import torch
 log = logging.getLogger(__name__)
 
 LIBRARY = Path(__file__).with_name("_lowp_kernels.so")
+#: The torch version the library was built against, written by the build beside it.
+TORCH_STAMP = Path(__file__).with_name("_lowp_kernels.so.torch")
 #: Set to "0" to keep the eager bf16 path although the library is built (paired measurements).
 SWITCH = "PASSPORT_KIT_LOWP_KERNELS"
+
+
+def torch_version() -> str:
+    """Return this torch's version and C++ ABI flag, the key a built library must match."""
+    return f"{torch.__version__} cxx11abi={int(torch.compiled_with_cxx11_abi())}"
 
 
 @functools.cache
@@ -40,6 +47,11 @@ def ops() -> Any | None:
         return None
     if not LIBRARY.exists():
         log.debug("lowp kernels: %s not built (python -m passport_kit.model.lowp_kernels_build)", LIBRARY.name)
+        return None
+    # A library built against another torch may load and then crash (C++ ABI): rebuild instead.
+    built_for = TORCH_STAMP.read_text(encoding="utf-8").strip() if TORCH_STAMP.exists() else None
+    if built_for != torch_version():
+        log.debug("lowp kernels: built for torch %s, this is %s: rebuild", built_for, torch_version())
         return None
     # Compiled for x86-64-v4: loading it on a CPU without AVX-512 would end in an illegal instruction.
     if "AVX512" not in str(torch.backends.cpu.get_cpu_capability()).upper():
@@ -53,4 +65,4 @@ def ops() -> Any | None:
     return torch.ops.passport_kit
 
 
-__all__ = ["LIBRARY", "SWITCH", "ops"]
+__all__ = ["LIBRARY", "SWITCH", "TORCH_STAMP", "ops", "torch_version"]

@@ -9,8 +9,8 @@ bf16 path unchanged (:mod:`passport_kit.model.lowp_kernels`). The build goes thr
 ``torch.utils.cpp_extension.load`` (ninja and a C++17 compiler) into ``build/lowp_kernels`` of
 the repository, never the user's home, and the library is copied next to this module. It is
 compiled for x86-64-v4 (AVX-512), tuned for this machine, and loaded only where torch itself
-runs AVX-512 kernels; rebuild after upgrading torch (a library built against another torch
-fails to load and the eager path runs).
+runs AVX-512 kernels; rebuild after upgrading torch (a library built against another torch is
+not loaded, see ``_lowp_kernels.so.torch``, and the eager path runs).
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ import shutil
 import sys
 from pathlib import Path
 
+from passport_kit.model.lowp_kernels import LIBRARY, TORCH_STAMP, torch_version
+
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "lowp_kernels.cpp"
-LIBRARY = HERE / "_lowp_kernels.so"
 FLAGS = ["-O3", "-march=x86-64-v4", "-mtune=native", "-mprefer-vector-width=512", "-ffp-contract=fast", "-fopenmp"]
 
 
@@ -36,6 +37,8 @@ def build(build_dir: Path, *, verbose: bool = False) -> Path:
                        extra_ldflags=["-fopenmp"], build_directory=str(build_dir),
                        is_python_module=False, verbose=verbose)
     shutil.copyfile(build_dir / "_lowp_kernels.so", LIBRARY)
+    # The library is bound to this torch's C++ ABI: the loader compares this stamp first.
+    TORCH_STAMP.write_text(torch_version(), encoding="utf-8")
     return LIBRARY
 
 

@@ -151,12 +151,17 @@ def test_inference_takes_the_kernels_and_the_adapter_step_does_not(kernels) -> N
         assert xi.grad is not None
 
 
-def test_no_library_means_the_eager_path(no_library_cache, tmp_path, monkeypatch) -> None:  # noqa: ANN001
-    monkeypatch.setattr(lowp_kernels, "LIBRARY", tmp_path / "_lowp_kernels.so")
-    assert lowp_kernels.ops() is None  # absent
-    lowp_kernels.ops.cache_clear()
-    (tmp_path / "_lowp_kernels.so").write_bytes(b"not a shared library")
-    assert lowp_kernels.ops() is None  # damaged or built for another torch: no exception
+@pytest.mark.parametrize("case", ["absent", "built for another torch", "damaged"])
+def test_no_usable_library_means_the_eager_path(no_library_cache, tmp_path, monkeypatch, case: str) -> None:  # noqa: ANN001
+    library, stamp = tmp_path / "_lowp_kernels.so", tmp_path / "_lowp_kernels.so.torch"
+    monkeypatch.setattr(lowp_kernels, "LIBRARY", library)
+    monkeypatch.setattr(lowp_kernels, "TORCH_STAMP", stamp)
+    if case != "absent":
+        library.write_bytes(b"not a shared library")
+        stamp.write_text("1.0.0 cxx11abi=1" if case == "built for another torch" else lowp_kernels.torch_version())
+    with mock.patch.object(torch.ops, "load_library", wraps=torch.ops.load_library) as load:
+        assert lowp_kernels.ops() is None  # and no exception
+    assert load.call_count == (1 if case == "damaged" else 0)  # another torch's library is never loaded
 
 
 def test_the_switch_keeps_the_eager_path(no_library_cache, monkeypatch) -> None:  # noqa: ANN001
