@@ -14,6 +14,8 @@ the frozen weights on every call and dtype round trips around LayerNorm the rest
   four strided ones);
 - products run on oneDNN with bias, GELU and residual add fused (:func:`~passport_kit.model.fast_linear.linear_lowp`);
 - attention is two batched products with the softmax written out in fp32 (:func:`attention`);
+  at inference, where the compiled kernels are built, one fused op per layer instead, with
+  LayerNorm (:mod:`passport_kit.model.lowp_kernels`);
 - LayerNorm statistics and the softmax accumulate in fp32 inside their kernels; activations
   and the residual stream are bf16, as under autocast.
 
