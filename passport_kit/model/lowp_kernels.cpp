@@ -15,7 +15,6 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -28,7 +27,6 @@ constexpr int kRows = 6;        // rows per micro-kernel block: 12 and 30 tokens
 
 typedef float vf __attribute__((vector_size(64)));
 typedef int32_t vi __attribute__((vector_size(64)));
-typedef uint32_t vu __attribute__((vector_size(64)));
 
 inline vf load(const float* p) {
   vf v;
@@ -371,113 +369,14 @@ at::Tensor layer_norm(const at::Tensor& x_in, const at::Tensor& weight, const at
   return out;
 }
 
-// GELU, erf form: gelu(x) = x/2 + |x|·E(|x|) with E(u) = erf(u/√2)/2 (erf is odd, so the sign
-// needs no handling). E is piecewise: on 32 intervals of u centred at i·0.175 (i = 0..31) a cubic
-// in the distance from the centre (least squares at Chebyshev nodes); from 31.5·0.175 = 5.5125
-// on, E is 1/2 (erf's distance from 1 there is below fp32's step). Evaluated in fp32 the result
-// is within 2.4e-7·max(1, |x|) of the exact GELU, far below bf16's step. Each lane's
-// coefficients come from two registers per power by one two-table permute (vpermt2ps): no
-// gather, no division (a rational erf's division made the pass twice as slow as this one).
-alignas(64) const float kGelu[4][32] = {
-    {-2.65769873e-09f, 0.0694601089f, 0.136830509f, 0.200208217f, 0.258036137f, 0.309212863f, 0.353140771f, 0.389712274f, 0.419243246f, 0.442371726f, 0.459940851f, 0.47288534f, 0.482135624f, 0.488547087f, 0.492857248f, 0.495667607f, 0.497444898f, 0.498535097f, 0.499183655f, 0.499557912f, 0.499767393f, 0.499881089f, 0.499940932f, 0.499971509f, 0.499986649f, 0.49999392f, 0.499997318f, 0.499998838f, 0.499999523f, 0.499999821f, 0.499999911f, 0.49999997f},
-    {0.398942798f, 0.392879814f, 0.375240207f, 0.347583175f, 0.312253922f, 0.27205506f, 0.229882255f, 0.188388228f, 0.149727598f, 0.115411662f, 0.0862774104f, 0.0625524446f, 0.0439836346f, 0.0299942233f, 0.0198373422f, 0.0127241611f, 0.00791542791f, 0.00477550365f, 0.00279423874f, 0.00158564863f, 0.000872670265f, 0.000465792866f, 0.000241120899f, 0.000121053068f, 5.89409174e-05f, 2.78327661e-05f, 1.27466474e-05f, 5.66152949e-06f, 2.43876912e-06f, 1.01884405e-06f, 4.12802848e-07f, 1.62210029e-07f},
-    {-2.1035692e-05f, -0.0343066491f, -0.0655368268f, -0.0910692662f, -0.109099776f, -0.118840709f, -0.120530203f, -0.115268372f, -0.104733996f, -0.0908539519f, -0.0754958242f, -0.0602358952f, -0.0462276414f, -0.0341695808f, -0.0243510678f, -0.0167453084f, -0.0111186421f, -0.00713228388f, -0.00442199362f, -0.00265083578f, -0.00153695478f, -0.000862125016f, -0.000467962935f, -0.000245850999f, -0.000125034378f, -6.15671961e-05f, -2.93557168e-05f, -1.35553282e-05f, -6.06246249e-06f, -2.62635035e-06f, -1.10218969e-06f, -4.48121853e-07f},
-    {-0.066236265f, -0.0633792952f, -0.054805167f, -0.0419208221f, -0.0265334826f, -0.01065074f, 0.00387964095f, 0.0156577397f, 0.0238929316f, 0.0284231901f, 0.0296132211f, 0.0281775221f, 0.0249821059f, 0.0208707955f, 0.0165445283f, 0.0125022382f, 0.00903549884f, 0.00626009982f, 0.00416539749f, 0.00266553159f, 0.00164227129f, 0.000975052768f, 0.000558280561f, 0.000308448856f, 0.000164529818f, 8.47667325e-05f, 4.21978584e-05f, 2.03038799e-05f, 9.44528983e-06f, 4.24920927e-06f, 1.84906003e-06f, 7.78449873e-07f},
-};
-constexpr float kGeluStep = 0.175f;
-
-inline vf gelu_erf(vf x) {
-  vi bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  bits &= 0x7FFFFFFF;
-  vf u;  // |x|
-  std::memcpy(&u, &bits, sizeof u);
-  // adding 1.5·2^23 rounds u/step to an integer i, held in the sum's low mantissa bits; the
-  // permutes read the index's low 5 bits, so the float's bits serve as the index directly
-  const vf magic = splat(12582912.0f);
-  const vf r = u * splat(1.0f / kGeluStep) + magic;
-  vi idx;
-  std::memcpy(&idx, &r, sizeof idx);
-  const vf t = u - (r - magic) * splat(kGeluStep);
-  const auto coef = [&](int power) {
-    return __builtin_shuffle(load(kGelu[power]), load(kGelu[power] + kLanes), idx);
-  };
-  vf p = coef(3);
-  p = p * t + coef(2);
-  p = p * t + coef(1);
-  p = p * t + coef(0);
-  p = u >= splat(31.5f * kGeluStep) ? splat(0.5f) : p;  // also ±inf; NaN stays NaN through t
-  return u * p + splat(0.5f) * x;
-}
-
-// GELU (erf form) of x in place: bf16 (fp32 inside; the first feed-forward product's activation,
-// one pass over the product's output instead of oneDNN's erf post-op) or fp32 (where the tests
-// check the approximation itself). bf16: 32 elements per step, read as 16 32-bit words: the even
-// elements are the words shifted up, the odd ones the words' high halves, and the rounded
-// results are packed back the same way (no widening shuffles).
-at::Tensor gelu_(at::Tensor& x) {
-  TORCH_CHECK((x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kFloat) && x.device().is_cpu() &&
-                  x.is_contiguous(),
-              "gelu_: expects a contiguous bf16 or fp32 CPU tensor");
-  const int64_t n = x.numel();
-  if (x.scalar_type() == at::kFloat) {
-    float* f = x.data_ptr<float>();
-    at::parallel_for(0, (n + kLanes - 1) / kLanes, 256, [&](int64_t begin, int64_t end) {
-      for (int64_t v = begin; v < end; ++v) {
-        float buf[kLanes] = {};
-        const int64_t len = std::min(kLanes, n - v * kLanes);
-        std::memcpy(buf, f + v * kLanes, len * sizeof(float));
-        store(buf, gelu_erf(load(buf)));
-        std::memcpy(f + v * kLanes, buf, len * sizeof(float));
-      }
-    });
-    return x;
-  }
-  auto* data = reinterpret_cast<uint16_t*>(x.data_ptr<at::BFloat16>());
-  constexpr int64_t step = 2 * kLanes, chunk = 4096;  // chunk: 8 KiB per task
-  // Round to nearest, ties away from zero (one integer add on the magnitude bits; to_bf16's ties
-  // to even costs three more operations, a tenth of the pass, and differs only where the fp32
-  // value lies exactly halfway, below the approximation's own error), the result in the high
-  // half. Inputs are bf16, so a NaN has its payload in the high half and stays NaN.
-  const auto round_high = [](vf f) {
-    vi u;
-    std::memcpy(&u, &f, sizeof u);
-    return (u + 0x8000) & int32_t(0xFFFF0000u);
-  };
-  const auto apply = [&](uint16_t* p) {
-    vi w;
-    std::memcpy(&w, p, sizeof w);
-    vi lo_bits = w << 16, hi_bits = w & int32_t(0xFFFF0000u);
-    vf lo, hi;
-    std::memcpy(&lo, &lo_bits, sizeof lo);
-    std::memcpy(&hi, &hi_bits, sizeof hi);
-    const vi out = round_high(gelu_erf(hi)) | vi(__builtin_convertvector(round_high(gelu_erf(lo)), vu) >> 16);
-    std::memcpy(p, &out, sizeof out);
-  };
-  at::parallel_for(0, (n + chunk - 1) / chunk, 1, [&](int64_t begin, int64_t end) {
-    const int64_t stop = std::min(n, end * chunk);
-    int64_t i = begin * chunk;
-    for (; i + step <= stop; i += step) apply(data + i);
-    if (i < stop) {  // the last few elements through a zero-padded block
-      uint16_t tail[step] = {};
-      std::memcpy(tail, data + i, (stop - i) * sizeof(uint16_t));
-      apply(tail);
-      std::memcpy(data + i, tail, (stop - i) * sizeof(uint16_t));
-    }
-  });
-  return x;
-}
-
 }  // namespace
 
 TORCH_LIBRARY(passport_kit, m) {
   m.def("criss_cross_attention(Tensor qkv, int heads_s, int heads_t) -> Tensor");
   m.def("layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> Tensor");
-  m.def("gelu_(Tensor(a!) x) -> Tensor(a!)");
 }
 
 TORCH_LIBRARY_IMPL(passport_kit, CPU, m) {
   m.impl("criss_cross_attention", &criss_cross_attention);
   m.impl("layer_norm", &layer_norm);
-  m.impl("gelu_", &gelu_);
 }

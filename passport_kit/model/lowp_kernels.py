@@ -1,6 +1,6 @@
-"""The compiled bf16 CPU kernels of the encoder's inference (fused short-sequence attention, LayerNorm, GELU), or None.
+"""The compiled bf16 CPU kernels of the encoder's inference (fused short-sequence attention, LayerNorm), or None.
 
-``lowp_kernels.cpp`` holds three ops, registered as ``torch.ops.passport_kit``:
+``lowp_kernels.cpp`` holds two ops, registered as ``torch.ops.passport_kit``:
 
 - ``criss_cross_attention(qkv (B, C, P, 6E), heads_s, heads_t) -> (B, C, P, 2E)``: both attention
   halves of a criss-cross layer, read straight from the packed q/k/v product of
@@ -8,8 +8,6 @@
   in the layout the packed output projection reads: no regrouping copies; fp32 inside.
 - ``layer_norm(x (..., D), weight (D,), bias (D,), eps) -> (..., D)``: bf16 in and out, fp32
   statistics.
-- ``gelu_(x)``: GELU (erf form) in place, bf16 or fp32, fp32 inside (piecewise cubic erf,
-  within 2.4e-7·max(1, |x|) of the exact value).
 
 They are built by ``python -m passport_kit.model.lowp_kernels_build`` (``make install`` runs it),
 never at import time. :func:`ops` loads the library once, and only where it can run (built,

@@ -196,7 +196,7 @@ def _layer_forward_fused(layer: CrissCrossLayer, x: Tensor, w: dict[str, Tensor]
     att = kernels.criss_cross_attention(linear_lowp(h, w["in_w"], w["in_b"]), *heads)
     x1 = linear_lowp(att, w["out_w"], w["out_b"], add=x)
     h2 = kernels.layer_norm(x1, w["norm2_w"], w["norm2_b"], layer.norm2.eps)
-    hidden = kernels.gelu_(linear_lowp(h2, w["linear1_w"], w["linear1_b"]))
+    hidden = linear_lowp(h2, w["linear1_w"], w["linear1_b"], gelu=True)
     return linear_lowp(hidden, w["linear2_w"], w["linear2_b"], add=x1)
 
 
