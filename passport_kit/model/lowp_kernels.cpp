@@ -4,20 +4,24 @@
 // head size 25 cost more than its products are worth: a copy regrouping q/k/v by heads, two
 // batched products, a written-out softmax with fp32 round trips, and a copy back (about a third
 // of a batch's time on the AMX Xeon). Here each sequence is read straight from the packed q/k/v
-// product, computed in fp32 in the L1 cache, and written into the columns the output projection
-// reads. LayerNorm (bf16 rows in and out, fp32 statistics) is one pass per row.
+// product, computed in the L1 cache (bf16 products summed in fp32, the softmax in fp32), and
+// written into the columns the output projection reads. LayerNorm (bf16 rows in and out, fp32 statistics) is one pass per row.
 //
-// Vectors are GCC vector extensions of 16 floats (one AVX-512 register); the build script
-// compiles with -march=x86-64-v4, and the Python side loads the library only where torch itself
-// runs AVX-512 kernels. Inference only: no autograd formula is registered.
+// Vectors are GCC vector extensions of 16 floats (one AVX-512 register); the attention's two
+// products use AVX-512 BF16's pairwise dot product. The build script compiles with
+// -march=x86-64-v4 -mavx512bf16, and the Python side loads the library only where the CPU has
+// AVX-512 BF16 and torch itself runs AVX-512 kernels. Inference only: no autograd formula is
+// registered.
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <immintrin.h>
 #include <vector>
 
 namespace {
@@ -146,33 +150,72 @@ inline void transpose16(vf* m) {
   }
 }
 
-// c[kRows × NV·16] = a · b[k × NV·16], where a's element (r, t) is a[r·ra + t·ta] (row-major a:
-// ra = lda, ta = 1; a transposed: ra = 1, ta = lda). The accumulators stay in registers; each b
-// vector is loaded once per t and each a element broadcast.
+// The two small products use AVX-512 BF16's pairwise dot product (vdpbf16ps): each 32-bit lane
+// holds two bf16 values, adjacent along the contraction, and the fp32 accumulator gains
+// a0·b0 + a1·b1, both products exact. Half the instructions of fp32 FMAs on the same data;
+// the inputs are bf16 already (q, k, v) or rounded to it once (the softmax weights, as the
+// eager form does).
+
+typedef uint32_t vu __attribute__((vector_size(64)));
+
+inline uint32_t load_word(const uint16_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+
+inline vu load_words(const uint32_t* p) {
+  vu v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline void store_words(uint32_t* p, vu v) { std::memcpy(p, &v, sizeof v); }
+
+inline vu bits(vf x) {
+  vu u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+// Lanes of lo and hi rounded to bf16 (nearest even) and paired: lo in the low half of each word.
+inline vu pack_bf16(vf lo, vf hi) {
+  vu a = bits(lo), b = bits(hi);
+  a = (a + 0x7FFFu + ((a >> 16) & 1u)) >> 16;
+  b = (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u;
+  return a | b;
+}
+
+inline vf dot_pairs(vf acc, uint32_t a, vu b) {
+  return (vf)_mm512_dpbf16_ps((__m512)acc, (__m512bh)(vu{} + a), (__m512bh)b);
+}
+
+// c[kRows × NV·16] = a · b, contracting over k pairs: a's pair (r, t) is the 32-bit word at
+// a + r·ra + t·ta (in bf16 units, any alignment), b's row of pairs t is b + t·ldb (words).
+// The accumulators stay in registers; each b vector is loaded once per t and each a word broadcast.
 template <int NV>
-inline void block_product(const float* a, int64_t ra, int64_t ta, const float* b, int64_t ldb, int64_t k,
-                          float* c, int64_t ldc) {
+inline void block_product(const uint16_t* a, int64_t ra, int64_t ta, const uint32_t* b, int64_t ldb,
+                          int64_t k, float* c, int64_t ldc) {
   vf acc[kRows][NV] = {};
   for (int64_t t = 0; t < k; ++t) {
-    vf bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = load(b + t * ldb + v * kLanes);
+    vu bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = load_words(b + t * ldb + v * kLanes);
     for (int r = 0; r < kRows; ++r) {
-      vf ar = splat(a[r * ra + t * ta]);
-      for (int v = 0; v < NV; ++v) acc[r][v] += ar * bv[v];
+      const uint32_t ar = load_word(a + r * ra + t * ta);
+      for (int v = 0; v < NV; ++v) acc[r][v] = dot_pairs(acc[r][v], ar, bv[v]);
     }
   }
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < NV; ++v) store(c + r * ldc + v * kLanes, acc[r][v]);
 }
 
-// c[rows × width] = a[rows × k] · b[k × width] (a's element (r, t) at a[r·ra + t·ta]), rows a
-// multiple of kRows, width of 16.
-void product(const float* a, int64_t ra, int64_t ta, const float* b, int64_t ldb, int64_t k, float* c,
+// c[rows × width] = a · b as above, rows a multiple of kRows, width of 16.
+void product(const uint16_t* a, int64_t ra, int64_t ta, const uint32_t* b, int64_t ldb, int64_t k, float* c,
              int64_t ldc, int64_t rows, int64_t width) {
   for (int64_t r = 0; r < rows; r += kRows) {
     for (int64_t col = 0; col < width;) {
       const int64_t left = (width - col) / kLanes;
-      const float* ar = a + r * ra;
+      const uint16_t* ar = a + r * ra;
       float* cr = c + r * ldc + col;
       if (left >= 4) {
         block_product<4>(ar, ra, ta, b + col, ldb, k, cr, ldc);
@@ -191,52 +234,71 @@ void product(const float* a, int64_t ra, int64_t ta, const float* b, int64_t ldb
   }
 }
 
-// fp32 working copies of one sequence (all heads), reused across one thread's sequences.
+// Working copies of one sequence (all heads), reused across one thread's sequences.
 // The scores are held transposed, keys down and queries across (sᵀ = k qᵀ), so the softmax over
 // a query's keys runs down the rows, a vector of 16 queries at a time, with no reduction across
-// lanes. k, v and the output have rows of E plus one vector of zeros, so a head's 16-wide column
-// blocks may run past its hd columns: reading the next head's columns (or the zeros) into lanes
-// that are never written out, and writing into the next head's output columns before that head
-// is computed. Rows past the sequence's length are zero (k) or never read.
+// lanes. k stays bf16 (rows of E + 2, zero rows past the sequence), its pairs read in place; q too
+// (rows of E + 32, zero rows up to a whole vector of queries), and each head's column pairs are
+// transposed as 32-bit words (qp: a head's pairs down, queries across, a head's odd last column
+// paired with 0); v is paired by rows (vp: row pairs down, E + 16 columns
+// across). The weights are rounded to bf16 and paired by keys (wp: key pairs down, queries
+// across). A head's 16-wide column blocks of the output may run past its hd columns: reading the
+// next head's columns of vp (or its zeros) into lanes that are never written out, and writing into
+// the next head's output columns before that head is computed.
 struct Scratch {
-  int64_t len, e, hd, heads, len_r, len_c, hd_p, width;
-  std::vector<float> q, k, v, qt, s, o;
+  int64_t len, e, hd, heads, len_r, len_c, hd_p, width, pairs, kw, qw;
+  std::vector<float> s, o;
+  std::vector<uint16_t> q, k;
+  std::vector<uint32_t> qp, vp, wp;
   Scratch(int64_t len_, int64_t e_, int64_t heads_)
       : len(len_), e(e_), hd(e_ / heads_), heads(heads_), len_r(round_up(len_, kRows)),
         len_c(round_up(round_up(len_, kRows), kLanes)), hd_p(round_up(e_ / heads_, kLanes)),
-        width(e_ + kLanes), q(len_c * width, 0.0f), k(len_r * width, 0.0f), v(len * width, 0.0f),
-        qt(round_up(e_, kLanes) * len_c, 0.0f),
-        s(len_r * len_c, 0.0f), o(len_r * width, 0.0f) {}
+        width(e_ + kLanes), pairs((len_ + 1) / 2), kw(e_ + 2), qw(e_ + 2 * kLanes),
+        s(len_r * len_c, 0.0f), o(len_r * width, 0.0f), q(len_c * qw, 0), k(len_r * kw, 0),
+        qp(round_up((e_ / heads_ + 1) / 2, kLanes) * len_c, 0), vp((len_ + 1) / 2 * (e_ + kLanes), 0),
+        wp((len_ + 1) / 2 * len_c, 0) {}
 };
 
 // softmax(q kᵀ) v of one sequence, every head. Token t's q, k, v (E bf16 each, heads side by side)
 // start at src + t·stride, + E, + 2E; its output (E bf16) goes to out + t·out_stride. The softmax
 // scale is folded into q.
 void attend(const uint16_t* src, int64_t stride, uint16_t* out, int64_t out_stride, Scratch& w) {
-  const int64_t len = w.len, e = w.e, hd = w.hd, len_c = w.len_c, width = w.width;
+  const int64_t len = w.len, e = w.e, hd = w.hd, len_c = w.len_c, width = w.width, kw = w.kw, qw = w.qw;
   for (int64_t t = 0; t < len; ++t) {
     const uint16_t* row = src + t * stride;
-    float* qrow = w.q.data() + t * width;
-    float* krow = w.k.data() + t * width;
-    float* vrow = w.v.data() + t * width;
-    for (int64_t d = 0; d < e; ++d) qrow[d] = from_bf16(row[d]);
-    for (int64_t d = 0; d < e; ++d) krow[d] = from_bf16(row[e + d]);
-    for (int64_t d = 0; d < e; ++d) vrow[d] = from_bf16(row[2 * e + d]);
+    std::memcpy(w.q.data() + t * qw, row, e * sizeof(uint16_t));
+    std::memcpy(w.k.data() + t * kw, row + e, e * sizeof(uint16_t));
   }
-  // q transposed, queries across, in 16×16 blocks (q's rows past len are zero; its columns
-  // past E are q's zero padding)
-  for (int64_t t0 = 0; t0 < len_c; t0 += kLanes) {
-    for (int64_t d0 = 0; d0 < e; d0 += kLanes) {
-      vf m[kLanes];
-      for (int i = 0; i < kLanes; ++i) m[i] = load(w.q.data() + (t0 + i) * width + d0);
-      transpose16(m);
-      for (int i = 0; i < kLanes; ++i) store(w.qt.data() + (d0 + i) * len_c + t0, m[i]);
+  for (int64_t t = 0; t < len; t += 2) {
+    const uint16_t* v0 = src + t * stride + 2 * e;
+    uint32_t* vrow = w.vp.data() + t / 2 * width;
+    if (t + 1 < len) {
+      const uint16_t* v1 = v0 + stride;
+      for (int64_t d = 0; d < e; ++d) vrow[d] = uint32_t(v0[d]) | uint32_t(v1[d]) << 16;
+    } else {
+      for (int64_t d = 0; d < e; ++d) vrow[d] = v0[d];
     }
   }
+  const int64_t head_pairs = (hd + 1) / 2;
   float* s = w.s.data();
+  uint32_t* qp = w.qp.data();
+  uint32_t* wp = w.wp.data();
   for (int64_t h = 0; h < w.heads; ++h) {  // in order: head h's output blocks overrun into h + 1's columns
+    // q's column pairs of head h transposed as words, 16 pairs × 16 queries a block (exact: they
+    // are bf16 values); an odd last column paired with 0, so k's word there (its next column)
+    // adds nothing
+    for (int64_t i0 = 0; i0 < head_pairs; i0 += kLanes) {
+      const int64_t n = std::min<int64_t>(kLanes, head_pairs - i0);
+      for (int64_t t0 = 0; t0 < len_c; t0 += kLanes) {
+        vf m[kLanes];
+        for (int i = 0; i < kLanes; ++i) std::memcpy(&m[i], w.q.data() + (t0 + i) * qw + h * hd + 2 * i0, sizeof m[i]);
+        transpose16(m);
+        if (hd % 2 && i0 + n == head_pairs) m[n - 1] = (vf)(bits(m[n - 1]) & 0xFFFFu);
+        for (int64_t i = 0; i < n; ++i) store(reinterpret_cast<float*>(qp + (i0 + i) * len_c + t0), m[i]);
+      }
+    }
     // sᵀ (keys × queries); rows past len come from k's zero rows and are never read
-    product(w.k.data() + h * hd, width, 1, w.qt.data() + h * hd * len_c, len_c, hd, s, len_c, w.len_r, len_c);
+    product(w.k.data() + h * hd, kw, 2, qp, len_c, head_pairs, s, len_c, w.len_r, len_c);
     for (int64_t col = 0; col < len_c; col += kLanes) {
       vf m0 = load(s + col), m1 = m0;  // two chains: the maximum and the sum are latency-bound
       int64_t j = 1;
@@ -260,11 +322,16 @@ void attend(const uint16_t* src, int64_t stride, uint16_t* out, int64_t out_stri
         store(s + j * len_c + col, x0);
         t0 += x0;
       }
+      // the weights normalised, rounded to bf16 and paired by keys (an odd last key with 0)
       const vf inv = splat(1.0f) / (t0 + t1);
-      for (j = 0; j < len; ++j) store(s + j * len_c + col, load(s + j * len_c + col) * inv);
+      for (j = 0; j + 1 < len; j += 2)
+        store_words(wp + j / 2 * len_c + col,
+                    pack_bf16(load(s + j * len_c + col) * inv, load(s + (j + 1) * len_c + col) * inv));
+      if (j < len) store_words(wp + j / 2 * len_c + col, pack_bf16(load(s + j * len_c + col) * inv, vf{}));
     }
-    // output = weights · v, the weights read down sᵀ's columns; only len rows of v are read
-    product(s, 1, len_c, w.v.data() + h * hd, width, len, w.o.data() + h * hd, width, w.len_r, w.hd_p);
+    // output = weights · v: a query's key pairs are words down wp's columns
+    product(reinterpret_cast<const uint16_t*>(wp), 2, 2 * len_c, w.vp.data() + h * hd, width, w.pairs,
+            w.o.data() + h * hd, width, w.len_r, w.hd_p);
   }
   for (int64_t t = 0; t < len; ++t) {
     const float* orow = w.o.data() + t * width;

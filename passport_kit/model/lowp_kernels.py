@@ -5,13 +5,15 @@
 - ``criss_cross_attention(qkv (B, C, P, 6E), heads_s, heads_t) -> (B, C, P, 2E)``: both attention
   halves of a criss-cross layer, read straight from the packed q/k/v product of
   :func:`~passport_kit.model.lowp_layer.layer_weights` (softmax scale folded into q) and written
-  in the layout the packed output projection reads: no regrouping copies; fp32 inside.
+  in the layout the packed output projection reads: no regrouping copies. The two products take
+  bf16 pairs into fp32 sums (AVX-512 BF16's ``vdpbf16ps``), the softmax weights rounded to bf16
+  for the second as the eager form does; the softmax is fp32.
 - ``layer_norm(x (..., D), weight (D,), bias (D,), eps) -> (..., D)``: bf16 in and out, fp32
   statistics.
 
 They are built by ``python -m passport_kit.model.lowp_kernels_build`` (``make install`` runs it),
 never at import time. :func:`ops` loads the library once, and only where it can run (built,
-for this torch, on a CPU where torch runs AVX-512 kernels); otherwise, or with
+for this torch, on a CPU with AVX-512 BF16 where torch runs AVX-512 kernels); otherwise, or with
 ``PASSPORT_KIT_LOWP_KERNELS=0``, it returns None and the encoder takes its eager bf16 path,
 silently (one debug log line says why).
 """
@@ -25,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from passport_kit.runtime import cpu_supports_bf16
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +60,10 @@ def ops() -> Any | None:
     # Compiled for x86-64-v4: loading it on a CPU without AVX-512 would end in an illegal instruction.
     if "AVX512" not in str(torch.backends.cpu.get_cpu_capability()).upper():
         log.debug("lowp kernels: not loaded, this CPU runs no AVX-512 kernels")
+        return None
+    # The attention's products are AVX-512 BF16 instructions (the build's -mavx512bf16).
+    if not cpu_supports_bf16():
+        log.debug("lowp kernels: not loaded, this CPU has no AVX-512 BF16")
         return None
     try:
         torch.ops.load_library(str(LIBRARY))

@@ -8,9 +8,10 @@ Nothing is built at import time or in the tests: without the library the encoder
 bf16 path unchanged (:mod:`passport_kit.model.lowp_kernels`). The build goes through
 ``torch.utils.cpp_extension.load`` (ninja and a C++17 compiler) into ``build/lowp_kernels`` of
 the repository, never the user's home, and the library is copied next to this module. It is
-compiled for x86-64-v4 (AVX-512), tuned for this machine, and loaded only where torch itself
-runs AVX-512 kernels; rebuild after upgrading torch (a library built against another torch is
-not loaded, see ``_lowp_kernels.so.torch``, and the eager path runs).
+compiled for x86-64-v4 (AVX-512) with AVX-512 BF16, tuned for this machine, and loaded only
+where the CPU has AVX-512 BF16 and torch itself runs AVX-512 kernels; rebuild after upgrading
+torch (a library built against another torch is not loaded, see ``_lowp_kernels.so.torch``, and
+the eager path runs).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from passport_kit.model.lowp_kernels import LIBRARY, TORCH_STAMP, torch_version
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "lowp_kernels.cpp"
-FLAGS = ["-O3", "-march=x86-64-v4", "-mtune=native", "-mprefer-vector-width=512", "-ffp-contract=fast", "-fopenmp"]
+FLAGS = ["-O3", "-march=x86-64-v4", "-mtune=native", "-mprefer-vector-width=512", "-mavx512bf16", "-ffp-contract=fast", "-fopenmp"]
 
 
 def build(build_dir: Path, *, verbose: bool = False) -> Path:

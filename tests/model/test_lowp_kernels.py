@@ -54,7 +54,7 @@ def _attention(qkv: torch.Tensor, heads: tuple[int, int], *, dtype: torch.dtype)
 
 
 @pytest.mark.parametrize(("b", "c", "p"), [(1, 1, 1), (2, 4, 4), (3, 12, 30), (1, 30, 12), (2, 5, 60), (1, 17, 33)])
-@pytest.mark.parametrize(("e", "heads"), [(100, (4, 4)), (40, (2, 5))])
+@pytest.mark.parametrize(("e", "heads"), [(100, (4, 4)), (40, (2, 5)), (100, (2, 1))])
 def test_attention_matches_the_eager_form(kernels, b: int, c: int, p: int, e: int, heads: tuple[int, int]) -> None:  # noqa: ANN001
     qkv = (torch.randn(b, c, p, 6 * e, generator=torch.Generator().manual_seed(c * p)) * 1.5).to(BF16)
     exact = _attention(qkv, heads, dtype=torch.float64)
@@ -63,7 +63,21 @@ def test_attention_matches_the_eager_form(kernels, b: int, c: int, p: int, e: in
         got = kernels.criss_cross_attention(qkv, *heads)
     assert got.dtype == BF16 and got.shape == (b, c, p, 2 * e)
     assert _rel(got, eager) < 2e-2  # bf16 tolerance
-    # fp32 inside, one rounding at the end: never further from exact than the eager form
+    # fp32 sums of bf16 products, the weights rounded once: never further from exact than the
+    # eager form (which also rounds the scores)
+    assert _rel(got, exact) <= max(_rel(eager, exact), 4e-3)
+
+
+@pytest.mark.parametrize("n", range(1, 61))
+def test_attention_of_every_sequence_length_up_to_60(kernels, n: int) -> None:  # noqa: ANN001
+    # odd and even lengths pair keys with a zero differently; lengths past 16 and 32 take more
+    # vectors of queries; spatial and temporal sequences both n long
+    qkv = torch.randn(1, n, n, 600, generator=torch.Generator().manual_seed(n)).to(BF16)
+    eager = _attention(qkv, (4, 4), dtype=BF16)
+    exact = _attention(qkv, (4, 4), dtype=torch.float64)
+    with torch.inference_mode():
+        got = kernels.criss_cross_attention(qkv, 4, 4)
+    assert _rel(got, eager) < 2e-2  # bf16 tolerance
     assert _rel(got, exact) <= max(_rel(eager, exact), 4e-3)
 
 
@@ -151,6 +165,17 @@ def test_inference_takes_the_kernels_and_the_adapter_step_does_not(kernels) -> N
         assert xi.grad is not None
 
 
+def test_a_cpu_without_avx512_bf16_means_the_eager_path(no_library_cache, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(lowp_kernels, "cpu_supports_bf16", lambda: False)
+    monkeypatch.setattr(lowp_kernels, "LIBRARY", mock.MagicMock(exists=lambda: True))
+    monkeypatch.setattr(lowp_kernels, "torch_version", lambda: "stamp")
+    monkeypatch.setattr(lowp_kernels, "TORCH_STAMP", mock.MagicMock(exists=lambda: True, read_text=lambda **_: "stamp"))
+    with mock.patch.object(torch.ops, "load_library") as load, \
+            mock.patch.object(torch.backends.cpu, "get_cpu_capability", return_value="AVX512"):
+        assert lowp_kernels.ops() is None
+    assert load.call_count == 0  # its dot-product instructions would be illegal here
+
+
 @pytest.mark.parametrize("case", ["absent", "built for another torch", "damaged"])
 def test_no_usable_library_means_the_eager_path(no_library_cache, tmp_path, monkeypatch, case: str) -> None:  # noqa: ANN001
     library, stamp = tmp_path / "_lowp_kernels.so", tmp_path / "_lowp_kernels.so.torch"
@@ -159,7 +184,9 @@ def test_no_usable_library_means_the_eager_path(no_library_cache, tmp_path, monk
     if case != "absent":
         library.write_bytes(b"not a shared library")
         stamp.write_text("1.0.0 cxx11abi=1" if case == "built for another torch" else lowp_kernels.torch_version())
-    with mock.patch.object(torch.ops, "load_library", wraps=torch.ops.load_library) as load:
+    monkeypatch.setattr(lowp_kernels, "cpu_supports_bf16", lambda: True)  # the same on every CPU
+    with mock.patch.object(torch.ops, "load_library", wraps=torch.ops.load_library) as load, \
+            mock.patch.object(torch.backends.cpu, "get_cpu_capability", return_value="AVX512"):
         assert lowp_kernels.ops() is None  # and no exception
     assert load.call_count == (1 if case == "damaged" else 0)  # another torch's library is never loaded
 
