@@ -436,14 +436,236 @@ at::Tensor layer_norm(const at::Tensor& x_in, const at::Tensor& weight, const at
   return out;
 }
 
+
+// GELU, erf form: gelu(x) = x/2 + |x|·E(|x|) with E(u) = erf(u/√2)/2 (erf is odd, so the sign
+// needs no handling). E is piecewise: on 32 intervals of u centred at i·0.175 (i = 0..31) a cubic
+// in the distance from the centre (least squares at Chebyshev nodes); from 31.5·0.175 = 5.5125
+// on, E is 1/2 (erf's distance from 1 there is below fp32's step). Evaluated in fp32 the result
+// is within 2.4e-7·max(1, |x|) of the exact GELU, far below bf16's step. Each lane's
+// coefficients come from two registers per power by one two-table permute (vpermt2ps): no
+// gather, no division (a rational erf's division made the pass twice as slow as this one).
+alignas(64) const float kGelu[4][32] = {
+    {-2.65769873e-09f, 0.0694601089f, 0.136830509f, 0.200208217f, 0.258036137f, 0.309212863f, 0.353140771f, 0.389712274f, 0.419243246f, 0.442371726f, 0.459940851f, 0.47288534f, 0.482135624f, 0.488547087f, 0.492857248f, 0.495667607f, 0.497444898f, 0.498535097f, 0.499183655f, 0.499557912f, 0.499767393f, 0.499881089f, 0.499940932f, 0.499971509f, 0.499986649f, 0.49999392f, 0.499997318f, 0.499998838f, 0.499999523f, 0.499999821f, 0.499999911f, 0.49999997f},
+    {0.398942798f, 0.392879814f, 0.375240207f, 0.347583175f, 0.312253922f, 0.27205506f, 0.229882255f, 0.188388228f, 0.149727598f, 0.115411662f, 0.0862774104f, 0.0625524446f, 0.0439836346f, 0.0299942233f, 0.0198373422f, 0.0127241611f, 0.00791542791f, 0.00477550365f, 0.00279423874f, 0.00158564863f, 0.000872670265f, 0.000465792866f, 0.000241120899f, 0.000121053068f, 5.89409174e-05f, 2.78327661e-05f, 1.27466474e-05f, 5.66152949e-06f, 2.43876912e-06f, 1.01884405e-06f, 4.12802848e-07f, 1.62210029e-07f},
+    {-2.1035692e-05f, -0.0343066491f, -0.0655368268f, -0.0910692662f, -0.109099776f, -0.118840709f, -0.120530203f, -0.115268372f, -0.104733996f, -0.0908539519f, -0.0754958242f, -0.0602358952f, -0.0462276414f, -0.0341695808f, -0.0243510678f, -0.0167453084f, -0.0111186421f, -0.00713228388f, -0.00442199362f, -0.00265083578f, -0.00153695478f, -0.000862125016f, -0.000467962935f, -0.000245850999f, -0.000125034378f, -6.15671961e-05f, -2.93557168e-05f, -1.35553282e-05f, -6.06246249e-06f, -2.62635035e-06f, -1.10218969e-06f, -4.48121853e-07f},
+    {-0.066236265f, -0.0633792952f, -0.054805167f, -0.0419208221f, -0.0265334826f, -0.01065074f, 0.00387964095f, 0.0156577397f, 0.0238929316f, 0.0284231901f, 0.0296132211f, 0.0281775221f, 0.0249821059f, 0.0208707955f, 0.0165445283f, 0.0125022382f, 0.00903549884f, 0.00626009982f, 0.00416539749f, 0.00266553159f, 0.00164227129f, 0.000975052768f, 0.000558280561f, 0.000308448856f, 0.000164529818f, 8.47667325e-05f, 4.21978584e-05f, 2.03038799e-05f, 9.44528983e-06f, 4.24920927e-06f, 1.84906003e-06f, 7.78449873e-07f},
+};
+constexpr float kGeluStep = 0.175f;
+
+inline vf gelu_erf(vf x) {
+  vi bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits &= 0x7FFFFFFF;
+  vf u;  // |x|
+  std::memcpy(&u, &bits, sizeof u);
+  // adding 1.5·2^23 rounds u/step to an integer i, held in the sum's low mantissa bits; the
+  // permutes read the index's low 5 bits, so the float's bits serve as the index directly
+  const vf magic = splat(12582912.0f);
+  const vf r = u * splat(1.0f / kGeluStep) + magic;
+  vi idx;
+  std::memcpy(&idx, &r, sizeof idx);
+  const vf t = u - (r - magic) * splat(kGeluStep);
+  const auto coef = [&](int power) {
+    return __builtin_shuffle(load(kGelu[power]), load(kGelu[power] + kLanes), idx);
+  };
+  vf p = coef(3);
+  p = p * t + coef(2);
+  p = p * t + coef(1);
+  p = p * t + coef(0);
+  p = u >= splat(31.5f * kGeluStep) ? splat(0.5f) : p;  // also ±inf; NaN stays NaN through t
+  return u * p + splat(0.5f) * x;
+}
+
+// 16 bf16 values widened to fp32, and 16 fp32 values rounded to bf16 (nearest even; NaN stays NaN).
+typedef uint16_t vh __attribute__((vector_size(32)));
+
+inline vf widen(const uint16_t* p) {
+  vh h;
+  std::memcpy(&h, p, sizeof h);
+  const vu u = __builtin_convertvector(h, vu) << 16;
+  vf f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+inline vh round_bf16(vf f) {
+  vu a = bits(f);
+  a = (a + 0x7FFFu + ((a >> 16) & 1u)) >> 16;
+  return __builtin_convertvector((f != f) ? vu{} + 0x7FC0u : a, vh);
+}
+
+inline void narrow(uint16_t* p, vf f) {
+  const vh h = round_bf16(f);
+  std::memcpy(p, &h, sizeof h);
+}
+
+// The first n (0..16) values only, by masked loads and stores (a memcpy through a stack buffer
+// stalls on store forwarding, once per row).
+inline vf widen_first(const uint16_t* p, int64_t n) {
+  const __m256i h = _mm256_maskz_loadu_epi16(__mmask16((1u << n) - 1), p);
+  const vu u = __builtin_convertvector((vh)h, vu) << 16;
+  vf f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+inline void narrow_first(uint16_t* p, vf f, int64_t n) {
+  _mm256_mask_storeu_epi16(p, __mmask16((1u << n) - 1), (__m256i)round_bf16(f));
+}
+
+// The patch embedding's time branch (three conv blocks, each conv → GroupNorm → GELU) runs its
+// convolutions as dense products over a patch's 200 values (patch_embedding.py); between them this
+// does GroupNorm and GELU in one call per sample. x is (B, R, D) bf16: R rows (a sample's C·P
+// patches), D columns of which group g is [g·D/G, (g+1)·D/G). Statistics per (sample, group) over
+// R rows × D/G columns in fp32, two passes (mean, then centred squares) over the sample held in
+// fp32 scratch (rows padded to whole vectors with zeros); then (x − mean)·rstd·weight + bias and
+// GELU, rounded to bf16 (the next product's input). With `add` (B, R, D) bf16, the sum in fp32 is
+// rounded instead.
+at::Tensor group_norm_gelu(const at::Tensor& x_in, int64_t groups, const at::Tensor& weight, const at::Tensor& bias,
+                           double eps, const c10::optional<at::Tensor>& add_in) {
+  TORCH_CHECK(x_in.scalar_type() == at::kBFloat16 && x_in.dim() == 3 && x_in.device().is_cpu(),
+              "group_norm_gelu: expects a bf16 CPU tensor (B, R, D)");
+  const int64_t b = x_in.size(0), r = x_in.size(1), d = x_in.size(2);
+  TORCH_CHECK(groups > 0 && d % groups == 0, "group_norm_gelu: D must split into whole groups");
+  TORCH_CHECK(weight.scalar_type() == at::kFloat && bias.scalar_type() == at::kFloat && weight.numel() == d &&
+                  bias.numel() == d,
+              "group_norm_gelu: weight and bias must be fp32 of D elements (one per column)");
+  const bool has_add = add_in.has_value();
+  at::Tensor add;
+  if (has_add) {
+    add = add_in->contiguous();
+    TORCH_CHECK(add.scalar_type() == at::kBFloat16 && add.sizes() == x_in.sizes(),
+                "group_norm_gelu: add must be bf16 of x's shape");
+  }
+  const at::Tensor x = x_in.contiguous();
+  at::Tensor out = at::empty_like(x);
+  if (x.numel() == 0) return out;
+  const at::Tensor wc = weight.contiguous(), bc = bias.contiguous();
+  const float* gamma = wc.data_ptr<float>();
+  const float* beta = bc.data_ptr<float>();
+  const auto* src = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
+  const auto* addp = has_add ? reinterpret_cast<const uint16_t*>(add.data_ptr<at::BFloat16>()) : nullptr;
+  auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+  const int64_t full = d / kLanes, rest = d - full * kLanes, nvec = full + (rest > 0), d_p = nvec * kLanes;
+  const int64_t width = d / groups;
+  const float epsf = float(eps), inv_n = 1.0f / float(r * width);
+  at::parallel_for(0, b, 1, [&, src, addp, dst, gamma, beta](int64_t begin, int64_t end) {
+    std::vector<float> buf(r * d_p, 0.0f), col(d_p), sq(d_p), scale(d_p, 0.0f), shift(d_p, 0.0f), mean(groups);
+    float* const xf = buf.data();
+    float* const cs = col.data();
+    float* const qs = sq.data();
+    float* const sc = scale.data();
+    float* const sh = shift.data();
+    for (int64_t s = begin; s < end; ++s) {
+      const uint16_t* xs = src + s * r * d;
+      // pass 1: widen to fp32 (rows padded with zeros to whole vectors), column sums
+      std::fill(col.begin(), col.end(), 0.0f);
+      for (int64_t i = 0; i < r; ++i) {
+        float* row = xf + i * d_p;
+        const uint16_t* xr = xs + i * d;
+        for (int64_t v = 0; v < full; ++v) {
+          const vf a = widen(xr + v * kLanes);
+          store(row + v * kLanes, a);
+          store(cs + v * kLanes, load(cs + v * kLanes) + a);
+        }
+        if (rest) {
+          const vf a = widen_first(xr + full * kLanes, rest);
+          store(row + full * kLanes, a);
+          store(cs + full * kLanes, load(cs + full * kLanes) + a);
+        }
+      }
+      for (int64_t g = 0; g < groups; ++g) {
+        double acc = 0.0;
+        for (int64_t j = g * width; j < (g + 1) * width; ++j) acc += cs[j];
+        mean[g] = float(acc) * inv_n;
+        for (int64_t j = g * width; j < (g + 1) * width; ++j) sh[j] = mean[g];
+      }
+      // pass 2: centred squares per column (padding lanes: 0 − 0)
+      std::fill(sq.begin(), sq.end(), 0.0f);
+      for (int64_t i = 0; i < r; ++i) {
+        const float* row = xf + i * d_p;
+        for (int64_t v = 0; v < nvec; ++v) {
+          const vf c = load(row + v * kLanes) - load(sh + v * kLanes);
+          store(qs + v * kLanes, load(qs + v * kLanes) + c * c);
+        }
+      }
+      for (int64_t g = 0; g < groups; ++g) {
+        double acc = 0.0;
+        for (int64_t j = g * width; j < (g + 1) * width; ++j) acc += qs[j];
+        const float rstd = 1.0f / std::sqrt(float(acc) * inv_n + epsf);
+        for (int64_t j = g * width; j < (g + 1) * width; ++j) {
+          sc[j] = rstd * gamma[j];
+          sh[j] = beta[j] - mean[g] * sc[j];  // y = x·scale + shift
+        }
+      }
+      // pass 3: affine, GELU, (+ add), round
+      for (int64_t i = 0; i < r; ++i) {
+        const float* row = xf + i * d_p;
+        const int64_t o = (s * r + i) * d;
+        uint16_t* out_row = dst + o;
+        const uint16_t* add_row = addp ? addp + o : nullptr;
+        for (int64_t v = 0; v < full; ++v) {
+          vf y = gelu_erf(load(row + v * kLanes) * load(sc + v * kLanes) + load(sh + v * kLanes));
+          if (add_row) y += widen(add_row + v * kLanes);
+          narrow(out_row + v * kLanes, y);
+        }
+        if (rest) {
+          vf y = gelu_erf(load(row + full * kLanes) * load(sc + full * kLanes) + load(sh + full * kLanes));
+          if (add_row) y += widen_first(add_row + full * kLanes, rest);
+          narrow_first(out_row + full * kLanes, y, rest);
+        }
+      }
+    }
+  });
+  return out;
+}
+
+// |z| of a complex spectrum given as its real view z (..., F, 2) fp32, rounded to bf16 (..., F):
+// the patch embedding's spectral branch feeds it to a bf16 product. sqrt(re² + im²) in fp32
+// (torch's complex abs guards against overflow with hypot, which costs several times more;
+// spectra of 100 µV-scaled EEG are far from fp32's range).
+at::Tensor spectrum_magnitude(const at::Tensor& z_in) {
+  TORCH_CHECK(z_in.scalar_type() == at::kFloat && z_in.dim() >= 1 && z_in.size(-1) == 2 && z_in.device().is_cpu(),
+              "spectrum_magnitude: expects an fp32 CPU tensor (..., F, 2), a complex tensor's real view");
+  const at::Tensor z = z_in.contiguous();
+  std::vector<int64_t> shape(z.sizes().begin(), z.sizes().end() - 1);
+  at::Tensor out = at::empty(shape, z.options().dtype(at::kBFloat16));
+  const int64_t n = out.numel();
+  const float* src = z.data_ptr<float>();
+  auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+  static const vi even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+  static const vi odd = even + 1;
+  const auto magnitude = [](const float* pairs) {  // 16 complex values → 16 magnitudes
+    const vf lo = load(pairs), hi = load(pairs + kLanes);
+    const vf re = __builtin_shuffle(lo, hi, even), im = __builtin_shuffle(lo, hi, odd);
+    return (vf)_mm512_sqrt_ps((__m512)(re * re + im * im));
+  };
+  const int64_t full = n / kLanes;
+  at::parallel_for(0, full, 1024, [&](int64_t begin, int64_t end) {
+    for (int64_t v = begin; v < end; ++v) narrow(dst + v * kLanes, magnitude(src + 2 * v * kLanes));
+  });
+  if (const int64_t len = n - full * kLanes) {  // the last few through a zero-padded block
+    float pairs[2 * kLanes] = {};
+    uint16_t h[kLanes];
+    std::memcpy(pairs, src + 2 * full * kLanes, 2 * len * sizeof(float));
+    narrow(h, magnitude(pairs));
+    std::memcpy(dst + full * kLanes, h, len * sizeof(uint16_t));
+  }
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY(passport_kit, m) {
   m.def("criss_cross_attention(Tensor qkv, int heads_s, int heads_t) -> Tensor");
   m.def("layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> Tensor");
+  m.def("group_norm_gelu(Tensor x, int groups, Tensor weight, Tensor bias, float eps, Tensor? add) -> Tensor");
+  m.def("spectrum_magnitude(Tensor z) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(passport_kit, CPU, m) {
   m.impl("criss_cross_attention", &criss_cross_attention);
   m.impl("layer_norm", &layer_norm);
+  m.impl("group_norm_gelu", &group_norm_gelu);
+  m.impl("spectrum_magnitude", &spectrum_magnitude);
 }

@@ -1,6 +1,6 @@
-"""The compiled bf16 CPU kernels of the encoder's inference (fused short-sequence attention, LayerNorm), or None.
+"""The compiled bf16 CPU kernels of the model's inference (fused short-sequence attention, LayerNorm, ...), or None.
 
-``lowp_kernels.cpp`` holds two ops, registered as ``torch.ops.passport_kit``:
+``lowp_kernels.cpp`` holds these ops, registered as ``torch.ops.passport_kit``:
 
 - ``criss_cross_attention(qkv (B, C, P, 6E), heads_s, heads_t) -> (B, C, P, 2E)``: both attention
   halves of a criss-cross layer, read straight from the packed q/k/v product of
@@ -10,6 +10,10 @@
   for the second as the eager form does; the softmax is fp32.
 - ``layer_norm(x (..., D), weight (D,), bias (D,), eps) -> (..., D)``: bf16 in and out, fp32
   statistics.
+- ``group_norm_gelu(x (B, R, D), groups, weight (D,), bias (D,), eps, add) -> (B, R, D)`` and
+  ``spectrum_magnitude(z (..., F, 2)) -> (..., F)``: the patch embedding's GroupNorm + GELU between its
+  conv blocks (run as products) and its spectrum's magnitude, for
+  :meth:`~passport_kit.model.patch_embedding.PatchEmbedding.embed_patches_lowp`.
 
 They are built by ``python -m passport_kit.model.lowp_kernels_build`` (``make install`` runs it),
 never at import time. :func:`ops` loads the library once, and only where it can run (built,
