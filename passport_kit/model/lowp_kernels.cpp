@@ -378,6 +378,43 @@ at::Tensor criss_cross_attention(const at::Tensor& qkv_in, int64_t heads_s, int6
   return out;
 }
 
+// 16 bf16 values widened to fp32, and 16 fp32 values rounded to bf16 (nearest even; NaN stays NaN).
+typedef uint16_t vh __attribute__((vector_size(32)));
+
+inline vf widen(const uint16_t* p) {
+  vh h;
+  std::memcpy(&h, p, sizeof h);
+  const vu u = __builtin_convertvector(h, vu) << 16;
+  vf f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+inline vh round_bf16(vf f) {
+  vu a = bits(f);
+  a = (a + 0x7FFFu + ((a >> 16) & 1u)) >> 16;
+  return __builtin_convertvector((f != f) ? vu{} + 0x7FC0u : a, vh);
+}
+
+inline void narrow(uint16_t* p, vf f) {
+  const vh h = round_bf16(f);
+  std::memcpy(p, &h, sizeof h);
+}
+
+// The first n (0..16) values only, by masked loads and stores (a memcpy through a stack buffer
+// stalls on store forwarding, once per row).
+inline vf widen_first(const uint16_t* p, int64_t n) {
+  const __m256i h = _mm256_maskz_loadu_epi16(__mmask16((1u << n) - 1), p);
+  const vu u = __builtin_convertvector((vh)h, vu) << 16;
+  vf f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+inline void narrow_first(uint16_t* p, vf f, int64_t n) {
+  _mm256_mask_storeu_epi16(p, __mmask16((1u << n) - 1), (__m256i)round_bf16(f));
+}
+
 // LayerNorm over the last dimension of bf16 x with bf16 weight and bias; statistics in fp32.
 at::Tensor layer_norm(const at::Tensor& x_in, const at::Tensor& weight, const at::Tensor& bias, double eps) {
   TORCH_CHECK(x_in.scalar_type() == at::kBFloat16 && x_in.device().is_cpu() && x_in.dim() >= 1,
@@ -391,7 +428,7 @@ at::Tensor layer_norm(const at::Tensor& x_in, const at::Tensor& weight, const at
   const int64_t rows = x.numel() / d, d_p = round_up(d, kLanes), nvec = d_p / kLanes;
   const auto* src = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
   auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
-  std::vector<float> gamma(d), beta(d);
+  std::vector<float> gamma(d_p, 0.0f), beta(d_p, 0.0f);  // padded to whole vectors
   const at::Tensor wc = weight.contiguous(), bc = bias.contiguous();
   const auto* wp = reinterpret_cast<const uint16_t*>(wc.data_ptr<at::BFloat16>());
   const auto* bp = reinterpret_cast<const uint16_t*>(bc.data_ptr<at::BFloat16>());
@@ -399,38 +436,76 @@ at::Tensor layer_norm(const at::Tensor& x_in, const at::Tensor& weight, const at
     gamma[i] = from_bf16(wp[i]);
     beta[i] = from_bf16(bp[i]);
   }
-  const vi tail = first_lanes(d - (nvec - 1) * kLanes);
+  const int64_t full = d / kLanes, rest = d - full * kLanes;
+  const vi tail = first_lanes(rest ? rest : kLanes);
   const float epsf = float(eps), inv_d = 1.0f / float(d);
-  at::parallel_for(0, rows, 64, [&](int64_t begin, int64_t end) {
-    std::vector<float> buf(d_p, 0.0f);  // the lanes past d stay 0
-    float* xf = buf.data();
-    const float* g = gamma.data();
-    const float* be = beta.data();
-    for (int64_t r = begin; r < end; ++r) {
-      const uint16_t* xr = src + r * d;
-      uint16_t* yr = dst + r * d;
-      for (int64_t i = 0; i < d; ++i) xf[i] = from_bf16(xr[i]);
-      const float mean = sum_vectors(xf, nvec) * inv_d;
-      const vf mv = splat(mean);
-      vf c = load(xf + (nvec - 1) * kLanes) - mv;
-      c = tail ? c : splat(0.0f);
-      vf s0 = c * c, s1 = {}, s2 = {}, s3 = {};  // four chains: one would be latency-bound
-      int64_t j = 0;
-      for (; j + 4 < nvec; j += 4) {
-        vf c0 = load(xf + j * kLanes) - mv, c1 = load(xf + (j + 1) * kLanes) - mv;
-        vf c2 = load(xf + (j + 2) * kLanes) - mv, c3 = load(xf + (j + 3) * kLanes) - mv;
-        s0 += c0 * c0;
-        s1 += c1 * c1;
-        s2 += c2 * c2;
-        s3 += c3 * c3;
+  // Rows in groups of kLnRows, each step of the statistics done for all of them in turn: a row's
+  // statistics are a chain of dependent reductions (sum, lane sum, squares, lane sum, sqrt), so
+  // one row at a time leaves the core waiting on latency.
+  constexpr int64_t kLnRows = 4;
+  at::parallel_for(0, rows, 64, [&, src, dst, full, rest](int64_t begin, int64_t end) {
+    std::vector<float> buf(kLnRows * d_p, 0.0f);
+    const float* const g = gamma.data();
+    const float* const be = beta.data();
+    for (int64_t r0 = begin; r0 < end; r0 += kLnRows) {
+      const int64_t nr = std::min(kLnRows, end - r0);
+      float mean[kLnRows] = {}, rstd[kLnRows] = {};
+      for (int64_t k = 0; k < nr; ++k) {
+        const uint16_t* xr = src + (r0 + k) * d;
+        float* xf = buf.data() + k * d_p;
+        vf s0 = {}, s1 = {};
+        int64_t v = 0;
+        for (; v + 2 <= full; v += 2) {
+          const vf a = widen(xr + v * kLanes), b2 = widen(xr + (v + 1) * kLanes);
+          store(xf + v * kLanes, a);
+          store(xf + (v + 1) * kLanes, b2);
+          s0 += a;
+          s1 += b2;
+        }
+        for (; v < full; ++v) {
+          const vf a = widen(xr + v * kLanes);
+          store(xf + v * kLanes, a);
+          s0 += a;
+        }
+        if (rest) {
+          const vf a = widen_first(xr + full * kLanes, rest);
+          store(xf + full * kLanes, a);
+          s1 += a;
+        }
+        mean[k] = lane_sum(s0 + s1) * inv_d;
       }
-      for (; j + 1 < nvec; ++j) {
-        vf c0 = load(xf + j * kLanes) - mv;
-        s0 += c0 * c0;
+      for (int64_t k = 0; k < nr; ++k) {
+        const float* xf = buf.data() + k * d_p;
+        const vf mv = splat(mean[k]);
+        vf q0 = {}, q1 = {};
+        int64_t v = 0;
+        for (; v + 2 <= full; v += 2) {
+          const vf c0 = load(xf + v * kLanes) - mv, c1 = load(xf + (v + 1) * kLanes) - mv;
+          q0 += c0 * c0;
+          q1 += c1 * c1;
+        }
+        for (; v < full; ++v) {
+          const vf c0 = load(xf + v * kLanes) - mv;
+          q0 += c0 * c0;
+        }
+        if (rest) {
+          vf c0 = load(xf + full * kLanes) - mv;
+          c0 = tail ? c0 : splat(0.0f);
+          q1 += c0 * c0;
+        }
+        rstd[k] = lane_sum(q0 + q1) * inv_d;
       }
-      const float var = lane_sum((s0 + s1) + (s2 + s3)) * inv_d;
-      const float rstd = 1.0f / std::sqrt(var + epsf);
-      for (int64_t i = 0; i < d; ++i) yr[i] = to_bf16((xf[i] - mean) * rstd * g[i] + be[i]);
+      for (int64_t k = 0; k < nr; ++k) rstd[k] = 1.0f / std::sqrt(rstd[k] + epsf);
+      for (int64_t k = 0; k < nr; ++k) {
+        const float* xf = buf.data() + k * d_p;
+        uint16_t* yr = dst + (r0 + k) * d;
+        const vf mv = splat(mean[k]), rs = splat(rstd[k]);
+        for (int64_t v = 0; v < full; ++v)
+          narrow(yr + v * kLanes, (load(xf + v * kLanes) - mv) * rs * load(g + v * kLanes) + load(be + v * kLanes));
+        if (rest)
+          narrow_first(yr + full * kLanes,
+                       (load(xf + full * kLanes) - mv) * rs * load(g + full * kLanes) + load(be + full * kLanes), rest);
+      }
     }
   });
   return out;
@@ -474,43 +549,6 @@ inline vf gelu_erf(vf x) {
   p = p * t + coef(0);
   p = u >= splat(31.5f * kGeluStep) ? splat(0.5f) : p;  // also ±inf; NaN stays NaN through t
   return u * p + splat(0.5f) * x;
-}
-
-// 16 bf16 values widened to fp32, and 16 fp32 values rounded to bf16 (nearest even; NaN stays NaN).
-typedef uint16_t vh __attribute__((vector_size(32)));
-
-inline vf widen(const uint16_t* p) {
-  vh h;
-  std::memcpy(&h, p, sizeof h);
-  const vu u = __builtin_convertvector(h, vu) << 16;
-  vf f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-inline vh round_bf16(vf f) {
-  vu a = bits(f);
-  a = (a + 0x7FFFu + ((a >> 16) & 1u)) >> 16;
-  return __builtin_convertvector((f != f) ? vu{} + 0x7FC0u : a, vh);
-}
-
-inline void narrow(uint16_t* p, vf f) {
-  const vh h = round_bf16(f);
-  std::memcpy(p, &h, sizeof h);
-}
-
-// The first n (0..16) values only, by masked loads and stores (a memcpy through a stack buffer
-// stalls on store forwarding, once per row).
-inline vf widen_first(const uint16_t* p, int64_t n) {
-  const __m256i h = _mm256_maskz_loadu_epi16(__mmask16((1u << n) - 1), p);
-  const vu u = __builtin_convertvector((vh)h, vu) << 16;
-  vf f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-inline void narrow_first(uint16_t* p, vf f, int64_t n) {
-  _mm256_mask_storeu_epi16(p, __mmask16((1u << n) - 1), (__m256i)round_bf16(f));
 }
 
 // The patch embedding's time branch (three conv blocks, each conv → GroupNorm → GELU) runs its
