@@ -9,9 +9,10 @@ bf16 path unchanged (:mod:`passport_kit.model.lowp_kernels`). The build goes thr
 ``torch.utils.cpp_extension.load`` (ninja and a C++17 compiler) into ``build/lowp_kernels`` of
 the repository, never the user's home, and the library is copied next to this module. It is
 compiled for x86-64-v4 (AVX-512) with AVX-512 BF16, tuned for this machine, and loaded only
-where the CPU has AVX-512 BF16 and torch itself runs AVX-512 kernels; rebuild after upgrading
-torch (a library built against another torch is not loaded, see ``_lowp_kernels.so.torch``, and
-the eager path runs).
+where the CPU has AVX-512 BF16 and torch itself runs AVX-512 kernels (``lowp_ffn.cpp``'s
+``feed_forward`` is also built for AMX and runs only where ``amx_available()`` says so); rebuild
+after upgrading torch (a library built against another torch is not loaded, see
+``_lowp_kernels.so.torch``, and the eager path runs).
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from passport_kit.model.lowp_kernels import LIBRARY, TORCH_STAMP, torch_version
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "lowp_kernels.cpp"
-FLAGS = ["-O3", "-march=x86-64-v4", "-mtune=native", "-mprefer-vector-width=512", "-mavx512bf16", "-ffp-contract=fast", "-fopenmp"]
+#: All sources go into the one library; lowp_ffn.cpp (the fused feed-forward block on AMX, a fast
+#: GELU) adds its ops to the same ``passport_kit`` namespace.
+SOURCES = [SOURCE, HERE / "lowp_ffn.cpp"]
+# -mamx-tile -mamx-bf16: GCC emits AMX instructions only where lowp_ffn.cpp calls the intrinsics,
+# and that op checks for AMX at run time (amx_available) before it runs any.
+FLAGS = ["-O3", "-march=x86-64-v4", "-mtune=native", "-mprefer-vector-width=512", "-mavx512bf16", "-mamx-tile",
+         "-mamx-bf16", "-ffp-contract=fast", "-fopenmp"]
 
 
 def build(build_dir: Path, *, verbose: bool = False) -> Path:
@@ -34,7 +41,7 @@ def build(build_dir: Path, *, verbose: bool = False) -> Path:
     from torch.utils import cpp_extension
 
     build_dir.mkdir(parents=True, exist_ok=True)
-    cpp_extension.load(name="_lowp_kernels", sources=[str(SOURCE)], extra_cflags=FLAGS,
+    cpp_extension.load(name="_lowp_kernels", sources=[str(path) for path in SOURCES], extra_cflags=FLAGS,
                        extra_ldflags=["-fopenmp"], build_directory=str(build_dir),
                        is_python_module=False, verbose=verbose)
     shutil.copyfile(build_dir / "_lowp_kernels.so", LIBRARY)
