@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
@@ -126,6 +127,19 @@ def pooled_width(d_model: int, pooling: str) -> int:
     if pooling not in PROBE_POOLINGS:
         raise ConfigError(f"unknown probe pooling {pooling!r}; choose one of {', '.join(PROBE_POOLINGS)}")
     return d_model * (2 if pooling == "meanstd" else 1)
+
+
+def fp32_head(t: Tensor) -> contextlib.AbstractContextManager:
+    """Return a context in which a head's layers run in fp32 on ``t``'s device, also under bf16 autocast.
+
+    A head is a negligible share of a forward pass (a few (B, F) × (F, K) products), and under
+    bf16 its rounding was the largest single cause of predicted classes differing between bf16
+    and fp32 inference: pooled features differ little between windows, and bf16 rounds away part
+    of that difference (issue 36, ``benchmarks/bench_model.py``'s agreement on 1024 windows of
+    ``cbramod-small``: 97.2 % with a bf16 head, 98.0 % in fp32). Training under autocast then
+    also computes the head and its gradients in fp32.
+    """
+    return torch.autocast(t.device.type, enabled=False)
 
 
 class Head(nn.Module):
@@ -300,6 +314,7 @@ class ProbeHead(Head):
         if x.shape[1] != self.n_channels:
             raise DataError(f"this head was fitted on {self.n_channels} channels, got {x.shape[1]}; "
                             "predict with the montage the adapter was trained on")
+        feats = feats.float()  # pooled in fp32 also under bf16 autocast (see fp32_head)
         pooled = [feats.mean(dim=(1, 2))]
         if (pooling or self.pooling) == "meanstd" and feats.shape[-1]:  # (a width-0 block has no spread)
             pooled.append(feats.std(dim=2, correction=0).mean(dim=1))
@@ -318,8 +333,12 @@ class ProbeHead(Head):
         nn.init.zeros_(self.linear.bias)
 
     def read_out(self, z: Tensor, groups: Sequence[Any] | None = None) -> Tensor:
-        """Return logits ``(N, n_classes)`` from read-out inputs ``z`` ``(N, F)`` (rows in time order per group)."""
-        return self.linear(read_out_inputs(z.to(self.linear.weight.dtype), self.context, self.scaling, groups))
+        """Return logits ``(N, n_classes)`` from read-out inputs ``z`` ``(N, F)`` (rows in time order per group).
+
+        In fp32 also under bf16 autocast (:func:`fp32_head`).
+        """
+        with fp32_head(z):
+            return self.linear(read_out_inputs(z.to(self.linear.weight.dtype), self.context, self.scaling, groups))
 
     def forward(self, feats: Tensor, x: Tensor) -> Tensor:
         """Return logits ``(B, n_classes)`` (with ``context`` or ``scaling``: the batch is one recording's windows)."""
@@ -402,17 +421,21 @@ class ClassificationHead(Head):
         )
 
     def forward(self, feats: Tensor) -> Tensor:
-        """Return logits ``(B, n_classes)`` for features ``(B, C, P, D)``."""
-        if self.pooling == "mean":
-            pooled = self.norm(feats.mean(dim=(1, 2)))
-        else:
-            if feats.shape[2] != self.n_patches:
-                raise DataError(
-                    f"head expects {self.n_patches} patches per window, got {feats.shape[2]} -"
-                    " use the window length the adapter was trained with"
-                )
-            pooled = self.norm(feats.mean(dim=1)).flatten(1)
-        return self.net(pooled)
+        """Return logits ``(B, n_classes)`` for features ``(B, C, P, D)``.
+
+        The head runs in fp32 also under bf16 autocast (:func:`fp32_head`).
+        """
+        if self.pooling == "patches" and feats.shape[2] != self.n_patches:
+            raise DataError(
+                f"head expects {self.n_patches} patches per window, got {feats.shape[2]} -"
+                " use the window length the adapter was trained with"
+            )
+        with fp32_head(feats):
+            if self.pooling == "mean":
+                pooled = self.norm(feats.float().mean(dim=(1, 2)))
+            else:
+                pooled = self.norm(feats.float().mean(dim=1)).flatten(1)
+            return self.net(pooled)
 
 
 class Classifier(FrozenStaysEval, nn.Module):

@@ -120,3 +120,23 @@ def test_cpu_attention_is_not_padded() -> None:
 
     q, k, v = (torch.randn(2, 4, 30, 25) for _ in range(3))
     assert torch.equal(fused_attention(q, k, v), F.scaled_dot_product_attention(q, k, v))
+
+
+@pytest.mark.parametrize("kind", ["mlp", "probe"])
+def test_heads_run_in_fp32_under_bf16_autocast(kind: str) -> None:
+    # the head is a negligible share of the work; in bf16 its rounding was the main cause of
+    # classes differing between bf16 and fp32 inference (issue 36)
+    torch.manual_seed(0)
+    options = {"n_channels": 3} if kind == "probe" else {}
+    model = Classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 4, kind=kind, **options).eval()
+    if kind == "probe":
+        torch.nn.init.normal_(model.head.linear.weight)
+    x = torch.randn(5, 3, 4, 200)
+    meta = make_meta(3)
+    with torch.inference_mode():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            feats = model.backbone(x, meta, None, None, getattr(model.head, "layer", None))
+            under_autocast = model.head(feats, x) if kind == "probe" else model.head(feats)
+        plain = model.head(feats.float(), x) if kind == "probe" else model.head(feats.float())
+    assert under_autocast.dtype == torch.float32
+    torch.testing.assert_close(under_autocast, plain, rtol=1e-6, atol=1e-6)
