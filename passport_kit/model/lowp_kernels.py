@@ -15,6 +15,15 @@
   conv blocks (run as products) and its spectrum's magnitude, for
   :meth:`~passport_kit.model.patch_embedding.PatchEmbedding.embed_patches_lowp`.
 
+``lowp_ffn.cpp`` adds, for CPUs with AMX:
+
+- ``feed_forward(h2, x1, w1p, b1, w2p, b2) -> x1 + GELU(h2 W1ᵀ + b1) W2ᵀ + b2``: the encoder layer's
+  feed-forward block on AMX tiles, its weights packed once by ``pack_feed_forward_weight(w)``;
+  runs only where ``amx_available()`` (CPUID, /proc/cpuinfo and the kernel's permission), so a
+  CPU with AVX-512 BF16 but no AMX keeps the oneDNN products;
+- ``gelu_(x)``: the same GELU (32 cubics for Φ, error < 2.6e-6) in place, as a separate pass (tested,
+  not used: no faster than oneDNN's fused post-op).
+
 They are built by ``python -m passport_kit.model.lowp_kernels_build`` (``make install`` runs it),
 never at import time. :func:`ops` loads the library once, and only where it can run (built,
 for this torch, on a CPU with AVX-512 BF16 where torch runs AVX-512 kernels); otherwise, or with
