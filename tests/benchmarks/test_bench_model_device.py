@@ -46,3 +46,11 @@ def test_device_flag_without_cuda_exits_with_a_message(monkeypatch: pytest.Monke
     monkeypatch.setattr(sys, "argv", ["bench_model.py", "--device", "cuda", "--quick"])
     with pytest.raises(SystemExit, match="CUDA is not available"):
         bm.main()
+
+
+def test_the_agreement_interval_is_wilsons() -> None:
+    lo, hi = bm.wilson_interval(0.97, 512)
+    assert lo < 0.97 < hi and 0.95 < lo and hi < 0.99
+    assert bm.wilson_interval(1.0, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)  # not the degenerate (1, 1)
+    narrow, wide = bm.wilson_interval(0.9, 1000), bm.wilson_interval(0.9, 100)
+    assert narrow[1] - narrow[0] < wide[1] - wide[0]
