@@ -119,6 +119,18 @@ inline vi first_lanes(int64_t n) {
   return mask;
 }
 
+// n bf16 values from src to dst, 16 at a time, the last few by a masked load and store (a libc
+// memcpy of a row's 200 bytes per token was a tenth of the attention's time).
+inline void copy_bf16(uint16_t* dst, const uint16_t* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm256_mask_storeu_epi16(dst + i, m, _mm256_maskz_loadu_epi16(m, src + i));
+  }
+}
+
 // Lane c of the two shuffles that swap the off-diagonal s×s blocks of rows r and r + s:
 // from row r: c & s ? (r + s)[c - s] : r[c]; from row r + s: c & s ? (r + s)[c] : r[c + s].
 inline vi swap_low(int s) {
@@ -266,8 +278,8 @@ void attend(const uint16_t* src, int64_t stride, uint16_t* out, int64_t out_stri
   const int64_t len = w.len, e = w.e, hd = w.hd, len_c = w.len_c, width = w.width, kw = w.kw, qw = w.qw;
   for (int64_t t = 0; t < len; ++t) {
     const uint16_t* row = src + t * stride;
-    std::memcpy(w.q.data() + t * qw, row, e * sizeof(uint16_t));
-    std::memcpy(w.k.data() + t * kw, row + e, e * sizeof(uint16_t));
+    copy_bf16(w.q.data() + t * qw, row, e);
+    copy_bf16(w.k.data() + t * kw, row + e, e);
   }
   for (int64_t t = 0; t < len; t += 2) {
     const uint16_t* v0 = src + t * stride + 2 * e;
