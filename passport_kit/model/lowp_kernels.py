@@ -34,6 +34,7 @@ silently (one debug log line says why).
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -46,15 +47,29 @@ from passport_kit.runtime import cpu_supports_bf16
 log = logging.getLogger(__name__)
 
 LIBRARY = Path(__file__).with_name("_lowp_kernels.so")
-#: The torch version the library was built against, written by the build beside it.
+#: What the library was built from (:func:`library_key`), written by the build beside it.
 TORCH_STAMP = Path(__file__).with_name("_lowp_kernels.so.torch")
+#: The C++ sources of the library (all in one ``passport_kit`` op namespace).
+SOURCES = (Path(__file__).with_name("lowp_kernels.cpp"), Path(__file__).with_name("lowp_ffn.cpp"))
 #: Set to "0" to keep the eager bf16 path although the library is built (paired measurements).
 SWITCH = "PASSPORT_KIT_LOWP_KERNELS"
 
 
 def torch_version() -> str:
-    """Return this torch's version and C++ ABI flag, the key a built library must match."""
+    """Return this torch's version and C++ ABI flag (a library built against another torch may crash)."""
     return f"{torch.__version__} cxx11abi={int(torch.compiled_with_cxx11_abi())}"
+
+
+def library_key() -> str:
+    """Return the key a built library must match: this torch (:func:`torch_version`) and its sources' digest.
+
+    A library built from other sources (a pull without ``make install``) lacks ops the Python side
+    calls, or computes them differently: it is not loaded, and the eager path runs until a rebuild.
+    """
+    digest = hashlib.sha256()
+    for source in SOURCES:
+        digest.update(source.read_bytes() if source.exists() else b"")
+    return f"{torch_version()} sources={digest.hexdigest()[:16]}"
 
 
 @functools.cache
@@ -65,10 +80,11 @@ def ops() -> Any | None:
     if not LIBRARY.exists():
         log.debug("lowp kernels: %s not built (python -m passport_kit.model.lowp_kernels_build)", LIBRARY.name)
         return None
-    # A library built against another torch may load and then crash (C++ ABI): rebuild instead.
+    # A library built against another torch may load and then crash (C++ ABI); one built from
+    # other sources lacks ops or differs in them: rebuild instead.
     built_for = TORCH_STAMP.read_text(encoding="utf-8").strip() if TORCH_STAMP.exists() else None
-    if built_for != torch_version():
-        log.debug("lowp kernels: built for torch %s, this is %s: rebuild", built_for, torch_version())
+    if built_for != library_key():
+        log.debug("lowp kernels: built for %s, this is %s: rebuild", built_for, library_key())
         return None
     # Compiled for x86-64-v4: loading it on a CPU without AVX-512 would end in an illegal instruction.
     if "AVX512" not in str(torch.backends.cpu.get_cpu_capability()).upper():
@@ -86,4 +102,4 @@ def ops() -> Any | None:
     return torch.ops.passport_kit
 
 
-__all__ = ["LIBRARY", "SWITCH", "TORCH_STAMP", "ops", "torch_version"]
+__all__ = ["LIBRARY", "SOURCES", "SWITCH", "TORCH_STAMP", "library_key", "ops", "torch_version"]

@@ -1,4 +1,4 @@
-"""Build the fused bf16 CPU kernels (``lowp_kernels.cpp``) into ``passport_kit/model/_lowp_kernels.so``.
+"""Build the fused bf16 CPU kernels (``lowp_kernels.cpp``, ``lowp_ffn.cpp``) into ``passport_kit/model/_lowp_kernels.so``.
 
 Run once after installing (``make install`` does, and goes on without it when this fails)::
 
@@ -11,8 +11,9 @@ the repository, never the user's home, and the library is copied next to this mo
 compiled for x86-64-v4 (AVX-512) with AVX-512 BF16, tuned for this machine, and loaded only
 where the CPU has AVX-512 BF16 and torch itself runs AVX-512 kernels (``lowp_ffn.cpp``'s
 ``feed_forward`` is also built for AMX and runs only where ``amx_available()`` says so); rebuild
-after upgrading torch (a library built against another torch is not loaded, see
-``_lowp_kernels.so.torch``, and the eager path runs).
+after upgrading torch or pulling new sources (``make install`` does): a library built against
+another torch or from other sources is not loaded (see ``_lowp_kernels.so.torch``), and the eager
+path runs.
 """
 
 from __future__ import annotations
@@ -23,13 +24,12 @@ import shutil
 import sys
 from pathlib import Path
 
-from passport_kit.model.lowp_kernels import LIBRARY, TORCH_STAMP, torch_version
+from passport_kit.model.lowp_kernels import LIBRARY, SOURCES, TORCH_STAMP, library_key
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "lowp_kernels.cpp"
-#: All sources go into the one library; lowp_ffn.cpp (the fused feed-forward block on AMX, a fast
-#: GELU) adds its ops to the same ``passport_kit`` namespace.
-SOURCES = [SOURCE, HERE / "lowp_ffn.cpp"]
+# All sources (lowp_kernels.SOURCES) go into the one library; lowp_ffn.cpp (the fused feed-forward
+# block on AMX, a fast GELU) adds its ops to the same ``passport_kit`` namespace.
 # -mamx-tile -mamx-bf16: GCC emits AMX instructions only where lowp_ffn.cpp calls the intrinsics,
 # and that op checks for AMX at run time (amx_available) before it runs any.
 FLAGS = ["-O3", "-march=x86-64-v4", "-mtune=native", "-mprefer-vector-width=512", "-mavx512bf16", "-mamx-tile",
@@ -45,8 +45,8 @@ def build(build_dir: Path, *, verbose: bool = False) -> Path:
                        extra_ldflags=["-fopenmp"], build_directory=str(build_dir),
                        is_python_module=False, verbose=verbose)
     shutil.copyfile(build_dir / "_lowp_kernels.so", LIBRARY)
-    # The library is bound to this torch's C++ ABI: the loader compares this stamp first.
-    TORCH_STAMP.write_text(torch_version(), encoding="utf-8")
+    # The library is bound to this torch's C++ ABI and to these sources: the loader compares this stamp first.
+    TORCH_STAMP.write_text(library_key(), encoding="utf-8")
     return LIBRARY
 
 

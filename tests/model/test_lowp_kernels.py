@@ -168,7 +168,7 @@ def test_inference_takes_the_kernels_and_the_adapter_step_does_not(kernels) -> N
 def test_a_cpu_without_avx512_bf16_means_the_eager_path(no_library_cache, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setattr(lowp_kernels, "cpu_supports_bf16", lambda: False)
     monkeypatch.setattr(lowp_kernels, "LIBRARY", mock.MagicMock(exists=lambda: True))
-    monkeypatch.setattr(lowp_kernels, "torch_version", lambda: "stamp")
+    monkeypatch.setattr(lowp_kernels, "library_key", lambda: "stamp")
     monkeypatch.setattr(lowp_kernels, "TORCH_STAMP", mock.MagicMock(exists=lambda: True, read_text=lambda **_: "stamp"))
     with mock.patch.object(torch.ops, "load_library") as load, \
             mock.patch.object(torch.backends.cpu, "get_cpu_capability", return_value="AVX512"):
@@ -176,19 +176,21 @@ def test_a_cpu_without_avx512_bf16_means_the_eager_path(no_library_cache, monkey
     assert load.call_count == 0  # its dot-product instructions would be illegal here
 
 
-@pytest.mark.parametrize("case", ["absent", "built for another torch", "damaged"])
+@pytest.mark.parametrize("case", ["absent", "built for another torch", "built from other sources", "damaged"])
 def test_no_usable_library_means_the_eager_path(no_library_cache, tmp_path, monkeypatch, case: str) -> None:  # noqa: ANN001
     library, stamp = tmp_path / "_lowp_kernels.so", tmp_path / "_lowp_kernels.so.torch"
     monkeypatch.setattr(lowp_kernels, "LIBRARY", library)
     monkeypatch.setattr(lowp_kernels, "TORCH_STAMP", stamp)
     if case != "absent":
         library.write_bytes(b"not a shared library")
-        stamp.write_text("1.0.0 cxx11abi=1" if case == "built for another torch" else lowp_kernels.torch_version())
+        stamp.write_text({"built for another torch": "1.0.0 cxx11abi=1 sources=" + lowp_kernels.library_key().split("=")[-1],
+                          "built from other sources": lowp_kernels.torch_version() + " sources=0123456789abcdef",
+                          "damaged": lowp_kernels.library_key()}[case])
     monkeypatch.setattr(lowp_kernels, "cpu_supports_bf16", lambda: True)  # the same on every CPU
     with mock.patch.object(torch.ops, "load_library", wraps=torch.ops.load_library) as load, \
             mock.patch.object(torch.backends.cpu, "get_cpu_capability", return_value="AVX512"):
         assert lowp_kernels.ops() is None  # and no exception
-    assert load.call_count == (1 if case == "damaged" else 0)  # another torch's library is never loaded
+    assert load.call_count == (1 if case == "damaged" else 0)  # a library built for other code is never loaded
 
 
 def test_the_switch_keeps_the_eager_path(no_library_cache, monkeypatch) -> None:  # noqa: ANN001
