@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 # The CPU build lies on this machine's disk; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
-# The fused bf16 CPU kernels (passport_kit/model/lowp_kernels.cpp), built in place after the install.
+# The fused bf16 CPU kernels (passport_kit/model/lowp_kernels.cpp, lowp_ffn.cpp), built in place after the install.
 KERNELS := passport_kit/model/_lowp_kernels.so
+KERNEL_SOURCES := passport_kit/model/lowp_kernels.cpp passport_kit/model/lowp_ffn.cpp passport_kit/model/lowp_kernels.py passport_kit/model/lowp_kernels_build.py
 
 .PHONY: install demo test test-slow bench clean
 
@@ -19,8 +20,8 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 # '-': without a compiler (or ninja) the build says so in one line and the eager bf16 path runs.
-# The target is the torch-version stamp the build writes after the library.
-$(KERNELS).torch: passport_kit/model/lowp_kernels.cpp passport_kit/model/lowp_kernels_build.py $(STAMP)
+# The target is the stamp (torch version, sources' digest) the build writes after the library.
+$(KERNELS).torch: $(KERNEL_SOURCES) $(STAMP)
 	-$(BIN)/python -m passport_kit.model.lowp_kernels_build
 
 install: $(STAMP) $(KERNELS).torch
