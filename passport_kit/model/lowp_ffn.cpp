@@ -41,6 +41,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -311,49 +312,114 @@ inline void run_product(const uint16_t* a, int64_t lda, const uint16_t* w, int64
   epilogue(prev, 0, 32);
 }
 
+// The feed-forward block's packed weights and fp32 biases (zero past F and D), shared by
+// feed_forward and attention_output_feed_forward.
+struct Ffn {
+  int64_t d = 0, f = 0, k1t = 0, n1t = 0, k2t = 0, n2t = 0, k1p = 0, hp = 0;
+  const uint16_t* w1 = nullptr;
+  const uint16_t* w2 = nullptr;
+  std::unique_ptr<float[], AlignedFree> bias1, bias2;
+};
+
+Ffn ffn_setup(const char* op, int64_t d, const at::Tensor& w1p, const at::Tensor& b1, const at::Tensor& w2p,
+              const at::Tensor& b2) {
+  for (const at::Tensor* t : {&w1p, &b1, &w2p, &b2}) {
+    TORCH_CHECK(t->scalar_type() == at::kBFloat16 && t->device().is_cpu(), op, ": expects bf16 CPU tensors");
+  }
+  Ffn p;
+  p.d = d;
+  p.f = b1.numel();
+  TORCH_CHECK(d > 0 && p.f > 0 && b2.numel() == d && b1.dim() == 1 && b2.dim() == 1, op, ": b1 (F,), b2 (D,)");
+  p.k1t = (d + 31) / 32, p.n1t = (p.f + 15) / 16, p.k2t = (p.f + 31) / 32, p.n2t = (d + 15) / 16;
+  TORCH_CHECK(w1p.dim() == 4 && w1p.size(0) == p.n1t && w1p.size(1) == p.k1t && w1p.size(2) == 16 &&
+                  w1p.size(3) == 32 && w1p.is_contiguous(),
+              op, ": w1p must be pack_feed_forward_weight of linear1's (F, D) weight");
+  TORCH_CHECK(w2p.dim() == 4 && w2p.size(0) == p.n2t && w2p.size(1) == p.k2t && w2p.size(2) == 16 &&
+                  w2p.size(3) == 32 && w2p.is_contiguous(),
+              op, ": w2p must be pack_feed_forward_weight of linear2's (D, F) weight");
+  p.k1p = p.k1t * 32, p.hp = p.k2t * 32;  // padded widths of the A block and of the hidden block
+  p.bias1 = aligned_zeros<float>(p.n1t * 16 + 16);
+  p.bias2 = aligned_zeros<float>(p.n2t * 16 + 16);
+  const at::Tensor b1c = b1.contiguous(), b2c = b2.contiguous();
+  const auto* p1 = reinterpret_cast<const uint16_t*>(b1c.data_ptr<at::BFloat16>());
+  const auto* p2 = reinterpret_cast<const uint16_t*>(b2c.data_ptr<at::BFloat16>());
+  for (int64_t i = 0; i < p.f; ++i) p.bias1[i] = c10::detail::f32_from_bits(p1[i]);
+  for (int64_t i = 0; i < d; ++i) p.bias2[i] = c10::detail::f32_from_bits(p2[i]);
+  p.w1 = reinterpret_cast<const uint16_t*>(w1p.data_ptr<at::BFloat16>());
+  p.w2 = reinterpret_cast<const uint16_t*>(w2p.data_ptr<at::BFloat16>());
+  return p;
+}
+
+// One block's feed-forward block: a (the block's normalized rows, k1p wide, zero-padded) through
+// product 1, bias and GELU into hid (bf16, never written out), then product 2, bias and
+// residual(r, c0, mask) (the residual's 16 values at block row r, columns c0.. as fp32) into the
+// block's output rows dst (row stride d); nr of the block's rows are real.
+template <typename Residual>
+inline void ffn_block(const Ffn& p, const uint16_t* a, uint16_t* hid, float* cbuf, const PhiTable& tab, int64_t nr,
+                      uint16_t* dst, Residual&& residual) {
+  const int64_t pairs = (nr + 31) / 32, d = p.d, hp = p.hp;
+  const float* bb1 = p.bias1.get();
+  const float* bb2 = p.bias2.get();
+  // Product 1, bias and GELU into the block's hidden rows.
+  auto gelu_epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
+    const __m512 bl = _mm512_load_ps(bb1 + u.n * 16), bh = _mm512_load_ps(bb1 + u.n * 16 + 16);
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* cr = u.c + r * 32;
+      const __m512 g0 = gelu16(_mm512_add_ps(_mm512_load_ps(cr), bl), tab);
+      uint16_t* hr = hid + (u.rp * 32 + r) * hp + u.n * 16;
+      if (u.two) {
+        const __m512 g1 = gelu16(_mm512_add_ps(_mm512_load_ps(cr + 16), bh), tab);
+        _mm512_store_si512(hr, (__m512i)_mm512_cvtne2ps_pbh(g1, g0));
+      } else {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(hr), f32_to_bf16(g0));
+      }
+    }
+  };
+  run_product(a, p.k1p, p.w1, p.n1t, p.k1t, pairs, cbuf, gelu_epilogue);
+  // Product 2, bias and residual into the output rows.
+  auto residual_epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
+    const int64_t c0 = u.n * 16;
+    const __mmask16 m0 = first_lanes(d - c0), m1 = u.two ? first_lanes(d - c0 - 16) : __mmask16(0);
+    const __m512 bl = _mm512_load_ps(bb2 + c0), bh = _mm512_load_ps(bb2 + c0 + 16);
+    hi = std::min(hi, nr - u.rp * 32);
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* cr = u.c + r * 32;
+      const int64_t row = u.rp * 32 + r;
+      uint16_t* yr = dst + row * d + c0;
+      const __m512 v0 = residual(row, c0, m0);
+      _mm256_mask_storeu_epi16(yr, m0, f32_to_bf16(_mm512_add_ps(_mm512_add_ps(_mm512_load_ps(cr), bl), v0)));
+      if (m1) {
+        const __m512 v1 = residual(row, c0 + 16, m1);
+        _mm256_mask_storeu_epi16(yr + 16, m1,
+                                 f32_to_bf16(_mm512_add_ps(_mm512_add_ps(_mm512_load_ps(cr + 16), bh), v1)));
+      }
+    }
+  };
+  run_product(hid, hp, p.w2, p.n2t, p.k2t, pairs, cbuf, residual_epilogue);
+}
+
 // out = x1 + GELU(h2 W1ᵀ + b1) W2ᵀ + b2 over rows of d columns (bf16, row-major, contiguous).
 at::Tensor feed_forward(const at::Tensor& h2_in, const at::Tensor& x1_in, const at::Tensor& w1p, const at::Tensor& b1,
                         const at::Tensor& w2p, const at::Tensor& b2) {
   TORCH_CHECK(amx_ok(), "feed_forward: this CPU or kernel gives no AMX (check amx_available() first)");
-  for (const at::Tensor* t : {&h2_in, &x1_in, &w1p, &b1, &w2p, &b2}) {
+  for (const at::Tensor* t : {&h2_in, &x1_in}) {
     TORCH_CHECK(t->scalar_type() == at::kBFloat16 && t->device().is_cpu(), "feed_forward: expects bf16 CPU tensors");
   }
   TORCH_CHECK(h2_in.dim() >= 1 && h2_in.sizes() == x1_in.sizes(), "feed_forward: h2 and x1 must have the same shape");
-  const int64_t d = h2_in.size(-1), f = b1.numel();
-  TORCH_CHECK(d > 0 && f > 0 && b2.numel() == d && b1.dim() == 1 && b2.dim() == 1, "feed_forward: b1 (F,), b2 (D,)");
-  const int64_t k1t = (d + 31) / 32, n1t = (f + 15) / 16, k2t = (f + 31) / 32, n2t = (d + 15) / 16;
-  TORCH_CHECK(w1p.dim() == 4 && w1p.size(0) == n1t && w1p.size(1) == k1t && w1p.size(2) == 16 && w1p.size(3) == 32 &&
-                  w1p.is_contiguous(),
-              "feed_forward: w1p must be pack_feed_forward_weight of linear1's (F, D) weight");
-  TORCH_CHECK(w2p.dim() == 4 && w2p.size(0) == n2t && w2p.size(1) == k2t && w2p.size(2) == 16 && w2p.size(3) == 32 &&
-                  w2p.is_contiguous(),
-              "feed_forward: w2p must be pack_feed_forward_weight of linear2's (D, F) weight");
+  const int64_t d = h2_in.size(-1);
+  const Ffn p = ffn_setup("feed_forward", d, w1p, b1, w2p, b2);
   const at::Tensor h2 = h2_in.contiguous(), x1 = x1_in.contiguous();
   at::Tensor out = at::empty_like(h2);
   const int64_t rows = h2.numel() / d;
   if (rows == 0) return out;
-  const int64_t k1p = k1t * 32, hp = k2t * 32;  // padded widths of the A block and of the hidden block
-  // Biases in fp32, zero past F (the hidden's padded columns are GELU(0) = 0) and past D.
-  auto bias1 = aligned_zeros<float>(n1t * 16 + 16), bias2 = aligned_zeros<float>(n2t * 16 + 16);
-  {
-    const at::Tensor b1c = b1.contiguous(), b2c = b2.contiguous();
-    const auto* p1 = reinterpret_cast<const uint16_t*>(b1c.data_ptr<at::BFloat16>());
-    const auto* p2 = reinterpret_cast<const uint16_t*>(b2c.data_ptr<at::BFloat16>());
-    for (int64_t i = 0; i < f; ++i) bias1[i] = c10::detail::f32_from_bits(p1[i]);
-    for (int64_t i = 0; i < d; ++i) bias2[i] = c10::detail::f32_from_bits(p2[i]);
-  }
   const auto* src = reinterpret_cast<const uint16_t*>(h2.data_ptr<at::BFloat16>());
   const auto* res = reinterpret_cast<const uint16_t*>(x1.data_ptr<at::BFloat16>());
   auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
-  const auto* w1 = reinterpret_cast<const uint16_t*>(w1p.data_ptr<at::BFloat16>());
-  const auto* w2 = reinterpret_cast<const uint16_t*>(w2p.data_ptr<at::BFloat16>());
-  const float* bb1 = bias1.get();
-  const float* bb2 = bias2.get();
-  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows, k1p = p.k1p;
 
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
     auto a = aligned_zeros<uint16_t>(kBlockRows * k1p);   // the block's h2 rows, zero-padded to k1p columns
-    auto hid = aligned_zeros<uint16_t>(kBlockRows * hp);  // the block's hidden rows (bf16), never written out
+    auto hid = aligned_zeros<uint16_t>(kBlockRows * p.hp);  // the block's hidden rows (bf16), never written out
     auto cbuf = aligned_zeros<float>(2 * 32 * 32);        // two 32×32 fp32 accumulator units
     const PhiTable tab = phi_table();
     _tile_loadconfig(&tile_config());
@@ -362,43 +428,284 @@ at::Tensor feed_forward(const at::Tensor& h2_in, const at::Tensor& x1_in, const 
       const int64_t pairs = (nr + 31) / 32;
       for (int64_t r = 0; r < nr; ++r) std::memcpy(a.get() + r * k1p, src + (r0 + r) * d, size_t(d) * 2);
       if (nr < pairs * 32) std::memset(a.get() + nr * k1p, 0, size_t((pairs * 32 - nr) * k1p) * 2);
-      // Product 1, bias and GELU into the block's hidden rows.
-      auto gelu_epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
-        const __m512 bl = _mm512_load_ps(bb1 + u.n * 16), bh = _mm512_load_ps(bb1 + u.n * 16 + 16);
-        for (int64_t r = lo; r < hi; ++r) {
-          const float* cr = u.c + r * 32;
-          const __m512 g0 = gelu16(_mm512_add_ps(_mm512_load_ps(cr), bl), tab);
-          uint16_t* hr = hid.get() + (u.rp * 32 + r) * hp + u.n * 16;
-          if (u.two) {
-            const __m512 g1 = gelu16(_mm512_add_ps(_mm512_load_ps(cr + 16), bh), tab);
-            _mm512_store_si512(hr, (__m512i)_mm512_cvtne2ps_pbh(g1, g0));
-          } else {
-            _mm256_store_si256(reinterpret_cast<__m256i*>(hr), f32_to_bf16(g0));
-          }
+      const uint16_t* xb = res + r0 * d;
+      ffn_block(p, a.get(), hid.get(), cbuf.get(), tab, nr, dst + r0 * d, [&](int64_t r, int64_t c0, __mmask16 m) {
+        return bf16_to_f32(_mm256_maskz_loadu_epi16(m, xb + r * d + c0));
+      });
+    }
+    _tile_release();
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The products around the attention (attention_input, attention_output_feed_forward).
+//
+// The layer's q/k/v and output projections are block-diagonal over its two halves (spatial:
+// columns :E, temporal: E:). oneDNN ran them as one (6E, 2E) and one (2E, 2E) product, half of
+// whose multiplications are by the zero blocks; here each half is its own product on AMX tiles,
+// K = E padded to whole 32-column tiles (100 -> 128), and the LayerNorms around them, the output
+// projection's residual and the feed-forward block run on the same 32-row block while it is in
+// the L1/L2 cache: x1 and the LayerNorms' outputs are never written to memory.
+//
+// Packed attention weights (pack_attention_weight): w (2N, 2K) block-diagonal (rows :N read
+// columns :K, rows N: read K:; the off-diagonal blocks must be zero) as (2, ceil(N/16),
+// ceil(K/32), 16, 32): [h] is pack_feed_forward_weight's layout of the diagonal block h.
+
+at::Tensor pack_attention_weight(const at::Tensor& w_in) {
+  TORCH_CHECK(w_in.scalar_type() == at::kBFloat16 && w_in.device().is_cpu() && w_in.dim() == 2 &&
+                  w_in.size(0) % 2 == 0 && w_in.size(1) % 2 == 0 && w_in.size(0) > 0 && w_in.size(1) > 0,
+              "pack_attention_weight: expects a 2-d bf16 CPU tensor (2N, 2K)");
+  const int64_t n = w_in.size(0) / 2, k = w_in.size(1) / 2;
+  TORCH_CHECK(!w_in.slice(0, 0, n).slice(1, k).any().item<bool>() && !w_in.slice(0, n).slice(1, 0, k).any().item<bool>(),
+              "pack_attention_weight: the off-diagonal blocks of the (2N, 2K) weight must be zero");
+  return at::stack({pack_feed_forward_weight(w_in.slice(0, 0, n).slice(1, 0, k)),
+                    pack_feed_forward_weight(w_in.slice(0, n).slice(1, k))});
+}
+
+// fp32 copy of a bf16 vector (weight or bias) of n values, zero-padded by at least 32.
+std::unique_ptr<float[], AlignedFree> widen_vector(const at::Tensor& t, int64_t n) {
+  auto out = aligned_zeros<float>(round_up(n, 32) + 32);
+  const at::Tensor c = t.contiguous();
+  const auto* p = reinterpret_cast<const uint16_t*>(c.data_ptr<at::BFloat16>());
+  for (int64_t i = 0; i < n; ++i) out[i] = c10::detail::f32_from_bits(p[i]);
+  return out;
+}
+
+// LayerNorm of nr fp32 rows xf (row stride ldx, d columns) with fp32 statistics, as layer_norm:
+// mean, the mean of the centred squares, (x - mean)·rstd·γ + β rounded once to bf16. Columns
+// [0, split) go to dst's columns 0.., columns [split, d) to dst's columns off2.. (row stride ldd).
+inline void layer_norm_block(const float* xf, int64_t ldx, int64_t nr, int64_t d, const float* g, const float* b,
+                             float eps, uint16_t* dst, int64_t ldd, int64_t split, int64_t off2) {
+  constexpr int64_t kRows = 4;  // four rows' statistics in turn: independent dependency chains
+  const int64_t nv = (d + 15) / 16;
+  const float inv_d = 1.0f / float(d);
+  for (int64_t r0 = 0; r0 < nr; r0 += kRows) {
+    const int64_t rows = std::min(kRows, nr - r0);
+    __m512 s[kRows], q[kRows], mean[kRows], rstd[kRows];
+    for (int64_t k = 0; k < kRows; ++k) s[k] = q[k] = _mm512_setzero_ps();
+    for (int64_t v = 0; v < nv; ++v) {
+      const __mmask16 m = first_lanes(d - v * 16);
+      for (int64_t k = 0; k < kRows; ++k) {
+        if (k < rows) s[k] = _mm512_add_ps(s[k], _mm512_maskz_loadu_ps(m, xf + (r0 + k) * ldx + v * 16));
+      }
+    }
+    for (int64_t k = 0; k < kRows; ++k) mean[k] = _mm512_set1_ps(_mm512_reduce_add_ps(s[k]) * inv_d);
+    for (int64_t v = 0; v < nv; ++v) {
+      const __mmask16 m = first_lanes(d - v * 16);
+      for (int64_t k = 0; k < kRows; ++k) {
+        if (k < rows) {
+          const __m512 c = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, xf + (r0 + k) * ldx + v * 16), mean[k]);
+          q[k] = _mm512_fmadd_ps(c, c, q[k]);
         }
-      };
-      run_product(a.get(), k1p, w1, n1t, k1t, pairs, cbuf.get(), gelu_epilogue);
-      // Product 2, bias and residual into the output rows.
-      auto residual_epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
-        const int64_t c0 = u.n * 16;
-        const __mmask16 m0 = first_lanes(d - c0), m1 = u.two ? first_lanes(d - c0 - 16) : __mmask16(0);
-        const __m512 bl = _mm512_load_ps(bb2 + c0), bh = _mm512_load_ps(bb2 + c0 + 16);
-        hi = std::min(hi, nr - u.rp * 32);
-        for (int64_t r = lo; r < hi; ++r) {
-          const float* cr = u.c + r * 32;
-          const int64_t row = r0 + u.rp * 32 + r;
-          const uint16_t* xr = res + row * d + c0;
-          uint16_t* yr = dst + row * d + c0;
-          const __m512 v0 = bf16_to_f32(_mm256_maskz_loadu_epi16(m0, xr));
-          _mm256_mask_storeu_epi16(yr, m0, f32_to_bf16(_mm512_add_ps(_mm512_add_ps(_mm512_load_ps(cr), bl), v0)));
-          if (m1) {
-            const __m512 v1 = bf16_to_f32(_mm256_maskz_loadu_epi16(m1, xr + 16));
-            _mm256_mask_storeu_epi16(yr + 16, m1,
-                                     f32_to_bf16(_mm512_add_ps(_mm512_add_ps(_mm512_load_ps(cr + 16), bh), v1)));
-          }
+      }
+    }
+    for (int64_t k = 0; k < kRows; ++k) {
+      rstd[k] = _mm512_set1_ps(1.0f / std::sqrt(_mm512_reduce_add_ps(q[k]) * inv_d + eps));
+    }
+    for (int64_t k = 0; k < rows; ++k) {
+      const float* xr = xf + (r0 + k) * ldx;
+      uint16_t* yr = dst + (r0 + k) * ldd;
+      for (int64_t seg = 0; seg < 2; ++seg) {
+        const int64_t c0 = seg ? split : 0, len = seg ? d - split : split, o = seg ? off2 : 0;
+        for (int64_t v = 0; v * 16 < len; ++v) {
+          const __mmask16 m = first_lanes(len - v * 16);
+          const int64_t c = c0 + v * 16;
+          const __m512 y = _mm512_fmadd_ps(
+              _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, xr + c), mean[k]), rstd[k]),
+              _mm512_maskz_loadu_ps(m, g + c), _mm512_maskz_loadu_ps(m, b + c));
+          _mm256_mask_storeu_epi16(yr + o + v * 16, m, f32_to_bf16(y));
         }
-      };
-      run_product(hid.get(), hp, w2, n2t, k2t, pairs, cbuf.get(), residual_epilogue);
+      }
+    }
+  }
+}
+
+void check_attention_weight(const char* op, const at::Tensor& wp, int64_t n, int64_t k) {
+  TORCH_CHECK(wp.scalar_type() == at::kBFloat16 && wp.device().is_cpu() && wp.dim() == 5 && wp.size(0) == 2 &&
+                  wp.size(1) == (n + 15) / 16 && wp.size(2) == (k + 31) / 32 && wp.size(3) == 16 && wp.size(4) == 32 &&
+                  wp.is_contiguous(),
+              op, ": the packed weight must be pack_attention_weight of a block-diagonal (", 2 * n, ", ", 2 * k,
+              ") weight");
+}
+
+// qkv (..., 6E) = LN1(x) W_inᵀ + b_in for x (..., 2E), W_in block-diagonal (packed), without
+// writing LN1(x): per 32-row block the rows are widened to fp32, normalized into the A scratch
+// (spatial half at columns 0.., temporal half at kp.., kp = E rounded up to 32, zero between), and
+// each half's product (3E outputs) runs on AMX, its bias added to the fp32 sums, rounded once.
+at::Tensor attention_input(const at::Tensor& x_in, const at::Tensor& norm_w, const at::Tensor& norm_b, double eps,
+                           const at::Tensor& w_in_packed, const at::Tensor& b_in) {
+  TORCH_CHECK(amx_ok(), "attention_input: this CPU or kernel gives no AMX (check amx_available() first)");
+  for (const at::Tensor* t : {&x_in, &norm_w, &norm_b, &b_in}) {
+    TORCH_CHECK(t->scalar_type() == at::kBFloat16 && t->device().is_cpu(), "attention_input: expects bf16 CPU tensors");
+  }
+  TORCH_CHECK(x_in.dim() >= 1 && x_in.size(-1) > 0 && x_in.size(-1) % 2 == 0,
+              "attention_input: x (..., 2E) with E > 0");
+  const int64_t d = x_in.size(-1), e = d / 2, n = 3 * e;
+  TORCH_CHECK(norm_w.numel() == d && norm_b.numel() == d, "attention_input: norm_w and norm_b must be (2E,)");
+  TORCH_CHECK(b_in.dim() == 1 && b_in.numel() == 2 * n, "attention_input: b_in must be (6E,)");
+  check_attention_weight("attention_input", w_in_packed, n, e);
+  const at::Tensor x = x_in.contiguous();
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+  shape.back() = 2 * n;
+  at::Tensor out = at::empty(shape, x.options());
+  const int64_t rows = x.numel() / d;
+  if (rows == 0) return out;
+  const auto g = widen_vector(norm_w, d), be = widen_vector(norm_b, d), bias = widen_vector(b_in, 2 * n);
+  // per half, the bias at 64-byte-aligned offsets
+  const int64_t nt = (n + 15) / 16, kt = (e + 31) / 32, kp = kt * 32, lda = 2 * kp, ldx = round_up(d, 16);
+  auto bias_h = aligned_zeros<float>(2 * (nt * 16 + 16));
+  for (int64_t h = 0; h < 2; ++h) std::memcpy(bias_h.get() + h * (nt * 16 + 16), bias.get() + h * n, size_t(n) * 4);
+  const auto* src = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
+  auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+  const auto* w = reinterpret_cast<const uint16_t*>(w_in_packed.data_ptr<at::BFloat16>());
+  const float epsf = float(eps);
+  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+
+  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    auto a = aligned_zeros<uint16_t>(kBlockRows * lda);  // LN1 of the block's rows, halves zero-padded to kp
+    auto xf = aligned_zeros<float>(kBlockRows * ldx);    // the block's rows in fp32
+    auto cbuf = aligned_zeros<float>(2 * 32 * 32);
+    _tile_loadconfig(&tile_config());
+    for (int64_t blk = begin; blk < end; ++blk) {
+      const int64_t r0 = blk * kBlockRows, nr = std::min(kBlockRows, rows - r0);
+      const int64_t pairs = (nr + 31) / 32;
+      for (int64_t r = 0; r < nr; ++r) {
+        const uint16_t* xr = src + (r0 + r) * d;
+        for (int64_t c = 0; c < d; c += 16) {
+          const __mmask16 m = first_lanes(d - c);
+          _mm512_store_ps(xf.get() + r * ldx + c, bf16_to_f32(_mm256_maskz_loadu_epi16(m, xr + c)));
+        }
+      }
+      layer_norm_block(xf.get(), ldx, nr, d, g.get(), be.get(), epsf, a.get(), lda, e, kp);
+      if (nr < pairs * 32) std::memset(a.get() + nr * lda, 0, size_t((pairs * 32 - nr) * lda) * 2);
+      for (int64_t h = 0; h < 2; ++h) {
+        const float* bh = bias_h.get() + h * (nt * 16 + 16);
+        uint16_t* yb = dst + r0 * 2 * n + h * n;
+        auto epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
+          const int64_t c0 = u.n * 16;
+          const __mmask16 m0 = first_lanes(n - c0), m1 = u.two ? first_lanes(n - c0 - 16) : __mmask16(0);
+          const __m512 bl = _mm512_load_ps(bh + c0), bhi = _mm512_load_ps(bh + c0 + 16);
+          hi = std::min(hi, nr - u.rp * 32);
+          for (int64_t r = lo; r < hi; ++r) {
+            const float* cr = u.c + r * 32;
+            uint16_t* yr = yb + (u.rp * 32 + r) * 2 * n + c0;
+            const __m512 v0 = _mm512_add_ps(_mm512_load_ps(cr), bl);
+            if (m1 == __mmask16(0xFFFF)) {
+              const __m512 v1 = _mm512_add_ps(_mm512_load_ps(cr + 16), bhi);
+              _mm512_storeu_si512(yr, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+            } else {
+              _mm256_mask_storeu_epi16(yr, m0, f32_to_bf16(v0));
+              if (m1) _mm256_mask_storeu_epi16(yr + 16, m1, f32_to_bf16(_mm512_add_ps(_mm512_load_ps(cr + 16), bhi)));
+            }
+          }
+        };
+        run_product(a.get() + h * kp, lda, w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf.get(), epilogue);
+      }
+    }
+    _tile_release();
+  });
+  return out;
+}
+
+// Whether x1 = x + att W_outᵀ + b_out is rounded to bf16 before LN2 and the final residual (as
+// the unfused path writes it) or kept in fp32 (nearer fp32; the default).
+#ifndef PASSPORT_KIT_ROUND_X1
+#define PASSPORT_KIT_ROUND_X1 0
+#endif
+
+// out = x1 + FFN(LN2(x1)), x1 = x + att W_outᵀ + b_out, for att and x (..., 2E), W_out
+// block-diagonal (packed): per 32-row block the output projection runs per half on AMX (att's
+// halves copied into the zero-padded A scratch as in attention_input), its bias and x added to
+// the fp32 sums into the block's x1 (fp32), LN2 of x1 goes into the feed-forward block's A
+// scratch, and the feed-forward block runs as feed_forward's with x1 as the residual.
+at::Tensor attention_output_feed_forward(const at::Tensor& att_in, const at::Tensor& x_in, const at::Tensor& w_out_packed,
+                                         const at::Tensor& b_out, const at::Tensor& norm_w, const at::Tensor& norm_b,
+                                         double eps, const at::Tensor& w1p, const at::Tensor& b1, const at::Tensor& w2p,
+                                         const at::Tensor& b2) {
+  const char* op = "attention_output_feed_forward";
+  TORCH_CHECK(amx_ok(), op, ": this CPU or kernel gives no AMX (check amx_available() first)");
+  for (const at::Tensor* t : {&att_in, &x_in, &b_out, &norm_w, &norm_b}) {
+    TORCH_CHECK(t->scalar_type() == at::kBFloat16 && t->device().is_cpu(), op, ": expects bf16 CPU tensors");
+  }
+  TORCH_CHECK(att_in.dim() >= 1 && att_in.sizes() == x_in.sizes(), op, ": att and x must have the same shape");
+  TORCH_CHECK(att_in.size(-1) > 0 && att_in.size(-1) % 2 == 0, op, ": att (..., 2E) with E > 0");
+  const int64_t d = att_in.size(-1), e = d / 2;
+  TORCH_CHECK(norm_w.numel() == d && norm_b.numel() == d && b_out.dim() == 1 && b_out.numel() == d, op,
+              ": b_out, norm_w and norm_b must be (2E,)");
+  check_attention_weight(op, w_out_packed, e, e);
+  const Ffn p = ffn_setup(op, d, w1p, b1, w2p, b2);
+  const at::Tensor att = att_in.contiguous(), x = x_in.contiguous();
+  at::Tensor out = at::empty_like(att);
+  const int64_t rows = att.numel() / d;
+  if (rows == 0) return out;
+  const auto g = widen_vector(norm_w, d), be = widen_vector(norm_b, d);
+  const int64_t nt = (e + 15) / 16, kt = (e + 31) / 32, kp = kt * 32, lda = 2 * kp, ldx = round_up(d, 16);
+  auto bias_h = aligned_zeros<float>(2 * (nt * 16 + 16));
+  {
+    const auto bias = widen_vector(b_out, d);
+    for (int64_t h = 0; h < 2; ++h) std::memcpy(bias_h.get() + h * (nt * 16 + 16), bias.get() + h * e, size_t(e) * 4);
+  }
+  const auto* asrc = reinterpret_cast<const uint16_t*>(att.data_ptr<at::BFloat16>());
+  const auto* xsrc = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
+  auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+  const auto* w = reinterpret_cast<const uint16_t*>(w_out_packed.data_ptr<at::BFloat16>());
+  const float epsf = float(eps);
+  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows, k1p = p.k1p;
+
+  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    auto a = aligned_zeros<uint16_t>(kBlockRows * lda);    // the block's att rows, halves zero-padded to kp
+    auto x1 = aligned_zeros<float>(kBlockRows * ldx);      // the block's x1 rows (fp32), never written out
+    auto a2 = aligned_zeros<uint16_t>(kBlockRows * k1p);   // LN2 of x1, zero-padded to k1p columns
+    auto hid = aligned_zeros<uint16_t>(kBlockRows * p.hp);  // the block's hidden rows (bf16)
+    auto cbuf = aligned_zeros<float>(2 * 32 * 32);
+    const PhiTable tab = phi_table();
+    _tile_loadconfig(&tile_config());
+    for (int64_t blk = begin; blk < end; ++blk) {
+      const int64_t r0 = blk * kBlockRows, nr = std::min(kBlockRows, rows - r0);
+      const int64_t pairs = (nr + 31) / 32;
+      for (int64_t r = 0; r < nr; ++r) {
+        std::memcpy(a.get() + r * lda, asrc + (r0 + r) * d, size_t(e) * 2);
+        std::memcpy(a.get() + r * lda + kp, asrc + (r0 + r) * d + e, size_t(e) * 2);
+      }
+      if (nr < pairs * 32) {
+        std::memset(a.get() + nr * lda, 0, size_t((pairs * 32 - nr) * lda) * 2);
+        std::memset(a2.get() + nr * k1p, 0, size_t((pairs * 32 - nr) * k1p) * 2);
+      }
+      // x1 = x + att W_outᵀ + b_out, per half
+      for (int64_t h = 0; h < 2; ++h) {
+        const float* bh = bias_h.get() + h * (nt * 16 + 16);
+        const uint16_t* xb = xsrc + r0 * d + h * e;
+        float* x1b = x1.get() + h * e;
+        auto epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
+          const int64_t c0 = u.n * 16;
+          const __mmask16 m0 = first_lanes(e - c0), m1 = u.two ? first_lanes(e - c0 - 16) : __mmask16(0);
+          const __m512 bl = _mm512_load_ps(bh + c0), bhi = _mm512_load_ps(bh + c0 + 16);
+          hi = std::min(hi, nr - u.rp * 32);
+          for (int64_t r = lo; r < hi; ++r) {
+            const int64_t row = u.rp * 32 + r;
+            const float* cr = u.c + r * 32;
+            const uint16_t* xr = xb + row * d + c0;
+            float* yr = x1b + row * ldx + c0;
+            __m512 v0 = _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(cr), bl),
+                                      bf16_to_f32(_mm256_maskz_loadu_epi16(m0, xr)));
+            if (PASSPORT_KIT_ROUND_X1) v0 = bf16_to_f32(f32_to_bf16(v0));
+            _mm512_mask_storeu_ps(yr, m0, v0);
+            if (m1) {
+              __m512 v1 = _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(cr + 16), bhi),
+                                        bf16_to_f32(_mm256_maskz_loadu_epi16(m1, xr + 16)));
+              if (PASSPORT_KIT_ROUND_X1) v1 = bf16_to_f32(f32_to_bf16(v1));
+              _mm512_mask_storeu_ps(yr + 16, m1, v1);
+            }
+          }
+        };
+        run_product(a.get() + h * kp, lda, w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf.get(), epilogue);
+      }
+      layer_norm_block(x1.get(), ldx, nr, d, g.get(), be.get(), epsf, a2.get(), k1p, d, 0);
+      const float* x1c = x1.get();
+      ffn_block(p, a2.get(), hid.get(), cbuf.get(), tab, nr, dst + r0 * d, [&](int64_t r, int64_t c0, __mmask16 m) {
+        return _mm512_maskz_loadu_ps(m, x1c + r * ldx + c0);
+      });
     }
     _tile_release();
   });
@@ -453,12 +760,20 @@ TORCH_LIBRARY_FRAGMENT(passport_kit, m) {
   m.def("pack_feed_forward_weight(Tensor w) -> Tensor");
   m.def("feed_forward(Tensor h2, Tensor x1, Tensor w1p, Tensor b1, Tensor w2p, Tensor b2) -> Tensor");
   m.def("gelu_(Tensor(a!) x) -> Tensor(a!)");
+  m.def("pack_attention_weight(Tensor w) -> Tensor");
+  m.def("attention_input(Tensor x, Tensor norm_w, Tensor norm_b, float eps, Tensor w_in_packed, Tensor b_in) -> Tensor");
+  m.def(
+      "attention_output_feed_forward(Tensor att, Tensor x, Tensor w_out_packed, Tensor b_out, Tensor norm_w, "
+      "Tensor norm_b, float eps, Tensor w1p, Tensor b1, Tensor w2p, Tensor b2) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(passport_kit, CPU, m) {
   m.impl("pack_feed_forward_weight", &pack_feed_forward_weight);
   m.impl("feed_forward", &feed_forward);
   m.impl("gelu_", &gelu_);
+  m.impl("pack_attention_weight", &pack_attention_weight);
+  m.impl("attention_input", &attention_input);
+  m.impl("attention_output_feed_forward", &attention_output_feed_forward);
 }
 
 TORCH_LIBRARY_IMPL(passport_kit, CompositeExplicitAutograd, m) { m.impl("amx_available", &amx_available); }
