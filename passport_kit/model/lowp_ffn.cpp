@@ -521,6 +521,78 @@ inline void layer_norm_block(const float* xf, int64_t ldx, int64_t nr, int64_t d
   }
 }
 
+// The same LayerNorm for rows of at most 256 columns (d = 200: 13 vectors), each row's values
+// kept in registers from the load to the normalized result: read straight from bf16 rows
+// (attention_input's input) or fp32 ones (x1), no fp32 copy written and read back three times.
+inline __m512 load16(const uint16_t* p, __mmask16 m) { return bf16_to_f32(_mm256_maskz_loadu_epi16(m, p)); }
+inline __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+
+constexpr int64_t kLnMaxVectors = 16;
+
+template <typename T>
+inline void layer_norm_rows(const T* x, int64_t ldx, int64_t nr, int64_t d, const float* g, const float* b, float eps,
+                            uint16_t* dst, int64_t ldd, int64_t split, int64_t off2) {
+  const int64_t nv = (d + 15) / 16;
+  const __mmask16 last = first_lanes(d - (nv - 1) * 16);
+  const float inv_d = 1.0f / float(d);
+  alignas(64) uint16_t row[kLnMaxVectors * 16 + 32];
+  for (int64_t r = 0; r < nr; ++r) {
+    const T* xr = x + r * ldx;
+    __m512 v[kLnMaxVectors];
+#pragma GCC unroll 16
+    for (int64_t i = 0; i < kLnMaxVectors; ++i) {
+      if (i < nv) v[i] = load16(xr + i * 16, i == nv - 1 ? last : __mmask16(0xFFFF));
+    }
+    // tree sums: short dependency chains
+    __m512 s0 = v[0], s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int64_t i = 1; i < kLnMaxVectors; ++i) {
+      if (i < nv) {
+        if (i % 4 == 0) s0 = _mm512_add_ps(s0, v[i]);
+        if (i % 4 == 1) s1 = _mm512_add_ps(s1, v[i]);
+        if (i % 4 == 2) s2 = _mm512_add_ps(s2, v[i]);
+        if (i % 4 == 3) s3 = _mm512_add_ps(s3, v[i]);
+      }
+    }
+    const __m512 mean = _mm512_set1_ps(_mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3))) * inv_d);
+    __m512 q0 = _mm512_setzero_ps(), q1 = _mm512_setzero_ps(), q2 = _mm512_setzero_ps(), q3 = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int64_t i = 0; i < kLnMaxVectors; ++i) {
+      if (i < nv) {
+        v[i] = _mm512_maskz_sub_ps(i == nv - 1 ? last : __mmask16(0xFFFF), v[i], mean);
+        if (i % 4 == 0) q0 = _mm512_fmadd_ps(v[i], v[i], q0);
+        if (i % 4 == 1) q1 = _mm512_fmadd_ps(v[i], v[i], q1);
+        if (i % 4 == 2) q2 = _mm512_fmadd_ps(v[i], v[i], q2);
+        if (i % 4 == 3) q3 = _mm512_fmadd_ps(v[i], v[i], q3);
+      }
+    }
+    const float var = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(q0, q1), _mm512_add_ps(q2, q3))) * inv_d;
+    const __m512 rstd = _mm512_set1_ps(1.0f / std::sqrt(var + eps));
+#pragma GCC unroll 16
+    for (int64_t i = 0; i < kLnMaxVectors; ++i) {
+      if (i < nv) {
+        const __m512 y = _mm512_fmadd_ps(_mm512_mul_ps(v[i], rstd), _mm512_load_ps(g + i * 16), _mm512_load_ps(b + i * 16));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(row + i * 16), f32_to_bf16(y));
+      }
+    }
+    uint16_t* yr = dst + r * ldd;
+    if (split == d) {
+      for (int64_t c = 0; c < d; c += 32) {
+        const __mmask32 m = d - c >= 32 ? __mmask32(0xFFFFFFFFu) : __mmask32((1u << (d - c)) - 1);
+        _mm512_mask_storeu_epi16(yr + c, m, _mm512_load_si512(row + c));
+      }
+    } else {
+      for (int64_t seg = 0; seg < 2; ++seg) {
+        const int64_t c0 = seg ? split : 0, len = seg ? d - split : split, o = seg ? off2 : 0;
+        for (int64_t c = 0; c < len; c += 32) {
+          const __mmask32 m = len - c >= 32 ? __mmask32(0xFFFFFFFFu) : __mmask32((1u << (len - c)) - 1);
+          _mm512_mask_storeu_epi16(yr + o + c, m, _mm512_maskz_loadu_epi16(m, row + c0 + c));
+        }
+      }
+    }
+  }
+}
+
 void check_attention_weight(const char* op, const at::Tensor& wp, int64_t n, int64_t k) {
   TORCH_CHECK(wp.scalar_type() == at::kBFloat16 && wp.device().is_cpu() && wp.dim() == 5 && wp.size(0) == 2 &&
                   wp.size(1) == (n + 15) / 16 && wp.size(2) == (k + 31) / 32 && wp.size(3) == 16 && wp.size(4) == 32 &&
@@ -570,14 +642,18 @@ at::Tensor attention_input(const at::Tensor& x_in, const at::Tensor& norm_w, con
     for (int64_t blk = begin; blk < end; ++blk) {
       const int64_t r0 = blk * kBlockRows, nr = std::min(kBlockRows, rows - r0);
       const int64_t pairs = (nr + 31) / 32;
-      for (int64_t r = 0; r < nr; ++r) {
-        const uint16_t* xr = src + (r0 + r) * d;
-        for (int64_t c = 0; c < d; c += 16) {
-          const __mmask16 m = first_lanes(d - c);
-          _mm512_store_ps(xf.get() + r * ldx + c, bf16_to_f32(_mm256_maskz_loadu_epi16(m, xr + c)));
+      if (d <= kLnMaxVectors * 16) {
+        layer_norm_rows(src + r0 * d, d, nr, d, g.get(), be.get(), epsf, a.get(), lda, e, kp);
+      } else {
+        for (int64_t r = 0; r < nr; ++r) {
+          const uint16_t* xr = src + (r0 + r) * d;
+          for (int64_t c = 0; c < d; c += 16) {
+            const __mmask16 m = first_lanes(d - c);
+            _mm512_store_ps(xf.get() + r * ldx + c, bf16_to_f32(_mm256_maskz_loadu_epi16(m, xr + c)));
+          }
         }
+        layer_norm_block(xf.get(), ldx, nr, d, g.get(), be.get(), epsf, a.get(), lda, e, kp);
       }
-      layer_norm_block(xf.get(), ldx, nr, d, g.get(), be.get(), epsf, a.get(), lda, e, kp);
       if (nr < pairs * 32) std::memset(a.get() + nr * lda, 0, size_t((pairs * 32 - nr) * lda) * 2);
       for (int64_t h = 0; h < 2; ++h) {
         const float* bh = bias_h.get() + h * (nt * 16 + 16);
@@ -701,7 +777,11 @@ at::Tensor attention_output_feed_forward(const at::Tensor& att_in, const at::Ten
         };
         run_product(a.get() + h * kp, lda, w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf.get(), epilogue);
       }
-      layer_norm_block(x1.get(), ldx, nr, d, g.get(), be.get(), epsf, a2.get(), k1p, d, 0);
+      if (d <= kLnMaxVectors * 16) {
+        layer_norm_rows(x1.get(), ldx, nr, d, g.get(), be.get(), epsf, a2.get(), k1p, d, 0);
+      } else {
+        layer_norm_block(x1.get(), ldx, nr, d, g.get(), be.get(), epsf, a2.get(), k1p, d, 0);
+      }
       const float* x1c = x1.get();
       ffn_block(p, a2.get(), hid.get(), cbuf.get(), tab, nr, dst + r0 * d, [&](int64_t r, int64_t c0, __mmask16 m) {
         return _mm512_maskz_loadu_ps(m, x1c + r * ldx + c0);
