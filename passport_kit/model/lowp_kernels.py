@@ -15,12 +15,19 @@
   conv blocks (run as products) and its spectrum's magnitude, for
   :meth:`~passport_kit.model.patch_embedding.PatchEmbedding.embed_patches_lowp`.
 
-``lowp_ffn.cpp`` adds, for CPUs with AMX:
+``lowp_ffn.cpp`` adds, for CPUs with AMX (each runs only where ``amx_available()``: CPUID,
+/proc/cpuinfo and the kernel's permission for the tile registers; a CPU with AVX-512 BF16 but no
+AMX keeps the oneDNN products):
 
-- ``feed_forward(h2, x1, w1p, b1, w2p, b2) -> x1 + GELU(h2 W1ᵀ + b1) W2ᵀ + b2``: the encoder layer's
-  feed-forward block on AMX tiles, its weights packed once by ``pack_feed_forward_weight(w)``;
-  runs only where ``amx_available()`` (CPUID, /proc/cpuinfo and the kernel's permission), so a
-  CPU with AVX-512 BF16 but no AMX keeps the oneDNN products;
+- ``attention_input(x, norm_w, norm_b, eps, w_in_packed, b_in) -> qkv``: LayerNorm and each half's
+  q/k/v product (no products with the block-diagonal zeros), in the layout ``criss_cross_attention``
+  reads;
+- ``attention_output_feed_forward(att, x, w_out_packed, b_out, norm2_w, norm2_b, eps, w1p, b1, w2p,
+  b2) -> out``: each half's output projection, the residual in fp32, LayerNorm and the feed-forward
+  block, per 32-row block without writing the intermediate rows;
+- ``feed_forward(h2, x1, w1p, b1, w2p, b2) -> x1 + GELU(h2 W1ᵀ + b1) W2ᵀ + b2`` alone;
+- ``pack_attention_weight(w)`` and ``pack_feed_forward_weight(w)``: weights in AMX tile order,
+  packed once with the layer's other prepared weights;
 - ``gelu_(x)``: the same GELU (32 cubics for Φ, error < 2.6e-6) in place, as a separate pass (tested,
   not used: no faster than oneDNN's fused post-op).
 
