@@ -601,83 +601,111 @@ void check_attention_weight(const char* op, const at::Tensor& wp, int64_t n, int
               ") weight");
 }
 
+// attention_input's constants: the checks, LN1's γ and β and each half's bias in fp32 (at
+// 64-byte-aligned offsets), the packed W_in. Shared with criss_cross_layer.
+struct AttentionIn {
+  int64_t d = 0, e = 0, n = 0, nt = 0, kt = 0, kp = 0, lda = 0, ldx = 0;
+  float eps = 0.0f;
+  std::unique_ptr<float[], AlignedFree> g, be, bias_h;
+  const uint16_t* w = nullptr;
+};
+
+AttentionIn attention_in_setup(const char* op, int64_t d, const at::Tensor& norm_w, const at::Tensor& norm_b,
+                               double eps, const at::Tensor& w_in_packed, const at::Tensor& b_in) {
+  for (const at::Tensor* t : {&norm_w, &norm_b, &b_in}) {
+    TORCH_CHECK(t->scalar_type() == at::kBFloat16 && t->device().is_cpu(), op, ": expects bf16 CPU tensors");
+  }
+  AttentionIn s;
+  s.d = d, s.e = d / 2, s.n = 3 * s.e;
+  TORCH_CHECK(norm_w.numel() == d && norm_b.numel() == d, op, ": norm_w and norm_b must be (2E,)");
+  TORCH_CHECK(b_in.dim() == 1 && b_in.numel() == 2 * s.n, op, ": b_in must be (6E,)");
+  check_attention_weight(op, w_in_packed, s.n, s.e);
+  s.nt = (s.n + 15) / 16, s.kt = (s.e + 31) / 32, s.kp = s.kt * 32, s.lda = 2 * s.kp, s.ldx = round_up(d, 16);
+  s.eps = float(eps);
+  s.g = widen_vector(norm_w, d);
+  s.be = widen_vector(norm_b, d);
+  const auto bias = widen_vector(b_in, 2 * s.n);
+  s.bias_h = aligned_zeros<float>(2 * (s.nt * 16 + 16));
+  for (int64_t h = 0; h < 2; ++h) std::memcpy(s.bias_h.get() + h * (s.nt * 16 + 16), bias.get() + h * s.n, size_t(s.n) * 4);
+  s.w = reinterpret_cast<const uint16_t*>(w_in_packed.data_ptr<at::BFloat16>());
+  return s;
+}
+
+// One block of nr <= 32 rows src (row stride d): LN1 into the A scratch a (kBlockRows × lda;
+// spatial half at columns 0.., temporal half at kp.., kp = E rounded up to 32, zero between; xf
+// an fp32 scratch of kBlockRows × ldx for rows wider than layer_norm_rows takes), each half's
+// q/k/v product on AMX with its bias added to the fp32 sums, rounded once into dst (row stride 6E).
+inline void attention_in_block(const AttentionIn& s, const uint16_t* src, int64_t nr, uint16_t* a, float* xf,
+                               float* cbuf, uint16_t* dst) {
+  const int64_t d = s.d, e = s.e, n = s.n, nt = s.nt, kt = s.kt, kp = s.kp, lda = s.lda, ldx = s.ldx;
+  const int64_t pairs = (nr + 31) / 32;
+  if (d <= kLnMaxVectors * 16) {
+    layer_norm_rows(src, d, nr, d, s.g.get(), s.be.get(), s.eps, a, lda, e, kp);
+  } else {
+    for (int64_t r = 0; r < nr; ++r) {
+      const uint16_t* xr = src + r * d;
+      for (int64_t c = 0; c < d; c += 16) {
+        const __mmask16 m = first_lanes(d - c);
+        _mm512_store_ps(xf + r * ldx + c, bf16_to_f32(_mm256_maskz_loadu_epi16(m, xr + c)));
+      }
+    }
+    layer_norm_block(xf, ldx, nr, d, s.g.get(), s.be.get(), s.eps, a, lda, e, kp);
+  }
+  if (nr < pairs * 32) std::memset(a + nr * lda, 0, size_t((pairs * 32 - nr) * lda) * 2);
+  for (int64_t h = 0; h < 2; ++h) {
+    const float* bh = s.bias_h.get() + h * (nt * 16 + 16);
+    uint16_t* yb = dst + h * n;
+    auto epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
+      const int64_t c0 = u.n * 16;
+      const __mmask16 m0 = first_lanes(n - c0), m1 = u.two ? first_lanes(n - c0 - 16) : __mmask16(0);
+      const __m512 bl = _mm512_load_ps(bh + c0), bhi = _mm512_load_ps(bh + c0 + 16);
+      hi = std::min(hi, nr - u.rp * 32);
+      for (int64_t r = lo; r < hi; ++r) {
+        const float* cr = u.c + r * 32;
+        uint16_t* yr = yb + (u.rp * 32 + r) * 2 * n + c0;
+        const __m512 v0 = _mm512_add_ps(_mm512_load_ps(cr), bl);
+        if (m1 == __mmask16(0xFFFF)) {
+          const __m512 v1 = _mm512_add_ps(_mm512_load_ps(cr + 16), bhi);
+          _mm512_storeu_si512(yr, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+        } else {
+          _mm256_mask_storeu_epi16(yr, m0, f32_to_bf16(v0));
+          if (m1) _mm256_mask_storeu_epi16(yr + 16, m1, f32_to_bf16(_mm512_add_ps(_mm512_load_ps(cr + 16), bhi)));
+        }
+      }
+    };
+    run_product(a + h * kp, lda, s.w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf, epilogue);
+  }
+}
+
 // qkv (..., 6E) = LN1(x) W_inᵀ + b_in for x (..., 2E), W_in block-diagonal (packed), without
 // writing LN1(x): per 32-row block the rows are widened to fp32, normalized into the A scratch
-// (spatial half at columns 0.., temporal half at kp.., kp = E rounded up to 32, zero between), and
-// each half's product (3E outputs) runs on AMX, its bias added to the fp32 sums, rounded once.
+// and each half's product (3E outputs) runs on AMX (attention_in_block).
 at::Tensor attention_input(const at::Tensor& x_in, const at::Tensor& norm_w, const at::Tensor& norm_b, double eps,
                            const at::Tensor& w_in_packed, const at::Tensor& b_in) {
   TORCH_CHECK(amx_ok(), "attention_input: this CPU or kernel gives no AMX (check amx_available() first)");
-  for (const at::Tensor* t : {&x_in, &norm_w, &norm_b, &b_in}) {
-    TORCH_CHECK(t->scalar_type() == at::kBFloat16 && t->device().is_cpu(), "attention_input: expects bf16 CPU tensors");
-  }
+  TORCH_CHECK(x_in.scalar_type() == at::kBFloat16 && x_in.device().is_cpu(), "attention_input: expects bf16 CPU tensors");
   TORCH_CHECK(x_in.dim() >= 1 && x_in.size(-1) > 0 && x_in.size(-1) % 2 == 0,
               "attention_input: x (..., 2E) with E > 0");
-  const int64_t d = x_in.size(-1), e = d / 2, n = 3 * e;
-  TORCH_CHECK(norm_w.numel() == d && norm_b.numel() == d, "attention_input: norm_w and norm_b must be (2E,)");
-  TORCH_CHECK(b_in.dim() == 1 && b_in.numel() == 2 * n, "attention_input: b_in must be (6E,)");
-  check_attention_weight("attention_input", w_in_packed, n, e);
+  const int64_t d = x_in.size(-1);
+  const AttentionIn s = attention_in_setup("attention_input", d, norm_w, norm_b, eps, w_in_packed, b_in);
   const at::Tensor x = x_in.contiguous();
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-  shape.back() = 2 * n;
+  shape.back() = 2 * s.n;
   at::Tensor out = at::empty(shape, x.options());
   const int64_t rows = x.numel() / d;
   if (rows == 0) return out;
-  const auto g = widen_vector(norm_w, d), be = widen_vector(norm_b, d), bias = widen_vector(b_in, 2 * n);
-  // per half, the bias at 64-byte-aligned offsets
-  const int64_t nt = (n + 15) / 16, kt = (e + 31) / 32, kp = kt * 32, lda = 2 * kp, ldx = round_up(d, 16);
-  auto bias_h = aligned_zeros<float>(2 * (nt * 16 + 16));
-  for (int64_t h = 0; h < 2; ++h) std::memcpy(bias_h.get() + h * (nt * 16 + 16), bias.get() + h * n, size_t(n) * 4);
   const auto* src = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
   auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
-  const auto* w = reinterpret_cast<const uint16_t*>(w_in_packed.data_ptr<at::BFloat16>());
-  const float epsf = float(eps);
   const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
 
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    auto a = aligned_zeros<uint16_t>(kBlockRows * lda);  // LN1 of the block's rows, halves zero-padded to kp
-    auto xf = aligned_zeros<float>(kBlockRows * ldx);    // the block's rows in fp32
+    auto a = aligned_zeros<uint16_t>(kBlockRows * s.lda);  // LN1 of the block's rows, halves zero-padded to kp
+    auto xf = aligned_zeros<float>(kBlockRows * s.ldx);    // the block's rows in fp32
     auto cbuf = aligned_zeros<float>(2 * 32 * 32);
     _tile_loadconfig(&tile_config());
     for (int64_t blk = begin; blk < end; ++blk) {
       const int64_t r0 = blk * kBlockRows, nr = std::min(kBlockRows, rows - r0);
-      const int64_t pairs = (nr + 31) / 32;
-      if (d <= kLnMaxVectors * 16) {
-        layer_norm_rows(src + r0 * d, d, nr, d, g.get(), be.get(), epsf, a.get(), lda, e, kp);
-      } else {
-        for (int64_t r = 0; r < nr; ++r) {
-          const uint16_t* xr = src + (r0 + r) * d;
-          for (int64_t c = 0; c < d; c += 16) {
-            const __mmask16 m = first_lanes(d - c);
-            _mm512_store_ps(xf.get() + r * ldx + c, bf16_to_f32(_mm256_maskz_loadu_epi16(m, xr + c)));
-          }
-        }
-        layer_norm_block(xf.get(), ldx, nr, d, g.get(), be.get(), epsf, a.get(), lda, e, kp);
-      }
-      if (nr < pairs * 32) std::memset(a.get() + nr * lda, 0, size_t((pairs * 32 - nr) * lda) * 2);
-      for (int64_t h = 0; h < 2; ++h) {
-        const float* bh = bias_h.get() + h * (nt * 16 + 16);
-        uint16_t* yb = dst + r0 * 2 * n + h * n;
-        auto epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
-          const int64_t c0 = u.n * 16;
-          const __mmask16 m0 = first_lanes(n - c0), m1 = u.two ? first_lanes(n - c0 - 16) : __mmask16(0);
-          const __m512 bl = _mm512_load_ps(bh + c0), bhi = _mm512_load_ps(bh + c0 + 16);
-          hi = std::min(hi, nr - u.rp * 32);
-          for (int64_t r = lo; r < hi; ++r) {
-            const float* cr = u.c + r * 32;
-            uint16_t* yr = yb + (u.rp * 32 + r) * 2 * n + c0;
-            const __m512 v0 = _mm512_add_ps(_mm512_load_ps(cr), bl);
-            if (m1 == __mmask16(0xFFFF)) {
-              const __m512 v1 = _mm512_add_ps(_mm512_load_ps(cr + 16), bhi);
-              _mm512_storeu_si512(yr, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
-            } else {
-              _mm256_mask_storeu_epi16(yr, m0, f32_to_bf16(v0));
-              if (m1) _mm256_mask_storeu_epi16(yr + 16, m1, f32_to_bf16(_mm512_add_ps(_mm512_load_ps(cr + 16), bhi)));
-            }
-          }
-        };
-        run_product(a.get() + h * kp, lda, w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf.get(), epilogue);
-      }
+      attention_in_block(s, src + r0 * d, nr, a.get(), xf.get(), cbuf.get(), dst + r0 * 2 * s.n);
     }
     _tile_release();
   });
@@ -690,51 +718,127 @@ at::Tensor attention_input(const at::Tensor& x_in, const at::Tensor& norm_w, con
 #define PASSPORT_KIT_ROUND_X1 0
 #endif
 
+// attention_output_feed_forward's constants (the checks, W_out's per-half biases, LN2, the
+// feed-forward block). Shared with criss_cross_layer.
+struct AttentionOut {
+  int64_t d = 0, e = 0, nt = 0, kt = 0, kp = 0, lda = 0, ldx = 0;
+  float eps = 0.0f;
+  std::unique_ptr<float[], AlignedFree> g, be, bias_h;
+  const uint16_t* w = nullptr;
+  Ffn p;
+};
+
+AttentionOut attention_out_setup(const char* op, int64_t d, const at::Tensor& w_out_packed, const at::Tensor& b_out,
+                                 const at::Tensor& norm_w, const at::Tensor& norm_b, double eps, const at::Tensor& w1p,
+                                 const at::Tensor& b1, const at::Tensor& w2p, const at::Tensor& b2) {
+  for (const at::Tensor* t : {&b_out, &norm_w, &norm_b}) {
+    TORCH_CHECK(t->scalar_type() == at::kBFloat16 && t->device().is_cpu(), op, ": expects bf16 CPU tensors");
+  }
+  AttentionOut s;
+  s.d = d, s.e = d / 2;
+  TORCH_CHECK(norm_w.numel() == d && norm_b.numel() == d && b_out.dim() == 1 && b_out.numel() == d, op,
+              ": b_out, norm_w and norm_b must be (2E,)");
+  check_attention_weight(op, w_out_packed, s.e, s.e);
+  s.p = ffn_setup(op, d, w1p, b1, w2p, b2);
+  s.nt = (s.e + 15) / 16, s.kt = (s.e + 31) / 32, s.kp = s.kt * 32, s.lda = 2 * s.kp, s.ldx = round_up(d, 16);
+  s.eps = float(eps);
+  s.g = widen_vector(norm_w, d);
+  s.be = widen_vector(norm_b, d);
+  s.bias_h = aligned_zeros<float>(2 * (s.nt * 16 + 16));
+  const auto bias = widen_vector(b_out, d);
+  for (int64_t h = 0; h < 2; ++h) std::memcpy(s.bias_h.get() + h * (s.nt * 16 + 16), bias.get() + h * s.e, size_t(s.e) * 4);
+  s.w = reinterpret_cast<const uint16_t*>(w_out_packed.data_ptr<at::BFloat16>());
+  return s;
+}
+
+// One block of nr <= 32 rows: a holds the block's att rows (row stride lda, spatial half at
+// columns 0.., temporal half at kp.., zero between and in the rows nr .. 32·pairs), xb the rows
+// of x (row stride d). x1 = x + att W_outᵀ + b_out per half on AMX into x1 (fp32, kBlockRows ×
+// ldx, never written out), LN2 of x1 into a2 (kBlockRows × k1p), the feed-forward block with
+// x1 as the residual into dst (row stride d). hid: kBlockRows × hp.
+inline void attention_out_block(const AttentionOut& s, const uint16_t* a, const uint16_t* xb, int64_t nr, float* x1,
+                                uint16_t* a2, uint16_t* hid, float* cbuf, const PhiTable& tab, uint16_t* dst) {
+  const int64_t d = s.d, e = s.e, nt = s.nt, kt = s.kt, kp = s.kp, lda = s.lda, ldx = s.ldx, k1p = s.p.k1p;
+  const int64_t pairs = (nr + 31) / 32;
+  if (nr < pairs * 32) std::memset(a2 + nr * k1p, 0, size_t((pairs * 32 - nr) * k1p) * 2);
+  // x1 = x + att W_outᵀ + b_out, per half
+  for (int64_t h = 0; h < 2; ++h) {
+    const float* bh = s.bias_h.get() + h * (nt * 16 + 16);
+    const uint16_t* xh = xb + h * e;
+    float* x1b = x1 + h * e;
+    auto epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
+      const int64_t c0 = u.n * 16;
+      const __mmask16 m0 = first_lanes(e - c0), m1 = u.two ? first_lanes(e - c0 - 16) : __mmask16(0);
+      const __m512 bl = _mm512_load_ps(bh + c0), bhi = _mm512_load_ps(bh + c0 + 16);
+      hi = std::min(hi, nr - u.rp * 32);
+      for (int64_t r = lo; r < hi; ++r) {
+        const int64_t row = u.rp * 32 + r;
+        const float* cr = u.c + r * 32;
+        const uint16_t* xr = xh + row * d + c0;
+        float* yr = x1b + row * ldx + c0;
+        __m512 v0 = _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(cr), bl), bf16_to_f32(_mm256_maskz_loadu_epi16(m0, xr)));
+        if (PASSPORT_KIT_ROUND_X1) v0 = bf16_to_f32(f32_to_bf16(v0));
+        _mm512_mask_storeu_ps(yr, m0, v0);
+        if (m1) {
+          __m512 v1 = _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(cr + 16), bhi),
+                                    bf16_to_f32(_mm256_maskz_loadu_epi16(m1, xr + 16)));
+          if (PASSPORT_KIT_ROUND_X1) v1 = bf16_to_f32(f32_to_bf16(v1));
+          _mm512_mask_storeu_ps(yr + 16, m1, v1);
+        }
+      }
+    };
+    run_product(a + h * kp, lda, s.w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf, epilogue);
+  }
+  if (d <= kLnMaxVectors * 16) {
+    layer_norm_rows(x1, ldx, nr, d, s.g.get(), s.be.get(), s.eps, a2, k1p, d, 0);
+  } else {
+    layer_norm_block(x1, ldx, nr, d, s.g.get(), s.be.get(), s.eps, a2, k1p, d, 0);
+  }
+  const float* x1c = x1;
+  ffn_block(s.p, a2, hid, cbuf, tab, nr, dst, [&](int64_t r, int64_t c0, __mmask16 m) {
+    return _mm512_maskz_loadu_ps(m, x1c + r * ldx + c0);
+  });
+}
+
+// Per-thread scratch of attention_out_block.
+struct AttentionOutScratch {
+  std::unique_ptr<float[], AlignedFree> x1, cbuf;
+  std::unique_ptr<uint16_t[], AlignedFree> a2, hid;
+  explicit AttentionOutScratch(const AttentionOut& s)
+      : x1(aligned_zeros<float>(kBlockRows * s.ldx)), cbuf(aligned_zeros<float>(2 * 32 * 32)),
+        a2(aligned_zeros<uint16_t>(kBlockRows * s.p.k1p)), hid(aligned_zeros<uint16_t>(kBlockRows * s.p.hp)) {}
+};
+
 // out = x1 + FFN(LN2(x1)), x1 = x + att W_outᵀ + b_out, for att and x (..., 2E), W_out
-// block-diagonal (packed): per 32-row block the output projection runs per half on AMX (att's
-// halves copied into the zero-padded A scratch as in attention_input), its bias and x added to
-// the fp32 sums into the block's x1 (fp32), LN2 of x1 goes into the feed-forward block's A
-// scratch, and the feed-forward block runs as feed_forward's with x1 as the residual.
+// block-diagonal (packed): per 32-row block att's halves are copied into the zero-padded A
+// scratch (as in attention_input) and attention_out_block runs: the output projection per half
+// on AMX, its bias and x added to the fp32 sums into the block's x1 (fp32), LN2 of x1 into the
+// feed-forward block's A scratch, and the feed-forward block as feed_forward's with x1 as the residual.
 at::Tensor attention_output_feed_forward(const at::Tensor& att_in, const at::Tensor& x_in, const at::Tensor& w_out_packed,
                                          const at::Tensor& b_out, const at::Tensor& norm_w, const at::Tensor& norm_b,
                                          double eps, const at::Tensor& w1p, const at::Tensor& b1, const at::Tensor& w2p,
                                          const at::Tensor& b2) {
   const char* op = "attention_output_feed_forward";
   TORCH_CHECK(amx_ok(), op, ": this CPU or kernel gives no AMX (check amx_available() first)");
-  for (const at::Tensor* t : {&att_in, &x_in, &b_out, &norm_w, &norm_b}) {
+  for (const at::Tensor* t : {&att_in, &x_in}) {
     TORCH_CHECK(t->scalar_type() == at::kBFloat16 && t->device().is_cpu(), op, ": expects bf16 CPU tensors");
   }
   TORCH_CHECK(att_in.dim() >= 1 && att_in.sizes() == x_in.sizes(), op, ": att and x must have the same shape");
   TORCH_CHECK(att_in.size(-1) > 0 && att_in.size(-1) % 2 == 0, op, ": att (..., 2E) with E > 0");
   const int64_t d = att_in.size(-1), e = d / 2;
-  TORCH_CHECK(norm_w.numel() == d && norm_b.numel() == d && b_out.dim() == 1 && b_out.numel() == d, op,
-              ": b_out, norm_w and norm_b must be (2E,)");
-  check_attention_weight(op, w_out_packed, e, e);
-  const Ffn p = ffn_setup(op, d, w1p, b1, w2p, b2);
+  const AttentionOut s = attention_out_setup(op, d, w_out_packed, b_out, norm_w, norm_b, eps, w1p, b1, w2p, b2);
   const at::Tensor att = att_in.contiguous(), x = x_in.contiguous();
   at::Tensor out = at::empty_like(att);
   const int64_t rows = att.numel() / d;
   if (rows == 0) return out;
-  const auto g = widen_vector(norm_w, d), be = widen_vector(norm_b, d);
-  const int64_t nt = (e + 15) / 16, kt = (e + 31) / 32, kp = kt * 32, lda = 2 * kp, ldx = round_up(d, 16);
-  auto bias_h = aligned_zeros<float>(2 * (nt * 16 + 16));
-  {
-    const auto bias = widen_vector(b_out, d);
-    for (int64_t h = 0; h < 2; ++h) std::memcpy(bias_h.get() + h * (nt * 16 + 16), bias.get() + h * e, size_t(e) * 4);
-  }
   const auto* asrc = reinterpret_cast<const uint16_t*>(att.data_ptr<at::BFloat16>());
   const auto* xsrc = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
   auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
-  const auto* w = reinterpret_cast<const uint16_t*>(w_out_packed.data_ptr<at::BFloat16>());
-  const float epsf = float(eps);
-  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows, k1p = p.k1p;
+  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows, lda = s.lda, kp = s.kp;
 
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    auto a = aligned_zeros<uint16_t>(kBlockRows * lda);    // the block's att rows, halves zero-padded to kp
-    auto x1 = aligned_zeros<float>(kBlockRows * ldx);      // the block's x1 rows (fp32), never written out
-    auto a2 = aligned_zeros<uint16_t>(kBlockRows * k1p);   // LN2 of x1, zero-padded to k1p columns
-    auto hid = aligned_zeros<uint16_t>(kBlockRows * p.hp);  // the block's hidden rows (bf16)
-    auto cbuf = aligned_zeros<float>(2 * 32 * 32);
+    auto a = aligned_zeros<uint16_t>(kBlockRows * lda);  // the block's att rows, halves zero-padded to kp
+    AttentionOutScratch w(s);
     const PhiTable tab = phi_table();
     _tile_loadconfig(&tile_config());
     for (int64_t blk = begin; blk < end; ++blk) {
@@ -744,48 +848,87 @@ at::Tensor attention_output_feed_forward(const at::Tensor& att_in, const at::Ten
         std::memcpy(a.get() + r * lda, asrc + (r0 + r) * d, size_t(e) * 2);
         std::memcpy(a.get() + r * lda + kp, asrc + (r0 + r) * d + e, size_t(e) * 2);
       }
-      if (nr < pairs * 32) {
-        std::memset(a.get() + nr * lda, 0, size_t((pairs * 32 - nr) * lda) * 2);
-        std::memset(a2.get() + nr * k1p, 0, size_t((pairs * 32 - nr) * k1p) * 2);
+      if (nr < pairs * 32) std::memset(a.get() + nr * lda, 0, size_t((pairs * 32 - nr) * lda) * 2);
+      attention_out_block(s, a.get(), xsrc + r0 * d, nr, w.x1.get(), w.a2.get(), w.hid.get(), w.cbuf.get(), tab,
+                          dst + r0 * d);
+    }
+    _tile_release();
+  });
+  return out;
+}
+
+}  // namespace
+
+// lowp_kernels.cpp: one sample's criss-cross attention with that file's attend (the same bits as
+// criss_cross_attention), behind an opaque per-thread workspace.
+namespace passport_kit_lowp {
+struct SampleAttention;
+SampleAttention* sample_attention_new(int64_t c, int64_t p, int64_t e, int64_t heads_s, int64_t heads_t);
+void sample_attention_free(SampleAttention* w);
+void sample_attention_run(SampleAttention* w, const uint16_t* qkv, int64_t ldq, uint16_t* out, int64_t ldo,
+                          int64_t out_t);
+}  // namespace passport_kit_lowp
+
+namespace {
+
+// A whole criss-cross layer at inference, sample by sample: for x (B, C, P, 2E) the same result
+// as attention_input, criss_cross_attention and attention_output_feed_forward in turn (the same
+// block routines and attend, so the same bits), but each thread takes whole samples (one
+// sample's C·P rows: every attention sequence lies inside it) and keeps the sample's q/k/v
+// (C·P × 6E bf16) and attention output (C·P × 2E, already in the output projection's zero-padded
+// A layout, so no copy) in its own scratch, in the L2 cache: neither is written to memory. Per
+// sample: LN1 and the q/k/v products per 32-row block, both halves' attention, then the output
+// projection, residual, LN2 and feed-forward block per 32-row block (a sample's last block may
+// be partial: C·P = 360 is 11 blocks and 8 rows). Parallel over samples only: with fewer
+// samples than threads the three ops are faster (lowp_layer.py decides).
+at::Tensor criss_cross_layer(const at::Tensor& x_in, const at::Tensor& norm1_w, const at::Tensor& norm1_b,
+                             double eps1, const at::Tensor& w_in_packed, const at::Tensor& b_in, int64_t heads_s,
+                             int64_t heads_t, const at::Tensor& w_out_packed, const at::Tensor& b_out,
+                             const at::Tensor& norm2_w, const at::Tensor& norm2_b, double eps2, const at::Tensor& w1p,
+                             const at::Tensor& b1, const at::Tensor& w2p, const at::Tensor& b2) {
+  const char* op = "criss_cross_layer";
+  TORCH_CHECK(amx_ok(), op, ": this CPU or kernel gives no AMX (check amx_available() first)");
+  TORCH_CHECK(x_in.scalar_type() == at::kBFloat16 && x_in.device().is_cpu() && x_in.dim() == 4, op,
+              ": expects a bf16 CPU tensor x (B, C, P, 2E)");
+  TORCH_CHECK(x_in.size(3) > 0 && x_in.size(3) % 2 == 0, op, ": x (B, C, P, 2E) with E > 0");
+  const int64_t b = x_in.size(0), c = x_in.size(1), p = x_in.size(2), d = x_in.size(3), e = d / 2;
+  TORCH_CHECK(heads_s > 0 && heads_t > 0 && e % heads_s == 0 && e % heads_t == 0, op,
+              ": E must split into whole heads");
+  const AttentionIn si = attention_in_setup(op, d, norm1_w, norm1_b, eps1, w_in_packed, b_in);
+  const AttentionOut so = attention_out_setup(op, d, w_out_packed, b_out, norm2_w, norm2_b, eps2, w1p, b1, w2p, b2);
+  const at::Tensor x = x_in.contiguous();
+  at::Tensor out = at::empty_like(x);
+  const int64_t rows = c * p;  // per sample
+  if (out.numel() == 0) return out;
+  const auto* src = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
+  auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows, ldq = 2 * si.n, lda = so.lda;
+
+  at::parallel_for(0, b, 1, [&](int64_t begin, int64_t end) {
+    auto qkv = aligned_zeros<uint16_t>(rows * ldq);  // the sample's q/k/v rows
+    // the sample's attention output in attention_out_block's A layout; padding columns and the
+    // rows past C·P (up to whole blocks) stay zero, attend writes E columns of each half only
+    auto att = aligned_zeros<uint16_t>(blocks * kBlockRows * lda);
+    auto a = aligned_zeros<uint16_t>(kBlockRows * si.lda);
+    auto xf = aligned_zeros<float>(kBlockRows * si.ldx);
+    AttentionOutScratch w(so);
+    std::unique_ptr<passport_kit_lowp::SampleAttention, void (*)(passport_kit_lowp::SampleAttention*)> sa(
+        passport_kit_lowp::sample_attention_new(c, p, e, heads_s, heads_t), &passport_kit_lowp::sample_attention_free);
+    const PhiTable tab = phi_table();
+    _tile_loadconfig(&tile_config());
+    for (int64_t smp = begin; smp < end; ++smp) {
+      const uint16_t* xs = src + smp * rows * d;
+      uint16_t* ys = dst + smp * rows * d;
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        const int64_t r0 = blk * kBlockRows, nr = std::min(kBlockRows, rows - r0);
+        attention_in_block(si, xs + r0 * d, nr, a.get(), xf.get(), w.cbuf.get(), qkv.get() + r0 * ldq);
       }
-      // x1 = x + att W_outᵀ + b_out, per half
-      for (int64_t h = 0; h < 2; ++h) {
-        const float* bh = bias_h.get() + h * (nt * 16 + 16);
-        const uint16_t* xb = xsrc + r0 * d + h * e;
-        float* x1b = x1.get() + h * e;
-        auto epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
-          const int64_t c0 = u.n * 16;
-          const __mmask16 m0 = first_lanes(e - c0), m1 = u.two ? first_lanes(e - c0 - 16) : __mmask16(0);
-          const __m512 bl = _mm512_load_ps(bh + c0), bhi = _mm512_load_ps(bh + c0 + 16);
-          hi = std::min(hi, nr - u.rp * 32);
-          for (int64_t r = lo; r < hi; ++r) {
-            const int64_t row = u.rp * 32 + r;
-            const float* cr = u.c + r * 32;
-            const uint16_t* xr = xb + row * d + c0;
-            float* yr = x1b + row * ldx + c0;
-            __m512 v0 = _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(cr), bl),
-                                      bf16_to_f32(_mm256_maskz_loadu_epi16(m0, xr)));
-            if (PASSPORT_KIT_ROUND_X1) v0 = bf16_to_f32(f32_to_bf16(v0));
-            _mm512_mask_storeu_ps(yr, m0, v0);
-            if (m1) {
-              __m512 v1 = _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(cr + 16), bhi),
-                                        bf16_to_f32(_mm256_maskz_loadu_epi16(m1, xr + 16)));
-              if (PASSPORT_KIT_ROUND_X1) v1 = bf16_to_f32(f32_to_bf16(v1));
-              _mm512_mask_storeu_ps(yr + 16, m1, v1);
-            }
-          }
-        };
-        run_product(a.get() + h * kp, lda, w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf.get(), epilogue);
+      passport_kit_lowp::sample_attention_run(sa.get(), qkv.get(), ldq, att.get(), lda, so.kp);
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        const int64_t r0 = blk * kBlockRows, nr = std::min(kBlockRows, rows - r0);
+        attention_out_block(so, att.get() + r0 * lda, xs + r0 * d, nr, w.x1.get(), w.a2.get(), w.hid.get(),
+                            w.cbuf.get(), tab, ys + r0 * d);
       }
-      if (d <= kLnMaxVectors * 16) {
-        layer_norm_rows(x1.get(), ldx, nr, d, g.get(), be.get(), epsf, a2.get(), k1p, d, 0);
-      } else {
-        layer_norm_block(x1.get(), ldx, nr, d, g.get(), be.get(), epsf, a2.get(), k1p, d, 0);
-      }
-      const float* x1c = x1.get();
-      ffn_block(p, a2.get(), hid.get(), cbuf.get(), tab, nr, dst + r0 * d, [&](int64_t r, int64_t c0, __mmask16 m) {
-        return _mm512_maskz_loadu_ps(m, x1c + r * ldx + c0);
-      });
     }
     _tile_release();
   });
@@ -845,6 +988,10 @@ TORCH_LIBRARY_FRAGMENT(passport_kit, m) {
   m.def(
       "attention_output_feed_forward(Tensor att, Tensor x, Tensor w_out_packed, Tensor b_out, Tensor norm_w, "
       "Tensor norm_b, float eps, Tensor w1p, Tensor b1, Tensor w2p, Tensor b2) -> Tensor");
+  m.def(
+      "criss_cross_layer(Tensor x, Tensor norm1_w, Tensor norm1_b, float eps1, Tensor w_in_packed, Tensor b_in, "
+      "int heads_s, int heads_t, Tensor w_out_packed, Tensor b_out, Tensor norm2_w, Tensor norm2_b, float eps2, "
+      "Tensor w1p, Tensor b1, Tensor w2p, Tensor b2) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(passport_kit, CPU, m) {
@@ -854,6 +1001,7 @@ TORCH_LIBRARY_IMPL(passport_kit, CPU, m) {
   m.impl("pack_attention_weight", &pack_attention_weight);
   m.impl("attention_input", &attention_input);
   m.impl("attention_output_feed_forward", &attention_output_feed_forward);
+  m.impl("criss_cross_layer", &criss_cross_layer);
 }
 
 TORCH_LIBRARY_IMPL(passport_kit, CompositeExplicitAutograd, m) { m.impl("amx_available", &amx_available); }

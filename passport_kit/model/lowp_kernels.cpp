@@ -706,6 +706,36 @@ at::Tensor spectrum_magnitude(const at::Tensor& z_in) {
 
 }  // namespace
 
+// One sample's whole criss-cross attention for lowp_ffn.cpp's criss_cross_layer (the other
+// translation unit; declared there): the same attend and Scratch as criss_cross_attention, so
+// both give the same bits. A plain struct behind an opaque pointer, one per thread, reused over
+// its samples.
+namespace passport_kit_lowp {
+
+struct SampleAttention {
+  int64_t c, p, e;
+  Scratch spatial, temporal;
+  SampleAttention(int64_t c_, int64_t p_, int64_t e_, int64_t heads_s, int64_t heads_t)
+      : c(c_), p(p_), e(e_), spatial(c_, e_, heads_s), temporal(p_, e_, heads_t) {}
+};
+
+SampleAttention* sample_attention_new(int64_t c, int64_t p, int64_t e, int64_t heads_s, int64_t heads_t) {
+  return new SampleAttention(c, p, e, heads_s, heads_t);
+}
+
+void sample_attention_free(SampleAttention* w) { delete w; }
+
+// qkv: the sample's C·P token rows (channel-major, row stride ldq), columns [q_s k_s v_s | q_t k_t
+// v_t]; the spatial heads' outputs go to out's columns 0.., the temporal ones' to out_t.., row stride ldo.
+void sample_attention_run(SampleAttention* w, const uint16_t* qkv, int64_t ldq, uint16_t* out, int64_t ldo,
+                          int64_t out_t) {
+  const int64_t c = w->c, p = w->p, e = w->e;
+  for (int64_t i = 0; i < p; ++i) attend(qkv + i * ldq, p * ldq, out + i * ldo, p * ldo, w->spatial);
+  for (int64_t i = 0; i < c; ++i) attend(qkv + i * p * ldq + 3 * e, ldq, out + i * p * ldo + out_t, ldo, w->temporal);
+}
+
+}  // namespace passport_kit_lowp
+
 TORCH_LIBRARY(passport_kit, m) {
   m.def("criss_cross_attention(Tensor qkv, int heads_s, int heads_t) -> Tensor");
   m.def("layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> Tensor");
