@@ -223,37 +223,41 @@ at::Tensor pack_feed_forward_weight(const at::Tensor& w_in) {
 // One unit of a product: C (32×32 fp32, row stride 32) = A Bᵀ for 32 rows of A (bf16, row stride
 // lda elements, 32·kt columns read, zero-padded by the caller) and one or two column tiles of B
 // (b0, b1: their packed K strips). With two == false only b0 is read and C's columns 16..31 are
-// left as they were. between(k) runs after the k-th step's tile products are issued: the
-// previous unit's vector epilogue, in slices, so that it runs while the tile unit computes.
+// left as they were; with rows2 == false only A's first 16 rows are read and C's rows 16..31 are
+// left as they were (a block's last 1..16 rows: half the tile work). between(k) runs after the
+// k-th step's tile products are issued: the previous unit's vector epilogue, in slices, so that
+// it runs while the tile unit computes.
 
-template <bool two, typename Between>
+template <bool two, bool rows2, typename Between>
 inline void tile_unit(const uint16_t* a, int64_t lda, const uint16_t* b0, const uint16_t* b1, int64_t kt, float* c,
                       Between&& between) {
   _tile_zero(0);
-  _tile_zero(2);
+  if (rows2) _tile_zero(2);
   if (two) {
     _tile_zero(1);
-    _tile_zero(3);
+    if (rows2) _tile_zero(3);
   }
   const int64_t stride = lda * 2;
   for (int64_t k = 0; k < kt; ++k) {
     _tile_loadd(4, a + k * 32, stride);
     _tile_loadd(6, b0 + k * kTileElems, 64);
     _tile_dpbf16ps(0, 4, 6);
-    _tile_loadd(5, a + 16 * lda + k * 32, stride);
-    _tile_dpbf16ps(2, 5, 6);
+    if (rows2) {
+      _tile_loadd(5, a + 16 * lda + k * 32, stride);
+      _tile_dpbf16ps(2, 5, 6);
+    }
     if (two) {
       _tile_loadd(7, b1 + k * kTileElems, 64);
       _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(3, 5, 7);
+      if (rows2) _tile_dpbf16ps(3, 5, 7);
     }
     between(k);
   }
   _tile_stored(0, c, 128);
-  _tile_stored(2, c + 16 * 32, 128);
+  if (rows2) _tile_stored(2, c + 16 * 32, 128);
   if (two) {
     _tile_stored(1, c + 16, 128);
-    _tile_stored(3, c + 16 * 32 + 16, 128);
+    if (rows2) _tile_stored(3, c + 16 * 32 + 16, 128);
   }
 }
 
@@ -286,12 +290,16 @@ struct Unit {
 // Runs the units (n, rp) of a product over the block, n in steps of two column tiles (outer) and
 // rp (inner, so a column pair's B strip is read from L1 again), each unit's epilogue(unit, lo, hi)
 // over its rows lo..hi-1 overlapped with the next unit's tile products. cbuf: two 32×32 buffers.
+// rows: the block's real rows (rows > 32·(pairs - 1)); where the last pair has 16 or fewer, its
+// units run on one row tile (their C rows 16..31 are stale: the epilogues read rows < rows only,
+// or write rows nobody reads).
 template <typename Epilogue>
 inline void run_product(const uint16_t* a, int64_t lda, const uint16_t* w, int64_t nt, int64_t kt, int64_t pairs,
-                        float* cbuf, Epilogue&& epilogue) {
+                        float* cbuf, Epilogue&& epilogue, int64_t rows = -1) {
   Unit prev;
   int slot = 0;
   const int64_t step = (32 + kt - 1) / kt;  // epilogue rows per k step
+  const bool half_last = rows > 0 && rows - 32 * (pairs - 1) <= 16;
   for (int64_t n = 0; n < nt; n += 2) {
     const uint16_t* b0 = w + n * kt * kTileElems;
     for (int64_t rp = 0; rp < pairs; ++rp) {
@@ -300,10 +308,17 @@ inline void run_product(const uint16_t* a, int64_t lda, const uint16_t* w, int64
         if (prev.n >= 0) epilogue(prev, std::min<int64_t>(32, k * step), std::min<int64_t>(32, (k + 1) * step));
       };
       const uint16_t* ar = a + rp * 32 * lda;
-      if (cur.two) {
-        tile_unit<true>(ar, lda, b0, b0 + kt * kTileElems, kt, cur.c, between);
+      const uint16_t* b1 = cur.two ? b0 + kt * kTileElems : b0;
+      if (half_last && rp == pairs - 1) {
+        if (cur.two) {
+          tile_unit<true, false>(ar, lda, b0, b1, kt, cur.c, between);
+        } else {
+          tile_unit<false, false>(ar, lda, b0, b1, kt, cur.c, between);
+        }
+      } else if (cur.two) {
+        tile_unit<true, true>(ar, lda, b0, b1, kt, cur.c, between);
       } else {
-        tile_unit<false>(ar, lda, b0, b0, kt, cur.c, between);
+        tile_unit<false, true>(ar, lda, b0, b1, kt, cur.c, between);
       }
       prev = cur;
       slot ^= 1;
@@ -360,9 +375,11 @@ inline void ffn_block(const Ffn& p, const uint16_t* a, uint16_t* hid, float* cbu
   const int64_t pairs = (nr + 31) / 32, d = p.d, hp = p.hp;
   const float* bb1 = p.bias1.get();
   const float* bb2 = p.bias2.get();
-  // Product 1, bias and GELU into the block's hidden rows.
+  // Product 1, bias and GELU into the block's real hidden rows (rows past nr keep an earlier
+  // block's values: product 2 reads them only into output rows that are not written).
   auto gelu_epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
     const __m512 bl = _mm512_load_ps(bb1 + u.n * 16), bh = _mm512_load_ps(bb1 + u.n * 16 + 16);
+    hi = std::min(hi, nr - u.rp * 32);
     for (int64_t r = lo; r < hi; ++r) {
       const float* cr = u.c + r * 32;
       const __m512 g0 = gelu16(_mm512_add_ps(_mm512_load_ps(cr), bl), tab);
@@ -375,7 +392,7 @@ inline void ffn_block(const Ffn& p, const uint16_t* a, uint16_t* hid, float* cbu
       }
     }
   };
-  run_product(a, p.k1p, p.w1, p.n1t, p.k1t, pairs, cbuf, gelu_epilogue);
+  run_product(a, p.k1p, p.w1, p.n1t, p.k1t, pairs, cbuf, gelu_epilogue, nr);
   // Product 2, bias and residual into the output rows.
   auto residual_epilogue = [&](const Unit& u, int64_t lo, int64_t hi) {
     const int64_t c0 = u.n * 16;
@@ -395,7 +412,7 @@ inline void ffn_block(const Ffn& p, const uint16_t* a, uint16_t* hid, float* cbu
       }
     }
   };
-  run_product(hid, hp, p.w2, p.n2t, p.k2t, pairs, cbuf, residual_epilogue);
+  run_product(hid, hp, p.w2, p.n2t, p.k2t, pairs, cbuf, residual_epilogue, nr);
 }
 
 // out = x1 + GELU(h2 W1ᵀ + b1) W2ᵀ + b2 over rows of d columns (bf16, row-major, contiguous).
@@ -673,7 +690,7 @@ inline void attention_in_block(const AttentionIn& s, const uint16_t* src, int64_
         }
       }
     };
-    run_product(a + h * kp, lda, s.w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf, epilogue);
+    run_product(a + h * kp, lda, s.w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf, epilogue, nr);
   }
 }
 
@@ -787,7 +804,7 @@ inline void attention_out_block(const AttentionOut& s, const uint16_t* a, const 
         }
       }
     };
-    run_product(a + h * kp, lda, s.w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf, epilogue);
+    run_product(a + h * kp, lda, s.w + h * nt * kt * kTileElems, nt, kt, pairs, cbuf, epilogue, nr);
   }
   if (d <= kLnMaxVectors * 16) {
     layer_norm_rows(x1, ldx, nr, d, s.g.get(), s.be.get(), s.eps, a2, k1p, d, 0);
@@ -871,6 +888,35 @@ void sample_attention_run(SampleAttention* w, const uint16_t* qkv, int64_t ldq, 
 
 namespace {
 
+// criss_cross_layer's per-thread scratch, kept between calls (thread_local: the same pool threads
+// run every layer) while the shapes stay: a fresh 0.6 MB each call cost page faults (about 4 % of
+// a one-sample layer). The attention output's padding columns and rows are zeroed once and never written.
+struct LayerScratch {
+  int64_t key[6] = {-1, -1, -1, -1, -1, -1};
+  std::unique_ptr<uint16_t[], AlignedFree> qkv, att, a;
+  std::unique_ptr<float[], AlignedFree> xf;
+  std::unique_ptr<AttentionOutScratch> out;
+  std::unique_ptr<passport_kit_lowp::SampleAttention, void (*)(passport_kit_lowp::SampleAttention*)> attention{
+      nullptr, &passport_kit_lowp::sample_attention_free};
+};
+
+LayerScratch& layer_scratch(int64_t c, int64_t p, int64_t d, int64_t f, int64_t heads_s, int64_t heads_t,
+                            const AttentionIn& si, const AttentionOut& so) {
+  thread_local LayerScratch ws;
+  const int64_t key[6] = {c, p, d, f, heads_s, heads_t};
+  if (!std::equal(key, key + 6, ws.key)) {
+    const int64_t rows = c * p, blocks = (rows + kBlockRows - 1) / kBlockRows;
+    ws.qkv = aligned_zeros<uint16_t>(rows * 2 * si.n);            // the sample's q/k/v rows
+    ws.att = aligned_zeros<uint16_t>(blocks * kBlockRows * so.lda);  // its attention output, A layout
+    ws.a = aligned_zeros<uint16_t>(kBlockRows * si.lda);
+    ws.xf = aligned_zeros<float>(kBlockRows * si.ldx);
+    ws.out = std::make_unique<AttentionOutScratch>(so);
+    ws.attention.reset(passport_kit_lowp::sample_attention_new(c, p, d / 2, heads_s, heads_t));
+    std::copy(key, key + 6, ws.key);
+  }
+  return ws;
+}
+
 // A whole criss-cross layer at inference, sample by sample: for x (B, C, P, 2E) the same result
 // as attention_input, criss_cross_attention and attention_output_feed_forward in turn (the same
 // block routines and attend, so the same bits), but each thread takes whole samples (one
@@ -905,15 +951,10 @@ at::Tensor criss_cross_layer(const at::Tensor& x_in, const at::Tensor& norm1_w, 
   const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows, ldq = 2 * si.n, lda = so.lda;
 
   at::parallel_for(0, b, 1, [&](int64_t begin, int64_t end) {
-    auto qkv = aligned_zeros<uint16_t>(rows * ldq);  // the sample's q/k/v rows
-    // the sample's attention output in attention_out_block's A layout; padding columns and the
-    // rows past C·P (up to whole blocks) stay zero, attend writes E columns of each half only
-    auto att = aligned_zeros<uint16_t>(blocks * kBlockRows * lda);
-    auto a = aligned_zeros<uint16_t>(kBlockRows * si.lda);
-    auto xf = aligned_zeros<float>(kBlockRows * si.ldx);
-    AttentionOutScratch w(so);
-    std::unique_ptr<passport_kit_lowp::SampleAttention, void (*)(passport_kit_lowp::SampleAttention*)> sa(
-        passport_kit_lowp::sample_attention_new(c, p, e, heads_s, heads_t), &passport_kit_lowp::sample_attention_free);
+    LayerScratch& ws = layer_scratch(c, p, d, so.p.f, heads_s, heads_t, si, so);
+    uint16_t* const qkv = ws.qkv.get();
+    uint16_t* const att = ws.att.get();
+    AttentionOutScratch& w = *ws.out;
     const PhiTable tab = phi_table();
     _tile_loadconfig(&tile_config());
     for (int64_t smp = begin; smp < end; ++smp) {
@@ -921,12 +962,12 @@ at::Tensor criss_cross_layer(const at::Tensor& x_in, const at::Tensor& norm1_w, 
       uint16_t* ys = dst + smp * rows * d;
       for (int64_t blk = 0; blk < blocks; ++blk) {
         const int64_t r0 = blk * kBlockRows, nr = std::min(kBlockRows, rows - r0);
-        attention_in_block(si, xs + r0 * d, nr, a.get(), xf.get(), w.cbuf.get(), qkv.get() + r0 * ldq);
+        attention_in_block(si, xs + r0 * d, nr, ws.a.get(), ws.xf.get(), w.cbuf.get(), qkv + r0 * ldq);
       }
-      passport_kit_lowp::sample_attention_run(sa.get(), qkv.get(), ldq, att.get(), lda, so.kp);
+      passport_kit_lowp::sample_attention_run(ws.attention.get(), qkv, ldq, att, lda, so.kp);
       for (int64_t blk = 0; blk < blocks; ++blk) {
         const int64_t r0 = blk * kBlockRows, nr = std::min(kBlockRows, rows - r0);
-        attention_out_block(so, att.get() + r0 * lda, xs + r0 * d, nr, w.x1.get(), w.a2.get(), w.hid.get(),
+        attention_out_block(so, att + r0 * lda, xs + r0 * d, nr, w.x1.get(), w.a2.get(), w.hid.get(),
                             w.cbuf.get(), tab, ys + r0 * d);
       }
     }

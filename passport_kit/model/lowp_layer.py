@@ -194,6 +194,26 @@ def layer_forward(layer: CrissCrossLayer, x: Tensor, *, save: bool = False) -> t
     return out, saved
 
 
+#: Thread-time a split of the samples over the threads may leave idle for the one-op layer.
+_IDLE_SHARE = 0.03
+
+
+def per_sample(samples: int, threads: int) -> bool:
+    """Return whether a layer over ``samples`` samples runs as one op per layer on ``threads`` threads (else three).
+
+    ``criss_cross_layer`` is parallel over samples only: at least as many samples as threads, and
+    an uneven split may leave at most 3 % of the threads' time idle (B a multiple of the thread
+    count, or large). Paired, interleaved, one layer of cbramod-base, 12 ch x 30 patches, on the
+    AMX Xeon (issue 36), one op / three ops: 2 threads B=1 1.62, B=2 0.95, B=3 1.26, B=9 1.05,
+    B=16 0.97, B=64 0.85; 1 thread B=1 0.98, B=16 0.95, B=64 0.83.
+    """
+    threads = max(threads, 1)
+    if samples < threads:
+        return False
+    padded = -(-samples // threads) * threads
+    return padded <= (1 + _IDLE_SHARE) * samples
+
+
 def _layer_forward_fused(layer: CrissCrossLayer, x: Tensor, w: dict[str, Tensor], kernels: Any) -> Tensor:
     """Return the layer output ``(B, C, P, D)`` for bf16 ``x`` ``(B, C, P, D)`` with attention and LayerNorm compiled.
 
@@ -210,8 +230,18 @@ def _layer_forward_fused(layer: CrissCrossLayer, x: Tensor, w: dict[str, Tensor]
     product's zero blocks), and ``attention_output_feed_forward`` each half's output projection,
     the residual, LN2 and the feed-forward block, with x1 kept in fp32 and neither x1 nor the
     LayerNorms' outputs written to memory (together 1.1-1.2x the unfused ops per layer).
+
+    Where the samples split evenly over the threads (:func:`per_sample`), the whole layer is one op
+    instead, ``criss_cross_layer``: the same block routines and attention (the same bits), but each
+    thread takes whole samples and keeps a sample's q/k/v and attention output in its L2 cache, never
+    in memory (every attention sequence lies inside one sample).
     """
     heads = (layer.self_attn_s.n_heads, layer.self_attn_t.n_heads)
+    if "in_wp" in w and per_sample(x.shape[0], torch.get_num_threads()):  # AMX, whole samples per thread: one op
+        return kernels.criss_cross_layer(
+            x, w["norm1_w"], w["norm1_b"], layer.norm1.eps, w["in_wp"], w["in_b"], *heads, w["out_wp"], w["out_b"],
+            w["norm2_w"], w["norm2_b"], layer.norm2.eps, w["linear1_wp"], w["linear1_b"], w["linear2_wp"],
+            w["linear2_b"])
     if "in_wp" in w:  # AMX: three ops per layer, the attention between two fused blocks
         qkv = kernels.attention_input(x, w["norm1_w"], w["norm1_b"], layer.norm1.eps, w["in_wp"], w["in_b"])
         att = kernels.criss_cross_attention(qkv, *heads)
@@ -276,4 +306,4 @@ class FrozenLayerLowp(torch.autograd.Function):
             return layer_backward(ctx.layer, grad.to(saved["x"].dtype).contiguous(), saved), None
 
 
-__all__ = ["FrozenLayerLowp", "attention", "layer_backward", "layer_forward", "layer_weights"]
+__all__ = ["FrozenLayerLowp", "attention", "layer_backward", "layer_forward", "layer_weights", "per_sample"]

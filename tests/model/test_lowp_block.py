@@ -238,7 +238,10 @@ def test_inference_takes_the_fused_ops_and_the_adapter_step_does_not(amx) -> Non
     forget(encoder)  # the packed weights are built with the spy below
     spy = _spy(amx)
     x = torch.randn(2, 3, 4, 200)
-    with mock.patch.object(lowp_kernels, "ops", return_value=spy):
+    # the three ops (where the samples split evenly over the threads, the one-op layer:
+    # test_lowp_sample_layer.py)
+    with mock.patch.object(lowp_kernels, "ops", return_value=spy), \
+            mock.patch.object(lowp_layer, "per_sample", return_value=False):
         _bf16(encoder, x)
         n = len(encoder.layers)
         assert spy.attention_input.call_count == n and spy.attention_output_feed_forward.call_count == n

@@ -153,7 +153,10 @@ def test_inference_takes_the_kernels_and_the_adapter_step_does_not(kernels) -> N
     spy.criss_cross_attention = mock.MagicMock(wraps=kernels.criss_cross_attention)
     spy.layer_norm = mock.MagicMock(wraps=kernels.layer_norm)
     x = torch.randn(2, 3, 4, 200)
-    with mock.patch.object(lowp_kernels, "ops", return_value=spy):
+    # the op-by-op layer (with AMX and samples split evenly over the threads, one op per layer:
+    # test_lowp_sample_layer.py)
+    with mock.patch.object(lowp_kernels, "ops", return_value=spy), \
+            mock.patch.object(lowp_layer, "per_sample", return_value=False):
         _bf16(encoder, x, kernels=True)
         assert spy.criss_cross_attention.call_count == len(encoder.layers)
         # with AMX the LayerNorms run inside attention_input and attention_output_feed_forward (test_lowp_block.py)
