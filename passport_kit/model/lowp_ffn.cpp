@@ -8,6 +8,10 @@
 // rows, rounded once to bf16, stay in the L1/L2 cache as the second product's input; the second
 // product's bias and the residual are added to its fp32 accumulators and the sum is rounded once
 // to bf16. The weights are packed once (pack_feed_forward_weight) into the tile layout below.
+// The products around the attention are fused the same way (attention_input,
+// attention_output_feed_forward), and criss_cross_layer runs a whole layer sample by sample with
+// the same block routines and lowp_kernels.cpp's attention (sample_attention_run, declared below:
+// the loader digests the two .cpp files only, so they share code by linkage, not by a header).
 //
 // GELU: GELU(x) = x·Φ(x) with Φ the standard normal CDF. The result is rounded to bf16 (relative
 // step 2^-8), so Φ needs ~1e-5 absolute accuracy, not erf's full fp32 accuracy: Φ is a cubic
