@@ -161,6 +161,9 @@ bool cpuinfo_has(const char* flag) {
 }
 
 bool amx_check() {
+  // PASSPORT_KIT_LOWP_NO_AMX=1 (any value but 0) acts as a CPU without AMX: the tests of the AVX-512 fallbacks.
+  if (const char* off = std::getenv("PASSPORT_KIT_LOWP_NO_AMX"); off != nullptr && *off && std::string(off) != "0")
+    return false;
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
   const bool tile = (d >> 24) & 1u, bf16 = (d >> 22) & 1u;
@@ -880,14 +883,17 @@ at::Tensor attention_output_feed_forward(const at::Tensor& att_in, const at::Ten
 
 }  // namespace
 
-// lowp_kernels.cpp: one sample's criss-cross attention with that file's attend (the same bits as
-// criss_cross_attention), behind an opaque per-thread workspace.
+// lowp_kernels.cpp: one sample's criss-cross attention with that file's attend or attend_amx (the
+// same bits as criss_cross_attention), behind an opaque per-thread workspace.
 namespace passport_kit_lowp {
 struct SampleAttention;
 SampleAttention* sample_attention_new(int64_t c, int64_t p, int64_t e, int64_t heads_s, int64_t heads_t);
 void sample_attention_free(SampleAttention* w);
 void sample_attention_run(SampleAttention* w, const uint16_t* qkv, int64_t ldq, uint16_t* out, int64_t ldo,
                           int64_t out_t);
+// amx_available() for lowp_kernels.cpp: its attention takes AMX tiles where this says so (with
+// the tile configuration above: criss_cross_layer has it loaded when it calls sample_attention_run).
+bool amx_usable() { return amx_ok(); }
 }  // namespace passport_kit_lowp
 
 namespace {

@@ -22,7 +22,13 @@
 #include <cstdint>
 #include <cstring>
 #include <immintrin.h>
+#include <optional>
 #include <vector>
+
+// lowp_ffn.cpp's amx_available(): the CPU's AMX-TILE and AMX-BF16 and the kernel's permission.
+namespace passport_kit_lowp {
+bool amx_usable();
+}
 
 namespace {
 
@@ -352,13 +358,296 @@ void attend(const uint16_t* src, int64_t stride, uint16_t* out, int64_t out_stri
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The same attention on AMX tiles (where amx_usable(): lowp_ffn.cpp's amx_available), both small
+// products as 16×16 fp32 tile products (_tile_dpbf16ps), everything else in AVX-512.
+//
+// Tiles: all eight 16 rows × 64 bytes, the configuration lowp_ffn.cpp's ops load (tile_config
+// there; criss_cross_layer has it loaded when it calls sample_attention_run, and
+// criss_cross_attention loads the same per thread). Per (sequence, head):
+//   sᵀ = k qᵀ: A = k's rows (16 keys × 32 columns from the head's first; rows past the sequence
+//     zero), B = q's column pairs transposed as words (qa: a head's pairs down, queries across,
+//     built straight from the input by transpose16; the odd last column paired with 0, pairs past
+//     the head zero), so the next head's columns that A reads add nothing; 32 columns per step.
+//   the softmax down sᵀ's columns as in attend (max-shifted, fp32 sum, normalised by one
+//     reciprocal, each weight rounded to bf16 once), the exp by exp2_poly4 (below); the weights of
+//     16 key pairs × 16 queries are transposed in registers into wa (queries down, key pairs
+//     across: A of the second product, 16 pairs = 32 keys per step, pairs past the sequence zero).
+//   o = w v: B = v paired by rows (va: key pairs down, columns across, pairs past the sequence
+//     zero), 16 columns per tile: a head's last tile runs into the next head's columns, which are
+//     written before that head is computed (heads in order), or into va's zero columns past E.
+
+// e^x for x <= 0 as 2^t, t = x·log2(e) = n + f (n = round(t), |f| <= 1/2): 2^f by a degree-4
+// polynomial (fitted for relative error on [-1/2, 1/2]: at most 8.5e-6, with fp32 arithmetic
+// about 1e-5; the weights are rounded to bf16 afterwards, a relative step of 2^-8) scaled by 2^n
+// with vscalefps, which underflows to 0 (x below -104 clamped there: 2^-150 is 0). NaN stays NaN.
+inline vf exp2_poly4(vf x) {
+  __m512 v = _mm512_max_ps(_mm512_set1_ps(-104.0f), (__m512)x);  // a NaN x is returned (second operand)
+  const __m512 t = _mm512_mul_ps(v, _mm512_set1_ps(1.44269504f));
+  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_set1_ps(9.254960343e-03f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.585603043e-02f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.403125167e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931306124e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.999977946e-01f));
+  return (vf)_mm512_scalef_ps(p, n);
+}
+
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// All eight tiles 16 rows × 64 bytes (the same as lowp_ffn.cpp's tile_config).
+const AmxTileConfig& amx_tile_config() {
+  static const AmxTileConfig cfg = [] {
+    AmxTileConfig c;
+    for (int i = 0; i < 8; ++i) {
+      c.colsb[i] = 64;
+      c.rows[i] = 16;
+    }
+    return c;
+  }();
+  return cfg;
+}
+
+// One 16×16 fp32 tile product c = Σ_steps a_i b_i of bf16 tiles (a: 16 rows × 32 bf16 at a + i·a_step
+// bytes, rows lda bytes apart; b: 16 rows of pairs at b + i·b_step, ldb apart), and its store.
+struct TileJob {
+  const char* a;
+  const char* b;
+  char* c;
+};
+
+struct TileShape {
+  int64_t lda, ldb, ldc, a_step, b_step, steps;
+};
+
+// (A macro: GCC's tile intrinsics paste their tile numbers into the instruction's text.)
+#define PASSPORT_TILE_JOB(C, A, B, j, f)                 \
+  do {                                                   \
+    _tile_zero(C);                                       \
+    for (int64_t i_ = 0; i_ < (f).steps; ++i_) {         \
+      _tile_loadd(A, (j).a + i_ * (f).a_step, (f).lda);  \
+      _tile_loadd(B, (j).b + i_ * (f).b_step, (f).ldb);  \
+      _tile_dpbf16ps(C, A, B);                           \
+    }                                                    \
+  } while (0)
+
+// The jobs in groups of four: four accumulator tiles (0-3) and two pairs of source tiles (4-5,
+// 6-7) in turn, so that a job's products need not wait for the previous job's store (one
+// accumulator for all: each job waited out the whole latency of its product and store). The
+// stores keep the jobs' order.
+void run_tile_jobs(const TileJob* jobs, int64_t n, const TileShape& f) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    PASSPORT_TILE_JOB(0, 4, 5, jobs[i], f);
+    PASSPORT_TILE_JOB(1, 6, 7, jobs[i + 1], f);
+    PASSPORT_TILE_JOB(2, 4, 5, jobs[i + 2], f);
+    PASSPORT_TILE_JOB(3, 6, 7, jobs[i + 3], f);
+    _tile_stored(0, jobs[i].c, f.ldc);
+    _tile_stored(1, jobs[i + 1].c, f.ldc);
+    _tile_stored(2, jobs[i + 2].c, f.ldc);
+    _tile_stored(3, jobs[i + 3].c, f.ldc);
+  }
+  const int64_t left = n - i;
+  if (left > 0) PASSPORT_TILE_JOB(0, 4, 5, jobs[i], f);
+  if (left > 1) PASSPORT_TILE_JOB(1, 6, 7, jobs[i + 1], f);
+  if (left > 2) PASSPORT_TILE_JOB(2, 4, 5, jobs[i + 2], f);
+  if (left > 0) _tile_stored(0, jobs[i].c, f.ldc);
+  if (left > 1) _tile_stored(1, jobs[i + 1].c, f.ldc);
+  if (left > 2) _tile_stored(2, jobs[i + 2].c, f.ldc);
+}
+#undef PASSPORT_TILE_JOB
+
+// Vectors of 64-byte aligned storage: each tile row and each vector of attend_amx's working copies
+// then lies in one cache line (split rows made every tile load and store two accesses a row).
+template <class T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <class U>
+  Aligned64(const Aligned64<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <class U>
+  bool operator==(const Aligned64<U>&) const { return true; }
+};
+template <class T>
+using avec = std::vector<T, Aligned64<T>>;
+
+// Working copies of one sequence for attend_amx (all heads), reused across one thread's sequences.
+// Each head's k, v pairs and output apart, in rows of whole cache lines (a head's columns padded
+// with zeros to kc bf16 for k, vc words for v and floats for the output).
+struct AmxScratch {
+  int64_t len, e, hd, heads, len_c, hd_pairs, pairs_c, kpairs_c, kc, vc;
+  avec<uint16_t> k;       // heads × len_c × kc: k's rows, zero past hd and past len
+  avec<uint32_t> qa;      // heads × pairs_c × len_c: each head's q pairs transposed
+  avec<float> s;          // heads × len_c × len_c: sᵀ, keys down
+  avec<uint32_t> wa, va;  // heads × len_c × kpairs_c (weights), heads × kpairs_c × vc (v pairs)
+  avec<float> o;          // heads × len_c × vc
+  std::vector<TileJob> jobs;  // one stage's tile products
+  AmxScratch(int64_t len_, int64_t e_, int64_t heads_)
+      : len(len_), e(e_), hd(e_ / heads_), heads(heads_), len_c(round_up(len_, kLanes)),
+        hd_pairs((e_ / heads_ + 1) / 2), pairs_c(round_up((e_ / heads_ + 1) / 2, kLanes)),
+        kpairs_c(round_up((len_ + 1) / 2, kLanes)), kc(2 * round_up((e_ / heads_ + 1) / 2, kLanes)),
+        vc(round_up(e_ / heads_, 2 * kLanes)), k(heads_ * len_c * kc, 0), qa(heads_ * pairs_c * len_c, 0),
+        s(heads_ * len_c * len_c, 0.0f), wa(heads_ * len_c * kpairs_c, 0), va(heads_ * kpairs_c * vc, 0),
+        o(heads_ * len_c * vc, 0.0f), jobs(heads_ * len_c / kLanes * std::max(len_c, vc) / kLanes) {}
+};
+
+inline __mmask32 first_halves(int64_t n) {  // the first n (clamped to 0..32) of 32 bf16 lanes
+  return n >= 32 ? ~__mmask32(0) : n <= 0 ? __mmask32(0) : __mmask32((1u << n) - 1);
+}
+
+// attend's computation (same arguments) on AMX; the tile configuration must be loaded. In stages
+// over all heads (the copies, the q pairs, the scores, the softmax, the second product).
+void attend_amx(const uint16_t* src, int64_t stride, uint16_t* out, int64_t out_stride, AmxScratch& w) {
+  const int64_t len = w.len, e = w.e, hd = w.hd, len_c = w.len_c, heads = w.heads, kc = w.kc, vc = w.vc;
+  const int64_t hd_pairs = w.hd_pairs, pairs_c = w.pairs_c, kpairs_c = w.kpairs_c;
+  // each head's k rows, zero-padded to kc
+  for (int64_t t = 0; t < len; ++t) {
+    const uint16_t* krow = src + t * stride + e;
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t c0 = 0; c0 < kc; c0 += 32)
+        _mm512_store_si512(w.k.data() + (h * len_c + t) * kc + c0,
+                           _mm512_maskz_loadu_epi16(first_halves(hd - c0), krow + h * hd + c0));
+  }
+  // each head's v rows paired: word d of pair row j is (v[2j][d], v[2j + 1][d]), zero past hd
+  {
+    static const __m512i lo_idx = [] {
+      __m512i r;
+      uint16_t* x = reinterpret_cast<uint16_t*>(&r);
+      for (int i = 0; i < 16; ++i) x[2 * i] = uint16_t(i), x[2 * i + 1] = uint16_t(32 + i);
+      return r;
+    }();
+    const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
+    for (int64_t t = 0; t < len; t += 2) {
+      const uint16_t* v0 = src + t * stride + 2 * e;
+      for (int64_t h = 0; h < heads; ++h) {
+        uint32_t* vrow = w.va.data() + (h * kpairs_c + t / 2) * vc;
+        for (int64_t c0 = 0; c0 < vc; c0 += 32) {
+          const __mmask32 m = first_halves(hd - c0);
+          const __m512i a = _mm512_maskz_loadu_epi16(m, v0 + h * hd + c0);
+          const __m512i b = t + 1 < len ? _mm512_maskz_loadu_epi16(m, v0 + stride + h * hd + c0) : _mm512_setzero_si512();
+          _mm512_store_si512(vrow + c0, _mm512_permutex2var_epi16(a, lo_idx, b));
+          _mm512_store_si512(vrow + c0 + 16, _mm512_permutex2var_epi16(a, hi_idx, b));
+        }
+      }
+    }
+  }
+  // q's column pairs of each head as words, transposed (16 pairs × 16 queries a block)
+  for (int64_t h = 0; h < heads; ++h) {
+    uint32_t* const qa = w.qa.data() + h * pairs_c * len_c;
+    for (int64_t i0 = 0; i0 < hd_pairs; i0 += kLanes) {
+      const int64_t n = std::min<int64_t>(kLanes, hd_pairs - i0);
+      const __mmask16 m = __mmask16((1u << n) - 1);
+      for (int64_t t0 = 0; t0 < len_c; t0 += kLanes) {
+        vf r[kLanes];
+        for (int i = 0; i < kLanes; ++i)
+          r[i] = t0 + i < len ? (vf)_mm512_maskz_loadu_epi32(m, src + (t0 + i) * stride + h * hd + 2 * i0) : vf{};
+        transpose16(r);
+        if (hd % 2 && i0 + n == hd_pairs) r[n - 1] = (vf)(bits(r[n - 1]) & 0xFFFFu);
+        for (int64_t i = 0; i < n; ++i) store(reinterpret_cast<float*>(qa + (i0 + i) * len_c + t0), r[i]);
+      }
+    }
+  }
+  // sᵀ of each head, 16 keys × 16 queries a tile
+  const int64_t sb = len_c * int64_t(sizeof(float));
+  {
+    TileJob* job = w.jobs.data();
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t kb = 0; kb < len_c; kb += kLanes)
+        for (int64_t qb = 0; qb < len_c; qb += kLanes)
+          *job++ = {reinterpret_cast<const char*>(w.k.data() + (h * len_c + kb) * kc),
+                    reinterpret_cast<const char*>(w.qa.data() + h * pairs_c * len_c + qb),
+                    reinterpret_cast<char*>(w.s.data() + h * len_c * len_c + kb * len_c + qb)};
+    run_tile_jobs(w.jobs.data(), job - w.jobs.data(),
+                  {kc * int64_t(sizeof(uint16_t)), sb, sb, 64, kLanes * sb, pairs_c / kLanes});
+  }
+  // each head's softmax, a column of 16 queries at a time; the weights to wa
+  for (int64_t h = 0; h < heads; ++h) {
+    float* const s = w.s.data() + h * len_c * len_c;
+    uint32_t* const wa = w.wa.data() + h * len_c * kpairs_c;
+    for (int64_t col = 0; col < len_c; col += kLanes) {
+      vf m0 = load(s + col), m1 = m0;
+      int64_t j = 1;
+      for (; j + 1 < len; j += 2) {
+        m0 = vmax(m0, load(s + j * len_c + col));
+        m1 = vmax(m1, load(s + (j + 1) * len_c + col));
+      }
+      if (j < len) m0 = vmax(m0, load(s + j * len_c + col));
+      const vf shift = vmax(m0, m1);
+      vf t0 = {}, t1 = {};
+      for (j = 0; j + 1 < len; j += 2) {
+        const vf x0 = exp2_poly4(load(s + j * len_c + col) - shift);
+        const vf x1 = exp2_poly4(load(s + (j + 1) * len_c + col) - shift);
+        store(s + j * len_c + col, x0);
+        store(s + (j + 1) * len_c + col, x1);
+        t0 += x0;
+        t1 += x1;
+      }
+      if (j < len) {
+        const vf x0 = exp2_poly4(load(s + j * len_c + col) - shift);
+        store(s + j * len_c + col, x0);
+        t0 += x0;
+      }
+      const vf inv = splat(1.0f) / (t0 + t1);
+      for (int64_t j0 = 0; j0 < kpairs_c; j0 += kLanes) {  // 16 key pairs × 16 queries, transposed
+        vf r[kLanes];
+        for (int i = 0; i < kLanes; ++i) {
+          const int64_t a = 2 * (j0 + i);
+          if (a + 1 < len)
+            r[i] = (vf)pack_bf16(load(s + a * len_c + col) * inv, load(s + (a + 1) * len_c + col) * inv);
+          else if (a < len)
+            r[i] = (vf)pack_bf16(load(s + a * len_c + col) * inv, vf{});
+          else
+            r[i] = vf{};
+        }
+        transpose16(r);
+        for (int i = 0; i < kLanes; ++i) store(reinterpret_cast<float*>(wa + (col + i) * kpairs_c + j0), r[i]);
+      }
+    }
+  }
+  // o = w v of each head, 16 queries × 16 columns a tile
+  {
+    TileJob* job = w.jobs.data();
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t qb = 0; qb < len_c; qb += kLanes)
+        for (int64_t cb = 0; cb < hd; cb += kLanes)
+          *job++ = {reinterpret_cast<const char*>(w.wa.data() + (h * len_c + qb) * kpairs_c),
+                    reinterpret_cast<const char*>(w.va.data() + h * kpairs_c * vc + cb),
+                    reinterpret_cast<char*>(w.o.data() + (h * len_c + qb) * vc + cb)};
+    const int64_t ldv = vc * int64_t(sizeof(uint32_t));
+    run_tile_jobs(w.jobs.data(), job - w.jobs.data(),
+                  {kpairs_c * int64_t(sizeof(uint32_t)), ldv, vc * int64_t(sizeof(float)), 64, kLanes * ldv,
+                   kpairs_c / kLanes});
+  }
+  // the output rows, each head's columns rounded to bf16 (nearest even) 32 at a time
+  for (int64_t t = 0; t < len; ++t) {
+    uint16_t* dst = out + t * out_stride;
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* orow = w.o.data() + (h * len_c + t) * vc;
+      for (int64_t c0 = 0; c0 < hd; c0 += 32) {
+        const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_load_ps(orow + c0 + 16), _mm512_load_ps(orow + c0));
+        _mm512_mask_storeu_epi16(dst + h * hd + c0, first_halves(hd - c0), (__m512i)b);
+      }
+    }
+  }
+}
+
 // Sequences per parallel chunk: tens of microseconds of work or more, so the two threads' chunks
 // stay even while the per-chunk scratch set-up is negligible.
 constexpr int64_t kGrain = 8;
 
 // qkv (B, C, P, 6E) bf16, columns [q_s k_s v_s | q_t k_t v_t] (each E wide, heads of E/H side by
 // side); returns (B, C, P, 2E): the spatial heads' outputs in :E, the temporal ones' in E:.
-at::Tensor criss_cross_attention(const at::Tensor& qkv_in, int64_t heads_s, int64_t heads_t) {
+at::Tensor criss_cross_attention(const at::Tensor& qkv_in, int64_t heads_s, int64_t heads_t,
+                                 std::optional<bool> amx) {
   TORCH_CHECK(qkv_in.scalar_type() == at::kBFloat16 && qkv_in.dim() == 4 && qkv_in.device().is_cpu(),
               "criss_cross_attention: expects a bf16 CPU tensor (B, C, P, 6E)");
   TORCH_CHECK(qkv_in.size(3) % 6 == 0, "criss_cross_attention: the last dimension must be 6E");
@@ -366,6 +655,9 @@ at::Tensor criss_cross_attention(const at::Tensor& qkv_in, int64_t heads_s, int6
   const int64_t b = qkv.size(0), c = qkv.size(1), p = qkv.size(2), e = qkv.size(3) / 6;
   TORCH_CHECK(heads_s > 0 && heads_t > 0 && e % heads_s == 0 && e % heads_t == 0,
               "criss_cross_attention: E must split into whole heads");
+  const bool use_amx = amx.value_or(passport_kit_lowp::amx_usable());
+  TORCH_CHECK(!use_amx || passport_kit_lowp::amx_usable(),
+              "criss_cross_attention: amx=True, but this CPU or kernel gives no AMX (check amx_available() first)");
   at::Tensor out = at::empty({b, c, p, 2 * e}, qkv.options());
   if (out.numel() == 0) return out;
   const auto* src = reinterpret_cast<const uint16_t*>(qkv.data_ptr<at::BFloat16>());
@@ -373,6 +665,16 @@ at::Tensor criss_cross_attention(const at::Tensor& qkv_in, int64_t heads_s, int6
   const int64_t row = 6 * e, out_row = 2 * e;
   // spatial: the sequence of patch (b, p) over the C channels
   at::parallel_for(0, b * p, kGrain, [&](int64_t begin, int64_t end) {
+    if (use_amx) {
+      AmxScratch w(c, e, heads_s);
+      _tile_loadconfig(&amx_tile_config());
+      for (int64_t n = begin; n < end; ++n) {
+        const int64_t first = (n / p) * c * p + n % p;  // token (b, 0, p)
+        attend_amx(src + first * row, p * row, dst + first * out_row, p * out_row, w);
+      }
+      _tile_release();
+      return;
+    }
     Scratch w(c, e, heads_s);
     for (int64_t n = begin; n < end; ++n) {
       const int64_t first = (n / p) * c * p + n % p;  // token (b, 0, p)
@@ -381,6 +683,16 @@ at::Tensor criss_cross_attention(const at::Tensor& qkv_in, int64_t heads_s, int6
   });
   // temporal: the sequence of channel (b, c) over the P patches
   at::parallel_for(0, b * c, kGrain, [&](int64_t begin, int64_t end) {
+    if (use_amx) {
+      AmxScratch w(p, e, heads_t);
+      _tile_loadconfig(&amx_tile_config());
+      for (int64_t n = begin; n < end; ++n) {
+        const int64_t first = n * p;  // token (b, c, 0)
+        attend_amx(src + first * row + 3 * e, row, dst + first * out_row + e, out_row, w);
+      }
+      _tile_release();
+      return;
+    }
     Scratch w(p, e, heads_t);
     for (int64_t n = begin; n < end; ++n) {
       const int64_t first = n * p;  // token (b, c, 0)
@@ -714,9 +1026,13 @@ namespace passport_kit_lowp {
 
 struct SampleAttention {
   int64_t c, p, e;
+  bool amx;
   Scratch spatial, temporal;
+  AmxScratch amx_spatial, amx_temporal;
   SampleAttention(int64_t c_, int64_t p_, int64_t e_, int64_t heads_s, int64_t heads_t)
-      : c(c_), p(p_), e(e_), spatial(c_, e_, heads_s), temporal(p_, e_, heads_t) {}
+      : c(c_), p(p_), e(e_), amx(amx_usable()), spatial(amx ? 1 : c_, e_, heads_s),
+        temporal(amx ? 1 : p_, e_, heads_t), amx_spatial(amx ? c_ : 1, e_, heads_s),
+        amx_temporal(amx ? p_ : 1, e_, heads_t) {}
 };
 
 SampleAttention* sample_attention_new(int64_t c, int64_t p, int64_t e, int64_t heads_s, int64_t heads_t) {
@@ -730,6 +1046,12 @@ void sample_attention_free(SampleAttention* w) { delete w; }
 void sample_attention_run(SampleAttention* w, const uint16_t* qkv, int64_t ldq, uint16_t* out, int64_t ldo,
                           int64_t out_t) {
   const int64_t c = w->c, p = w->p, e = w->e;
+  if (w->amx) {  // the caller (criss_cross_layer) has the tile configuration loaded
+    for (int64_t i = 0; i < p; ++i) attend_amx(qkv + i * ldq, p * ldq, out + i * ldo, p * ldo, w->amx_spatial);
+    for (int64_t i = 0; i < c; ++i)
+      attend_amx(qkv + i * p * ldq + 3 * e, ldq, out + i * p * ldo + out_t, ldo, w->amx_temporal);
+    return;
+  }
   for (int64_t i = 0; i < p; ++i) attend(qkv + i * ldq, p * ldq, out + i * ldo, p * ldo, w->spatial);
   for (int64_t i = 0; i < c; ++i) attend(qkv + i * p * ldq + 3 * e, ldq, out + i * p * ldo + out_t, ldo, w->temporal);
 }
@@ -737,7 +1059,7 @@ void sample_attention_run(SampleAttention* w, const uint16_t* qkv, int64_t ldq, 
 }  // namespace passport_kit_lowp
 
 TORCH_LIBRARY(passport_kit, m) {
-  m.def("criss_cross_attention(Tensor qkv, int heads_s, int heads_t) -> Tensor");
+  m.def("criss_cross_attention(Tensor qkv, int heads_s, int heads_t, bool? amx=None) -> Tensor");
   m.def("layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> Tensor");
   m.def("group_norm_gelu(Tensor x, int groups, Tensor weight, Tensor bias, float eps, Tensor? add) -> Tensor");
   m.def("spectrum_magnitude(Tensor z) -> Tensor");
