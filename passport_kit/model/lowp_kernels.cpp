@@ -8,7 +8,8 @@
 // written into the columns the output projection reads. LayerNorm (bf16 rows in and out, fp32 statistics) is one pass per row.
 //
 // Vectors are GCC vector extensions of 16 floats (one AVX-512 register); the attention's two
-// products use AVX-512 BF16's pairwise dot product. The build script compiles with
+// products use AMX tiles where lowp_ffn.cpp's amx_available() says so (attend_amx), and AVX-512
+// BF16's pairwise dot product elsewhere (attend; criss_cross_attention's amx=False takes it too). The build script compiles with
 // -march=x86-64-v4 -mavx512bf16, and the Python side loads the library only where the CPU has
 // AVX-512 BF16 and torch itself runs AVX-512 kernels. Inference only: no autograd formula is
 // registered.
@@ -646,6 +647,8 @@ constexpr int64_t kGrain = 8;
 
 // qkv (B, C, P, 6E) bf16, columns [q_s k_s v_s | q_t k_t v_t] (each E wide, heads of E/H side by
 // side); returns (B, C, P, 2E): the spatial heads' outputs in :E, the temporal ones' in E:.
+// amx: None takes AMX tiles where amx_available() (attend_amx), False the AVX-512 BF16 form
+// (attend), True AMX or an error. The two agree within a bf16 step of each weight.
 at::Tensor criss_cross_attention(const at::Tensor& qkv_in, int64_t heads_s, int64_t heads_t,
                                  std::optional<bool> amx) {
   TORCH_CHECK(qkv_in.scalar_type() == at::kBFloat16 && qkv_in.dim() == 4 && qkv_in.device().is_cpu(),

@@ -6,6 +6,10 @@ run by ``make install``); nothing here compiles it.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
 from unittest import mock
 
 import pytest
@@ -209,3 +213,88 @@ def test_a_failed_build_says_why_in_one_line(capsys, tmp_path) -> None:  # noqa:
         assert lowp_kernels_build.main(["--build-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Ninja is required" in err and "eager bf16 path" in err
+
+
+# --- the attention on AMX tiles (attend_amx) and the AVX-512 BF16 form (attend) ------------------
+
+def _ulp(x: torch.Tensor) -> torch.Tensor:
+    """One bf16 step at |x| (8 significant bits), as float64."""
+    return torch.exp2(torch.floor(torch.log2(x.double().abs().clamp_min(1e-30))) - 7)
+
+
+@pytest.mark.parametrize(
+    ("b", "c", "p", "e", "heads", "seed"),
+    [(1, n, n, 100, (4, 4), n) for n in (1, 2, 3, 7, 12, 15, 16, 17, 30, 31, 32, 33, 47, 60)]
+    + [(3, 12, 30, 100, (4, 4), 0), (2, 33, 17, 66, (3, 2), 1), (2, 5, 60, 40, (2, 5), 2), (1, 17, 33, 200, (4, 8), 3)],
+)
+def test_the_amx_and_avx512_attention_agree_within_a_bf16_step(kernels, b, c, p, e, heads, seed) -> None:  # noqa: ANN001
+    if not kernels.amx_available():
+        pytest.skip("needs AMX")
+    # every weight within one bf16 step (2^-7 of it) of the other path's, so an output within
+    # 2^-7 · Σ w|v| plus its own rounding; head widths 25, 20, 8, 22, 33 (two K steps of a tile), 50
+    qkv = (torch.randn(b, c, p, 6 * e, generator=torch.Generator().manual_seed(seed)) * 1.5).to(BF16)
+    with torch.inference_mode():
+        amx = kernels.criss_cross_attention(qkv, *heads, amx=True)
+        avx = kernels.criss_cross_attention(qkv, *heads, amx=False)
+    abs_v = qkv.clone()
+    abs_v[..., 2 * e : 3 * e] = abs_v[..., 2 * e : 3 * e].abs()
+    abs_v[..., 5 * e :] = abs_v[..., 5 * e :].abs()
+    bound = 2.0**-7 * _attention(abs_v, heads, dtype=torch.float64) + torch.maximum(_ulp(amx), _ulp(avx))
+    assert ((amx.double() - avx.double()).abs() <= bound).all()
+    assert (amx == avx).float().mean() > 0.99
+
+
+@pytest.mark.parametrize("amx", [True, False])
+def test_the_attention_weights_are_the_softmax_rounded_once(kernels, amx: bool) -> None:  # noqa: ANN001
+    # v one-hot per key (key t: column t of each head), so the output is the weights themselves:
+    # each within half a bf16 step (2^-8 of it) of the exact softmax, plus the exp's error (the
+    # AMX form's degree-4 polynomial: about 1e-5)
+    if amx and not kernels.amx_available():
+        pytest.skip("needs AMX")
+    n, e, heads = 20, 100, 4
+    qkv = (torch.randn(2, n, n, 600, generator=torch.Generator().manual_seed(5)) * 1.5).to(BF16)
+    hd = e // heads
+    onehot = torch.zeros(n, e)
+    for h in range(heads):
+        onehot[torch.arange(n), h * hd + torch.arange(n)] = 1.0
+    qkv[..., 2 * e : 3 * e] = onehot.view(1, n, 1, e).to(BF16)  # spatial: key = channel
+    qkv[..., 5 * e :] = onehot.view(1, 1, n, e).to(BF16)  # temporal: key = patch
+    with torch.inference_mode():
+        got = kernels.criss_cross_attention(qkv, heads, heads, amx=amx).double()
+    exact = _attention(qkv, (heads, heads), dtype=torch.float64)
+    assert ((got - exact).abs() <= (2.0**-8 + 3e-5) * exact.abs() + 1e-38).all()
+
+
+def test_the_attention_takes_amx_where_available_and_the_avx512_form_where_not(kernels) -> None:  # noqa: ANN001
+    if not kernels.amx_available():
+        pytest.skip("needs AMX")
+    qkv = (torch.randn(2, 12, 30, 600, generator=torch.Generator().manual_seed(9)) * 2).to(BF16)
+    with torch.inference_mode():
+        default = kernels.criss_cross_attention(qkv, 4, 4)
+        assert torch.equal(default, kernels.criss_cross_attention(qkv, 4, 4, amx=True))
+        assert not torch.equal(default, kernels.criss_cross_attention(qkv, 4, 4, amx=False))  # the paths differ here
+    # a process whose CPU acts as one without AMX (PASSPORT_KIT_LOWP_NO_AMX=1): the AVX-512 form, and amx=True refused
+    script = """
+import sys, torch
+from passport_kit.model import lowp_kernels
+k = lowp_kernels.ops()
+assert k is not None and not k.amx_available()
+qkv = (torch.randn(2, 12, 30, 600, generator=torch.Generator().manual_seed(9)) * 2).to(torch.bfloat16)
+with torch.inference_mode():
+    assert torch.equal(k.criss_cross_attention(qkv, 4, 4), k.criss_cross_attention(qkv, 4, 4, amx=False))
+    try:
+        k.criss_cross_attention(qkv, 4, 4, amx=True)
+    except RuntimeError as err:
+        assert "no AMX" in str(err)
+    else:
+        sys.exit("amx=True ran without AMX")
+torch.save(k.criss_cross_attention(qkv, 4, 4), sys.argv[1])
+"""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "out.pt")
+        env = {**os.environ, "PASSPORT_KIT_LOWP_NO_AMX": "1"}
+        done = subprocess.run([sys.executable, "-c", script, path], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        without = torch.load(path)
+    with torch.inference_mode():
+        assert torch.equal(without, kernels.criss_cross_attention(qkv, 4, 4, amx=False))
