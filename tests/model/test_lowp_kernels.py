@@ -188,6 +188,7 @@ def test_a_cpu_without_avx512_bf16_means_the_eager_path(no_library_cache, monkey
 @pytest.mark.parametrize("case", ["absent", "built for another torch", "built from other sources", "damaged"])
 def test_no_usable_library_means_the_eager_path(no_library_cache, tmp_path, monkeypatch, case: str) -> None:  # noqa: ANN001
     library, stamp = tmp_path / "_lowp_kernels.so", tmp_path / "_lowp_kernels.so.torch"
+    monkeypatch.delenv(lowp_kernels.SWITCH, raising=False)  # a user's "0" would stop before the load
     monkeypatch.setattr(lowp_kernels, "LIBRARY", library)
     monkeypatch.setattr(lowp_kernels, "TORCH_STAMP", stamp)
     if case != "absent":
