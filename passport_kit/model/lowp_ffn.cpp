@@ -894,6 +894,7 @@ void sample_attention_run(SampleAttention* w, const uint16_t* qkv, int64_t ldq, 
 // amx_available() for lowp_kernels.cpp: its attention takes AMX tiles where this says so (with
 // the tile configuration above: criss_cross_layer has it loaded when it calls sample_attention_run).
 bool amx_usable() { return amx_ok(); }
+void load_tile_config() { _tile_loadconfig(&tile_config()); }
 }  // namespace passport_kit_lowp
 
 namespace {

@@ -26,9 +26,11 @@
 #include <optional>
 #include <vector>
 
-// lowp_ffn.cpp's amx_available(): the CPU's AMX-TILE and AMX-BF16 and the kernel's permission.
+// lowp_ffn.cpp's amx_available() (the CPU's AMX-TILE and AMX-BF16 and the kernel's permission) and
+// its tile configuration (all eight tiles 16 rows × 64 bytes), loaded on the calling thread.
 namespace passport_kit_lowp {
 bool amx_usable();
+void load_tile_config();
 }
 
 namespace {
@@ -253,6 +255,19 @@ void product(const uint16_t* a, int64_t ra, int64_t ta, const uint32_t* b, int64
   }
 }
 
+// The largest of len rows (ld floats apart) of the 16 columns at s, lane by lane: each query's
+// largest score, down the columns of the transposed scores. Two chains (the maximum is latency-bound).
+inline vf column_max(const float* s, int64_t len, int64_t ld) {
+  vf m0 = load(s), m1 = m0;
+  int64_t j = 1;
+  for (; j + 1 < len; j += 2) {
+    m0 = vmax(m0, load(s + j * ld));
+    m1 = vmax(m1, load(s + (j + 1) * ld));
+  }
+  if (j < len) m0 = vmax(m0, load(s + j * ld));
+  return vmax(m0, m1);
+}
+
 // Working copies of one sequence (all heads), reused across one thread's sequences.
 // The scores are held transposed, keys down and queries across (sᵀ = k qᵀ), so the softmax over
 // a query's keys runs down the rows, a vector of 16 queries at a time, with no reduction across
@@ -319,14 +334,8 @@ void attend(const uint16_t* src, int64_t stride, uint16_t* out, int64_t out_stri
     // sᵀ (keys × queries); rows past len come from k's zero rows and are never read
     product(w.k.data() + h * hd, kw, 2, qp, len_c, head_pairs, s, len_c, w.len_r, len_c);
     for (int64_t col = 0; col < len_c; col += kLanes) {
-      vf m0 = load(s + col), m1 = m0;  // two chains: the maximum and the sum are latency-bound
-      int64_t j = 1;
-      for (; j + 1 < len; j += 2) {
-        m0 = vmax(m0, load(s + j * len_c + col));
-        m1 = vmax(m1, load(s + (j + 1) * len_c + col));
-      }
-      if (j < len) m0 = vmax(m0, load(s + j * len_c + col));
-      const vf shift = vmax(m0, m1);
+      const vf shift = column_max(s + col, len, len_c);
+      int64_t j;
       vf t0 = {}, t1 = {};
       for (j = 0; j + 1 < len; j += 2) {
         vf x0 = exp_nonpositive(load(s + j * len_c + col) - shift);
@@ -393,27 +402,6 @@ inline vf exp2_poly4(vf x) {
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931306124e-01f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.999977946e-01f));
   return (vf)_mm512_scalef_ps(p, n);
-}
-
-struct alignas(64) AmxTileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-// All eight tiles 16 rows × 64 bytes (the same as lowp_ffn.cpp's tile_config).
-const AmxTileConfig& amx_tile_config() {
-  static const AmxTileConfig cfg = [] {
-    AmxTileConfig c;
-    for (int i = 0; i < 8; ++i) {
-      c.colsb[i] = 64;
-      c.rows[i] = 16;
-    }
-    return c;
-  }();
-  return cfg;
 }
 
 // One 16×16 fp32 tile product c = Σ_steps a_i b_i of bf16 tiles (a: 16 rows × 32 bf16 at a + i·a_step
@@ -575,14 +563,8 @@ void attend_amx(const uint16_t* src, int64_t stride, uint16_t* out, int64_t out_
     float* const s = w.s.data() + h * len_c * len_c;
     uint32_t* const wa = w.wa.data() + h * len_c * kpairs_c;
     for (int64_t col = 0; col < len_c; col += kLanes) {
-      vf m0 = load(s + col), m1 = m0;
-      int64_t j = 1;
-      for (; j + 1 < len; j += 2) {
-        m0 = vmax(m0, load(s + j * len_c + col));
-        m1 = vmax(m1, load(s + (j + 1) * len_c + col));
-      }
-      if (j < len) m0 = vmax(m0, load(s + j * len_c + col));
-      const vf shift = vmax(m0, m1);
+      const vf shift = column_max(s + col, len, len_c);
+      int64_t j;
       vf t0 = {}, t1 = {};
       for (j = 0; j + 1 < len; j += 2) {
         const vf x0 = exp2_poly4(load(s + j * len_c + col) - shift);
@@ -670,7 +652,7 @@ at::Tensor criss_cross_attention(const at::Tensor& qkv_in, int64_t heads_s, int6
   at::parallel_for(0, b * p, kGrain, [&](int64_t begin, int64_t end) {
     if (use_amx) {
       AmxScratch w(c, e, heads_s);
-      _tile_loadconfig(&amx_tile_config());
+      passport_kit_lowp::load_tile_config();
       for (int64_t n = begin; n < end; ++n) {
         const int64_t first = (n / p) * c * p + n % p;  // token (b, 0, p)
         attend_amx(src + first * row, p * row, dst + first * out_row, p * out_row, w);
@@ -688,7 +670,7 @@ at::Tensor criss_cross_attention(const at::Tensor& qkv_in, int64_t heads_s, int6
   at::parallel_for(0, b * c, kGrain, [&](int64_t begin, int64_t end) {
     if (use_amx) {
       AmxScratch w(p, e, heads_t);
-      _tile_loadconfig(&amx_tile_config());
+      passport_kit_lowp::load_tile_config();
       for (int64_t n = begin; n < end; ++n) {
         const int64_t first = n * p;  // token (b, c, 0)
         attend_amx(src + first * row + 3 * e, row, dst + first * out_row + e, out_row, w);

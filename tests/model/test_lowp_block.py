@@ -25,18 +25,6 @@ F64 = torch.float64
 EPS = 1e-5
 
 
-@pytest.fixture
-def amx():  # noqa: ANN201
-    ops = lowp_kernels.ops()
-    if ops is None:
-        pytest.skip("lowp kernels not built or not loadable here (python -m passport_kit.model.lowp_kernels_build)")
-    if not hasattr(ops, "attention_input"):
-        pytest.skip("this lowp kernels library has no attention_input op: rebuild")
-    if not ops.amx_available():
-        pytest.skip("no AMX here (CPU flags amx_tile/amx_bf16 or the kernel's permission)")
-    return ops
-
-
 def _block_diagonal(n: int, k: int, g: torch.Generator) -> torch.Tensor:
     w = torch.zeros(2 * n, 2 * k)
     w[:n, :k] = torch.randn(n, k, generator=g) / k**0.5

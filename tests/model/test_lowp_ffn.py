@@ -21,23 +21,6 @@ BF16 = torch.bfloat16
 CPUINFO = Path("/proc/cpuinfo")
 
 
-@pytest.fixture
-def kernels():  # noqa: ANN201
-    ops = lowp_kernels.ops()
-    if ops is None:
-        pytest.skip("lowp kernels not built or not loadable here (python -m passport_kit.model.lowp_kernels_build)")
-    if not hasattr(ops, "feed_forward"):
-        pytest.skip("this lowp kernels library has no feed_forward op: rebuild")
-    return ops
-
-
-@pytest.fixture
-def amx(kernels):  # noqa: ANN001, ANN201
-    if not kernels.amx_available():
-        pytest.skip("no AMX here (CPU flags amx_tile/amx_bf16 or the kernel's permission)")
-    return kernels
-
-
 def _cpu_flags() -> set[str]:
     for line in CPUINFO.read_text(encoding="utf-8").splitlines() if CPUINFO.exists() else []:
         if line.startswith("flags"):

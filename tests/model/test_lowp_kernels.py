@@ -22,14 +22,6 @@ BF16 = torch.bfloat16
 
 
 @pytest.fixture
-def kernels():  # noqa: ANN201
-    ops = lowp_kernels.ops()
-    if ops is None:
-        pytest.skip("lowp kernels not built or not loadable here (python -m passport_kit.model.lowp_kernels_build)")
-    return ops
-
-
-@pytest.fixture
 def no_library_cache():  # noqa: ANN201
     lowp_kernels.ops.cache_clear()
     yield

@@ -21,16 +21,6 @@ from passport_kit.model.transformer import CrissCrossEncoder
 BF16 = torch.bfloat16
 
 
-@pytest.fixture
-def amx():  # noqa: ANN201
-    ops = lowp_kernels.ops()
-    if ops is None:
-        pytest.skip("lowp kernels not built or not loadable here (python -m passport_kit.model.lowp_kernels_build)")
-    if not ops.amx_available():
-        pytest.skip("no AMX here (CPU flags amx_tile/amx_bf16 or the kernel's permission)")
-    return ops
-
-
 def _encoder(n_layers: int = 2, d: int = 200, heads: int = 8, f: int = 800) -> CrissCrossEncoder:
     encoder = CrissCrossEncoder(n_layers, d, heads, f, 0.1).eval()
     encoder.requires_grad_(False)

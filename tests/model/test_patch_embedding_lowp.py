@@ -18,14 +18,6 @@ from passport_kit.model.patch_embedding import _CONV_BLOCKS, PatchEmbedding, con
 BF16 = torch.bfloat16
 
 
-@pytest.fixture
-def kernels():  # noqa: ANN201
-    ops = lowp_kernels.ops()
-    if ops is None:
-        pytest.skip("lowp kernels not built or not loadable here (python -m passport_kit.model.lowp_kernels_build)")
-    return ops
-
-
 def _embedding(seed: int = 0) -> PatchEmbedding:
     torch.manual_seed(seed)
     return build_backbone(model_config("cbramod-tiny", "mlp-experts")).eval().patch_embedding
