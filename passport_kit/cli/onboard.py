@@ -228,7 +228,8 @@ def _step_bar(enabled: bool, description: str, display: Display | None = None) -
 #: The RecipeOptions fields that adapt and evaluate take on the command line, in --help order, with the panel --help
 #: lists each under. Type, default and help are the field's (ContactPolicy's for the contact options): written once.
 _RECIPE_PANELS = {
-    "recipe": MODEL, "context": PROBE, "probe_layer": PROBE, "prior": PROBE, "min_effect": PROBE, "train": FINETUNE, "max_steps": FINETUNE,
+    "recipe": MODEL, "context": PROBE, "probe_layer": PROBE, "prior": PROBE, "prior_channels": PROBE,
+    "min_effect": PROBE, "train": FINETUNE, "max_steps": FINETUNE,
     "epochs": FINETUNE, "batch_size": COMPUTE, "lr": FINETUNE, "head_lr": FINETUNE, "patience": FINETUNE,
     "balance": FINETUNE, "instance_norm": DATA, "notch_freq": DATA, "corrupt_prob": FINETUNE, "quality_gate": CONTACTS,
     "channel_dropout": FINETUNE, "mask_bad_channels": CONTACTS, "distrust_bad_channels": CONTACTS,
