@@ -77,7 +77,9 @@ class Recipe:
 
     #: The value of ``--recipe`` / ``recipe:`` that names it.
     name: ClassVar[str] = ""
-    #: One line for ``--help`` (after "name: ").
+    #: What it does, in one sentence (lower case, no final period): the one source of every text that describes it,
+    #: ``adapt``/``evaluate --recipe``'s help (after "name: ") and RecipeOptions.recipe's description, so that none
+    #: lags behind the recipe (issue 49: ``--help`` described ``auto`` two versions late). Change it with the recipe.
     help: ClassVar[str] = ""
     #: The head it fits (:data:`passport_kit.model.heads.HeadKind`).
     head: ClassVar[str] = "probe"
@@ -128,11 +130,10 @@ class Recipe:
 
 
 class ProbeRecipe(Recipe):
-    """``probe``: the ladder's read-out of frozen features and band powers, chosen by cross-validation."""
+    """``probe``: the ladder without its gradient rung: read-outs fitted by a solver, chosen by cross-validation."""
 
     name = "probe"
-    help = ("a linear read-out of the frozen model's pooled features and band powers, regularisation chosen by "
-            "cross-validation over subjects")
+    help = "the same ladder without its gradient rung (LP-FT): read-outs fitted by a solver, no gradient step"
 
     def refuse(self, data: dict[str, Any], given: list[str]) -> str | None:
         if given:
@@ -187,11 +188,13 @@ class ProbeRecipe(Recipe):
 
 
 class AutoRecipe(ProbeRecipe):
-    """``auto`` (the default): the probe's ladder with its gradient rung, LP-FT, where it pays."""
+    """``auto`` (the default): the ladder (:mod:`passport_kit.onboard.ladder`) with its gradient rung, LP-FT."""
 
     name = "auto"
-    help = ("the probe, then the mixture adapter trained from its read-out (LP-FT) only where cross-validation over "
-            "the training subjects says it helps")
+    help = ("a ladder that starts from the textbook band-power classifier — for sleep staging, from a pretrained "
+            "sleep stager (YASA built in; --prior) — and climbs to richer models (context, the frozen model's "
+            "features, LP-FT: gradient training of its mixture adapter) only where cross-validation over your "
+            "subjects shows a clear paired gain")
     #: The gradient options that act on its adapter-training stage (LP-FT): its rates, its step budget and what it
     #: trains.
     takes = ("lr", "head_lr", "max_steps", "train")
