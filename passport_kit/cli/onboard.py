@@ -78,6 +78,7 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
                 f"{m['steps']} steps, best at step {m['best_step']}" if "best_step" in sel else "")]  # a step selected
     if sel.get("ladder"):
         lines += ladder_lines(sel, verbose=verbosity.level() >= verbosity.VERBOSE)
+        lines += stager_lines(sel)
     elif sel:  # the finetune recipe, and bundles written before the ladder
         score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
         lines.append(f"selected by {sel['metric']} {score}: {sel['method']}")
@@ -92,7 +93,41 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
 
 #: How adapt names each rung of the ladder in its output.
 _RUNG_NAMES = {"bandpower": "band power", "context": "+ context", "prior": "+ sleep prior", "zero-shot": "sleep prior alone",
-               "backbone": "+ backbone", "lpft": "+ LP-FT", "smoothing": "+ night smoothing"}
+               "backbone": "+ backbone", "lpft": "+ LP-FT", "smoothing": "+ night smoothing",
+               "stager": "sleep stager (zero-shot)", "recalibrated": "recalibrated stager",
+               "stacked": "+ band power over the stager"}
+#: What a stager-first ladder shipped, in words (issue 43), by the last rung taken.
+_STAGER_SHIPPED = {"stager": "{name} as it is", "recalibrated": "{name}, recalibrated on your nights",
+                   "stacked": "{name} with band power, fitted around its output", "bandpower": "band power alone"}
+
+
+def stager_lines(selection: dict[str, Any]) -> list[str]:
+    """Return adapt's account of a stager-first ladder (sleep): the stager's zero-shot score on your nights beside
+    the shipped model's, what it read, and in plain words whether your labels improved on it."""
+    stager = selection.get("stager")
+    if selection.get("base") != "stager" or not stager or stager.get("score") is None:
+        return []
+    metric, name = selection["metric"], str(stager.get("prior") or "the stager").upper().replace("+", " + ")
+    taken = [r["rung"] for r in selection["ladder"] if r["taken"]]
+    core = next((r for r in reversed(taken) if r in _STAGER_SHIPPED), "stager")
+    extra = [_RUNG_NAMES[r].lstrip("+ ") for r in taken if r not in _STAGER_SHIPPED and r in _RUNG_NAMES]
+    shipped = _STAGER_SHIPPED[core].format(name=name) + (f", with {', '.join(extra)}" if extra else "")
+    lines = [f"sleep stager {name} on {stager.get('channels') or 'its channel'}, zero-shot on your nights (same "
+             f"folds): {metric} {stager['score']:.3f}; the model shipped: {selection['score']:.3f}"
+             if selection.get("score") is not None else
+             f"sleep stager {name} on {stager.get('channels') or 'its channel'}: {metric} {stager['score']:.3f}"]
+    gain = selection.get("increment_over_stager")
+    if core == "stager" and not extra:
+        lines.append(f"your nights did not improve on {name}: shipped {shipped}")
+    elif core == "recalibrated" and not extra and gain is not None:
+        lines.append(f"your nights did not improve on {name} beyond recalibrating it ({gain:+.3f} {metric}): "
+                     f"shipped {shipped}")
+    elif core == "bandpower":
+        lines.append(f"your nights showed band power beats {name} here ({gain:+.3f} {metric}; a channel it cannot "
+                     f"read?): shipped {shipped}" if gain is not None else f"shipped {shipped}")
+    elif gain is not None:
+        lines.append(f"your nights improved on {name} by {gain:+.3f} {metric}: shipped {shipped}")
+    return lines
 
 
 def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[str]:
@@ -107,7 +142,7 @@ def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[st
     # LP-FT is scored on its own folds against the read-out it starts from: its gain, not its score, compares.
     steps = "; ".join(f"{_RUNG_NAMES.get(r['rung'], r['rung'])} "
                       + (f"{r['gain']:+.3f}" if r["rung"] == "lpft" and r["gain"] is not None else fmt(r["score"]))
-                      + ("" if r["rung"] == "bandpower" else " taken" if r["taken"] else " not taken")
+                      + ("" if r is rungs[0] else " taken" if r["taken"] else " not taken")
                       for r in tried)
     lines = [f"ladder ({metric}, {selection['method'].split(';')[0]}): {steps}"]
     if verbose:

@@ -245,7 +245,7 @@ class Ladder:
     """Scores read-outs on one set of inner folds and climbs (module docstring); :meth:`climb` runs it."""
 
     def __init__(self, data: LadderData, *, seed: int = 0, repeats: int | None = None,
-                 min_effect: float | None = None, progress: Callable[[str], None] | None = None,
+                 min_effect: float | None = None, progress: Callable[[str, int, int], None] | None = None,
                  se_multiple: float = SE_MULTIPLE, c_by: str = C_BY) -> None:
         self.data = data
         self.metric = selection_metric(len(data.classes))
@@ -259,7 +259,9 @@ class Ladder:
         self.rec = list(np.asarray(data.recordings))
         self.folds = inner_folds(data.groups, data.recordings, seed=seed, repeats=repeats)
         self.weights = balanced_weights(self.y, len(data.classes))
+        #: ``progress(rung, step, total)``: called as each candidate is scored (step: the rung's place in the order).
         self._progress = progress
+        self._at = (0, len(TEXTBOOK_FIRST))
         #: Each tried rung's best candidate (the benchmarks score every rung on outer folds).
         self.candidates: dict[str, Scored] = {}
         self._memo: dict[tuple[ReadOutChoice, int], Scored] = {}
@@ -284,7 +286,7 @@ class Ladder:
         if key in self._memo:  # a second climb (another minimum effect) reuses what was scored
             return dataclasses.replace(self._memo[key], name=name)
         if self._progress is not None:
-            self._progress(name)
+            self._progress(name, *self._at)
         if choice.offset:
             self._memo[key] = self._score_offset(name, choice)
             return self._memo[key]
@@ -420,7 +422,8 @@ class Ladder:
                                 seconds=time.perf_counter() - start)
         climb = Climb(incumbent=None, template=FALLBACK, rungs=[], lpft=lpft)  # type: ignore[arg-type]
         with _one_blas_thread():
-            for name in order:
+            for step, name in enumerate(order):
+                self._at = (step, len(order))
                 get_rung(name).run(self, climb)
                 if len(climb.rungs) == 1:
                     base = climb.incumbent
@@ -532,7 +535,7 @@ class LadderFit:
 def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
                data: Callable[[dict[str, np.ndarray], np.ndarray], LadderData], *, seed: int = 0,
                forward: dict[str, Any] | None = None, lpft: Callable[[ReadOutChoice, dict[str, np.ndarray]], Any] | None = None,
-               progress: Callable[[str], None] | None = None, min_effect: float | None = None) -> LadderFit:
+               progress: Callable[[str, int, int], None] | None = None, min_effect: float | None = None) -> LadderFit:
     """Return the ladder fitted on rows ``rows`` of ``x`` ``(N, C, P, 200)``; ``model.head`` holds the model it ships.
 
     ``data(plain, rows)`` builds the :class:`LadderData` from the rows' read-out inputs (the prior,

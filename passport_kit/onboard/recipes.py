@@ -148,7 +148,7 @@ class ProbeRecipe(Recipe):
 
     def fit(self, options: Options, model: Any, job: FitJob) -> Fitted:
         from passport_kit.onboard.finetune import FitResult
-        from passport_kit.onboard.ladder import RUNG_ORDER, fit_ladder, ladder_summary
+        from passport_kit.onboard.ladder import fit_ladder, ladder_summary
         from passport_kit.onboard.ladder_inputs import ladder_data
 
         windows, progress, data = job.windows, job.run.progress, job.data
@@ -159,10 +159,10 @@ class ProbeRecipe(Recipe):
                             lambda plain, r: ladder_data(options, windows, plain, r, head=model.head), seed=job.seed,
                             forward=forward, lpft=self.gradient_rung(options, model, job, rows),
                             min_effect=options.min_effect, progress=None if progress is None else (
-                                lambda rung: progress(RUNG_ORDER.index(rung), len(RUNG_ORDER), {"rung": rung})))
+                                lambda rung, step, total: progress(step, total, {"rung": rung})))
         if progress is not None:
-            progress(len(RUNG_ORDER), len(RUNG_ORDER),
-                     {} if fitted.result.expected is None else {"val": fitted.result.expected})
+            total = len(fitted.result.order)
+            progress(total, total, {} if fitted.result.expected is None else {"val": fitted.result.expected})
         decision = fitted.result.lpft
         steps = decision.steps if decision is not None and decision.trained else 0
         result = FitResult(best_step=steps, steps=steps, best_score=fitted.result.expected,
