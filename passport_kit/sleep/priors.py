@@ -184,13 +184,18 @@ def classes_to_stages(classes: list[str]) -> list[int] | None:
 
 
 def pick_channels(names: list[str], positions: np.ndarray, kinds: list[str]) -> PriorSpec | None:
-    """Return the montage channels a stager reads: the EEG channel nearest a central site, the first EOG and EMG.
+    """Return the montage channels a stager reads: the EEG channel named after a central site (C4, C3, Cz), else the
+    one nearest such a site, and the first EOG and EMG.
 
     ``positions`` ``(C, 3)`` in metres (MNE head frame; a bipolar channel's active electrode).
     The stagers were trained on central scalp EEG (C3/C4 against a mastoid), so the channel
     closest to C3, C4 or Cz is the one most like what they know. None without an EEG channel
     with a finite position. The name of the prior is filled in by the caller.
     """
+    named = _central_by_name(names, kinds)
+    if named is not None:
+        first = {k: next((n for n, kk in zip(names, kinds) if kk == k), None) for k in ("eog", "emg")}
+        return PriorSpec("", named, first["eog"], first["emg"])
     sites = np.asarray(list(_CENTRAL_SITES.values()))
     best, best_d = None, np.inf
     for name, pos, kind in zip(names, np.asarray(positions, dtype=float), kinds):
@@ -231,7 +236,10 @@ def prior_channel_options(names: list[str], positions: np.ndarray, kinds: list[s
     options = [first]
 
     def add(spec: PriorSpec) -> None:
-        if spec not in options and len(options) < MAX_CHANNEL_OPTIONS:
+        # A derivation and its reverse give the stager the same night with the sign flipped: one of them.
+        key = (frozenset((spec.eeg, spec.eeg_ref)), frozenset((spec.eog, spec.eog_ref)))
+        if key not in [(frozenset((o.eeg, o.eeg_ref)), frozenset((o.eog, o.eog_ref))) for o in options] \
+                and len(options) < MAX_CHANNEL_OPTIONS:
             options.append(spec)
 
     centre = pos[first.eeg]
@@ -249,13 +257,15 @@ def prior_channel_options(names: list[str], positions: np.ndarray, kinds: list[s
 
 
 def _widest_pair(pos: dict[str, np.ndarray], where: Any) -> tuple[str, str] | None:
-    """Return the (left, right) electrodes farthest apart across the midline among those ``where`` accepts."""
+    """Return the (left, right) electrodes farthest apart left to right (ear to ear, temple to temple) among those
+    ``where`` accepts; of pairs as wide, the one farthest apart."""
     left = [n for n, p in pos.items() if p[0] < 0 and where(p)]
     right = [n for n, p in pos.items() if p[0] > 0 and where(p)]
-    pairs = [(float(np.linalg.norm(pos[a] - pos[b])), a, b) for a in left for b in right]
+    pairs = [(round(float(pos[b][0] - pos[a][0]), 3), float(np.linalg.norm(pos[a] - pos[b])), a, b)
+             for a in left for b in right]
     if not pairs:
         return None
-    span, a, b = max(pairs)
+    _, span, a, b = max(pairs)
     return (a, b) if span >= MIN_DERIVATION_SPAN else None
 
 
@@ -285,6 +295,20 @@ def parse_prior_channels(text: str, names: list[str], kinds: list[str]) -> Prior
     eog, eog_ref = one(parts[1]) if len(parts) == 2 else (None, None)
     emg = next((n for n, k in zip(names, kinds) if k == "emg"), None)
     return PriorSpec("", eeg, eog, emg, eeg_ref, eog_ref)
+
+
+def _central_by_name(names: list[str], kinds: list[str]) -> str | None:
+    """Return the EEG channel named after a central site (C4, C3, Cz, in the order the stagers prefer; ``C4``,
+    ``C4-M1``, ``EEG C4-REF`` alike), None when there is none. Names say it where templates' positions may not:
+    a montage in another head frame put T8 nearer the C4 template than C4 itself."""
+    import re
+
+    for site in ("C4", "C3", "Cz"):
+        for name, kind in zip(names, kinds):
+            tokens = re.split(r"[\s\-_:/]+", name.strip().lower())
+            if kind == "eeg" and site.lower() in tokens[:2]:
+                return name
+    return None
 
 
 def night_signal(x: np.ndarray, onset_s: np.ndarray, channel: int, *, sfreq: float = 200.0) -> np.ndarray:

@@ -193,3 +193,29 @@ def test_the_ladders_kappa_is_scikit_learns() -> None:
         pred[:100] = y[:100]
         assert kappa(y, pred, 5) == pytest.approx(cohen_kappa_score(y, pred, labels=np.arange(5)), abs=1e-12)
     assert np.isnan(kappa(np.zeros(5, int), np.zeros(5, int), 3))
+
+
+def _selection(taken: list[str], score: float, stager: float = 0.55) -> dict:
+    rungs = [{"rung": r, "tried": True, "taken": r in taken or r == "stager", "score": 0.6, "gain": None,
+              "standard_error": None, "reason": "", "setting": None} for r in STAGER_FIRST]
+    return {"metric": "kappa", "base": "stager", "score": score, "ladder": rungs, "increment_over_stager":
+            score - stager, "stager": {"prior": "yasa", "channels": "EEG C3-A2", "score": stager}}
+
+
+@pytest.mark.parametrize(("taken", "says"), [
+    ([], "your nights did not improve on YASA: shipped YASA as it is"),
+    (["recalibrated"], "your nights did not improve on YASA beyond recalibrating it (+0.020 kappa): shipped YASA, "
+                       "recalibrated on your nights"),
+    (["recalibrated", "stacked", "smoothing"], "your nights improved on YASA by +0.020 kappa: shipped YASA with band "
+                                                "power, fitted around its output, with night smoothing"),
+    (["bandpower", "context"], "band power beats YASA here"),
+])
+def test_adapt_says_the_stagers_score_beside_the_shipped_models_and_what_the_labels_did(taken: list[str],
+                                                                                       says: str) -> None:
+    from passport_kit.cli.onboard import stager_lines
+
+    lines = stager_lines(_selection(taken, 0.57))
+    assert lines[0] == ("sleep stager YASA on EEG C3-A2, zero-shot on your nights (same folds): kappa 0.550; the "
+                        "model shipped: 0.570")
+    assert says in lines[1]
+    assert stager_lines({**_selection([], 0.5), "base": "bandpower"}) == []
