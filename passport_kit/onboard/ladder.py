@@ -415,6 +415,14 @@ class Ladder:
         """
         start = time.perf_counter()
         order = rung_order(self.data)
+        if self.folds is None and stager_applies(self.data):  # nothing to score: the stager needs no proof
+            stager = Scored("stager", None, np.array([]), [], setting={"prior": (self.prior_spec or {}).get("name"),
+                                                                        **_channels(self.prior_spec)})
+            rungs = [Rung("stager", False, True, "too few windows to cross-validate: the stager as it is, on the "
+                          "channels the electrode positions pick", setting=stager.setting)]
+            return LadderResult(self.metric, rungs, stager, None, None, None, min_effect=self.min_effect,
+                                base=stager, order=order, prior=self.prior, prior_spec=self.prior_spec,
+                                seconds=time.perf_counter() - start)
         if self.folds is None:
             rungs = [Rung("bandpower", False, True, "too few windows to cross-validate: the textbook read-out "
                           f"with C {FALLBACK.c:g} (scikit-learn's default)", setting=FALLBACK.as_dict())]
@@ -567,7 +575,10 @@ def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: lis
     n_prior = 0 if prior is None else prior.shape[1]
     lpft_trained = result.lpft is not None and bool(getattr(result.lpft, "trained", False))
     chosen = result.chosen
-    if result.folds is None:
+    if result.folds is None and result.stager is not None:
+        notes.append(f"only {len(y_rows)} training windows: nothing to cross-validate over, so the model is the sleep "
+                     "stager as it is and no validation score exists")
+    elif result.folds is None:
         notes.append(f"only {len(y_rows)} training windows: nothing to cross-validate over, so the read-out is the "
                      f"textbook band-power classifier (C {FALLBACK.c:g}) and no validation score exists")
     elif result.expected is not None and near_chance(result.expected, result.metric):
@@ -648,7 +659,8 @@ def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
 def stager_summary(res: LadderResult) -> dict[str, Any]:
     """Return the selection block's account of the base: its name, the order climbed and, where the base is the
     zero-shot stager, its score on the same folds, what it read and the shipped model's increment over it."""
-    out: dict[str, Any] = {"base": res.order[0] if res.folds else "bandpower", "order": list(res.order)}
+    out: dict[str, Any] = {"base": res.order[0] if res.folds or res.stager is not None else "bandpower",
+                           "order": list(res.order)}
     stager = res.stager
     if stager is None:
         return out

@@ -219,3 +219,10 @@ def test_adapt_says_the_stagers_score_beside_the_shipped_models_and_what_the_lab
                         "model shipped: 0.570")
     assert says in lines[1]
     assert stager_lines({**_selection([], 0.5), "base": "bandpower"}) == []
+
+
+def test_with_too_few_windows_to_cross_validate_the_stager_ships_as_it_is() -> None:
+    data = _nights(0, n_nights=1, n=8)
+    result = Ladder(data).climb()
+    assert result.folds is None and result.chosen.choice is None and result.chosen_rung == "stager"
+    assert stager_summary(result)["base"] == "stager" and stager_summary(result)["stager_score"] is None
