@@ -105,8 +105,8 @@ def spec_prior(windows: Any, spec: dict[str, Any]) -> np.ndarray:
         out = combine_log_proba([spec_prior(windows, parsed.with_name(p).as_dict()) for p in parts])
     else:
         montage, stager = windows.montage, get_prior(parsed.name)
-        out = np.zeros((len(windows), 5))
         rec = np.asarray(windows.recording)
+        out = np.zeros((len(rec), 5))
         for r in np.unique(rec):
             where = np.flatnonzero(rec == r)
             out[where] = prior_log_proba(stager, windows.x[where], np.asarray(windows.onset_s)[where],

@@ -226,3 +226,44 @@ def test_with_too_few_windows_to_cross_validate_the_stager_ships_as_it_is() -> N
     result = Ladder(data).climb()
     assert result.folds is None and result.chosen.choice is None and result.chosen_rung == "stager"
     assert stager_summary(result)["base"] == "stager" and stager_summary(result)["stager_score"] is None
+
+
+def test_auto_offers_every_channel_choice_of_every_stager_and_their_average(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43 item 3: with two stagers installed the options include their averaged log-probabilities."""
+    from types import SimpleNamespace
+    from typing import ClassVar
+
+    import passport_kit.onboard.ladder_inputs as inputs
+    from passport_kit.sleep import SleepPrior
+
+    class _Flat(SleepPrior):
+        name: ClassVar[str] = "flat-test"
+
+        def night_log_proba(self, eeg_uv, sfreq, *, eog_uv=None, emg_uv=None):  # noqa: ANN001, ANN201
+            return np.log(np.full((int(len(eeg_uv) // (30 * sfreq)), 5), 0.2))
+
+    class _Wake(_Flat):
+        name: ClassVar[str] = "wake-test"
+
+        def night_log_proba(self, eeg_uv, sfreq, *, eog_uv=None, emg_uv=None):  # noqa: ANN001, ANN201
+            p = np.full((int(len(eeg_uv) // (30 * sfreq)), 5), 0.1)
+            p[:, 0] = 0.6
+            return np.log(p)
+
+    monkeypatch.setattr(inputs, "AUTO_STAGERS", ("flat-test", "wake-test"))
+    montage = SimpleNamespace(ch_names=["L", "R"], positions=np.array([[-0.08, 0.0, 0.0], [0.08, 0.0, 0.0]]),
+                              kinds=["eeg", "eeg"])
+    windows = SimpleNamespace(config=SimpleNamespace(window_seconds=30.0), montage=montage,
+                              x=np.zeros((4, 2, 30, 200), dtype=np.float32), onset_s=np.arange(4) * 30.0,
+                              recording=np.array(["a"] * 4))
+    options, why = inputs.stager_options(windows, "auto")
+    assert why == ""
+    names = [(spec["name"], spec.get("eeg_ref")) for spec, _ in options]
+    assert names == [("flat-test", None), ("wake-test", None), ("flat-test+wake-test", None),
+                     ("flat-test", "R"), ("wake-test", "R"), ("flat-test+wake-test", "R")]
+    mean = dict((spec["name"], p) for spec, p in options[:3])["flat-test+wake-test"]
+    expected = np.exp((np.log(0.2) + np.log(np.r_[0.6, [0.1] * 4])) / 2)
+    assert np.allclose(np.exp(mean[0]), expected / expected.sum())
+    fixed, _ = inputs.stager_options(windows, "wake-test", "R-L")
+    assert [(s["name"], s["eeg"], s.get("eeg_ref")) for s, _ in fixed] == [("wake-test", "R", "L")]
+    assert inputs.stager_options(windows, "none") == ([], "no prior asked for (--prior none)")
