@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.onboard.ladder_helpers import stage_runs
 from passport_kit.onboard.ladder import Ladder, LadderData, stager_summary
 from passport_kit.onboard.offset import OFFSET_C_GRID, diagonal_mask, fit_offset, softmax
 from passport_kit.onboard.probe import ReadOutChoice, fit_head, fit_offset_read_out, offset_inputs
@@ -14,26 +15,13 @@ from passport_kit.onboard.rungs import STAGER_FIRST, TEXTBOOK_FIRST, LadderRung,
 CLASSES = ["W", "N1", "N2", "N3", "REM"]
 
 
-def _stages(rng: np.random.Generator, n_nights: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    ys, recs = [], []
-    for night in range(n_nights):
-        stage, seq = 0, []
-        for _ in range(n):
-            if rng.random() < 0.1:
-                stage = int(rng.integers(0, 5))
-            seq.append(stage)
-        ys += seq
-        recs += [f"n{night}"] * n
-    return np.asarray(ys), np.asarray(recs)
-
-
 def _nights(seed: int = 0, *, n_nights: int = 4, n: int = 80, stager: str = "good", band: float = 0.5,
             **options: object) -> LadderData:
     """Nights of 5 stages in runs. ``stager``: 'good' (knows the stages, over-calls N2 a little), 'biased' (knows
     them, over-calls N2 a lot: recalibration can fix it), 'useless' (a wrong channel: noise); band power carries
     ``band`` of signal per stage."""
     rng = np.random.default_rng(seed)
-    y, recs = _stages(rng, n_nights, n)
+    y, recs = stage_runs(rng, n_nights, n)
     onehot = np.eye(5)[y]
     spectral = np.concatenate([onehot * band, np.zeros((len(y), 1))], 1) + rng.normal(size=(len(y), 6))
     if stager == "useless":
