@@ -24,7 +24,9 @@ Example::
     -10.0
 """
 
-from passport_kit.validation.nights import MEASURES, MIN_HOURS, Night, epoch_grid, method_report, night_numbers
+from passport_kit.validation.nights import (MEASURES, MIN_HOURS, Night, epoch_grid, method_report, night_numbers,
+                                           scored_night)
 from passport_kit.validation.writer import write_validation
 
-__all__ = ["MEASURES", "MIN_HOURS", "Night", "epoch_grid", "method_report", "night_numbers", "write_validation"]
+__all__ = ["MEASURES", "MIN_HOURS", "Night", "epoch_grid", "method_report", "night_numbers", "scored_night",
+           "write_validation"]

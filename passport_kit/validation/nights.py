@@ -97,6 +97,17 @@ def night_numbers(night: Night, classes: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def scored_night(name: str, onset_s: np.ndarray, reference: np.ndarray, device: np.ndarray, classes: Sequence[str],
+                 epoch_seconds: float) -> dict[str, Any]:
+    """Return :func:`night_numbers` of one recording staged by a device and scored by a scorer (``predict --labels``).
+
+    ``onset_s``, ``reference``, ``device``: ``(N,)`` each window's onset (s) and class index by each side (-1: none).
+    """
+    night = Night(name=name, reference=epoch_grid(onset_s, reference, epoch_seconds),
+                  device=epoch_grid(onset_s, device, epoch_seconds), epoch_seconds=epoch_seconds)
+    return night_numbers(night, classes)
+
+
 def _spread(nights: list[dict[str, Any]], classes: Sequence[str]) -> dict[str, Any]:
     """Return the per-night spread (n, mean, SD, range) of accuracy, kappa, PABAK and each stage's numbers."""
     agreements = [n["epoch_by_epoch"] for n in nights]
@@ -136,4 +147,4 @@ def method_report(method: str, nights: Sequence[Night], classes: Sequence[str]) 
 
 
 __all__ = ["MEASURES", "MIN_HOURS", "Night", "epoch_grid", "group_discrepancy", "is_sleep_staging", "method_report",
-           "night_numbers", "sleep_measures"]
+           "night_numbers", "scored_night", "sleep_measures"]
