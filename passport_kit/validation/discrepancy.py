@@ -114,8 +114,8 @@ def bland_altman(device: Sequence[float], reference: Sequence[float], *, confide
     out["log_scale"] = log
     out["log_scale_note"] = (None if log is not None else "a night's value is 0: no log scale"
                              if out["spread_grows"]["present"] else
-                             "the differences do not grow with the mean" + ("" if spread["p"] is None else f" (p = {spread['p']:.2g})")
-                             + ": the limits above hold")
+                             "no sign that the differences grow with the mean" + (
+                                 "" if spread["p"] is None else f" (p = {spread['p']:.2g})"))
     return out
 
 

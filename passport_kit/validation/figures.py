@@ -1,7 +1,7 @@
 """Bland–Altman plots of a method's sleep measures (one panel per measure).
 
 Each panel: one point per night at (mean of device and reference, device − reference), the bias (solid) and the
-limits of agreement (dashed) with their 95 % CIs as shaded bands, and the regression line of the differences on the
+limits of agreement (dashed) with their 95 % CIs as bars right of the nights, and the regression line of the differences on the
 means where the proportional-bias test found one (dotted). Matplotlib's object API, as :mod:`passport_kit.reports`.
 """
 
@@ -28,11 +28,15 @@ def _panel(ax: Any, measure: str, points: list[tuple[float, float]], group: dict
         ax.text(0.5, 0.92, "no group discrepancy", transform=ax.transAxes, ha="center", fontsize=7)
         return
     lo, hi = ax.get_xlim() if len(mean) < 2 or np.ptp(mean) == 0 else (mean.min(), mean.max())
-    for value, ci, colour, style in ((group["bias"], group["bias_ci"], _BIAS, "-"),
-                                     (group["loa"]["lower"], group["loa_ci"]["lower"], _LIMIT, "--"),
-                                     (group["loa"]["upper"], group["loa_ci"]["upper"], _LIMIT, "--")):
+    width = (hi - lo) or 1.0
+    # The CIs as bars right of the nights, side by side: with few nights the limits' CIs overlap the bias's, and
+    # shaded bands would merge into one.
+    for k, (value, ci, colour, style) in enumerate(((group["bias"], group["bias_ci"], _BIAS, "-"),
+                                                    (group["loa"]["lower"], group["loa_ci"]["lower"], _LIMIT, "--"),
+                                                    (group["loa"]["upper"], group["loa_ci"]["upper"], _LIMIT, "--"))):
         ax.axhline(value, color=colour, linestyle=style, linewidth=1)
-        ax.axhspan(ci[0], ci[1], color=colour, alpha=0.12, linewidth=0)
+        ax.errorbar(hi + width * (0.08 + 0.06 * k), value, yerr=[[value - ci[0]], [ci[1] - value]], color=colour,
+                    capsize=3, linewidth=1.2)
     line = group["proportional_bias"]
     if line["present"]:
         xs = np.linspace(lo, hi, 2)
@@ -65,7 +69,8 @@ def bland_altman_figure(report: dict[str, Any], *, title: str = "") -> Any | Non
         ax.set_axis_off()
     fig.supxlabel("mean of device and reference", fontsize=9)
     fig.supylabel("device − reference", fontsize=9)
-    fig.suptitle(title or f"{report['method']}: Bland–Altman (bias, limits of agreement, 95 % CIs)", fontsize=10)
+    fig.suptitle(title or f"{report['method']}: Bland–Altman (bias solid, limits of agreement dashed, their 95 % CIs "
+                          "as bars on the right)", fontsize=10)
     return fig
 
 

@@ -120,10 +120,14 @@ def _group_row(measure: str, g: dict[str, Any]) -> list[Any]:
 
 def _discrepancy_section(r: dict[str, Any], bland_altman_png: str | None) -> str:
     """Return the discrepancy part of one method: group table, Bland–Altman figure, per-night values."""
-    parts = ["<h3>Discrepancy (device − reference)</h3>", table(
-        ["measure", "nights", "device mean ± SD", "reference mean ± SD", "bias [95 % CI]",
-         "lower limit [95 % CI]", "upper limit [95 % CI]", "proportional bias: slope (p)", "spread grows: slope (p)",
-         "log scale: ratio [limits]"], [_group_row(m, g) for m, g in r["discrepancy"].items()])]
+    parts = ["<h3>Discrepancy (device − reference)</h3>"]
+    if r["discrepancy"]["TST"]["n"] == 0:  # TST is defined on every long night: none, and ten rows would say so
+        parts.append(f'<p class="note">No night of {MIN_HOURS:g} h or more: no group discrepancy.</p>')
+    else:
+        parts.append(table(
+            ["measure", "nights", "device mean ± SD", "reference mean ± SD", "bias [95 % CI]", "lower limit [95 % CI]",
+             "upper limit [95 % CI]", "proportional bias: slope (p)", "spread grows: slope (p)",
+             "log scale: ratio [limits]"], [_group_row(m, g) for m, g in r["discrepancy"].items()]))
     if bland_altman_png:
         parts.append(f'<img alt="Bland–Altman plots of {html.escape(r["method"])}" src="data:image/png;base64,'
                      f'{bland_altman_png}">')

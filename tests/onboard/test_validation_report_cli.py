@@ -35,7 +35,7 @@ def test_evaluate_writes_the_report_of_every_method_on_the_held_out_nights(tmp_p
     assert all(n["discrepancy"] is None and "5 min long" in n["discrepancy_withheld"] for n in nights)
     assert methods[checkpoint]["discrepancy"]["TST"]["n"] == 0
     page = (out / "validation" / "validation.html").read_text()
-    assert "zero-shot yasa" in page and "Discrepancy withheld" in page
+    assert "zero-shot yasa" in page and "Discrepancy withheld" in page and "no group discrepancy" in page
 
 
 @pytest.fixture
