@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from passport_kit.inference.hypnogram import Hypnogram, is_sleep_staging, normalize_stage
 from passport_kit.validation.discrepancy import MIN_NIGHTS, bland_altman
@@ -43,6 +43,14 @@ class Night(BaseModel):
     reference: np.ndarray
     device: np.ndarray
     epoch_seconds: float = 30.0
+
+    @model_validator(mode="after")
+    def _same_epochs(self) -> Night:
+        """Refuse a night whose two stagings are of different lengths (they must share one epoch grid)."""
+        if np.shape(self.reference) != np.shape(self.device) or np.ndim(self.reference) != 1:
+            raise ValueError(f"night {self.name!r}: reference {np.shape(self.reference)} and device "
+                             f"{np.shape(self.device)} must be (N,) arrays on one epoch grid")
+        return self
 
     @property
     def hours(self) -> float:

@@ -110,6 +110,11 @@ def test_epochs_the_scorer_left_unscored_are_unscored_on_both_sides() -> None:
     assert report["discrepancy"]["TST"]["bias"] == 0.0 and report["pooled"]["accuracy"] == 1.0
 
 
+def test_a_night_whose_stagings_differ_in_length_is_refused() -> None:
+    with pytest.raises(ValueError, match="one epoch grid"):
+        Night(name="n", reference=np.zeros(10, int), device=np.zeros(9, int))
+
+
 def test_epoch_grid_puts_dropped_windows_back_as_gaps() -> None:
     grid = epoch_grid(np.array([30.0, 60.0, 150.0]), np.array([1, 2, 4]), 30.0)
     assert grid.tolist() == [1, 2, -1, -1, 4]
