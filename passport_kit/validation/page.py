@@ -59,16 +59,16 @@ def _interval(ci: Sequence[float]) -> str:
     return f"[{fmt(ci[0])}, {fmt(ci[1])}]"
 
 
+class _Raw(str):
+    """A cell already written as HTML (an interval, a mean ± SD)."""
+
+
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Return an HTML table (cells through :func:`fmt`; a header cell is escaped text)."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c if isinstance(c, _Raw) else fmt(c)}</td>" for c in row) + "</tr>"
                    for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
-
-
-class _Raw(str):
-    """A cell already written as HTML (an interval, a mean ± SD)."""
 
 
 def _mean_sd(spread: dict[str, Any]) -> _Raw:
