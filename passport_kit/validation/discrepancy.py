@@ -11,7 +11,7 @@ The formulas are written here, each one line, because the one library that packa
 (``plot_blandaltman``), is not a dependency of passport-kit (YASA 0.8 no longer brings it); they are the same as
 pingouin's and BlandAltmanLeh's (which Menghini's R functions call): the CI of the bias ``± t · SD / √n``, of each
 limit ``± t · SD · √(3 / n)`` (Bland and Altman 1986's approximation), ``t`` Student's with ``n − 1`` degrees of
-freedom. scipy gives the quantiles and the regressions (``scipy.stats.linregress``).
+freedom; the limits at the normal quantile (1.95996 at 95 %), where pingouin's default rounds it to 1.96. scipy gives the quantiles and the regressions (``scipy.stats.linregress``).
 
 Example::
 
