@@ -6,9 +6,9 @@ lives above them, under the CLI (``passport-kit demo``, ``make demo``).
 1. Simulate a small sleep dataset for the built-in ``eesm17-ear`` montage (physics-based
    simulator: dipoles in a spherical head, stage-dependent dynamics).
 2. Adapt the shipped Device Passport checkpoint and the ``acpe`` baseline the same way, with the
-   default recipe (``auto``: a cross-validated read-out of the frozen model and band power, then
-   the mixture adapter trained from it where the inner cross-validation says that helps), on the
-   same subjects, with one subject held out.
+   default recipe (``auto``: the ladder, :attr:`~passport_kit.onboard.recipes.AutoRecipe.help`:
+   for sleep a pretrained stager first, a richer model only on a clear cross-validated gain), on
+   the same subjects, with one subject held out.
 3. Score both on the held-out subject next to the band-power reference (the read-out of band
    power alone, fitted on the same subjects), and write the evaluation reports.
 4. Predict the held-out recording with the Device Passport adapter (CSV, events, hypnogram), and

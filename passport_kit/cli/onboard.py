@@ -78,6 +78,7 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
                 f"{m['steps']} steps, best at step {m['best_step']}" if "best_step" in sel else "")]  # a step selected
     if sel.get("ladder"):
         lines += ladder_lines(sel, verbose=verbosity.level() >= verbosity.VERBOSE)
+        lines += stager_lines(sel)
     elif sel:  # the finetune recipe, and bundles written before the ladder
         score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
         lines.append(f"selected by {sel['metric']} {score}: {sel['method']}")
@@ -92,7 +93,41 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
 
 #: How adapt names each rung of the ladder in its output.
 _RUNG_NAMES = {"bandpower": "band power", "context": "+ context", "prior": "+ sleep prior", "zero-shot": "sleep prior alone",
-               "backbone": "+ backbone", "lpft": "+ LP-FT", "smoothing": "+ night smoothing"}
+               "backbone": "+ backbone", "lpft": "+ LP-FT", "smoothing": "+ night smoothing",
+               "stager": "sleep stager (zero-shot)", "recalibrated": "recalibrated stager",
+               "stacked": "+ band power over the stager"}
+#: What a stager-first ladder shipped, in words (issue 43), by the last rung taken.
+_STAGER_SHIPPED = {"stager": "{name} as it is", "recalibrated": "{name}, recalibrated on your nights",
+                   "stacked": "{name} with band power, fitted around its output", "bandpower": "band power alone"}
+
+
+def stager_lines(selection: dict[str, Any]) -> list[str]:
+    """Return adapt's account of a stager-first ladder (sleep): the stager's zero-shot score on your nights beside
+    the shipped model's, what it read, and in plain words whether your labels improved on it."""
+    stager = selection.get("stager")
+    if selection.get("base") != "stager" or not stager or stager.get("score") is None:
+        return []
+    metric, name = selection["metric"], str(stager.get("prior") or "the stager").upper().replace("+", " + ")
+    taken = [r["rung"] for r in selection["ladder"] if r["taken"]]
+    core = next((r for r in reversed(taken) if r in _STAGER_SHIPPED), "stager")
+    extra = [_RUNG_NAMES[r].lstrip("+ ") for r in taken if r not in _STAGER_SHIPPED and r in _RUNG_NAMES]
+    shipped = _STAGER_SHIPPED[core].format(name=name) + (f", with {', '.join(extra)}" if extra else "")
+    lines = [f"sleep stager {name} on {stager.get('channels') or 'its channel'}, zero-shot on your nights (same "
+             f"folds): {metric} {stager['score']:.3f}; the model shipped: {selection['score']:.3f}"
+             if selection.get("score") is not None else
+             f"sleep stager {name} on {stager.get('channels') or 'its channel'}: {metric} {stager['score']:.3f}"]
+    gain = selection.get("increment_over_stager")
+    if core == "stager" and not extra:
+        lines.append(f"your nights did not improve on {name}: shipped {shipped}")
+    elif core == "recalibrated" and not extra and gain is not None:
+        lines.append(f"your nights did not improve on {name} beyond recalibrating it ({gain:+.3f} {metric}): "
+                     f"shipped {shipped}")
+    elif core == "bandpower":
+        lines.append(f"your nights showed band power beats {name} here ({gain:+.3f} {metric}; a channel it cannot "
+                     f"read?): shipped {shipped}" if gain is not None else f"shipped {shipped}")
+    elif gain is not None:
+        lines.append(f"your nights improved on {name} by {gain:+.3f} {metric}: shipped {shipped}")
+    return lines
 
 
 def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[str]:
@@ -107,7 +142,7 @@ def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[st
     # LP-FT is scored on its own folds against the read-out it starts from: its gain, not its score, compares.
     steps = "; ".join(f"{_RUNG_NAMES.get(r['rung'], r['rung'])} "
                       + (f"{r['gain']:+.3f}" if r["rung"] == "lpft" and r["gain"] is not None else fmt(r["score"]))
-                      + ("" if r["rung"] == "bandpower" else " taken" if r["taken"] else " not taken")
+                      + ("" if r is rungs[0] else " taken" if r["taken"] else " not taken")
                       for r in tried)
     lines = [f"ladder ({metric}, {selection['method'].split(';')[0]}): {steps}"]
     if verbose:
@@ -228,7 +263,8 @@ def _step_bar(enabled: bool, description: str, display: Display | None = None) -
 #: The RecipeOptions fields that adapt and evaluate take on the command line, in --help order, with the panel --help
 #: lists each under. Type, default and help are the field's (ContactPolicy's for the contact options): written once.
 _RECIPE_PANELS = {
-    "recipe": MODEL, "context": PROBE, "probe_layer": PROBE, "prior": PROBE, "min_effect": PROBE, "train": FINETUNE, "max_steps": FINETUNE,
+    "recipe": MODEL, "context": PROBE, "probe_layer": PROBE, "prior": PROBE, "prior_channels": PROBE,
+    "min_effect": PROBE, "train": FINETUNE, "max_steps": FINETUNE,
     "epochs": FINETUNE, "batch_size": COMPUTE, "lr": FINETUNE, "head_lr": FINETUNE, "patience": FINETUNE,
     "balance": FINETUNE, "instance_norm": DATA, "notch_freq": DATA, "corrupt_prob": FINETUNE, "quality_gate": CONTACTS,
     "channel_dropout": FINETUNE, "mask_bad_channels": CONTACTS, "distrust_bad_channels": CONTACTS,
@@ -315,8 +351,8 @@ def adapt_command(
                                    rich_help_panel=OUTPUT),
     progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
 ) -> None:
-    """Fit the read-out that cross-validation over your subjects picks (band power, the frozen model's features, the
-    mixture adapter where it helps) on labeled data; write an adapter bundle."""
+    """Fit a model on labeled data by --recipe (auto: the textbook first, a richer model only on a clear
+    cross-validated gain); write an adapter bundle."""
     from passport_kit.signals.quality import quality_line
     from passport_kit.onboard.adapt import adapt, make_config
     from passport_kit.onboard.run_file import adapt_config_from_file

@@ -43,7 +43,7 @@ from passport_kit.signals.recording import with_high_pass
 from passport_kit.onboard.adapt import DEFAULT_CHECKPOINT
 from passport_kit.onboard.recipe import RecipeOptions, naming_metric, parse_options
 from passport_kit.onboard.recipes import get_recipe
-from passport_kit.onboard.ladder_inputs import cached_prior
+from passport_kit.onboard.ladder_inputs import spec_prior
 from passport_kit.onboard.held_out_nights import HeldOutNights
 from passport_kit.onboard.run import RunData, dataset_preprocess, prepare_run, train_once
 from passport_kit.onboard.metrics import METRIC_NAMES, classification_metrics
@@ -214,7 +214,7 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
             _save_run_adapter(cfg, trained, run, method=method, checkpoint=ckpt, info=info, split=split, n=n, seed=seed,
                               rows=(train_idx, val_idx))
         # Test windows masked by the same rule as training: what predict does with the bundle.
-        prior = cached_prior(windows, cfg.prior)[0] if getattr(model.head, "n_prior", 0) else None
+        prior = spec_prior(windows, model.head.prior) if getattr(model.head, "n_prior", 0) else None
         proba = predict_proba(model, windows.x, run.meta, index=test_idx, groups=windows.recording[test_idx],
                               batch_size=max(cfg.batch_size, 64),
                               device=device, precision=precision, channel_mask=run.channel_mask,

@@ -44,19 +44,22 @@ class HeldOutNights:
                 device=epoch_grid(onsets, pred[rows], self.window_seconds))
 
     def add_zero_shot(self, windows: Any, test_idx: np.ndarray, prior: str | None) -> None:
-        """Keep the zero-shot stager ``prior``'s staging of the test windows (nothing when there is no prior)."""
+        """Keep each zero-shot stager ``prior`` names ('auto': those that run here, and their average where several
+        do) staging the test windows as ``predict --zero-shot`` would: the channel nearest a central site, no labels."""
         if not self.active:
             return
-        from passport_kit.onboard.ladder_inputs import cached_prior
+        from passport_kit.onboard.ladder_inputs import dataset_prior, stager_names
         from passport_kit.sleep import classes_to_stages
+        from passport_kit.sleep.priors import ENSEMBLE_SEPARATOR
 
-        log_proba, spec, _ = cached_prior(windows, prior)
         stages = classes_to_stages(self.classes)
-        if log_proba is None or stages is None:
-            return
-        # The stager's most likely stage among the task's classes (its columns in the classes' order).
-        self.add(f"zero-shot {spec.get('name', prior) if spec else prior}", windows, test_idx,
-                 log_proba[test_idx][:, stages].argmax(1))
+        names = stager_names(prior)
+        for name in names + ([ENSEMBLE_SEPARATOR.join(names)] if len(names) > 1 else []):
+            log_proba, _, _ = dataset_prior(windows, name)
+            if log_proba is None or stages is None:
+                continue
+            # The stager's most likely stage among the task's classes (its columns in the classes' order).
+            self.add(f"zero-shot {name}", windows, test_idx, log_proba[test_idx][:, stages].argmax(1))
 
     def write(self, folder: Path, *, context: str) -> dict[str, Path]:
         """Return the files of the validation report of every method written into ``folder`` (none if inactive)."""

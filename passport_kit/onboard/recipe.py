@@ -65,9 +65,13 @@ class RecipeOptions(ContactPolicy):
     probe_pooling: Literal["auto", "mean", "meanstd"] = Field("auto", description="probe recipe: pool the backbone "
                                                               "features by their mean, or mean and spread over the "
                                                               "window's patches; auto: chosen by cross-validation")
-    prior: str = Field("yasa", description="sleep staging: the pretrained sleep stager the ladder offers as a prior "
-                       "(zero-shot, and its log-probabilities stacked into the read-out), or 'none'; 'yasa' is built "
-                       "in, 'gssc' when you installed it (AGPL-3.0, never a dependency)")
+    prior: str = Field("auto", description="sleep staging: the pretrained sleep stager the ladder starts from "
+                       "(zero-shot, then adapted to your nights), or 'none' (band power first); 'auto': every stager "
+                       "that runs here and their average, chosen by your nights' scores; 'yasa' is built in, 'gssc' "
+                       "when you installed it (AGPL-3.0, never a dependency)")
+    prior_channels: str | None = Field(None, description="sleep staging: the montage channels the stager reads, "
+                                       "EEG[-REF][,EOG[-REF]] (e.g. ELA-ERA: a derivation); default: chosen among "
+                                       "a few by electrode positions and the stager's score on your nights")
     min_effect: float | None = Field(None, ge=0, description="the smallest paired inner-CV gain a rung of the ladder "
                                      "must show to replace the one below (besides its standard error); default 0.01 "
                                      "AUROC, 0.02 kappa")

@@ -142,7 +142,7 @@ def test_fold_score_is_nan_where_auroc_cannot_be_scored() -> None:
     assert fold_score(np.array([0, 1, 2]), np.eye(3), "kappa") == pytest.approx(1.0)
 
 
-def _sleep_like(seed: int = 0, n_nights: int = 4, n: int = 80) -> LadderData:
+def _sleep_like(seed: int = 0, n_nights: int = 4, n: int = 80, stager_first: bool = True) -> LadderData:
     """Nights of 5 stages in runs; band power weakly informative, a 'prior' strongly informative."""
     rng = np.random.default_rng(seed)
     ys, recs = [], []
@@ -163,11 +163,12 @@ def _sleep_like(seed: int = 0, n_nights: int = 4, n: int = 80) -> LadderData:
     return LadderData(plain={"mean": np.concatenate([backbone, spectral], 1)}, y=y, groups=np.asarray(recs),
                       recordings=np.asarray(recs), classes=["W", "N1", "N2", "N3", "REM"], d_model=4,
                       sleep=True, contexts=(0, 2), poolings=("mean",), prior=prior, prior_stages=[0, 1, 2, 3, 4],
-                      prior_spec={"name": "test", "eeg": "C3", "eog": None, "emg": None})
+                      prior_spec={"name": "test", "eeg": "C3", "eog": None, "emg": None}, stager_first=stager_first)
 
 
 def test_sleep_rungs_the_prior_is_taken_when_it_knows_the_stages_and_every_rung_is_recorded() -> None:
-    result = Ladder(_sleep_like()).climb()
+    """The textbook-first order (the ablation of issue 43's stager-first order) as issue 33 built it."""
+    result = Ladder(_sleep_like(stager_first=False)).climb()
     names = [r.name for r in result.rungs]
     assert names == ["bandpower", "context", "prior", "zero-shot", "backbone", "lpft", "smoothing"]
     prior = result.rungs[2]
