@@ -742,6 +742,11 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
 
         summary["scorer_agreement"] = {"labels": str(scorer.file), **agreement(scorer.labels, proba.argmax(1), classes),
                                        "in_sample": in_sample}
+        if _stages_night(adapter):  # the validation report's numbers of this night (issue 44)
+            from passport_kit.validation import scored_night
+
+            summary["validation"] = scored_night(recording.name, night.onset_s, scorer.labels, proba.argmax(1),
+                                                 classes, window_seconds)
     summary["preprocessing"] = night.config.model_dump(mode="json")
     if night.quality is not None:
         masked = None if contacts is None or contacts.masked is None else np.asarray(contacts.masked).sum(axis=0)
