@@ -77,7 +77,7 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
              + (f", validated on {len(m['validation_subjects'])} ({m['validation_windows']} windows); "
                 f"{m['steps']} steps, best at step {m['best_step']}" if "best_step" in sel else "")]  # a step selected
     if sel.get("ladder"):
-        lines += ladder_lines(sel, verbose=verbosity.level() >= verbosity.VERBOSE)
+        lines += ladder_lines(sel, verbose=verbosity.level() >= verbosity.VERBOSE, validation=m.get("validation"))
     elif sel:  # the finetune recipe, and bundles written before the ladder
         score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
         lines.append(f"selected by {sel['metric']} {score}: {sel['method']}")
@@ -95,10 +95,13 @@ _RUNG_NAMES = {"bandpower": "band power", "context": "+ context", "prior": "+ sl
                "backbone": "+ backbone", "lpft": "+ LP-FT", "smoothing": "+ night smoothing"}
 
 
-def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[str]:
-    """Return adapt's account of the ladder: which rungs were taken, and one expected score for the model it ships.
+def ladder_lines(selection: dict[str, Any], *, verbose: bool = False,
+                 validation: dict[str, Any] | None = None) -> list[str]:
+    """Return adapt's account of the ladder: which rungs were taken, and the expected scores of the model it ships.
 
     With ``verbose``, one line per rung with its score, gain, standard error and reason, and the calibration.
+    ``validation``: the shipped model's out-of-fold decision scores (adapter.json's ``metrics.validation``):
+    its balanced accuracy and kappa stand next to the ranking metric, as ``evaluate`` reports them.
     """
     metric = selection["metric"]
     rungs = selection["ladder"]
@@ -127,12 +130,40 @@ def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[st
     folds = expected.get("folds", 0)
     kind = "blocked folds within the training night(s)" if expected.get("kind") == "blocks" else "folds"
     caveat = ("; with so few folds the score is a rough guide" if folds < 3 else "")
-    lines.append(f"expected on new subjects: {metric} {expected['score']:.3f} (cross-validated, {folds} {kind}; "
-                 f"the model shipped: {shipped}{caveat})")
+    lines.append(f"expected on new subjects: {metric} {expected['score']:.3f}{decision_text(metric, validation)} "
+                 f"(cross-validated, {folds} {kind}; the model shipped: {shipped}{caveat})")
+    chance = near_chance_note(validation)
+    if chance:
+        lines.append(f"warning: {chance}")
     band = selection.get("bandpower_score")
     if band is not None and selection.get("chosen") != "bandpower":
         lines.append(f"band power alone (the textbook, same folds): {metric} {band:.3f}")
     return lines
+
+
+#: Decisions with a kappa under this agree with the labels only slightly (Landis & Koch's "slight": 0-0.20).
+NEAR_CHANCE_KAPPA = 0.2
+
+
+def decision_text(metric: str, validation: dict[str, Any] | None) -> str:
+    """Return ``', balanced accuracy 0.600, kappa 0.159 for its decisions'`` beside a ranking ``metric`` (AUROC), or
+    the decision metric beside kappa; '' without scores."""
+    if not validation or validation.get("kappa") is None:
+        return ""
+    bacc = validation.get("balanced_accuracy")
+    if metric == "kappa":
+        return "" if bacc is None else f", balanced accuracy {bacc:.3f}"
+    return (" to rank windows; its decisions: balanced accuracy "
+            + ("n/a" if bacc is None else f"{bacc:.3f}") + f", kappa {validation['kappa']:.3f}")
+
+
+def near_chance_note(validation: dict[str, Any] | None) -> str | None:
+    """Return the warning that the shipped model's class decisions are near chance, or None."""
+    if not validation or validation.get("kappa") is None or validation["kappa"] >= NEAR_CHANCE_KAPPA:
+        return None
+    return (f"the model's class decisions are near chance (cross-validated kappa {validation['kappa']:.3f}, under "
+            f"{NEAR_CHANCE_KAPPA:g}): most windows' classes are barely better than a guess; evaluate --protocol "
+            "loso shows them per subject")
 
 
 def recipe_line(cfg: Any) -> str:
@@ -405,8 +436,23 @@ def evaluate_command(
                    "files": report.files})
         return
     print_table(report)
+    for line in headline_lines(report.summary):
+        typer.echo(line)
     for name, path in report.files.items():
         typer.echo(f"{name}: {path}")
+
+
+def headline_lines(summary: dict[str, Any]) -> list[str]:
+    """Return one line per method of an evaluation ``summary`` with adapt's expected scores: AUROC where the task
+    has one (the ranking metric adapt selects by), balanced accuracy and kappa (its decisions), means over subjects."""
+    lines = []
+    for method, scores in summary.items():
+        mean = {k: (scores.get(k) or {}).get("mean") for k in ("auroc", "balanced_accuracy", "kappa")}
+        parts = [f"{k.replace('_', ' ')} {v:.3f}" for k, v in mean.items() if v is not None]
+        chance = near_chance_note({"kappa": mean["kappa"]})
+        lines.append(f"{method}: {', '.join(parts)} (means over held-out subjects)"
+                     + (f"; {chance.split(':')[0]}" if chance else ""))
+    return lines
 
 
 def print_table(report: Any) -> None:
@@ -556,8 +602,9 @@ def predict_command(
         return
     for r in results:
         stats = r.summary.get("sleep_statistics")
+        staged = "sleep_statistics" in r.summary  # a classification has a recording class instead
         if r.summary.get("statistics_withheld"):
-            line = f"statistics withheld: {r.summary['statistics_withheld']}"
+            line = f"{'statistics' if staged else 'class'} withheld: {r.summary['statistics_withheld']}"
         elif stats:
             line = (f"TST {stats['TST']:.1f} min, SE {stats['SE']:.1f} %, "
                     f"SOL {_minutes(stats['SOL'])}, WASO {_minutes(stats['WASO'])}, "
@@ -565,7 +612,7 @@ def predict_command(
             if r.summary.get("statistics_meaningful") is False and r.summary.get("statistics_note"):
                 line += f" ({r.summary['statistics_note']})"
         else:
-            line = f"class {r.summary.get('recording_class')}"
+            line = class_line(r.summary)
         typer.echo(f"{r.recording}: {counted(r.n_windows, 'window')}; {line}"
                    + (" (in-sample: the adapter was trained on this recording)" if r.summary.get("in_sample") else ""))
         scored = r.summary.get("scorer_agreement")
@@ -586,8 +633,9 @@ def predict_command(
             typer.echo(f"  this adapter cannot output {', '.join(missing)}: it had no training windows of "
                        f"{'it' if len(missing) == 1 else 'them'}{rem}; adapt on recordings that contain them")
         if r.summary.get("low_confidence_windows"):
-            typer.echo(f"  low confidence: {r.summary['low_confidence_windows']} of {r.n_windows} windows (top "
-                       f"probability under {r.summary['low_confidence_below']:.2f}; marked in the CSV, TSV and plot)")
+            marked = "the CSV, TSV and plot" if "hypnogram_plot" in r.files else "the CSV and TSV"
+            typer.echo(f"  low confidence: {r.summary['low_confidence_windows']} of {counted(r.n_windows, 'window')} "
+                       f"(top probability under {r.summary['low_confidence_below']:.2f}; marked in {marked})")
         quality = r.summary.get("channel_quality")
         if quality is not None:
             bad = ", ".join(quality["bad_channels"]) or "none"
@@ -600,6 +648,17 @@ def predict_command(
         for row in failed.failures:
             typer.echo(f"{row['recording']}: FAILED - {row['error']}")
         raise failed
+
+
+def class_line(summary: dict[str, Any]) -> str:
+    """Return predict's answer for a classified recording: its class, mean probability and the windows' classes."""
+    chosen = summary.get("recording_class")
+    if chosen is None:
+        return "no windows to classify"
+    mean = summary.get("recording_probabilities") or {}
+    counts = summary.get("class_counts") or {}
+    windows = ", ".join(f"{n} {c}" for c, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return f"class {chosen} (mean probability {mean.get(chosen, float('nan')):.2f}; windows: {windows})"
 
 
 #: How predict reads each contact threshold's text ('none', a number, or 'bundle': see _bundle_or).

@@ -81,17 +81,25 @@ _ALIASES: dict[str, str] = {
 }
 
 
-def low_confidence_threshold(n_classes: int) -> float:
+#: How far from chance toward certainty a window's top probability must reach not to be low confidence, by task.
+#: Sleep staging: a third (0.47 for five stages): each epoch is an answer a scorer reviews. Classification: a tenth
+#: (0.55 for two classes): the answer is the recording's (its mean probability), its windows are the evidence, and
+#: temperature scaling draws a weak-per-window but sound classifier's windows toward chance (an eegmat adapter at
+#: temperature 1.88 marked 236 of 287 windows under the third and withheld 21 of 24 recordings' class; issue 45).
+LOW_CONFIDENCE_SHARE: dict[str, float] = {"sleep-staging": 1.0 / 3.0, "classification": 0.1}
+
+
+def low_confidence_threshold(n_classes: int, share: float = LOW_CONFIDENCE_SHARE["sleep-staging"]) -> float:
     """Return the top probability under which a prediction counts as low confidence.
 
-    A third of the way from chance (``1 / n_classes``) to certainty: 0.47 for the five sleep
-    stages, 0.67 for two classes. Under it the model barely prefers one class; such epochs
-    are marked in every report for a scorer to look at first.
+    ``share`` of the way from chance (``1 / n_classes``) to certainty (:data:`LOW_CONFIDENCE_SHARE`):
+    0.47 for the five sleep stages, 0.55 for a two-class task at a tenth. Under it the model
+    barely prefers one class; such windows are marked in every report for a scorer to look at first.
     """
-    return 1.0 / n_classes + (1.0 - 1.0 / n_classes) / 3.0
+    return 1.0 / n_classes + (1.0 - 1.0 / n_classes) * share
 
 
-def low_confidence(proba: np.ndarray) -> np.ndarray:
+def low_confidence(proba: np.ndarray, share: float = LOW_CONFIDENCE_SHARE["sleep-staging"]) -> np.ndarray:
     """Return ``(N,)`` bool: the rows of ``proba`` ``(N, K)`` whose top probability is below :func:`low_confidence_threshold`.
 
     All-zero rows (no prediction there, e.g. an unscored gap) are not flagged.
@@ -100,7 +108,7 @@ def low_confidence(proba: np.ndarray) -> np.ndarray:
     if proba.ndim != 2 or not proba.shape[1]:
         return np.zeros(len(proba), dtype=bool)
     top = proba.max(axis=1)
-    return (top > 0) & (top < low_confidence_threshold(proba.shape[1]))
+    return (top > 0) & (top < low_confidence_threshold(proba.shape[1], share))
 
 
 def normalize_stage(name: str) -> str:

@@ -76,6 +76,7 @@ from passport_kit.engine.forward import predict_proba
 from passport_kit.inference.hypnogram import (
     Hypnogram,
     is_sleep_staging,
+    LOW_CONFIDENCE_SHARE,
     low_confidence,
     low_confidence_threshold,
     normalize_stage,
@@ -726,13 +727,17 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     stem = _stem(recording)
     mostly_bad = mostly_bad_windows(night.quality, night.onset_s, window_seconds)
     flagged = signal_flagged_windows(night.flags) | mostly_bad | (band_short is not None)
-    unsure = low_confidence(proba)
+    staged = _stages_night(adapter)
+    unsure = low_confidence(proba, _confidence_share(staged))
     files: dict[str, Path] = {"predictions": reports.write_window_csv(
         folder / f"{stem}_predictions.csv",
         reports.window_rows(night.onset_s, window_seconds, proba, classes, flagged=flagged, low_confidence=unsure))}
-    summary = _summary_head(recording, proba, night, adapter, flagged=flagged, unsure=unsure)
-    # The most specific reason first: a band too narrow, channels that score bad, then the distribution.
-    withheld = _withheld(band_short, distribution, flagged, unsure, mostly_bad)
+    summary = _summary_head(recording, proba, night, adapter, flagged=flagged, unsure=unsure, staged=staged)
+    # The most specific reason first: a band too narrow, channels that score bad, then the distribution. A
+    # classification's answer is the mean over its windows: doubtful windows weaken it (its probability says how
+    # much), they do not void it; only windows the signal checks flag do.
+    withheld = _withheld(band_short, distribution, flagged, unsure if staged else np.zeros_like(unsure), mostly_bad,
+                         what="statistics" if staged else "the recording's class")
     if distribution is not None:
         summary["distribution"] = distribution.to_json()
     summary["classes_not_learned"] = list(adapter.not_learned)
@@ -748,7 +753,6 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
         files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv",
                                                                  night.quality, masked_windows=masked)
         summary["channel_quality"] = channel_quality_summary(night.quality, contacts)
-    staged = _stages_night(adapter)
     if staged:
         events = _sleep_reports(folder, stem, recording, proba, night, adapter, summary, files, scorer=scorer,
                                 withheld=withheld, plot_format=output.plot_format)
@@ -766,7 +770,7 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
 
 
 def _summary_head(recording: Path, proba: np.ndarray, night: RecordingWindows, adapter: AdapterFacts, *,
-                  flagged: np.ndarray, unsure: np.ndarray) -> dict[str, Any]:
+                  flagged: np.ndarray, unsure: np.ndarray, staged: bool) -> dict[str, Any]:
     """Return the summary's first keys: the recording, the adapter, the windows, their classes and confidence."""
     classes = adapter.classes
     counts = np.bincount(proba.argmax(1), minlength=len(classes))
@@ -783,16 +787,22 @@ def _summary_head(recording: Path, proba: np.ndarray, night: RecordingWindows, a
         "class_counts": {c: int(n) for c, n in zip(classes, counts)},
         "mean_confidence": float(proba.max(1).mean()) if len(proba) else None,
         "low_confidence_windows": int(unsure.sum()),
-        "low_confidence_below": round(low_confidence_threshold(len(classes)), 4),
+        "low_confidence_below": round(low_confidence_threshold(len(classes), _confidence_share(staged)), 4),
     }
 
 
+def _confidence_share(staged: bool) -> float:
+    """Return the share of the way from chance to certainty under which a window is low confidence (sleep or not)."""
+    return LOW_CONFIDENCE_SHARE["sleep-staging" if staged else "classification"]
+
+
 def _withheld(band_short: str | None, distribution: DistributionVerdict | None, flagged: np.ndarray,
-              unsure: np.ndarray, mostly_bad: np.ndarray) -> str | None:
-    """Return why the recording's statistics are withheld (None: they are not), the most specific reason first."""
+              unsure: np.ndarray, mostly_bad: np.ndarray, *, what: str = "statistics") -> str | None:
+    """Return why the recording's ``what`` (its statistics, or its class) is withheld (None: it is not), the most
+    specific reason first."""
     outside = None if distribution is None or distribution.reason is None else (
         f"the recording is unlike the adapter's training data: {distribution.reason}")
-    unreliable = _withheld_because(flagged, unsure, mostly_bad)
+    unreliable = _withheld_because(flagged, unsure, mostly_bad, what=what)
     channels_bad = unreliable if mostly_bad.size and mostly_bad.mean() > WITHHOLD_ABOVE else None
     return band_short or channels_bad or outside or unreliable
 
@@ -938,17 +948,22 @@ def band_too_narrow(h_freq: float, trained_h_freq: float) -> str | None:
             "or adapt on recordings at this rate")
 
 
-def _withheld_because(flagged: np.ndarray, unsure: np.ndarray, mostly_bad: np.ndarray | None = None) -> str | None:
-    """Return why the summary statistics are withheld (most windows unreliable), or None to report them."""
+def _withheld_because(flagged: np.ndarray, unsure: np.ndarray, mostly_bad: np.ndarray | None = None, *,
+                      what: str = "statistics") -> str | None:
+    """Return why the summary's ``what`` (statistics, or the recording's class) is withheld (most windows
+    unreliable), or None to report it."""
     unreliable = np.asarray(flagged, dtype=bool) | np.asarray(unsure, dtype=bool)
     if not len(unreliable) or unreliable.mean() <= WITHHOLD_ABOVE:
         return None
     if mostly_bad is not None and mostly_bad.mean() > WITHHOLD_ABOVE:
         return (f"half or more channels score bad in {int(mostly_bad.sum())} of {len(mostly_bad)} windows (noise, no "
-                "contact or no EEG); statistics over them would mislead - look at the recording and its channel "
+                f"contact or no EEG); {what} over them would mislead - look at the recording and its channel "
                 "quality")
+    if not np.asarray(unsure).any():  # a classification: only the signal checks count
+        return (f"{int(unreliable.sum())} of {len(unreliable)} windows are flagged by the signal checks; {what} over "
+                "them would mislead - look at the recording and the per-window predictions")
     return (f"{int(unreliable.sum())} of {len(unreliable)} windows are low confidence ({int(unsure.sum())}) or "
-            f"flagged by the signal checks ({int(np.asarray(flagged).sum())}); statistics over them would mislead - "
+            f"flagged by the signal checks ({int(np.asarray(flagged).sum())}); {what} over them would mislead - "
             "look at the recording and the per-window predictions")
 
 

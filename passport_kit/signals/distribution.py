@@ -279,19 +279,19 @@ class DistributionVerdict:
         if ratio is not None and not 1.0 / self.amplitude_limit <= ratio <= self.amplitude_limit:
             return (f"its amplitude is {ratio:.2g}x that of the recordings the adapter was trained on (beyond "
                     f"x{self.amplitude_limit:g} either way, more than people differ): a wrong unit or scale "
-                    "(--units, --scale), or another device; statistics would mislead")
+                    "(--units, --scale), or another device; its results would mislead")
         corr = self.correlation_distance
         if corr is not None and corr > self.correlation_limit:
             return (f"the correlations between its channels are unlike those of the recordings the adapter was "
                     f"trained on (distance {corr:.2f}, held-out recordings of the training device stay under "
                     f"{self.correlation_limit:g}): another device or montage, swapped channels, or several noisy "
-                    "channels; statistics would mislead")
+                    "channels; its results would mislead")
         if self.distance > self.distance_limit:
             far = (f"; channels most unlike: {', '.join(self.far_channels[:4])}" if self.far_channels and
                    len(self.far_channels) < len(self.channel_distance) else "")
             return (f"its spectrum is unlike the recordings the adapter was trained on (distance {self.distance:.2f}, "
                     f"held-out recordings of the training device stay under {self.distance_limit:g}){far}: another "
-                    "device, state or noise; adapt on recordings like it for staging you can trust")
+                    "device, state or noise; adapt on recordings like it for predictions you can trust")
         return None
 
     def to_json(self) -> dict[str, Any]:

@@ -1,0 +1,98 @@
+"""What a new user found, round 4 (issue 45): classifications answer, scores compare, plots agree with the terminal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from passport_kit.inference.predict import AdapterFacts, write_prediction
+from passport_kit.signals import PreprocessConfig
+from passport_kit.signals.recording import RecordingWindows
+
+
+def _night(n: int, *, flagged: bool = False, seconds: float = 30.0) -> RecordingWindows:
+    """Return ``n`` empty windows (no channels), every one flagged by the signal checks when ``flagged``."""
+    return RecordingWindows(x=np.zeros((n, 0, 0, 0), np.float32), flags=np.full((n, 2), int(flagged), np.uint8),
+                            onset_s=np.arange(n) * seconds, quality=None, config=PreprocessConfig())
+
+
+def _write(folder: Path, proba: np.ndarray, classes: list[str], *, flagged: bool = False, task: str | None = None,
+           seconds: float = 30.0):  # noqa: ANN202 - a PredictionResult
+    task = task or ("sleep-staging" if len(classes) == 5 else "classification")
+    return write_prediction(folder, Path("rec.edf"), proba, _night(len(proba), flagged=flagged, seconds=seconds),
+                            adapter=AdapterFacts(classes=classes, window_seconds=seconds, task=task,
+                                                 adapter=Path("a"), base_name="b"))
+
+
+def _eegmat_like(n: int = 40, seed: int = 0) -> np.ndarray:
+    """Return ``(n, 2)`` probabilities as a temperature-scaled two-class adapter gives them: 0.52-0.66, mostly task."""
+    rng = np.random.default_rng(seed)
+    top = rng.uniform(0.52, 0.66, n)
+    task_first = rng.random(n) < 0.7
+    return np.where(task_first[:, None], np.stack([1 - top, top], 1), np.stack([top, 1 - top], 1))
+
+
+def test_a_classification_is_answered_over_calibrated_windows(tmp_path: Path) -> None:
+    result = _write(tmp_path, _eegmat_like(), ["rest", "arithmetic"])
+    s = result.summary
+    assert s["statistics_withheld"] is None and s["recording_class"] == "arithmetic"
+    # Under a tenth of the way from chance: most windows of a sound two-class model are not "low confidence".
+    assert s["low_confidence_below"] == pytest.approx(0.55)
+    assert s["low_confidence_windows"] < len(result.proba) / 2
+    assert "hypnogram_plot" not in result.files
+
+
+def test_a_classification_is_withheld_only_for_flagged_windows_and_not_in_sleep_words(tmp_path: Path) -> None:
+    result = _write(tmp_path, _eegmat_like(), ["rest", "arithmetic"], flagged=True)
+    reason = result.summary["statistics_withheld"]
+    assert result.summary["recording_class"] is None
+    assert "flagged by the signal checks" in reason and "the recording's class over them" in reason
+    assert "statistics" not in reason
+
+
+def test_sleep_staging_keeps_its_third_of_the_way_rule(tmp_path: Path) -> None:
+    near_uniform = np.full((6, 5), 0.2) + np.array([0.04, -0.01, -0.01, -0.01, -0.01])
+    result = _write(tmp_path, near_uniform, ["W", "N1", "N2", "N3", "REM"])
+    assert result.summary["low_confidence_below"] == pytest.approx(0.2 + 0.8 / 3, abs=1e-4)
+    assert "6 of 6 windows are low confidence" in result.summary["statistics_withheld"]
+
+
+def _selection(metric: str = "auroc") -> dict:
+    rungs = [{"rung": "bandpower", "tried": True, "taken": True, "score": 0.74, "gain": None,
+              "standard_error": None, "reason": "the textbook"}]
+    return {"metric": metric, "ladder": rungs, "method": "5-fold cross-validation; ...", "chosen": "bandpower",
+            "expected": {"score": 0.747, "folds": 5, "kind": "subjects"}, "calibration": {}}
+
+
+def test_adapt_gives_the_decision_metrics_beside_the_ranking_metric_and_says_they_are_near_chance() -> None:
+    from passport_kit.cli.onboard import ladder_lines
+
+    validation = {"kappa": 0.159, "balanced_accuracy": 0.600, "auroc": 0.75}
+    lines = ladder_lines(_selection(), validation=validation)
+    expected = next(line for line in lines if line.startswith("expected on new subjects"))
+    assert "auroc 0.747 to rank windows; its decisions: balanced accuracy 0.600, kappa 0.159" in expected
+    assert any(line.startswith("warning: the model's class decisions are near chance") for line in lines)
+    sound = ladder_lines(_selection("kappa"), validation={"kappa": 0.9, "balanced_accuracy": 0.88})
+    assert "kappa 0.747, balanced accuracy 0.880 (cross-validated" in sound[1]
+    assert not any("near chance" in line for line in sound)
+
+
+def test_evaluate_headlines_the_metrics_adapt_gives() -> None:
+    from passport_kit.cli.onboard import headline_lines
+
+    summary = {"band power": {"auroc": {"mean": 0.75}, "balanced_accuracy": {"mean": 0.6}, "kappa": {"mean": 0.159}},
+               "sleep": {"auroc": {"mean": None}, "balanced_accuracy": {"mean": 0.88}, "kappa": {"mean": 0.89}}}
+    lines = headline_lines(summary)
+    assert lines[0].startswith("band power: auroc 0.750, balanced accuracy 0.600, kappa 0.159")
+    assert "near chance" in lines[0]
+    assert lines[1] == "sleep: balanced accuracy 0.880, kappa 0.890 (means over held-out subjects)"
+
+
+def test_predict_prints_a_classification_without_sleep_words_or_a_promised_plot(tmp_path: Path) -> None:
+    from passport_kit.cli.onboard import class_line
+
+    result = _write(tmp_path, np.array([[0.3, 0.7], [0.48, 0.52], [0.2, 0.8]]), ["rest", "arithmetic"])
+    line = class_line(result.summary)
+    assert line.startswith("class arithmetic (mean probability 0.67; windows: 3 arithmetic, 0 rest)")
