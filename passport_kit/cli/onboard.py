@@ -23,7 +23,7 @@ from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_
                                       OUTPUT, PROBE, SCORER, PanelledCommand, echo_json, notch_frequency,
                                       optional_float, options_in_place_of, renames_option as _renames)
 from passport_kit.errors import ConfigError
-from passport_kit.onboard.recipe import AUTO_ACTS, FINETUNE_ONLY, RecipeOptions
+from passport_kit.onboard.recipe import AUTO_ACTS, FINETUNE_ONLY, RecipeOptions, option_flag
 from passport_kit.onboard.recipes import get_recipe, recipe_names
 from passport_kit.wording import counted
 
@@ -59,6 +59,8 @@ def _contact_option(key: str) -> Any:
     return typer.Option("bundle", "--" + key.replace("_", "-"), help=_option_help(key) + " 'bundle' (default): the "
                         "value adapt trained with.", rich_help_panel=CONTACTS)
 
+_PROGRESS_HELP = ("Show a progress bar with the time so far and an estimate (plain lines where the output is not a "
+                  "terminal); --no-progress: none.")
 _CONFIG_HELP = ("Run file (YAML) of adapt settings, e.g. 'data: ./eesm17' and 'max_steps: 200' (options with '_' for "
                 "'-'), or a bundle's adapter.json to repeat its run; options given here override the file. Not the "
                 "training recipe: that is --recipe.")
@@ -73,8 +75,8 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
     """Return the lines that say how a run was trained and selected, and its warnings (adapt's output)."""
     m = metrics
     sel = m.get("selection") or {}
-    lines = [f"trained on {len(m['train_subjects'])} subjects ({m['train_windows']} windows)"
-             + (f", validated on {len(m['validation_subjects'])} ({m['validation_windows']} windows); "
+    lines = [f"trained on {counted(len(m['train_subjects']), 'subject')} ({counted(m['train_windows'], 'window')})"
+             + (f", validated on {len(m['validation_subjects'])} ({counted(m['validation_windows'], 'window')}); "
                 f"{m['steps']} steps, best at step {m['best_step']}" if "best_step" in sel else "")]  # a step selected
     if sel.get("ladder"):
         lines += ladder_lines(sel, verbose=verbosity.level() >= verbosity.VERBOSE, validation=m.get("validation"))
@@ -265,8 +267,6 @@ _RECIPE_PANELS = {
     "channel_dropout": FINETUNE, "mask_bad_channels": CONTACTS, "distrust_bad_channels": CONTACTS,
     "mask_uncorrelated_channels": CONTACTS, "device": COMPUTE, "precision": COMPUTE, "threads": COMPUTE,
 }
-#: Fields whose option has another name than --<field>.
-_FLAGS = {"notch_freq": "--notch"}
 #: Fields whose None a user gives as 'none': their option is text, read by this (one-line errors).
 _TAKES_NONE: dict[str, Callable[[str], float | None]] = {
     "notch_freq": lambda v: _notch(v), "mask_bad_channels": lambda v: _mask_threshold(v),
@@ -281,7 +281,7 @@ def _recipe_option(key: str) -> tuple[Any, Any]:
     one-line error; the recipe is not given by default (options only finetune uses then choose it).
     """
     field, panel = RecipeOptions.model_fields[key], _RECIPE_PANELS[key]
-    flag = _FLAGS.get(key, "--" + key.replace("_", "-"))
+    flag = option_flag(key)
     if key == "recipe":
         choices = Literal[recipe_names()]  # type: ignore[valid-type] - the registry's names, shown as the choices
         return choices | None, typer.Option(None, flag, help=_RECIPE_HELP, rich_help_panel=panel)
@@ -338,13 +338,14 @@ def adapt_command(
     subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw).",
                                         rich_help_panel=DATA),
     recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: RecipeOptions and band-pass
-    seed: int = typer.Option(0, "--seed", rich_help_panel=MODEL),
+    seed: int = typer.Option(0, "--seed", help="Seed of the subject draw (--subjects), the folds and the training.",
+                             rich_help_panel=MODEL),
     resume: bool = typer.Option(True, "--resume/--restart", help="Continue an interrupted run in --out.",
                                 rich_help_panel=OUTPUT),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a finished bundle in --out trained with other "
                                    "settings (a rerun with the same settings leaves it as it is).",
                                    rich_help_panel=OUTPUT),
-    progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help=_PROGRESS_HELP, rich_help_panel=OUTPUT),
 ) -> None:
     """Fit the read-out that cross-validation over your subjects picks (band power, the frozen model's features, the
     mixture adapter where it helps) on labeled data; write an adapter bundle."""
@@ -410,7 +411,7 @@ def evaluate_command(
     metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ...",
                                rich_help_panel=EVALUATION),
     recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: RecipeOptions and band-pass
-    progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help=_PROGRESS_HELP, rich_help_panel=OUTPUT),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON instead of the table.",
                                  rich_help_panel=OUTPUT),
 ) -> None:
@@ -497,8 +498,8 @@ _PREDICT_RUN: dict[str, tuple[Any, Any]] = {
                                       rich_help_panel=MODEL)),
     "batch_size": (int, typer.Option(32, "--batch-size", help="Windows per forward pass (predictions do not depend "
                                      "on it).", rich_help_panel=COMPUTE)),
-    "device": (str, typer.Option("auto", "--device", rich_help_panel=COMPUTE)),
-    "precision": (str, typer.Option("auto", "--precision", rich_help_panel=COMPUTE)),
+    "device": (str, typer.Option("auto", "--device", help=_option_help("device"), rich_help_panel=COMPUTE)),
+    "precision": (str, typer.Option("auto", "--precision", help=_option_help("precision"), rich_help_panel=COMPUTE)),
 }
 _PREDICT_CONTACTS: dict[str, tuple[Any, Any]] = {
     key: (str, _contact_option(key)) for key in ("mask_bad_channels", "distrust_bad_channels",
@@ -615,6 +616,10 @@ def predict_command(
             line = class_line(r.summary)
         typer.echo(f"{r.recording}: {counted(r.n_windows, 'window')}; {line}"
                    + (" (in-sample: the adapter was trained on this recording)" if r.summary.get("in_sample") else ""))
+        stager = r.summary.get("zero_shot")
+        if stager is not None:
+            typer.echo(f"  staged by {stager['stager']} on channel {stager['eeg']} (EOG: {stager['eog'] or 'none'}, "
+                       f"EMG: {stager['emg'] or 'none'})")
         scored = r.summary.get("scorer_agreement")
         if scored is not None:
             from passport_kit.inference.agreement import confusion_lines
@@ -624,7 +629,7 @@ def predict_command(
             else:
                 kind = "in-sample (a training recording, not a held-out score): " if scored.get("in_sample") else ""
                 typer.echo(f"  scorer ({scored['labels']}): {kind}kappa {scored['kappa']:.3f}, accuracy "
-                           f"{100 * scored['accuracy']:.1f} % over {scored['windows']} windows")
+                           f"{100 * scored['accuracy']:.1f} % over {counted(scored['windows'], 'window')}")
                 for row in confusion_lines(scored["confusion"]):
                     typer.echo(f"    {row}")
         if r.summary.get("classes_not_learned"):
@@ -641,7 +646,7 @@ def predict_command(
             bad = ", ".join(quality["bad_channels"]) or "none"
             masking = quality.get("masking")
             masked = ("" if not masking else
-                      f"; masked ({_mask_rule(masking)}) in {masking['windows_with_masked_channels']} windows")
+                      f"; masked ({_mask_rule(masking)}) in {counted(masking['windows_with_masked_channels'], 'window')}")
             typer.echo(f"  bad channels: {bad}{masked}")
         typer.echo(f"  files in {r.files['summary'].parent}")
     if failed is not None:
@@ -685,7 +690,8 @@ def check_command(
     montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML."),
     data: Path = typer.Option(..., "--data", help="Dataset folder."),
     checkpoint: str = typer.Option(DEFAULT_CHECKPOINT, "--checkpoint", help="Base checkpoint name or folder."),
-    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
+    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm",
+                                              help=_option_help("instance_norm")),
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
     h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP),
     l_freq: float | None = typer.Option(None, "--l-freq", help=_L_FREQ_HELP),
@@ -710,7 +716,7 @@ def demo_command(
     out: Path = typer.Option(Path("passport-demo"), "--out", help="Folder for the demo's data and results."),
     subjects: int = typer.Option(4, "--subjects", min=3, help="Simulated subjects (the last is held out)."),
     hours: float = typer.Option(2.0, "--hours", min=0.5, max=12.0, help="Hours of sleep per simulated subject."),
-    threads: int | None = typer.Option(None, "--threads"),
+    threads: int | None = typer.Option(None, "--threads", help=_option_help("threads")),
 ) -> None:
     """Simulate ear-EEG sleep, adapt the shipped checkpoint and the acpe baseline, compare with band power, predict."""
     from passport_kit.demo import run_demo

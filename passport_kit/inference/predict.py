@@ -72,6 +72,7 @@ from passport_kit.inference import reports
 from passport_kit.signals.distribution import DistributionVerdict
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, read_windows
 from passport_kit.output_lock import output_lock
+from passport_kit.wording import counted
 from passport_kit.engine.forward import predict_proba
 from passport_kit.inference.hypnogram import (
     Hypnogram,
@@ -110,6 +111,8 @@ class AdapterFacts(BaseModel):
     adapter: Path                    # the bundle folder
     base_name: str                   # its base checkpoint
     not_learned: tuple[str, ...] = ()   # classes without a training window: the adapter cannot output them
+    #: Zero-shot: the stager and the montage channels it read ({stager, eeg, eog, emg}); None for an adapter.
+    zero_shot: dict[str, str | None] | None = None
 
 
 class ReadOptions(BaseModel):
@@ -515,7 +518,9 @@ def predict_recording(path: Path, night: RecordingWindows, loaded: LoadedAdapter
     return write_folder_whole(folder, functools.partial(
         write_prediction, recording=path, proba=proba, night=night, adapter=loaded.facts, contacts=contacts,
         band_short=band_too_narrow(night.config.h_freq, loaded.config.h_freq), scorer=labels, output=output,
-        distribution=distribution_verdict(loaded.meta.metrics.get("distribution"), night) if guard else None,
+        distribution=distribution_verdict(loaded.meta.metrics.get("distribution"), night,
+                                          predicted=proba.argmax(1) if _stages_night(loaded.facts) else None)
+        if guard else None,
         in_sample=not in_memory and in_training_data(path, loaded.meta.training_data)))
 
 
@@ -585,7 +590,8 @@ def predict_zero_shot(
     label_files = scorer.of(files)
     classes = list(STAGES)
     facts = AdapterFacts(classes=classes, window_seconds=30.0, task="sleep-staging",
-                         adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})")
+                         adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})",
+                         zero_shot={"stager": stager.name, "eeg": spec.eeg, "eog": spec.eog, "emg": spec.emg})
     out_dir = Path(out) if out is not None else default_output_folder()
     out_dir.mkdir(parents=True, exist_ok=True)
     folder_of = dict(zip(files, output_names(files)))
@@ -596,7 +602,13 @@ def predict_zero_shot(
         for path in files:
             if progress is not None:
                 progress(str(path))
-            night = read_for_prediction(path, montage, config, unchecked, raw=_in_memory(path, memory, reading))
+            raw = _in_memory(path, memory, reading)
+            if raw is None:
+                from passport_kit.signals import read_recording
+
+                raw = read_recording(path, sfreq=reading.sfreq, units=reading.units, scale=reading.scale)
+            band = _zero_shot_band(path, float(raw.info["sfreq"]), config, unchecked, facts.zero_shot)
+            night = read_for_prediction(path, montage, config, band, raw=raw)
             labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
             logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
             proba = np.exp(logp).astype(np.float32)
@@ -604,6 +616,29 @@ def predict_zero_shot(
                 write_prediction, recording=path, proba=proba, night=night, adapter=facts, scorer=labels,
                 output=output)))
     return results
+
+
+def _zero_shot_band(path: Path, sfreq: float, config: Any, reading: ReadOptions,
+                    stager: dict[str, str | None]) -> ReadOptions:
+    """Return ``reading`` with the band-pass top a recording at ``sfreq`` Hz carries, warning in a zero-shot's words.
+
+    The warning of predict speaks of the adapter's training band and the model's 200-Hz input; a
+    stager alone has neither (issue 45), so it says which channel the stager staged in which band.
+    """
+    import warnings
+
+    from passport_kit.errors import PassportWarning
+    from passport_kit.signals.preprocess import fit_band_to_rate
+
+    if reading.h_freq is not None:
+        return reading
+    fitted = fit_band_to_rate(config, sfreq, source=f"recording '{path}'")
+    if fitted.h_freq != config.h_freq:
+        warnings.warn(f"recording '{path}' is sampled at {sfreq:g} Hz: its band-pass top is lowered from "
+                      f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency; the stager "
+                      f"{stager['stager']} staged channel {stager['eeg']} in that band (--h-freq sets another top)",
+                      PassportWarning, stacklevel=3)
+    return reading.model_copy(update={"h_freq": fitted.h_freq})
 
 
 def _split_recordings(recordings: Any) -> tuple[list[Path], dict[Path, Any]]:
@@ -741,6 +776,8 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     if distribution is not None:
         summary["distribution"] = distribution.to_json()
     summary["classes_not_learned"] = list(adapter.not_learned)
+    if adapter.zero_shot is not None:
+        summary["zero_shot"] = dict(adapter.zero_shot)
     summary["in_sample"] = in_sample
     if scorer is not None:
         from passport_kit.inference.agreement import agreement
@@ -882,7 +919,7 @@ def _plot_note(summary: dict[str, Any], withheld: str | None) -> str:
     scored = summary.get("scorer_agreement") or {}
     scorer = "" if scored.get("kappa") is None else (f" · kappa vs scorer {scored['kappa']:.2f}"
                                                       + (" (in-sample)" if scored.get("in_sample") else ""))
-    return head + tail + scorer + (f" · {unsure} low-confidence epochs (shaded)" if unsure else "")
+    return head + tail + scorer + (f" · {counted(unsure, 'low-confidence epoch')} (shaded)" if unsure else "")
 
 
 #: Summary statistics are withheld when more than this share of the windows is flagged or low confidence.
@@ -912,13 +949,16 @@ def signal_flagged_windows(flags: np.ndarray) -> np.ndarray:
     return (flags != 0).mean(axis=1) >= BAD_SHARE
 
 
-def distribution_verdict(profile: dict[str, Any] | None, night: RecordingWindows) -> DistributionVerdict | None:
-    """Return how far ``night`` lies from the bundle's training ``profile`` (None: no profile or nothing to compare)."""
+def distribution_verdict(profile: dict[str, Any] | None, night: RecordingWindows,
+                         predicted: np.ndarray | None = None) -> DistributionVerdict | None:
+    """Return how far ``night`` lies from the bundle's training ``profile`` (None: no profile or nothing to compare);
+    ``predicted`` ``(N,)``: a sleep adapter's stages of its windows, for the sequence and sleep-at-all checks."""
     from passport_kit.signals.distribution import score_recording
 
     if not profile:
         return None
-    return score_recording(profile, night.x, night.quality, top_hz=night.config.h_freq, sfreq=night.config.sfreq)
+    return score_recording(profile, night.x, night.quality, top_hz=night.config.h_freq, sfreq=night.config.sfreq,
+                           predicted=predicted, onset_s=night.onset_s, window_seconds=night.config.window_seconds)
 #: A recording is not staged when the band its rate carries is below this share of the adapter's
 #: (a 10 Hz copy of a night was staged TST 30 min, SE 100 %; issue 28). 100 Hz recordings, whose
 #: band is lowered from 75 to about 45 Hz, are staged.
@@ -956,15 +996,21 @@ def _withheld_because(flagged: np.ndarray, unsure: np.ndarray, mostly_bad: np.nd
     if not len(unreliable) or unreliable.mean() <= WITHHOLD_ABOVE:
         return None
     if mostly_bad is not None and mostly_bad.mean() > WITHHOLD_ABOVE:
-        return (f"half or more channels score bad in {int(mostly_bad.sum())} of {len(mostly_bad)} windows (noise, no "
+        return (f"half or more channels score bad in {int(mostly_bad.sum())} of {counted(len(mostly_bad), 'window')} (noise, no "
                 f"contact or no EEG); {what} over them would mislead - look at the recording and its channel "
                 "quality")
     if not np.asarray(unsure).any():  # a classification: only the signal checks count
-        return (f"{int(unreliable.sum())} of {len(unreliable)} windows are flagged by the signal checks; {what} over "
-                "them would mislead - look at the recording and the per-window predictions")
-    return (f"{int(unreliable.sum())} of {len(unreliable)} windows are low confidence ({int(unsure.sum())}) or "
+        return (f"{int(unreliable.sum())} of {counted(len(unreliable), 'window')} {_are(unreliable)} flagged by the "
+                f"signal checks; {what} over them would mislead - look at the recording and the per-window predictions")
+    return (f"{int(unreliable.sum())} of {counted(len(unreliable), 'window')} {_are(unreliable)} low confidence "
+            f"({int(unsure.sum())}) or "
             f"flagged by the signal checks ({int(np.asarray(flagged).sum())}); {what} over them would mislead - "
             "look at the recording and the per-window predictions")
+
+
+def _are(windows: np.ndarray) -> str:
+    """Return the verb of 'k of n windows are ...': 'is' for one window."""
+    return "is" if len(windows) == 1 else "are"
 
 
 def channel_quality_summary(quality: Any, contacts: ChannelMasks | None = None) -> dict[str, Any]:

@@ -341,16 +341,26 @@ def training_distribution(run: Any, rows: np.ndarray) -> dict[str, Any] | None:
     """Return the description of the training windows ``rows`` that predict's distribution guard compares with.
 
     :func:`~passport_kit.signals.distribution.distribution_profile` of the windows, with the raw
-    recordings' amplitudes where they were scored (else the windows', unless instance normalised).
+    recordings' amplitudes where they were scored (else the windows', unless instance normalised);
+    for sleep staging also each stage's spectrum and the training nights' stage transitions, for
+    predict's checks of what the adapter says.
     """
-    from passport_kit.signals.distribution import distribution_profile
+    from passport_kit.signals.distribution import distribution_profile, transition_record
 
     windows = run.windows
     used = set(windows.recording[rows].tolist())
     scored = run.raw_quality or (None if windows.config.instance_norm else run.window_quality)
     qualities = None if scored is None else [q for rec, q in scored.items() if rec in used]
+    sleep = {}
+    if windows.info.get("task") == "sleep-staging":
+        rows_sorted = np.sort(rows)
+        sleep = {"stages": list(windows.classes), "labels": windows.y,
+                 "transitions": transition_record(windows.classes, windows.y[rows_sorted],
+                                                  windows.recording[rows_sorted], windows.onset_s[rows_sorted],
+                                                  windows.config.window_seconds)}
     return distribution_profile(windows.x, list(run.montage.ch_names), top_hz=windows.config.h_freq,
-                                sfreq=windows.config.sfreq, qualities=qualities, groups=windows.subject, rows=rows)
+                                sfreq=windows.config.sfreq, qualities=qualities, groups=windows.subject, rows=rows,
+                                **sleep)
 
 
 def run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx: np.ndarray,

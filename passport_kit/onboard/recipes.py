@@ -182,6 +182,13 @@ class ProbeRecipe(Recipe):
         if (selection.get("adapter_training") or {}).get("trained"):
             return summary
         fitted = sum(p.numel() for p in model.head.parameters())  # the policy's tensors are stored, not trained
+        if not selection.get("backbone_weight"):
+            # No backbone feature in the model shipped: PEFT's trainable-params line would count a network it does
+            # not use (issue 45).
+            inputs = ("the sleep stager's probabilities alone" if selection.get("zero_shot") else "band power"
+                      + (" and the sleep stager's probabilities" if selection.get("prior_weight") else ""))
+            return (f"fitted: the read-out head.linear ({fitted:,} params) on {inputs}; the backbone's features are "
+                    "not used by the model shipped (stored with it, as pretrained)")
         return (f"fitted: the read-out head.linear ({fitted:,} params); backbone, experts and mixture adapter as "
                 f"pretrained (stored with it: {summary})")
 

@@ -96,3 +96,66 @@ def test_predict_prints_a_classification_without_sleep_words_or_a_promised_plot(
     result = _write(tmp_path, np.array([[0.3, 0.7], [0.48, 0.52], [0.2, 0.8]]), ["rest", "arithmetic"])
     line = class_line(result.summary)
     assert line.startswith("class arithmetic (mean probability 0.67; windows: 3 arithmetic, 0 rest)")
+
+
+def test_zero_shot_says_which_channel_it_staged_and_warns_of_a_low_rate_in_its_own_words(tmp_path: Path) -> None:
+    from passport_kit.errors import PassportWarning
+    from passport_kit.inference.predict import predict_zero_shot
+
+    names = ["F3", "F4", "C3", "C4", "O1", "O2"]
+    signal = np.random.default_rng(0).standard_normal((6, 100 * 600)) * 20e-6   # volts, 10 min at 100 Hz
+    with pytest.warns(PassportWarning) as caught:
+        result = predict_zero_shot("tuh-standard", (signal, 100.0, names), tmp_path / "zs")[0]
+    low_rate = [str(w.message) for w in caught if "sampled at 100 Hz" in str(w.message)]
+    assert low_rate and "the stager yasa staged channel C" in low_rate[0]
+    assert "adapter" not in low_rate[0] and "200 Hz" not in low_rate[0]
+    assert result.summary["zero_shot"]["stager"] == "yasa" and result.summary["zero_shot"]["eeg"] in ("C3", "C4")
+
+
+def test_every_option_of_every_command_has_help_text() -> None:
+    from typer import main as typer_main
+
+    from passport_kit.cli.app import app
+
+    bare = []
+
+    def walk(command, path: list[str]) -> None:  # noqa: ANN001 - a click command or group
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+        bare.extend(f"{' '.join(path)} {p.opts[0]}" for p in getattr(command, "params", [])
+                    if type(p).__name__.endswith("Option") and not p.help and not getattr(p, "hidden", False))
+
+    walk(typer_main.get_command(app), [])
+    assert not bare
+
+
+def test_a_bad_option_is_named_as_the_command_line_spells_it() -> None:
+    from passport_kit.errors import ConfigError
+    from passport_kit.onboard.adapt import make_config
+
+    with pytest.raises(ConfigError, match=r"invalid adapt option --batch-size \(batch_size\): "):
+        make_config(montage="tuh-standard", data=Path("d"), batch_size=0)
+
+
+@pytest.mark.parametrize(("selection", "inputs"), [({"backbone_weight": 0.0, "prior_weight": 0.0}, "on band power;"),
+                                                    ({"backbone_weight": 0.0, "prior_weight": 1.0},
+                                                     "on band power and the sleep stager's probabilities;")])
+def test_no_trainable_params_line_when_the_model_shipped_does_not_use_the_backbone(selection: dict,
+                                                                                   inputs: str) -> None:
+    import torch
+
+    from passport_kit.onboard.recipes import get_recipe
+
+    model = torch.nn.Module()
+    model.head = torch.nn.Linear(4, 2)
+    line = get_recipe("auto").fitted_summary(model, selection, "trainable params: 28,836 || all params: 901,836")
+    assert inputs in line and "trainable params" not in line and "not used by the model shipped" in line
+    with_backbone = get_recipe("auto").fitted_summary(model, {"backbone_weight": 0.1}, "trainable params: 1")
+    assert "trainable params: 1" in with_backbone
+
+
+def test_the_package_licence_is_an_spdx_string() -> None:
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT"  # a table ({text = ...}) prints setuptools' deprecation block on install
