@@ -11,7 +11,7 @@ seed 0), then ``predict`` (guard on) on
   spectral and correlation parts.
 
 One row per recording: which part of the guard (amplitude, correlation, spectrum, sequence,
-sleep-like) flags it. Run (2 cores, a few minutes)::
+stage fit) flags it. Run (2 cores, a few minutes)::
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/guard_sleep.py --data ../shared/data --out /tmp/gs
 """
@@ -55,9 +55,22 @@ def _rows(adapter: Path, files: list[Path], scenario: str, expect: str, out: Pat
                      "spectrum": d.get("distance"), "correlation": d.get("correlation_distance"),
                      "amplitude": d.get("amplitude_ratio"),
                      "unseen": f"{d.get('unseen_transitions')}/{d.get('transitions')}",
-                     "sleep_like": d.get("sleep_like"), "outside": d.get("outside"),
-                     "reason": (d.get("reason") or "")[:60]})
+                     "stage_fit": d.get("stage_fit"), "outside": d.get("outside"), "flagged_by": _parts(d)})
     return rows
+
+
+def _parts(d: dict[str, Any]) -> str:
+    """Return the parts of the guard that put a recording outside (its ``distribution`` block), space-separated."""
+    from passport_kit.signals.distribution import STAGE_FIT_LIMIT, _too_many_unseen
+
+    ratio, limit = d.get("amplitude_ratio"), d.get("amplitude_limit", 4.0)
+    parts = {"amplitude": ratio is not None and not 1 / limit <= ratio <= limit,
+             "correlation": (d.get("correlation_distance") or 0) > d.get("correlation_limit", 1.8),
+             "spectrum": (d.get("distance") or 0) > d.get("distance_limit", 0.5),
+             "sequence": d.get("unseen_transitions") is not None and _too_many_unseen(d["unseen_transitions"],
+                                                                                      d["transitions"]),
+             "stage-fit": (d.get("stage_fit") or 0) > STAGE_FIT_LIMIT}
+    return " ".join(k for k, v in parts.items() if v) or "-"
 
 
 def _awake_muse(muse: Path, n: int) -> list[Path]:
@@ -103,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "rows.json").write_text(json.dumps(rows, indent=1))
     for scenario in dict.fromkeys(r["scenario"] for r in rows):
         these = [r for r in rows if r["scenario"] == scenario]
-        print(f"{scenario}: {sum(bool(r['outside']) for r in these)} of {len(these)} outside")
+        print(f"{scenario}: {sum(bool(r['outside']) for r in these)} of {len(these)} outside; sequence or stage fit "
+              f"alone: {sum(('sequence' in r['flagged_by']) or ('stage-fit' in r['flagged_by']) for r in these)}")
     return 0
 
 

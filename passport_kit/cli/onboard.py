@@ -608,7 +608,8 @@ def predict_command(
             line = f"{'statistics' if staged else 'class'} withheld: {r.summary['statistics_withheld']}"
         elif stats:
             line = (f"TST {stats['TST']:.1f} min, SE {stats['SE']:.1f} %, "
-                    f"SOL {_minutes(stats['SOL'])}, WASO {_minutes(stats['WASO'])}, "
+                    f"SOL {_minutes(stats['SOL'])} (persistent sleep {_minutes(stats.get('LPS'))}), "
+                    f"WASO {_minutes(stats['WASO'])}, "
                     f"REM latency {_minutes(stats['REM_latency'])}")
             if r.summary.get("statistics_meaningful") is False and r.summary.get("statistics_note"):
                 line += f" ({r.summary['statistics_note']})"

@@ -12,6 +12,10 @@ YASA implements them, with one documented difference for REM latency):
 - ``TIB`` time in bed: the whole hypnogram, every epoch counted (UNS and ART included).
 - ``SOL`` sleep onset latency: start of the hypnogram to the first epoch of any sleep stage
   (N1, N2, N3, REM).
+- ``LPS`` latency to persistent sleep: start of the hypnogram to the first epoch of the first
+  run of at least 10 minutes of uninterrupted sleep (20 epochs of 30 s; the definition of
+  insomnia trials), so that one stray N1 epoch in a wake period is not sleep onset.
+  ``SOL_5min``: the same with 5 minutes, YASA's ``SOL_5min``.
 - ``SPT`` sleep period time: first to last sleep epoch, both included.
 - ``TST`` total sleep time: minutes of N1 + N2 + N3 + REM.
 - ``WASO`` wake after sleep onset: minutes of W inside the sleep period.
@@ -20,7 +24,8 @@ YASA implements them, with one documented difference for REM latency):
   YASA's ``Lat_REM`` counts from the start of the record instead (= our value + SOL).
 - ``<stage>_min`` minutes per stage; ``<stage>_pct`` percent of TST per sleep stage.
 
-Without any sleep epoch, SOL, SPT, WASO and REM latency are ``None`` (undefined), never 0.
+Without any sleep epoch, SOL, SPT, WASO and REM latency are ``None`` (undefined), never 0; so
+are LPS and SOL_5min without a run of sleep that long.
 
 :data:`YASA_STATISTICS` names YASA's key for each of ours (``W_min`` is YASA's ``WAKE``,
 ``N1_pct`` its ``%N1``, ...); :meth:`Hypnogram.to_yasa` gives the hypnogram to YASA itself.
@@ -63,9 +68,10 @@ STAGE_CODES: dict[str, int] = {"W": 0, "N1": 1, "N2": 2, "N3": 3, "REM": 4, "UNS
 #: means the same; equal on the same hypnogram where both are defined (ours are None where YASA's are NaN,
 #: and YASA omits UNS/ART minutes when there are none). Not here: ``REM_latency``, counted from sleep onset
 #: (AASM), where YASA's ``Lat_REM`` counts from the start of the record: ``Lat_REM = REM_latency + SOL``;
-#: and YASA's SME, SFI and SOL_5min, which passport-kit does not compute.
+#: ``LPS`` (10 min of persistent sleep), which YASA does not compute; and YASA's SME and SFI, which passport-kit
+#: does not compute.
 YASA_STATISTICS: dict[str, str] = {
-    "TIB": "TIB", "SPT": "SPT", "WASO": "WASO", "TST": "TST", "SE": "SE", "SOL": "SOL",
+    "TIB": "TIB", "SPT": "SPT", "WASO": "WASO", "TST": "TST", "SE": "SE", "SOL": "SOL", "SOL_5min": "SOL_5min",
     "W_min": "WAKE", "N1_min": "N1", "N2_min": "N2", "N3_min": "N3", "REM_min": "REM", "UNS_min": "UNS",
     "ART_min": "ART", "N1_pct": "%N1", "N2_pct": "%N2", "N3_pct": "%N3", "REM_pct": "%REM",
 }
@@ -128,6 +134,20 @@ def is_sleep_staging(classes: Sequence[str]) -> bool:
         return all(normalize_stage(c) in AASM_STAGES for c in classes)
     except LabelError:
         return False
+
+
+#: The persistent-sleep latencies: key -> minutes of uninterrupted sleep that make sleep onset.
+PERSISTENT_SLEEP_MINUTES: dict[str, float] = {"LPS": 10.0, "SOL_5min": 5.0}
+
+
+def _first_run(flags: np.ndarray, length: int) -> int | None:
+    """Return the index where the first run of at least ``length`` consecutive True ``flags`` starts, or None."""
+    run = 0
+    for i, flag in enumerate(np.asarray(flags, dtype=bool)):
+        run = run + 1 if flag else 0
+        if run >= max(length, 1):
+            return i - run + 1
+    return None
 
 
 class Hypnogram:
@@ -215,6 +235,9 @@ class Hypnogram:
             stats["REM_latency"] = (int(rem[0]) - first) * per_epoch_min if rem.size else None
         else:
             stats.update(SOL=None, SPT=None, WASO=None, REM_latency=None)
+        for key, minutes in PERSISTENT_SLEEP_MINUTES.items():
+            onset = _first_run(sleep, int(np.ceil(minutes / per_epoch_min - 1e-9)))
+            stats[key] = None if onset is None else onset * per_epoch_min
         stats["TST"] = tst
         stats["SE"] = 100.0 * tst / stats["TIB"] if stats["TIB"] else None
         for stage in AASM_STAGES + UNSCORED:

@@ -159,3 +159,13 @@ def test_the_package_licence_is_an_spdx_string() -> None:
 
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
     assert project["license"] == "MIT"  # a table ({text = ...}) prints setuptools' deprecation block on install
+
+
+def test_one_stray_n1_epoch_is_sleep_onset_but_not_persistent_sleep() -> None:
+    from passport_kit.inference.hypnogram import Hypnogram
+
+    stages = ["W"] * 4 + ["N1"] + ["W"] * 5 + ["N2"] * 25 + ["W"] * 2
+    stats = Hypnogram(stages).sleep_statistics()
+    assert stats["SOL"] == 2.0                       # the stray N1 epoch, 4 epochs in
+    assert stats["LPS"] == 5.0 and stats["SOL_5min"] == 5.0   # the first 10 (5) min of uninterrupted sleep
+    assert Hypnogram(["W", "N1", "N2", "W"]).sleep_statistics()["LPS"] is None
