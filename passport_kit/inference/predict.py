@@ -790,13 +790,14 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
         files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv",
                                                                  night.quality, masked_windows=masked)
         summary["channel_quality"] = channel_quality_summary(night.quality, contacts)
+    # Before the plot: its note marks statistics of a short recording as the terminal does.
+    summary |= _night_length_note(len(night.onset_s) * window_seconds / 3600.0, withheld, staged)
     if staged:
         events = _sleep_reports(folder, stem, recording, proba, night, adapter, summary, files, scorer=scorer,
                                 withheld=withheld, plot_format=output.plot_format)
     else:
         events = _class_reports(proba, night, adapter, summary, unsure=unsure, withheld=withheld)
     summary["statistics_withheld"] = withheld
-    summary |= _night_length_note(len(night.onset_s) * window_seconds / 3600.0, withheld, staged)
     files["events"] = reports.write_events_tsv(folder / f"{stem}_events.tsv", events)
     if output.edf_annotations:
         files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events,
@@ -908,11 +909,15 @@ def _plot_note(summary: dict[str, Any], withheld: str | None) -> str:
     """Return the line of numbers printed on the hypnogram: sleep statistics (or that they are withheld), confidence."""
     stats = summary.get("sleep_statistics")
     if withheld or not stats:
-        head = "sleep statistics withheld: most epochs are low confidence or flagged"
+        # The terminal's reason, shortened to its first clause (issue 45: the title gave another one).
+        head = "sleep statistics withheld: " + re.split(r"[:;(]", withheld or "no epochs to count", maxsplit=1)[0].strip()
     else:
         parts = [f"TST {stats['TST']:.0f} min", f"SE {stats['SE']:.0f} %"]
         parts += [f"{k} {stats[k]:.0f} min" for k in ("SOL", "WASO") if stats.get(k) is not None]
         head = " · ".join(parts)
+        note = summary.get("statistics_note")
+        if summary.get("statistics_meaningful") is False and note:  # the terminal's mark, in short
+            head += f" (not meaningful: {note.split(': ', 1)[-1].split(',')[0]})"
     confidence = summary.get("mean_confidence")
     tail = "" if confidence is None else f" · mean confidence {confidence:.2f}"
     unsure = summary.get("low_confidence_windows")

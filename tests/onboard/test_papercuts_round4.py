@@ -169,3 +169,70 @@ def test_one_stray_n1_epoch_is_sleep_onset_but_not_persistent_sleep() -> None:
     assert stats["SOL"] == 2.0                       # the stray N1 epoch, 4 epochs in
     assert stats["LPS"] == 5.0 and stats["SOL_5min"] == 5.0   # the first 10 (5) min of uninterrupted sleep
     assert Hypnogram(["W", "N1", "N2", "W"]).sleep_statistics()["LPS"] is None
+
+
+def _svg_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def svg_text_kept():  # noqa: ANN201 - a fixture
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # text stays text in the SVG, to be read back
+        yield
+
+
+def _short_night_with_clock(folder: Path, proba: np.ndarray, withheld_by_distribution: bool = False):  # noqa: ANN202
+    from datetime import datetime
+
+    from passport_kit.inference.predict import OutputOptions
+    from passport_kit.signals.distribution import DistributionVerdict
+
+    n = len(proba)
+    night = RecordingWindows(x=np.zeros((n, 0, 0, 0), np.float32), flags=np.zeros((n, 2), np.uint8),
+                             onset_s=np.arange(n) * 30.0, quality=None, config=PreprocessConfig(),
+                             start=datetime(1985, 1, 1, 14, 45, 33))
+    verdict = DistributionVerdict(distance=0.1, channel_distance={}, amplitude_ratio=1.0, correlation_distance=2.5)
+    return write_prediction(folder, Path("rec.edf"), proba, night, output=OutputOptions(plot_format="svg"),
+                            distribution=verdict if withheld_by_distribution else None,
+                            adapter=AdapterFacts(classes=["W", "N1", "N2", "N3", "REM"], window_seconds=30.0,
+                                                 task="sleep-staging", adapter=Path("a"), base_name="b"))
+
+
+def test_the_plot_says_what_the_terminal_says(tmp_path: Path, svg_text_kept: None) -> None:
+    import re
+
+    sure = np.array([0.05, 0.05, 0.8, 0.05, 0.05])
+    result = _short_night_with_clock(tmp_path / "a", np.stack([sure] * 8))
+    svg = _svg_text(result.files["hypnogram_plot"])
+    assert "not meaningful: the recording is 4 min long" in svg      # TST/SE carry the terminal's mark
+    assert "1985" not in svg and "the file gives no date" in svg     # EDF's placeholder date is not a date
+    ticks = re.findall(r">(\d\d:\d\d(?::\d\d)?)<", svg)
+    assert ticks and len(ticks) == len(set(ticks))                   # no '00:00 00:00 00:01'
+    withheld = _short_night_with_clock(tmp_path / "b", np.stack([sure] * 8), withheld_by_distribution=True)
+    svg = _svg_text(withheld.files["hypnogram_plot"])
+    assert "sleep statistics withheld: the recording is unlike the adapter" in svg
+    assert "most epochs are low confidence" not in svg
+
+
+def test_a_lone_low_confidence_epoch_of_a_long_night_is_drawn_wider_than_a_pixel(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import matplotlib.axes
+
+    from passport_kit.inference.hypnogram import Hypnogram
+    from passport_kit.inference.reports import MIN_SPAN, plot_hypnogram
+
+    n = 960   # 8 h of 30-s epochs
+    proba = np.tile([0.05, 0.05, 0.8, 0.05, 0.05], (n, 1))
+    proba[500] = [0.3, 0.2, 0.2, 0.15, 0.15]
+    spans = []
+    original = matplotlib.axes.Axes.axvspan
+
+    def record(self, xmin, xmax, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202 - axvspan's signature
+        spans.append(xmax - xmin)
+        return original(self, xmin, xmax, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "axvspan", record)
+    plot_hypnogram(tmp_path / "h.png", Hypnogram(["N2"] * n, proba=proba))
+    assert len(spans) == 1 and spans[0] >= MIN_SPAN * 8 - 1e-9   # hours: at least MIN_SPAN of the 8-h axis
