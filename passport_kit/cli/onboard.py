@@ -24,7 +24,7 @@ from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_
                                       optional_float, options_in_place_of, renames_option as _renames)
 from passport_kit.errors import ConfigError
 from passport_kit.onboard.recipe import AUTO_ACTS, FINETUNE_ONLY, RecipeOptions, option_flag
-from passport_kit.onboard.recipes import get_recipe, recipe_names
+from passport_kit.onboard.recipes import RUNG_NAMES, get_recipe, recipe_names
 from passport_kit.wording import counted
 
 _RECIPE_HELP = ("; ".join(f"{name}: {get_recipe(name).help}" for name in recipe_names()) + ". Default: finetune if an "
@@ -92,9 +92,6 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
     return lines
 
 
-#: How adapt names each rung of the ladder in its output.
-_RUNG_NAMES = {"bandpower": "band power", "context": "+ context", "prior": "+ sleep prior", "zero-shot": "sleep prior alone",
-               "backbone": "+ backbone", "lpft": "+ LP-FT", "smoothing": "+ night smoothing"}
 
 
 def ladder_lines(selection: dict[str, Any], *, verbose: bool = False,
@@ -110,7 +107,7 @@ def ladder_lines(selection: dict[str, Any], *, verbose: bool = False,
     tried = [r for r in rungs if r["tried"]]
     fmt = (lambda v: "n/a" if v is None else f"{v:.3f}")
     # LP-FT is scored on its own folds against the read-out it starts from: its gain, not its score, compares.
-    steps = "; ".join(f"{_RUNG_NAMES.get(r['rung'], r['rung'])} "
+    steps = "; ".join(f"{RUNG_NAMES.get(r['rung'], r['rung'])} "
                       + (f"{r['gain']:+.3f}" if r["rung"] == "lpft" and r["gain"] is not None else fmt(r["score"]))
                       + ("" if r["rung"] == "bandpower" else " taken" if r["taken"] else " not taken")
                       for r in tried)
@@ -124,7 +121,7 @@ def ladder_lines(selection: dict[str, Any], *, verbose: bool = False,
             lines.append(f"  calibration: temperature {cal['temperature']:g}; inner expected calibration error "
                          f"{cal['ece_before']:.3f} before, {cal['ece_after']:.3f} after")
     expected = selection.get("expected") or {}
-    shipped = _RUNG_NAMES.get(selection.get("chosen", ""), selection.get("chosen", "")).lstrip("+ ")
+    shipped = RUNG_NAMES.get(selection.get("chosen", ""), selection.get("chosen", "")).lstrip("+ ")
     if expected.get("score") is None:
         lines.append("expected on new subjects: unknown (nothing to cross-validate over); the model shipped: "
                      f"{shipped}")
@@ -719,7 +716,7 @@ def demo_command(
     hours: float = typer.Option(2.0, "--hours", min=0.5, max=12.0, help="Hours of sleep per simulated subject."),
     threads: int | None = typer.Option(None, "--threads", help=_option_help("threads")),
 ) -> None:
-    """Simulate ear-EEG sleep, adapt the shipped checkpoint and the acpe baseline, compare with band power, predict."""
+    """Simulate ear-EEG sleep, adapt the shipped checkpoint, compare it with the zero-shot stager and band power, predict."""
     from passport_kit.demo import run_demo
 
     with _step_bar(True, "adapting") as bar:  # on a terminal: each run's steps, time so far and an estimate

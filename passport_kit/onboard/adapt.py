@@ -337,6 +337,28 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
         n for n, p in model.named_parameters() if p.requires_grad), summary=summary)
 
 
+def _with_options_listed(function: Callable[..., Any], config: type[BaseModel]) -> None:
+    """Give ``function``, which takes ``**options`` of ``config``'s fields, a signature and a docstring listing them:
+    ``help(passport_kit.adapt)`` showed only ``**options`` (issue 45)."""
+    import inspect
+
+    from pydantic_core import PydanticUndefined
+
+    signature = inspect.signature(function)
+    params = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    lines = []
+    for name, field in config.model_fields.items():
+        default = inspect.Parameter.empty if field.default is PydanticUndefined else field.default
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=field.annotation))
+        lines.append(f"    {name}: {field.description or ''}".rstrip(": "))
+    function.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    function.__doc__ = (function.__doc__ or "") + "\n    Options (the fields of AdaptConfig):\n\n" + "\n".join(lines) + "\n"
+
+
+_with_options_listed(adapt, AdaptConfig)
+
+
 def training_distribution(run: Any, rows: np.ndarray) -> dict[str, Any] | None:
     """Return the description of the training windows ``rows`` that predict's distribution guard compares with.
 

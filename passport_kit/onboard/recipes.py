@@ -315,6 +315,24 @@ class FinetuneRecipe(Recipe):
         return options.settings(seed).resolved_head_lr
 
 
+#: How each rung of the ladder is named to a user (adapt's ladder line, the demo's rows); a rung not here is named
+#: as adapter.json records it.
+RUNG_NAMES: dict[str, str] = {"bandpower": "band power", "context": "+ context", "prior": "+ sleep prior",
+                              "zero-shot": "sleep prior alone", "backbone": "+ backbone", "lpft": "+ LP-FT",
+                              "smoothing": "+ night smoothing"}
+
+
+def shipped_read_out(selection: dict[str, Any]) -> str:
+    """Return what the model a bundle ships is made of, from adapter.json's ``metrics.selection``: the ladder's taken
+    rungs in order ('band power + sleep prior + night smoothing'), else its chosen rung; '' without a record."""
+    taken = [r["rung"] for r in selection.get("ladder") or [] if r.get("taken")]
+    if not taken:
+        chosen = selection.get("chosen") or ""
+        return RUNG_NAMES.get(chosen, chosen).lstrip("+ ")
+    words = [RUNG_NAMES.get(r, r) for r in taken]
+    return " ".join([words[0].lstrip("+ ")] + [w if w.startswith("+") else f"+ {w}" for w in words[1:]])
+
+
 def gradient_options_given(options: Any) -> list[str]:
     """Return the names of the gradient-only options (:attr:`FinetuneRecipe.only`) set in ``options`` (a mapping or
     RecipeOptions), in their order.

@@ -236,3 +236,26 @@ def test_a_lone_low_confidence_epoch_of_a_long_night_is_drawn_wider_than_a_pixel
     monkeypatch.setattr(matplotlib.axes.Axes, "axvspan", record)
     plot_hypnogram(tmp_path / "h.png", Hypnogram(["N2"] * n, proba=proba))
     assert len(spans) == 1 and spans[0] >= MIN_SPAN * 8 - 1e-9   # hours: at least MIN_SPAN of the 8-h axis
+
+
+def test_pk_predict_zero_shot_takes_predicts_order_and_keywords(tmp_path: Path) -> None:
+    import passport_kit as pk
+
+    names = ["F3", "F4", "C3", "C4", "O1", "O2"]
+    signal = np.random.default_rng(1).standard_normal((6, 200 * 600)) * 20e-6
+    result = pk.predict_zero_shot("yasa", (signal, 200.0, names), tmp_path / "zs", montage="tuh-standard",
+                                  sfreq=200.0, plot_format="svg")[0]
+    assert result.files["hypnogram_plot"].suffix == ".svg" and result.summary["zero_shot"]["stager"] == "yasa"
+    assert {"ReadOptions", "OutputOptions"} <= set(dir(pk))
+    with pytest.raises(pk.PassportError, match="needs montage="):
+        pk.predict_zero_shot("yasa", (signal, 200.0, names), tmp_path / "zs2")
+
+
+def test_help_of_pk_adapt_lists_its_options() -> None:
+    import inspect
+
+    import passport_kit as pk
+
+    params = inspect.signature(pk.adapt).parameters
+    assert {"montage", "data", "out", "batch_size", "recipe"} <= set(params)
+    assert "batch_size" in pk.adapt.__doc__ and "options" not in params
