@@ -259,3 +259,37 @@ def test_help_of_pk_adapt_lists_its_options() -> None:
     params = inspect.signature(pk.adapt).parameters
     assert {"montage", "data", "out", "batch_size", "recipe"} <= set(params)
     assert "batch_size" in pk.adapt.__doc__ and "options" not in params
+
+
+def test_quiet_hides_other_packages_warnings_and_mne_info(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+    import warnings
+
+    from sklearn.exceptions import InconsistentVersionWarning
+    from typer.testing import CliRunner
+
+    import passport_kit.inference.predict as prediction
+    from passport_kit.cli.app import app
+    from passport_kit.errors import PassportWarning
+
+    levels = []
+
+    def noisy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - predict_zero_shot's signature
+        # Another version each call: Python shows a warning once per text and place.
+        note = InconsistentVersionWarning(estimator_name="LabelEncoder", current_sklearn_version="1.9.1",
+                                          original_sklearn_version=f"1.5.{len(levels)}")
+        warnings.warn(note)  # scikit-learn's own words: "Trying to unpickle estimator LabelEncoder ..."
+        warnings.warn("ours stays", PassportWarning)
+        levels.append(logging.getLogger("mne").getEffectiveLevel())
+        return []
+
+    monkeypatch.setattr(prediction, "predict_zero_shot", noisy)
+    args = ["predict", "--zero-shot", "yasa", "--montage", "tuh-standard", "x.edf", "--out", str(tmp_path)]
+    with warnings.catch_warnings(record=True) as shown:  # what the CLI hands on to Python's display
+        warnings.simplefilter("always")
+        quiet = CliRunner().invoke(app, [*args, "-q"])
+        assert quiet.exit_code == 0, quiet.output
+        assert "warning: ours stays" in quiet.output and levels[-1] >= logging.WARNING
+        assert not [w for w in shown if w.category is InconsistentVersionWarning]
+        normal = CliRunner().invoke(app, args)
+        assert [w for w in shown if w.category is InconsistentVersionWarning] and levels[-1] < logging.WARNING
