@@ -331,6 +331,16 @@ def read_for_prediction(path: Path, montage: Any, config: Any, reading: ReadOpti
         if not exc.missing:
             raise
         # predict reads no dataset.yaml and uses the bundle's montage: advise what works here.
+        n_montage = len(montage.ch_names)
+        if len(exc.missing) >= max(2, n_montage / 2):
+            # Most of the montage absent is another device, not names to map one by one (issue 45: 19 --renames
+            # suggested for a one-channel recording).
+            raise ChannelMappingError(
+                f"recording '{path}' lacks {len(exc.missing)} of the {n_montage} channels of the adapter's montage "
+                f"'{montage.name}' ({', '.join(exc.missing[:4])}{', ...' if len(exc.missing) > 4 else ''}): it is "
+                f"probably from another device or montage; use an adapter trained on this device (adapt --montage "
+                f"<its montage>), or map names that differ with --rename CHANNEL='<name in file>'",
+                missing=exc.missing, detail=exc.detail) from None
         raise ChannelMappingError(f"{exc.detail}; map them with --rename {exc.missing[0]}='<name in file>' "
                                   f"(renames={{'{exc.missing[0]}': ...}} in Python), once per channel",
                                   missing=exc.missing, detail=exc.detail) from None

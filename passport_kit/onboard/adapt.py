@@ -323,7 +323,7 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     contacts = poor_contact_counts(run.channel_mask, run.distrust, np.concatenate([train_idx, val_idx]))
     metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx) | {
         "channel_quality": run.quality, "poor_contacts": contacts, "selection": trained.selection,
-        "warnings": trained.warnings}
+        "warnings": trained.warnings + recording_setup_warnings(windows, spec, reader, montage, preprocess)}
     # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
     metrics["amplitude"] = amplitude_profile(run.window_quality.values())
     # What predict scores each recording against: unlike the training data -> statistics withheld.
@@ -357,6 +357,21 @@ def _with_options_listed(function: Callable[..., Any], config: type[BaseModel]) 
 
 
 _with_options_listed(adapt, AdaptConfig)
+
+
+def recording_setup_warnings(windows: Any, spec: Any, reader: Any, montage: Any, preprocess: Any) -> list[str]:
+    """Return the warning ``check`` gives when the recordings' headers (rate, prefilters, units) tell the classes apart
+    (:func:`~passport_kit.onboard.check.header_confound`), as a list (empty: none, or a header cannot be read)."""
+    from passport_kit.errors import PassportError
+    from passport_kit.onboard.check import header_confound
+
+    try:
+        headers = {rec.file: reader.header(rec, montage) for rec in spec.recordings}
+    except PassportError:  # a recording the windows were read from has a header; this is a second look only
+        return []
+    confound = header_confound(windows, spec, headers, preprocess)
+    # adapt said nothing of what check found (issue 45): the model may have learned the setup, not the task.
+    return [] if confound is None else [f"the recordings' headers differ between classes: {confound}"]
 
 
 def training_distribution(run: Any, rows: np.ndarray) -> dict[str, Any] | None:

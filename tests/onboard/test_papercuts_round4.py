@@ -293,3 +293,18 @@ def test_quiet_hides_other_packages_warnings_and_mne_info(tmp_path: Path, monkey
         assert not [w for w in shown if w.category is InconsistentVersionWarning]
         normal = CliRunner().invoke(app, args)
         assert [w for w in shown if w.category is InconsistentVersionWarning] and levels[-1] < logging.WARNING
+
+
+def test_a_recording_of_another_device_is_named_so_not_given_a_rename_per_channel() -> None:
+    import mne
+
+    from passport_kit.errors import ChannelMappingError
+    from passport_kit.inference.predict import read_for_prediction
+    from passport_kit.montage import resolve_montage
+
+    raw = mne.io.RawArray(np.zeros((1, 200 * 60)), mne.create_info(["Fpz"], 200.0, "eeg"), verbose="error")
+    with pytest.raises(ChannelMappingError) as info:
+        read_for_prediction(Path("one.edf"), resolve_montage("tuh-19"), PreprocessConfig(), raw=raw)
+    message = str(info.value)
+    assert "lacks 19 of the 19 channels" in message and "another device or montage" in message
+    assert "once per channel" not in message
