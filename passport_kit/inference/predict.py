@@ -517,8 +517,12 @@ def predict_recording(path: Path, night: RecordingWindows, loaded: LoadedAdapter
 
     ``label_file``: the scorer's labels of it (read with ``scorer``'s label map); ``guard``:
     withhold the statistics of a recording unlike the adapter's training data; ``in_memory``: it
-    was given as an array or a Raw, so it cannot be one of the adapter's training files.
+    was given as an array or a Raw, so no training file's hash can match it. It is in-sample when
+    its files' hashes or its signal (the bundle's ``metrics.fingerprints``: the same night read
+    from another file) are among the adapter's training data.
     """
+    from passport_kit.signals.fingerprint import same_signal
+
     # Read first: a label file that does not fit the recording fails before the model runs.
     labels = scorer.read(label_file, loaded.facts.classes, n_windows=len(night.x),
                          window_seconds=loaded.config.window_seconds)
@@ -531,7 +535,8 @@ def predict_recording(path: Path, night: RecordingWindows, loaded: LoadedAdapter
         distribution=distribution_verdict(loaded.meta.metrics.get("distribution"), night,
                                           predicted=proba.argmax(1) if _stages_night(loaded.facts) else None)
         if guard else None,
-        in_sample=not in_memory and in_training_data(path, loaded.meta.training_data)))
+        in_sample=(not in_memory and in_training_data(path, loaded.meta.training_data))
+        or same_signal(night.x, loaded.meta.metrics.get("fingerprints")) is not None))
 
 
 def window_probabilities(loaded: LoadedAdapter, night: RecordingWindows, *,

@@ -281,6 +281,7 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     from passport_kit.signals.amplitude import amplitude_profile
     from passport_kit.signals.data_hashes import dataset_hashes
     from passport_kit.signals.dataset import RecordingReader
+    from passport_kit.signals.fingerprint import training_fingerprints
     from passport_kit.signals.dataset_spec import load_dataset_spec
     from passport_kit.signals.recording import with_high_pass
 
@@ -328,6 +329,8 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     metrics["amplitude"] = amplitude_profile(run.window_quality.values())
     # What predict scores each recording against: unlike the training data -> statistics withheld.
     metrics["distribution"] = training_distribution(run, np.concatenate([train_idx, val_idx]))
+    # What predict recognises a training recording by when it is read from another file (issue 45).
+    metrics["fingerprints"] = training_fingerprints(windows.x, windows.recording, windows.onset_s)
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=run.preprocess,
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics,
                           training_data=dataset_hashes(run.spec))

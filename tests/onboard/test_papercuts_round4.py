@@ -308,3 +308,28 @@ def test_a_recording_of_another_device_is_named_so_not_given_a_rename_per_channe
     message = str(info.value)
     assert "lacks 19 of the 19 channels" in message and "another device or montage" in message
     assert "once per channel" not in message
+
+
+def test_a_training_night_read_from_another_format_is_in_sample(tmp_path: Path, bundle: Path, dataset: Path) -> None:
+    import mne
+
+    from passport_kit.inference.predict import predict
+
+    raw = mne.io.read_raw_edf(dataset / "s01.edf", preload=True, verbose="error")
+    fif = tmp_path / "s01_raw.fif"
+    raw.save(fif, verbose="error")          # the same signal, other bytes: no training file's hash matches
+    assert predict(bundle, [fif], tmp_path / "p")[0].summary["in_sample"] is True
+    other = mne.io.read_raw_edf(dataset / "s02.edf", preload=True, verbose="error")
+    memory = (other.get_data(), other.info["sfreq"], other.ch_names)
+    assert predict(bundle, [memory], tmp_path / "q")[0].summary["in_sample"] is True   # in memory, by its signal
+
+
+def test_fingerprints_tell_another_night_from_the_same_one_rescaled() -> None:
+    from passport_kit.signals.fingerprint import same_signal, training_fingerprints
+
+    rng = np.random.default_rng(0)
+    night = rng.standard_normal((30, 2, 10, 20)) * rng.uniform(0.5, 2.0, (30, 1, 1, 1))
+    prints = training_fingerprints(night, np.array(["a"] * 30), np.arange(30) * 10.0)
+    assert same_signal(3.0 * night, prints) == "a"           # another unit or scale: the same shape over time
+    other = rng.standard_normal((30, 2, 10, 20)) * rng.uniform(0.5, 2.0, (30, 1, 1, 1))
+    assert same_signal(other, prints) is None
