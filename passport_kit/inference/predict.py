@@ -332,7 +332,7 @@ def read_for_prediction(path: Path, montage: Any, config: Any, reading: ReadOpti
             raise
         # predict reads no dataset.yaml and uses the bundle's montage: advise what works here.
         n_montage = len(montage.ch_names)
-        if len(exc.missing) >= max(2, n_montage / 2):
+        if len(exc.missing) >= 3 and len(exc.missing) > n_montage / 2:
             # Most of the montage absent is another device, not names to map one by one (issue 45: 19 --renames
             # suggested for a one-channel recording).
             raise ChannelMappingError(

@@ -192,13 +192,15 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
     if table:
         fig.text(0.7 / 11, 0.12 / height, table, fontsize=9, family="monospace", va="bottom")
     if hypnogram.start is not None:
-        from matplotlib.dates import AutoDateLocator, DateFormatter
+        from matplotlib.dates import AutoDateFormatter, AutoDateLocator
 
-        # The x values are plain date numbers, so the axis needs the date locator to tick on round times; under
-        # an hour the ticks fall within a minute of one another, so they carry seconds (not '00:00 00:00 00:01').
-        short = len(hypnogram) * hypnogram.epoch_seconds < MINUTES_BELOW_S
-        axes[-1].xaxis.set_major_locator(AutoDateLocator(minticks=4, maxticks=12))
-        axes[-1].xaxis.set_major_formatter(DateFormatter("%H:%M:%S" if short else "%H:%M"))
+        # The x values are plain date numbers, so the axis needs the date locator to tick on round times; ticks
+        # under a minute apart (a recording of a few minutes) carry seconds, not '00:00 00:00 00:01' (issue 45).
+        locator = AutoDateLocator(minticks=4, maxticks=12)
+        clock = AutoDateFormatter(locator, defaultfmt="%H:%M")
+        clock.scaled = {1 / 86400: "%H:%M:%S", 1 / 1440: "%H:%M"}  # tick spacing in days -> format
+        axes[-1].xaxis.set_major_locator(locator)
+        axes[-1].xaxis.set_major_formatter(clock)
     return save_figure(fig, path, tight=False)
 
 
@@ -221,7 +223,7 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist()))
 
 
-#: Recordings shorter than this (seconds) get a time axis in minutes, not hours (clock ticks with seconds).
+#: Recordings shorter than this (seconds) get a time axis in minutes, not hours.
 MINUTES_BELOW_S = 3600.0
 #: The narrowest a shaded low-confidence span is drawn, as a share of the time axis.
 MIN_SPAN = 0.004

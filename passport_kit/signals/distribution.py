@@ -74,6 +74,11 @@ AMPLITUDE_LIMIT = 4.0
 #: :data:`UNSEEN_MIN` of them) are ones the training nights never show (docs/RESULTS.md § guard).
 UNSEEN_LIMIT = 0.1
 UNSEEN_MIN = 2
+#: Training nights with fewer epoch-to-epoch transitions than this say too little of which ones never happen: the
+#: sequence check is not made.
+MIN_TRAINING_TRANSITIONS = 100
+#: A stage with fewer training windows than this has no spectrum to compare with: its windows are not judged.
+MIN_STAGE_WINDOWS = 10
 #: A staged recording is outside when the median over its sleep-staged windows of the mean squared distance of
 #: their spectrum from their stage's training spectrum (in within-stage SDs) is above this: held-out simulated
 #: nights stayed under 0.85, real awake Muse recordings staged as sleep reached 1.2-7.2 (docs/RESULTS.md § guard).
@@ -270,7 +275,8 @@ def _stage_spectra(features: np.ndarray, y: np.ndarray, stages: Sequence[str]) -
         sd = np.nanstd(centred[y >= 0], axis=0)
     if not (y >= 0).any() or not np.isfinite(sd).any():
         return None
-    return {"classes": list(stages), "mean": np.round(np.stack(means), 5).tolist(),
+    return {"classes": list(stages), "windows": [int((y == k).sum()) for k in range(len(stages))],
+            "mean": np.round(np.stack(means), 5).tolist(),
             "sd": np.round(np.maximum(np.nan_to_num(sd, nan=_MIN_SPREAD), 1e-3), 5).tolist()}
 
 
@@ -406,7 +412,7 @@ def sequence_check(profile: dict[str, Any], predicted: np.ndarray, onset_s: np.n
     breaks the chain). None without a stored ``transitions`` block.
     """
     block = profile.get("transitions")
-    if not block:
+    if not block or int(np.sum(block["counts"])) < MIN_TRAINING_TRANSITIONS:
         return None
     seen = np.asarray(block["counts"]) > 0
     names = list(block["classes"])
@@ -423,7 +429,8 @@ def stage_fit(profile: dict[str, Any], features: np.ndarray, predicted: np.ndarr
     squared distance from its stage's training spectrum, in units of the within-stage SD.
 
     ``features`` ``(N, C, F)``: the windows' :func:`spectral_features`; ``predicted`` ``(N,)`` class indices in the
-    profile's ``stages`` classes. None without a ``stages`` block, a wake class, or a window staged as sleep.
+    profile's ``stages`` classes. None without a ``stages`` block, a wake class, or a window staged as a sleep stage
+    with at least :data:`MIN_STAGE_WINDOWS` training windows.
     """
     import warnings
 
@@ -432,10 +439,14 @@ def stage_fit(profile: dict[str, Any], features: np.ndarray, predicted: np.ndarr
         return None
     names = [str(c).upper() for c in block["classes"]]
     wake = [k for k, c in enumerate(names) if c in ("W", "WAKE")]
-    mean, sd = np.asarray(block["mean"], dtype=np.float64), np.asarray(block["sd"], dtype=np.float64)
+    mean = np.asarray(block["mean"], dtype=np.float64)
+    # A feature that barely varied within a stage in training is not made infinitely strict (as window_distances).
+    sd = np.maximum(np.asarray(block["sd"], dtype=np.float64), _MIN_SPREAD)
     f = min(mean.shape[2], features.shape[2])
     predicted = np.asarray(predicted)
-    asleep = np.flatnonzero(~np.isin(predicted, wake))
+    judged = [k for k, n in enumerate(block.get("windows") or [MIN_STAGE_WINDOWS] * len(names))
+              if n >= MIN_STAGE_WINDOWS and k not in wake]
+    asleep = np.flatnonzero(np.isin(predicted, judged))
     if not wake or not len(asleep):
         return None
     z = (features[asleep, :, :f] - mean[predicted[asleep], :, :f]) / sd[None, :, :f]     # (n, C, F)
