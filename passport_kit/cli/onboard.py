@@ -661,7 +661,10 @@ def class_line(summary: dict[str, Any]) -> str:
     mean = summary.get("recording_probabilities") or {}
     counts = summary.get("class_counts") or {}
     windows = ", ".join(f"{n} {c}" for c, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-    return f"class {chosen} (mean probability {mean.get(chosen, float('nan')):.2f}; windows: {windows})"
+    p = mean.get(chosen, float("nan"))
+    # A mean this close to chance is a guess over windows that disagree: said so, as a window's low confidence is.
+    doubt = "; uncertain" if p < (summary.get("low_confidence_below") or 0.0) else ""
+    return f"class {chosen} (mean probability {p:.2f}{doubt}; windows: {windows})"
 
 
 #: How predict reads each contact threshold's text ('none', a number, or 'bundle': see _bundle_or).

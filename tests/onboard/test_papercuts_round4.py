@@ -96,6 +96,8 @@ def test_predict_prints_a_classification_without_sleep_words_or_a_promised_plot(
     result = _write(tmp_path, np.array([[0.3, 0.7], [0.48, 0.52], [0.2, 0.8]]), ["rest", "arithmetic"])
     line = class_line(result.summary)
     assert line.startswith("class arithmetic (mean probability 0.67; windows: 3 arithmetic, 0 rest)")
+    close = _write(tmp_path / "close", np.array([[0.52, 0.48], [0.44, 0.56], [0.5, 0.5]]), ["rest", "arithmetic"])
+    assert "(mean probability 0.51; uncertain;" in class_line(close.summary)
 
 
 def test_zero_shot_says_which_channel_it_staged_and_warns_of_a_low_rate_in_its_own_words(tmp_path: Path) -> None:
