@@ -208,7 +208,8 @@ def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: 
     expected = selection.get("expected") or {}
     if expected.get("score") is not None:
         echo(f"      validation: the adapted model's {expected['metric']} cross-validated on the training subjects "
-             f"{expected['score']:.3f} ({expected.get('folds')} folds), band power's {_score(selection.get('bandpower_score')).strip()}")
+             f"{expected['score']:.3f} ({expected.get('folds')} folds), band power's "
+             f"{_score(selection.get('bandpower_score')).strip()}")
     echo(f"[4/4] predicting {held_out}.edf with the adapter (the simulator's stages as the scorer)")
     result = predict(bundle, [recording], out / "predictions", scorer=ScorerFiles(labels=[stages]))[0]
     stats = result.summary.get("sleep_statistics", {})
@@ -220,7 +221,9 @@ def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: 
              f"{counted(scored['windows'], 'epoch', 'epochs')}")
     elif result.summary.get("statistics_withheld"):
         echo(f"      sleep statistics withheld: {result.summary['statistics_withheld']}")
-    files = {"data": data, "adapter": bundle, "zero-shot summary": out / "zero-shot" / held_out / f"{held_out}_summary.json", **{f"evaluation {k}": v for k, v in report.files.items()},
+    files = {"data": data, "adapter": bundle,
+             "zero-shot summary": out / "zero-shot" / held_out / f"{held_out}_summary.json",
+             **{f"evaluation {k}": v for k, v in report.files.items()},
              **{f"prediction {k}": v for k, v in result.files.items()}}
     echo(f"done in {time.perf_counter() - start:.0f} s. Files:")
     for name, path in files.items():

@@ -644,7 +644,8 @@ def predict_command(
             bad = ", ".join(quality["bad_channels"]) or "none"
             masking = quality.get("masking")
             masked = ("" if not masking else
-                      f"; masked ({_mask_rule(masking)}) in {counted(masking['windows_with_masked_channels'], 'window')}")
+                      f"; masked ({_mask_rule(masking)}) in "
+                      f"{counted(masking['windows_with_masked_channels'], 'window')}")
             typer.echo(f"  bad channels: {bad}{masked}")
         typer.echo(f"  files in {r.files['summary'].parent}")
     if failed is not None:
@@ -719,7 +720,8 @@ def demo_command(
     hours: float = typer.Option(2.0, "--hours", min=0.5, max=12.0, help="Hours of sleep per simulated subject."),
     threads: int | None = typer.Option(None, "--threads", help=_option_help("threads")),
 ) -> None:
-    """Simulate ear-EEG sleep, adapt the shipped checkpoint, compare it with the zero-shot stager and band power, predict."""
+    """Simulate ear-EEG sleep, adapt the shipped checkpoint, compare it with the zero-shot stager and band power,
+    predict."""
     from passport_kit.demo import run_demo
 
     with _step_bar(True, "adapting") as bar:  # on a terminal: each run's steps, time so far and an estimate

@@ -925,7 +925,8 @@ def _plot_note(summary: dict[str, Any], withheld: str | None) -> str:
     stats = summary.get("sleep_statistics")
     if withheld or not stats:
         # The terminal's reason, shortened to its first clause (issue 45: the title gave another one).
-        head = "sleep statistics withheld: " + re.split(r"[:;(]", withheld or "no epochs to count", maxsplit=1)[0].strip()
+        reason = re.split(r"[:;(]", withheld or "no epochs to count", maxsplit=1)[0].strip()
+        head = f"sleep statistics withheld: {reason}"
     else:
         parts = [f"TST {stats['TST']:.0f} min", f"SE {stats['SE']:.0f} %"]
         parts += [f"{k} {stats[k]:.0f} min" for k in ("SOL", "WASO") if stats.get(k) is not None]
@@ -1016,9 +1017,9 @@ def _withheld_because(flagged: np.ndarray, unsure: np.ndarray, mostly_bad: np.nd
     if not len(unreliable) or unreliable.mean() <= WITHHOLD_ABOVE:
         return None
     if mostly_bad is not None and mostly_bad.mean() > WITHHOLD_ABOVE:
-        return (f"half or more channels score bad in {int(mostly_bad.sum())} of {counted(len(mostly_bad), 'window')} (noise, no "
-                f"contact or no EEG); {what} over them would mislead - look at the recording and its channel "
-                "quality")
+        return (f"half or more channels score bad in {int(mostly_bad.sum())} of {counted(len(mostly_bad), 'window')} "
+                f"(noise, no contact or no EEG); {what} over them would mislead - look at the recording and its "
+                "channel quality")
     if not np.asarray(unsure).any():  # a classification: only the signal checks count
         return (f"{int(unreliable.sum())} of {counted(len(unreliable), 'window')} {_are(unreliable)} flagged by the "
                 f"signal checks; {what} over them would mislead - look at the recording and the per-window predictions")

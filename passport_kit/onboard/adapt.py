@@ -356,7 +356,8 @@ def _with_options_listed(function: Callable[..., Any], config: type[BaseModel]) 
                                         annotation=field.annotation))
         lines.append(f"    {name}: {field.description or ''}".rstrip(": "))
     function.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    function.__doc__ = (function.__doc__ or "") + "\n    Options (the fields of AdaptConfig):\n\n" + "\n".join(lines) + "\n"
+    listed = "\n".join(lines)
+    function.__doc__ = f"{function.__doc__ or ''}\n    Options (the fields of {config.__name__}):\n\n{listed}\n"
 
 
 _with_options_listed(adapt, AdaptConfig)

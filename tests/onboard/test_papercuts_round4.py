@@ -335,3 +335,14 @@ def test_fingerprints_tell_another_night_from_the_same_one_rescaled() -> None:
     assert same_signal(3.0 * night, prints) == "a"           # another unit or scale: the same shape over time
     other = rng.standard_normal((30, 2, 10, 20)) * rng.uniform(0.5, 2.0, (30, 1, 1, 1))
     assert same_signal(other, prints) is None
+
+
+def test_simulate_prints_no_empty_line_off_a_terminal(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from passport_kit.cli.app import app
+
+    result = CliRunner().invoke(app, ["simulate", "--montage", "muse", "--subjects", "1", "--hours", "0.05",
+                                      "--out", str(tmp_path / "sim")])
+    assert result.exit_code == 0, result.output
+    assert "" not in result.output.splitlines() and result.output.startswith("simulated 1 subject")

@@ -1,4 +1,4 @@
-"""The guard's sleep checks (issue 45): stage transitions never seen in training, and sleep that does not look like it."""
+"""The guard's sleep checks (issue 45): transitions never seen in training, and sleep that does not look like it."""
 
 from __future__ import annotations
 
