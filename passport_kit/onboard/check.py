@@ -371,14 +371,26 @@ def _check_metadata(report: CheckReport, windows: Any, spec: Any, headers: dict[
     if len(set(classes.values())) < 2:
         report.add("recording metadata", "ok", "classes vary within recordings; no header to compare between them")
         return
-    subjects = {rec.file: rec.subject for rec in spec.recordings}
-    lines = metadata_confounds(headers, classes, subjects, band=(preprocess.l_freq, preprocess.h_freq))
-    if not lines:
+    confound = header_confound(windows, spec, headers, preprocess)
+    if confound is None:
         report.add("recording metadata", "ok", f"sampling rate, prefilters and units agree between classes "
                    f"({len(classes)} one-class recordings)")
         return
+    report.add("recording metadata", "warn", confound)
+
+
+def header_confound(windows: Any, spec: Any, headers: dict[str, dict[str, Any]], preprocess: Any) -> str | None:
+    """Return the line saying which header fields (rate, prefilters, units) tell the classes apart and how to make the
+    recordings agree, or None: none does (or classes vary within recordings). ``check`` reports it; ``adapt`` warns."""
+    classes = recording_classes(windows)
+    if len(set(classes.values())) < 2:
+        return None
+    subjects = {rec.file: rec.subject for rec in spec.recordings}
+    lines = metadata_confounds(headers, classes, subjects, band=(preprocess.l_freq, preprocess.h_freq))
+    if not lines:
+        return None
     advice = f"a model can learn the recording setup instead of the task; {_confound_fix(headers, classes, lines)}"
-    report.add("recording metadata", "warn", "; ".join(lines) + f" - {advice}")
+    return "; ".join(lines) + f" - {advice}"
 
 
 def _confound_fix(headers: dict[str, dict[str, Any]], classes: dict[str, str], lines: list[str]) -> str:

@@ -148,6 +148,15 @@ def naming_metric(progress: ProgressFn | None, n_classes: int) -> ProgressFn | N
     return lambda step, total, info: progress(step, total, {**info, "metric": metric})
 
 
+#: Fields whose command-line option has another name than ``--<field with - for _>``.
+OPTION_FLAGS: dict[str, str] = {"notch_freq": "--notch"}
+
+
+def option_flag(field: str) -> str:
+    """Return the command-line spelling of option ``field`` (``batch_size`` -> ``--batch-size``)."""
+    return OPTION_FLAGS.get(field, "--" + field.replace("_", "-"))
+
+
 def parse_options(model: type[_Options], command: str, config: _Options | None, options: dict[str, Any]) -> _Options:
     """Return ``model`` built from ``config`` updated with ``options``; ConfigError if invalid."""
     try:
@@ -156,7 +165,9 @@ def parse_options(model: type[_Options], command: str, config: _Options | None, 
         where, message = validation_problem(exc)
         if not where:  # a rule between options (a recipe and an option it does not take)
             raise ConfigError(f"invalid {command} options: {message}") from None
-        raise ConfigError(f"invalid {command} option {where}: {message}; fix it and retry") from None
+        # The option as the command line spells it, and as the Python keyword (issue 45: 'batch_size' alone).
+        named = f"{option_flag(where)} ({where})" if where in model.model_fields else where
+        raise ConfigError(f"invalid {command} option {named}: {message}; fix it and retry") from None
 
 
 __all__ = ["AUTO_ACTS", "DEFAULT_DISTRUST", "DEFAULT_UNCORRELATED", "FINETUNE_ONLY", "PROBE_LAYER", "Balance",

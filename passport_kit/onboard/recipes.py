@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from passport_kit.errors import ConfigError
+from passport_kit.onboard.rungs import rung_labels
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where a model is fitted; the options import this module
     from passport_kit.onboard.finetune import FitData, FitResult, FitRun
@@ -183,6 +184,13 @@ class ProbeRecipe(Recipe):
         if (selection.get("adapter_training") or {}).get("trained"):
             return summary
         fitted = sum(p.numel() for p in model.head.parameters())  # the policy's tensors are stored, not trained
+        if not selection.get("backbone_weight"):
+            # No backbone feature in the model shipped: PEFT's trainable-params line would count a network it does
+            # not use (issue 45).
+            inputs = ("the sleep stager's probabilities alone" if selection.get("zero_shot") else "band power"
+                      + (" and the sleep stager's probabilities" if selection.get("prior_weight") else ""))
+            return (f"fitted: the read-out head.linear ({fitted:,} params) on {inputs}; the backbone's features are "
+                    "not used by the model shipped (stored with it, as pretrained)")
         return (f"fitted: the read-out head.linear ({fitted:,} params); backbone, experts and mixture adapter as "
                 f"pretrained (stored with it: {summary})")
 
@@ -309,6 +317,22 @@ class FinetuneRecipe(Recipe):
 
     def recorded_head_lr(self, options: Options, seed: int) -> float | None:
         return options.settings(seed).resolved_head_lr
+
+
+#: How each rung of the ladder is named to a user (adapt's ladder line, the demo's rows); a rung not here is named
+#: as adapter.json records it.
+RUNG_NAMES: dict[str, str] = rung_labels()
+
+
+def shipped_read_out(selection: dict[str, Any]) -> str:
+    """Return what the model a bundle ships is made of, from adapter.json's ``metrics.selection``: the ladder's taken
+    rungs in order ('band power + sleep prior + night smoothing'), else its chosen rung; '' without a record."""
+    taken = [r["rung"] for r in selection.get("ladder") or [] if r.get("taken")]
+    if not taken:
+        chosen = selection.get("chosen") or ""
+        return RUNG_NAMES.get(chosen, chosen).lstrip("+ ")
+    words = [RUNG_NAMES.get(r, r) for r in taken]
+    return " ".join([words[0].lstrip("+ ")] + [w if w.startswith("+") else f"+ {w}" for w in words[1:]])
 
 
 def gradient_options_given(options: Any) -> list[str]:

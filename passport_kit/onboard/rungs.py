@@ -142,6 +142,11 @@ def rung_names() -> list[str]:
     return sorted(LadderRung._by_name)
 
 
+def rung_labels() -> dict[str, str]:
+    """Return how adapt names every registered rung (``{"bandpower": "band power", ...}``)."""
+    return {name: cls.label or name for name, cls in LadderRung._by_name.items()}
+
+
 def rung_label(name: str) -> str:
     """Return how adapt prints rung ``name`` (its own name for one it does not know)."""
     cls = LadderRung._by_name.get(name)
@@ -376,4 +381,4 @@ class SmoothingRung(LadderRung):
 
 
 __all__ = ["BACKBONE_WEIGHTS", "PRIOR_WEIGHTS", "STAGER_FIRST", "STAGER_TEMPLATE", "TEXTBOOK_FIRST", "Climb",
-           "LadderRung", "Rung", "Scored", "get_rung", "rung_label", "rung_names", "rung_order", "stager_applies"]
+           "LadderRung", "Rung", "Scored", "get_rung", "rung_label", "rung_labels", "rung_names", "rung_order", "stager_applies"]
