@@ -272,6 +272,7 @@ class Ladder:
         self.stages = data.prior_stages
         #: The band-power rung's candidate (the reference evaluate scores), wherever in the order it sits.
         self.bandpower: Scored | None = None
+        self._order: tuple[str, ...] = TEXTBOOK_FIRST
 
     def use_stager(self, option: int) -> None:
         """Read stager option ``option`` from now on (its log-probabilities as the prior block and offset)."""
@@ -391,9 +392,13 @@ class Ladder:
         self.candidates[name] = best
         gain, se, _ = self.gain(best, incumbent)
         bar = self.se_multiple * se
-        taken = bool(np.isfinite(gain) and gain > bar and gain >= self.min_effect)
+        taken = self.clears(gain, se)
         times = "" if self.se_multiple == 1 else f"{self.se_multiple:g} x "
-        if taken:
+        if self.holds_base and np.isfinite(gain):
+            reason = (f"gains {gain:+.3f} (SE {se:.3f}) over {incumbent.name} within the one training night(s): "
+                      "folds within a night cannot show that a model carries to new nights better than a stager "
+                      "trained on thousands of them; the stager stays")
+        elif taken:
             reason = (f"gains {gain:+.3f} (SE {se:.3f}) over {incumbent.name}: above {times}its standard error and "
                       f"{self.min_effect:g}")
         elif not np.isfinite(gain):
@@ -406,6 +411,20 @@ class Ladder:
 
     _step = step
 
+    def clears(self, gain: float, se: float) -> bool:
+        """Return whether a paired gain takes a rung: above :attr:`se_multiple` standard errors and the minimum
+        effect, and not on folds that cannot show it (:attr:`holds_base`)."""
+        return bool(not self.holds_base and np.isfinite(gain) and gain > self.se_multiple * se
+                    and gain >= self.min_effect)
+
+    @property
+    def holds_base(self) -> bool:
+        """Return whether nothing may replace the base: a stager-first ladder whose folds are blocks within one
+        training subject's night(s). Those folds say how well that night's own epochs are told apart, not how a
+        model carries to a new night (on DREAMS, one training night per fold, GSSC installed: a rung taken on
+        them shipped 0.414 where the stager alone scored 0.471)."""
+        return bool(self._order == STAGER_FIRST and self.folds is not None and self.folds.kind == "blocks")
+
     def climb(self, lpft: Callable[[ReadOutChoice], Any] | None = None) -> LadderResult:
         """Return the ladder's result: every rung of the task's order (:func:`~.rungs.rung_order`) tried in turn,
         the model that ships, its calibration.
@@ -414,7 +433,7 @@ class Ladder:
         called only when the backbone rung was taken; returns an ``AdapterTraining`` (None: not offered).
         """
         start = time.perf_counter()
-        order = rung_order(self.data)
+        order = self._order = rung_order(self.data)
         if self.folds is None and stager_applies(self.data):  # nothing to score: the stager needs no proof
             stager = Scored("stager", None, np.array([]), [], setting={"prior": (self.prior_spec or {}).get("name"),
                                                                         **_channels(self.prior_spec)})

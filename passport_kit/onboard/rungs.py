@@ -218,7 +218,7 @@ class StagerRung(LadderRung):
             rest = range(1, len(options))
             best = max(rest, key=lambda i: options[i].mean if np.isfinite(options[i].mean) else -np.inf)
             gain, se, _ = ladder.gain(options[best], options[0])
-            clears = bool(np.isfinite(gain) and gain > ladder.se_multiple * se and gain >= ladder.min_effect)
+            clears = ladder.clears(gain, se)
             chosen = best if clears else 0
             what = options[best].setting
             why += (f"; of {len(options)} options (channels, stagers) the default ({_option(options[0].setting)}) "

@@ -269,3 +269,14 @@ def test_auto_offers_every_channel_choice_of_every_stager_and_their_average(monk
     fixed, _ = inputs.stager_options(windows, "wake-test", "R-L")
     assert [(s["name"], s["eeg"], s.get("eeg_ref")) for s, _ in fixed] == [("wake-test", "R", "L")]
     assert inputs.stager_options(windows, "none") == ([], "no prior asked for (--prior none)")
+
+
+def test_with_one_training_night_nothing_replaces_the_stager_on_folds_within_it() -> None:
+    """Blocked folds within one night say how well its own epochs are told apart, not how a model carries to a new
+    night: a stager trained on thousands of nights stays (here band power would win those folds by far)."""
+    data = _nights(0, n_nights=1, n=300, stager="useless", band=1.5)
+    result = Ladder(data).climb()
+    assert result.folds.kind == "blocks"
+    assert result.chosen_rung == "stager" and result.chosen.choice is None
+    band = next(r for r in result.rungs if r.name == "bandpower")
+    assert band.gain > 0.2 and not band.taken and "the stager stays" in band.reason
