@@ -595,6 +595,10 @@ def predict_command(
             masked = ("" if not masking else
                       f"; masked ({_mask_rule(masking)}) in {masking['windows_with_masked_channels']} windows")
             typer.echo(f"  bad channels: {bad}{masked}")
+            imputed = quality.get("imputed_band_power")
+            if imputed:  # issue 46: said, so a dead contact is not read as a clean night
+                typer.echo("  dead (flat, NaN or near-dead) channels, their band power read from the nearest live "
+                           "channel: " + ", ".join(f"{name} in {k} of {r.n_windows} windows" for name, k in imputed.items()))
         typer.echo(f"  files in {r.files['summary'].parent}")
     if failed is not None:
         for row in failed.failures:

@@ -19,6 +19,7 @@ from passport_kit.model.heads import ProbeHead
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.model.quality_gate import has_quality_gate
 from passport_kit.runtime import Precision, autocast
+from passport_kit.signals.dead_channels import DeadChannels
 from passport_kit.signals.quality import window_scores
 
 #: Why a probe head's inputs are always computed in fp32: they feed a fitted regression whose
@@ -101,6 +102,7 @@ def predict_proba(
     distrust: np.ndarray | None = None,
     groups: Sequence[Any] | None = None,
     prior: np.ndarray | None = None,
+    dead: DeadChannels | None = None,
 ) -> np.ndarray:
     """Return softmax class probabilities, shape (N, n_classes) float32.
 
@@ -134,6 +136,10 @@ def predict_proba(
         A sleep prior's log-probabilities for every row of ``x``
         (:func:`passport_kit.sleep.priors.prior_log_proba`): needed by, and only read by, a
         probe head with a prior block (``head.n_prior``).
+    dead : DeadChannels, optional
+        The dead (flat, NaN, near-dead) channel-windows of every row of ``x``: a probe head reads
+        their band powers from the nearest live channel instead
+        (:func:`passport_kit.engine.imputation.impute_dead_channels`; issue 46).
 
     A probe head's night smoothing and temperature (:meth:`ProbeHead.postprocess`) are applied
     last, over ``groups``' recordings.
@@ -146,6 +152,11 @@ def predict_proba(
                               distrust=distrust, on_batch=on_batch)
         if len(z) == 0:
             return np.zeros((0, 0), dtype=np.float32)
+        if dead is not None:
+            from passport_kit.engine.imputation import impute_dead_channels
+
+            z = impute_dead_channels(z, DeadChannels(np.asarray(dead.windows)[rows], dead.expected_uv), head,
+                                     meta.positions.cpu().numpy())
         if head.n_prior:
             if prior is None:
                 raise ConfigError("this read-out stacks a sleep prior: pass its log-probabilities (prior=)")

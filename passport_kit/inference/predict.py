@@ -69,6 +69,7 @@ from passport_kit.errors import (
     file_system_message,
 )
 from passport_kit.inference import reports
+from passport_kit.signals.dead_channels import DeadChannels, dead_channel_windows
 from passport_kit.signals.distribution import DistributionVerdict
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, read_windows
 from passport_kit.output_lock import output_lock
@@ -189,11 +190,13 @@ class RunOptions(BaseModel):
 
 @dataclass(frozen=True)
 class ChannelMasks:
-    """The contact policy applied to one recording and the ``(N, C)`` channel-windows it masked and distrusted."""
+    """The contact policy applied to one recording, the ``(N, C)`` channel-windows it masked and distrusted, and the
+    dead ones whose band powers the read-out took from a neighbour (:mod:`passport_kit.signals.dead_channels`)."""
 
     policy: ContactPolicy
     masked: np.ndarray | None = None
     distrusted: np.ndarray | None = None
+    dead: DeadChannels | None = None
 
 
 @dataclass(frozen=True)
@@ -522,13 +525,23 @@ def window_probabilities(loaded: LoadedAdapter, night: RecordingWindows, *,
                          batch_size: int) -> tuple[np.ndarray, ChannelMasks]:
     """Return the ``(N, n_classes)`` class probabilities of ``night``'s windows and the channels masked in them."""
     masked, distrusted = loaded.policy.masks(night.quality, night.onset_s, loaded.config.window_seconds)
+    dead = night_dead_channels(loaded, night)
     if is_sleep_staging(loaded.facts.classes):
         import_plotting_soon()  # while the model runs: the hypnogram's PNG needs matplotlib next
     # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
     proba = predict_proba(loaded.model, night.x, loaded.channel_meta, batch_size=batch_size, device=loaded.device,
                           precision=loaded.precision, channel_mask=masked if masked is not None and masked.any() else None,
-                          distrust=distrusted, prior=night_prior(loaded.model.head, night, loaded.montage))
-    return proba, ChannelMasks(loaded.policy, masked, distrusted)
+                          distrust=distrusted, prior=night_prior(loaded.model.head, night, loaded.montage), dead=dead)
+    return proba, ChannelMasks(loaded.policy, masked, distrusted, dead)
+
+
+def night_dead_channels(loaded: LoadedAdapter, night: RecordingWindows) -> DeadChannels:
+    """Return the dead (flat, NaN, near-dead) channel-windows of ``night``, judged against each channel's training
+    amplitude where the bundle's distribution profile has one for this montage."""
+    profile = loaded.meta.metrics.get("distribution") or {}
+    same_channels = profile.get("channels") == list(loaded.montage.ch_names)
+    return dead_channel_windows(night.flags, night.quality, night.onset_s, loaded.config.window_seconds,
+                                expected_uv=profile.get("amplitude_uv") if same_channels else None)
 
 
 def _log_row(path: Path, result: PredictionResult | None = None, *, error: str | None = None) -> dict[str, Any]:
@@ -726,6 +739,8 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     stem = _stem(recording)
     mostly_bad = mostly_bad_windows(night.quality, night.onset_s, window_seconds)
     flagged = signal_flagged_windows(night.flags) | mostly_bad | (band_short is not None)
+    if contacts is not None and contacts.dead is not None:  # half or more channels dead: a neighbour cannot stand in
+        flagged |= np.asarray(contacts.dead.windows, dtype=bool).mean(axis=1) >= BAD_SHARE
     unsure = low_confidence(proba)
     files: dict[str, Path] = {"predictions": reports.write_window_csv(
         folder / f"{stem}_predictions.csv",
@@ -964,6 +979,8 @@ def channel_quality_summary(quality: Any, contacts: ChannelMasks | None = None) 
         block["masking"]["uncorrelated_below"] = policy.mask_uncorrelated_channels
     block["distrust"] = _window_counts(quality.ch_names, contacts.distrusted, policy.distrust_bad_channels,
                                        "distrusted")
+    # Issue 46: the read-out read these channel-windows' band powers from the nearest live channel.
+    block["imputed_band_power"] = None if contacts.dead is None else contacts.dead.counts(list(quality.ch_names))
     return block
 
 

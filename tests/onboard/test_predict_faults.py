@@ -74,6 +74,9 @@ def test_one_flat_channel_does_not_flag_every_window(bundle: Path, tmp_path: Pat
     summary = _summary(tmp_path / "pred", "flat")
     assert summary["flagged_windows"] == 0 and summary["distribution"]["outside"] is False
     assert "EL2" in summary["channel_quality"]["bad_channels"]  # named in the channel report, not the windows
+    # Issue 46: ... and the read-out no longer reads its band powers (a zeroed channel staged a night REM at 0.999).
+    assert summary["channel_quality"]["imputed_band_power"] == {"EL2": 10}
+    assert "their band power read from the nearest live channel: EL2 in 10 of 10 windows" in result.output
 
 
 @pytest.mark.parametrize(("flagged_channels", "of", "window_flagged"), [(1, 12, False), (5, 12, False), (6, 12, True),
