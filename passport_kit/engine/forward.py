@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from passport_kit.errors import ConfigError
+from passport_kit.errors import CheckpointError, ConfigError
 from passport_kit.model.heads import ProbeHead
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.model.quality_gate import has_quality_gate
@@ -86,6 +86,21 @@ def read_out_features(
         if on_batch is not None:
             on_batch(len(z))
     return np.concatenate(out).astype(np.float64) if out else np.zeros((0, 0))
+
+
+def finite_probabilities(proba: np.ndarray) -> np.ndarray:
+    """Return ``proba`` ``(N, K)`` when every value is finite; else raise a one-line CheckpointError.
+
+    Never staged (issue 46): a head's smoothing edited to zeros gave NaN for every window, and
+    the night was staged all Wake with exit 0. Bundles are checked on load
+    (:mod:`passport_kit.checkpoint.head_checks`); this is the last line for what no check foresaw.
+    """
+    bad = ~np.isfinite(np.asarray(proba)).all(axis=1) if np.size(proba) else np.zeros(0, dtype=bool)
+    if bad.any():
+        raise CheckpointError(f"the adapter gave NaN or infinite class probabilities for {int(bad.sum())} of {len(bad)} "
+                              "windows, so nothing was staged; its head settings in adapter.json are damaged - "
+                              "restore them or re-run adapt")
+    return proba
 
 
 def predict_proba(
@@ -165,7 +180,7 @@ def predict_proba(
         with torch.inference_mode():
             logits = head.read_out(torch.from_numpy(z).float().to(device), runs)
         proba = torch.softmax(logits.float(), dim=-1).cpu().numpy().astype(np.float32, copy=False)
-        return head.postprocess(proba, runs)
+        return finite_probabilities(head.postprocess(proba, runs))
     out: list[np.ndarray] = []
     for logits in _batches(model, x, meta, rows, batch_size=batch_size, device=device, precision=precision,
                            channel_mask=channel_mask, distrust=distrust, call=model):
@@ -175,4 +190,4 @@ def predict_proba(
             on_batch(len(logits))
     if not out:
         return np.zeros((0, 0), dtype=np.float32)
-    return np.concatenate(out).astype(np.float32, copy=False)
+    return finite_probabilities(np.concatenate(out).astype(np.float32, copy=False))
