@@ -50,6 +50,7 @@ import functools
 import re
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ from passport_kit.errors import (
     ConfigError,
     DataError,
     PassportError,
+    PassportWarning,
     file_system_message,
 )
 from passport_kit.inference import reports
@@ -576,9 +578,12 @@ def predict_zero_shot(
     (the default base's without it: 200 Hz, its band-pass and notch), 30-s windows; the prior
     (:func:`passport_kit.sleep.get_prior`) reads the montage channel nearest a central site
     (:func:`~passport_kit.sleep.pick_channels`) and, where the montage has them, its first EOG and
-    EMG channel. The same files as :func:`predict` are written, without the adapter's checks
-    (amplitude against training data, in-sample flags), which have no training data to refer to.
-    ``output.resume`` is not taken: every recording is staged.
+    EMG channel. The same files as :func:`predict` are written. There is no training data to refer
+    to, so the adapter's checks are judged against what the stager expects (issue 46,
+    :func:`zero_shot_unfit`): a unit error (×30 off typical EEG) is refused unless
+    ``reading.amplitude_check`` is off; ×4 off, or a band narrower than half the stager's,
+    flags every window and withholds the statistics; a channel other than C3/C4/Cz is named in a
+    warning. ``output.resume`` is not taken: every recording is staged.
     """
     from passport_kit.checkpoint import InputContract, find_checkpoint
     from passport_kit.montage import resolve_montage
@@ -590,6 +595,9 @@ def predict_zero_shot(
     if spec is None:
         raise ConfigError(f"montage {montage.name!r} has no EEG channel with a position for the sleep prior to read")
     spec = type(spec)(stager.name, spec.eeg, spec.eog, spec.emg)
+    note = stager_channel_note(stager.name, spec.eeg)
+    if note is not None:
+        warnings.warn(PassportWarning(note), stacklevel=2)
     contract = find_checkpoint(checkpoint).preprocessing if checkpoint is not None else InputContract()
     # The contract's 200-Hz settings with 30-s windows; each recording's rate then fits the band (as predict does).
     config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
@@ -601,21 +609,60 @@ def predict_zero_shot(
     out_dir = Path(out) if out is not None else default_output_folder()
     out_dir.mkdir(parents=True, exist_ok=True)
     folder_of = dict(zip(files, output_names(files)))
-    unchecked = reading.model_copy(update={"amplitude_check": False})  # no training amplitude to check against
     results: list[PredictionResult] = []
     with output_lock(out_dir, "predict"):
         check_outputs_free(out_dir, list(folder_of.values()), overwrite=output.overwrite)
         for path in files:
             if progress is not None:
                 progress(str(path))
-            night = read_for_prediction(path, montage, config, unchecked, raw=_in_memory(path, memory, reading))
+            # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
+            night = read_for_prediction(path, montage, config, reading, raw=_in_memory(path, memory, reading))
             labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
             logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
             proba = np.exp(logp).astype(np.float32)
             results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
                 write_prediction, recording=path, proba=proba, night=night, adapter=facts, scorer=labels,
-                output=output)))
+                output=output, band_short=zero_shot_unfit(night, stager.min_rate / 2, check=reading.amplitude_check))))
     return results
+
+
+def zero_shot_unfit(night: RecordingWindows, stager_top_hz: float, *, check: bool = True) -> str | None:
+    """Return why a stager cannot be trusted on ``night`` (every window flagged, statistics withheld), or None.
+
+    Judged against what the stager expects, there being no training data: the recording's band
+    (``night.config.h_freq``) below :data:`MIN_BAND_SHARE` of the ``stager_top_hz`` it reads (a
+    20-Hz recording was staged with statistics: issue 46), or its median 1-40 Hz amplitude beyond
+    ``AMPLITUDE_LIMIT`` times typical EEG either way (``check``: the amplitude check is on).
+    """
+    from passport_kit.signals.amplitude import GENERIC_PROFILE, check_amplitude
+    from passport_kit.signals.distribution import AMPLITUDE_LIMIT
+
+    if night.config.h_freq < MIN_BAND_SHARE * stager_top_hz:
+        return (f"the recording's band reaches only {night.config.h_freq:g} Hz (its sampling rate, or --h-freq), less "
+                f"than half of the {stager_top_hz:g} Hz the stager reads: every window is flagged; record at a higher "
+                "rate")
+    if not check or night.quality is None:
+        return None
+    ratio = check_amplitude(night.quality, None) / float(GENERIC_PROFILE["median_uv"])
+    if 1.0 / AMPLITUDE_LIMIT <= ratio <= AMPLITUDE_LIMIT:
+        return None
+    return (f"its amplitude is {ratio:.2g}x that of typical EEG ({GENERIC_PROFILE['median_uv']:g} µV, beyond "
+            f"x{AMPLITUDE_LIMIT:g} either way): a wrong unit or scale (--units, --scale); the stager's statistics would "
+            "mislead")
+
+
+#: The sites the pretrained stagers were trained on (central scalp EEG against a mastoid).
+STAGER_SITES = ("C3", "C4", "CZ")
+
+
+def stager_channel_note(stager: str, channel: str) -> str | None:
+    """Return the warning that a stager reads ``channel``, not the central scalp EEG it was trained on (None: it does)."""
+    site = re.split(r"[-:/ ]", channel.strip().upper().removeprefix("EEG "))[0]
+    if site in STAGER_SITES:
+        return None
+    return (f"zero-shot {stager}: the stager reads channel '{channel}', not the central scalp EEG (C3, C4 or Cz "
+            "against a mastoid) it was trained on; expect it to agree less with a scorer than on scalp EEG - check "
+            "against one with --labels")
 
 
 def _split_recordings(recordings: Any) -> tuple[list[Path], dict[Path, Any]]:
@@ -722,9 +769,9 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     ``adapter`` what the reports say about the adapter (classes, window, task, base, classes it
     never learned, named in the summary's ``classes_not_learned``: it cannot output them, so
     e.g. a REM latency is n/a for that reason); ``contacts`` the contact policy applied and the
-    channel-windows it masked and distrusted; ``band_short`` why the recording's band cannot
-    carry the adapter's (:func:`band_too_narrow`): then every window is flagged and the
-    statistics withheld. Windows in which half or more channels score bad
+    channel-windows it masked and distrusted; ``band_short`` why the recording cannot be staged
+    by this model at all (its band too narrow for the adapter's, :func:`band_too_narrow`; zero-shot:
+    :func:`zero_shot_unfit`): then every window is flagged and the statistics withheld. Windows in which half or more channels score bad
     (:func:`mostly_bad_windows`) or carry a signal flag (:func:`signal_flagged_windows`) are
     flagged; one flat or noisy channel of many is not. ``scorer``: a scorer's labels, compared
     in ``scorer_agreement`` and drawn under the hypnogram (``in_sample``: the recording is one the adapter was trained on, so the
