@@ -517,7 +517,10 @@ def predict_command(
                                                 RunOptions, ScorerFiles, find_recordings, predict, predict_zero_shot)
 
     failed = None
-    if (adapter is None) == (zero_shot is None):
+    if adapter is not None and zero_shot is not None:  # issue 46: this said "give one of them" to one who gave both
+        raise ConfigError(f"--adapter and --zero-shot {zero_shot} were both given: an adapter stages with its own "
+                          "read-out, --zero-shot with a pretrained stager alone; drop one of them")
+    if adapter is None and zero_shot is None:
         raise ConfigError("predict needs --adapter DIR (a bundle from adapt) or --zero-shot yasa with --montage NAME "
                           "(a pretrained sleep stager, no adapter); give one of them")
     if zero_shot is not None and montage is None:

@@ -61,3 +61,10 @@ def test_a_20_hz_recording_is_flagged_and_withheld(montage_yaml: Path, tmp_path:
     summary = json.loads((tmp_path / "zs" / "slow" / "slow_summary.json").read_text())
     assert summary["sleep_statistics"] is None and "reaches only 9 Hz" in summary["statistics_withheld"]
     assert "Hz the stager reads" in summary["statistics_withheld"]
+
+
+def test_an_adapter_and_zero_shot_together_are_named_as_both(tmp_path: Path, dataset: Path) -> None:
+    # Issue 46: it said "give one of them" to one who had given both.
+    result = RUN.invoke(app, ["predict", "--zero-shot", "yasa", "--adapter", str(tmp_path), "--montage", "tuh-standard",
+                              str(dataset / "s01.edf")])
+    assert result.exit_code == 2 and "were both given" in result.output and "drop one of them" in result.output
