@@ -412,6 +412,9 @@ def predict(
     if scorer.label_map is not None and not scorer.labels:  # it reads the scorer's files: without them it does nothing
         raise ConfigError(f"--label-map {scorer.label_map} (label_map) says how to read --labels files, but none were "
                           "given; add --labels FILE per recording, or drop --label-map")
+    if not isinstance(adapter, (str, Path)):  # issue 46: pk.predict(None, ...) was a TypeError from pathlib
+        raise ConfigError(f"adapter must be the folder of an adapter bundle (written by adapt), got "
+                          f"{type(adapter).__name__}; for staging without one use predict_zero_shot")
     files, memory = _split_recordings(recordings)
     label_files = scorer.of(files)
     loaded = load_for_prediction(adapter, contacts, run)
