@@ -119,6 +119,18 @@ class RecipeOptions(ContactPolicy):
             raise ValueError(f"unknown recipe {value!r}; choose {', '.join(recipe_names())}")
         return value
 
+    @field_validator("prior")
+    @classmethod
+    def _known_prior(cls, value: str) -> str:
+        # Here, with the other options (issue 46): `adapt --prior os` was refused only after loading all the data.
+        from passport_kit.sleep import available_priors
+
+        known = available_priors()
+        unknown = [name for name in value.replace("+", ",").split(",") if name.strip() not in (*known, "none")]
+        if unknown:
+            raise ValueError(f"unknown sleep prior {unknown[0]!r}; choose one of {', '.join(sorted(known))}, or none")
+        return value
+
     def settings(self, seed: int) -> FinetuneSettings:
         """Return the optimisation settings of one training run with ``seed``."""
         from passport_kit.onboard.finetune import FinetuneSettings
