@@ -98,3 +98,24 @@ def test_register_montage_of_a_symlink_loop_says_loop(tmp_path: Path) -> None:
     loop.symlink_to(loop)
     result = RUN.invoke(app, ["register-montage", str(loop)])
     assert result.exit_code == 2 and "is a symlink that leads nowhere" in result.output, result.output
+
+
+@pytest.mark.parametrize(("kind", "said"), [("fifo", "is not a regular file"), ("folder", "is a folder"),
+                                            ("device", "is not a regular file"), ("loop", "is a symlink that leads")])
+def test_a_dataset_yaml_that_is_no_regular_file_in_a_folder_is_said(kind: str, said: str, tmp_path: Path) -> None:
+    # Issue 46: it was ignored, and the folder's files discovered instead.
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    named = tmp_path / "dataset.yaml"
+    if kind == "fifo":
+        os.mkfifo(named)
+    elif kind == "folder":
+        named.mkdir()
+    elif kind == "device":
+        if not Path("/dev/zero").exists():
+            pytest.skip("no /dev/zero here")
+        named.symlink_to("/dev/zero")
+    else:
+        named.symlink_to(named)
+    with pytest.raises(DataError, match=f"dataset description '.*dataset.yaml' {said}"):
+        load_dataset_spec(tmp_path)
