@@ -119,3 +119,14 @@ def test_a_dataset_yaml_that_is_no_regular_file_in_a_folder_is_said(kind: str, s
         named.symlink_to(named)
     with pytest.raises(DataError, match=f"dataset description '.*dataset.yaml' {said}"):
         load_dataset_spec(tmp_path)
+
+
+def test_a_fifo_named_like_a_recording_in_a_folder_is_said(tmp_path: Path) -> None:
+    # Issue 46: it was skipped without a word.
+    from passport_kit.errors import PassportWarning
+    from passport_kit.inference.predict import find_recordings
+
+    (tmp_path / "s01.edf").write_bytes(b"")
+    os.mkfifo(tmp_path / "s02.edf")
+    with pytest.warns(PassportWarning, match=r"skipped 1 entry in folder .* not a regular file .*: s02.edf"):
+        assert find_recordings([tmp_path]) == [tmp_path / "s01.edf"]

@@ -260,7 +260,14 @@ def find_recordings(inputs: Sequence[str | Path]) -> list[Path]:
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            hits = sorted(p for p in path.rglob("*") if p.is_file() and is_recording_file(p))
+            named = [p for p in path.rglob("*") if is_recording_file(p) and not p.is_dir()]
+            hits = sorted(p for p in named if p.is_file())
+            odd = sorted(p.name for p in named if not p.is_file())
+            if odd:  # issue 46: a FIFO named like a recording was skipped without a word
+                warnings.warn(PassportWarning(
+                    f"skipped {len(odd)} entr{'y' if len(odd) == 1 else 'ies'} in folder '{path}' named like a "
+                    f"recording but not a regular file (a pipe, a device or a broken link): {', '.join(odd[:3])}"
+                    f"{' ...' if len(odd) > 3 else ''}"), stacklevel=2)
             if not hits:
                 kinds = ", ".join(dict.fromkeys(name for suffix, name in FORMATS.items() if suffix != ".txt"))
                 raise DataError(f"no recordings ({kinds}) found in folder '{path}'")
