@@ -435,7 +435,7 @@ def predict(
         # What a killed run left half-written (issue 35); under the lock, no other run is writing them.
         remove_stale_folders(out_dir, folder_of.values())
         # The recordings a finished (or killed) run of this command already wrote are kept (resume).
-        results = [finished_result(out_dir / folder_of[p], p) for p in files
+        results = [finished_result(out_dir / folder_of[p], p, adapter=adapter) for p in files
                    if output.resume and finished_prediction(out_dir / folder_of[p])]
         log = [_log_row(r.recording, r) for r in results]
         done = {r.recording for r in results}
@@ -712,12 +712,21 @@ def finished_prediction(folder: Path) -> bool:
     return folder.is_dir() and any(folder.glob("*_summary.json"))
 
 
-def finished_result(folder: Path, recording: Path) -> PredictionResult:
-    """Return the :class:`PredictionResult` of predictions already in ``folder`` (``resume``), from its summary."""
+def finished_result(folder: Path, recording: Path, *, adapter: str | Path | None = None) -> PredictionResult:
+    """Return the :class:`PredictionResult` of predictions already in ``folder`` (``resume``), from its summary.
+
+    ``adapter``: the bundle of this run; predictions made with another one are refused
+    (ConfigError), not reported as this run's (issue 46).
+    """
     import json
 
     summary_file = next(folder.glob("*_summary.json"))
     summary = json.loads(summary_file.read_text(encoding="utf-8"))
+    made_with = summary.get("adapter")
+    if adapter is not None and made_with is not None and Path(made_with).resolve() != Path(adapter).resolve():
+        raise ConfigError(f"--resume: '{folder}' holds predictions made with adapter '{made_with}', not '{adapter}'; "
+                          "resume with that adapter, choose another --out, or pass --overwrite (without --resume) to "
+                          "predict anew")
     kinds = {"_predictions.csv": "predictions", "_events.tsv": "events", "_summary.json": "summary",
              "_hypnogram.json": "hypnogram", "_channel_quality.tsv": "channel_quality",
              "_annotations.edf": "edf_annotations"}
