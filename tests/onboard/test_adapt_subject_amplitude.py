@@ -53,3 +53,20 @@ def test_adapt_warns_about_a_subject_at_ten_times(tmp_path: Path, montage_yaml: 
     assert "training subject s03's 1-40 Hz amplitude" in result.output and "x that of the other subjects" in result.output
     recorded = json.loads((out / "adapter.json").read_text())["metrics"]["warnings"]
     assert any("training subject s03's" in w for w in recorded)
+
+
+def test_a_channel_flat_in_every_window_is_named_not_the_labels() -> None:
+    # Issue 46: a channel flat in every training subject gave "no labeled training windows; check the labels".
+    from passport_kit.errors import DataError
+    from passport_kit.onboard.run import usable_windows
+    from passport_kit.signals.windows import FLAG_FLAT
+
+    flags = np.zeros((4, 3), dtype=np.uint8)
+    flags[:, 1] = FLAG_FLAT
+    windows = SimpleNamespace(y=np.array([0, 1, 0, -1]), flags=flags,
+                              montage=SimpleNamespace(ch_names=["EL1", "ER1", "EL2"]))
+    with pytest.raises(DataError, match=r"every labeled window has a flat or NaN channel \(ER1 in every one\)"):
+        usable_windows(windows)
+    assert usable_windows(windows, skip_flagged=False).tolist() == [True, True, True, False]
+    flags[0, 1] = 0  # one usable window: trained on it, as before
+    assert usable_windows(windows).tolist() == [True, False, False, False]
