@@ -112,7 +112,6 @@ def predict_proba(
     batch_size: int = 64,
     device: torch.device | None = None,
     precision: Precision = "fp32",
-    on_batch: Callable[[int], None] | None = None,
     channel_mask: np.ndarray | None = None,
     distrust: np.ndarray | None = None,
     groups: Sequence[Any] | None = None,
@@ -136,8 +135,6 @@ def predict_proba(
     index : np.ndarray, optional
         Rows of ``x`` to predict, in this order (default: all). Rows are read batch by batch,
         so a memmap larger than memory is never copied whole.
-    on_batch : callable, optional
-        Called with the number of windows after each batch (progress bars).
     channel_mask : np.ndarray, shape (N, C) bool, optional
         Channels to replace by the model's mask token in each row of ``x`` (every patch of them),
         as in pretraining: ``predict --mask-bad-channels``.
@@ -164,7 +161,7 @@ def predict_proba(
     head = getattr(model, "head", None)
     if isinstance(head, ProbeHead):
         z = read_out_features(model, x, meta, rows, batch_size=batch_size, device=device, channel_mask=channel_mask,
-                              distrust=distrust, on_batch=on_batch)
+                              distrust=distrust)
         if len(z) == 0:
             return np.zeros((0, 0), dtype=np.float32)
         if dead is not None:
@@ -186,8 +183,6 @@ def predict_proba(
                            channel_mask=channel_mask, distrust=distrust, call=model):
         # Softmax in fp32: bf16 probabilities round visibly in the CSV.
         out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
-        if on_batch is not None:
-            on_batch(len(logits))
     if not out:
         return np.zeros((0, 0), dtype=np.float32)
     return finite_probabilities(np.concatenate(out).astype(np.float32, copy=False))
