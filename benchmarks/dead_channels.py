@@ -89,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context", type=int, default=None)
     parser.add_argument("--out", type=Path, default=Path("bench-out/dead_channels"))
     args = parser.parse_args(argv)
-    print(machine_line())
+    import torch
+
+    print(machine_line(torch.get_num_threads()))  # the CLI runs below inherit OMP_NUM_THREADS
     sim, train = args.out / "sim", args.out / "train"
     cli("simulate", "-m", args.montage, "-o", str(sim), "-n", str(args.subjects), "--hours", str(args.hours),
         "--seed", str(args.seed), "--overwrite")
