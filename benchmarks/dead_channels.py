@@ -7,7 +7,7 @@ simulates a dataset (``passport-kit simulate``), adapts a bundle on all subjects
 its first channel (and the first right-ear channel) zeroed, at 1 % gain, zeroed in the second
 half only, and its first channel all NaN in a CSV copy. Printed per fault: TST, SE, WASO, mean
 confidence, the share of epochs staged as on the clean night, and the channel-windows whose band
-power the read-out took from a neighbour (``channel_quality.imputed_band_power``). The table in
+power the read-out took from a neighbour (``channel_quality.dead_channels``). The table in
 docs/reliability.md § issue 46 came from::
 
     .venv/bin/python benchmarks/dead_channels.py --recipe probe --context 0
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         agree = np.mean([a == b for a, b in zip(clean, classes)])
         print(f"{name:11s} TST {stats.get('TST')} SE {stats.get('SE', float('nan')):.1f} WASO {stats.get('WASO')} "
               f"confidence {summary['mean_confidence']:.3f} agreement {100 * agree:.1f} % imputed "
-              f"{summary['channel_quality'].get('imputed_band_power')} withheld {summary['statistics_withheld']}")
+              f"{(summary['channel_quality'].get('dead_channels') or {}).get('windows')} withheld {summary['statistics_withheld']}")
     return 0
 
 

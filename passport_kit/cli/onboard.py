@@ -598,10 +598,12 @@ def predict_command(
             masked = ("" if not masking else
                       f"; masked ({_mask_rule(masking)}) in {masking['windows_with_masked_channels']} windows")
             typer.echo(f"  bad channels: {bad}{masked}")
-            imputed = quality.get("imputed_band_power")
-            if imputed:  # issue 46: said, so a dead contact is not read as a clean night
-                typer.echo("  dead (flat, NaN or near-dead) channels, their band power read from the nearest live "
-                           "channel: " + ", ".join(f"{name} in {k} of {r.n_windows} windows" for name, k in imputed.items()))
+            dead = quality.get("dead_channels") or {}
+            if dead.get("windows"):  # issue 46: said, so a dead contact is not read as a clean night
+                typer.echo("  dead (flat, NaN or near-dead) channels: "
+                           + ", ".join(f"{name} in {k} of {r.n_windows} windows" for name, k in dead["windows"].items())
+                           + ("; the read-out read their band power from the nearest live channel"
+                              if dead.get("band_power_from_neighbour") else ""))
         typer.echo(f"  files in {r.files['summary'].parent}")
     if failed is not None:
         for row in failed.failures:

@@ -193,12 +193,14 @@ class RunOptions(BaseModel):
 @dataclass(frozen=True)
 class ChannelMasks:
     """The contact policy applied to one recording, the ``(N, C)`` channel-windows it masked and distrusted, and the
-    dead ones whose band powers the read-out took from a neighbour (:mod:`passport_kit.signals.dead_channels`)."""
+    dead ones (:mod:`passport_kit.signals.dead_channels`); ``imputed``: the read-out took their band powers from a
+    neighbour (a probe head; other heads read no band powers)."""
 
     policy: ContactPolicy
     masked: np.ndarray | None = None
     distrusted: np.ndarray | None = None
     dead: DeadChannels | None = None
+    imputed: bool = False
 
 
 @dataclass(frozen=True)
@@ -536,15 +538,19 @@ def predict_recording(path: Path, night: RecordingWindows, loaded: LoadedAdapter
 def window_probabilities(loaded: LoadedAdapter, night: RecordingWindows, *,
                          batch_size: int) -> tuple[np.ndarray, ChannelMasks]:
     """Return the ``(N, n_classes)`` class probabilities of ``night``'s windows and the channels masked in them."""
+    from passport_kit.model.heads import ProbeHead
+
     masked, distrusted = loaded.policy.masks(night.quality, night.onset_s, loaded.config.window_seconds)
     dead = night_dead_channels(loaded, night)
+    imputed = isinstance(loaded.model.head, ProbeHead)
     if is_sleep_staging(loaded.facts.classes):
         import_plotting_soon()  # while the model runs: the hypnogram's PNG needs matplotlib next
     # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
     proba = predict_proba(loaded.model, night.x, loaded.channel_meta, batch_size=batch_size, device=loaded.device,
                           precision=loaded.precision, channel_mask=masked if masked is not None and masked.any() else None,
-                          distrust=distrusted, prior=night_prior(loaded.model.head, night, loaded.montage), dead=dead)
-    return proba, ChannelMasks(loaded.policy, masked, distrusted, dead)
+                          distrust=distrusted, prior=night_prior(loaded.model.head, night, loaded.montage),
+                          dead=dead if imputed else None)
+    return proba, ChannelMasks(loaded.policy, masked, distrusted, dead, imputed)
 
 
 def night_dead_channels(loaded: LoadedAdapter, night: RecordingWindows) -> DeadChannels:
@@ -1045,8 +1051,9 @@ def channel_quality_summary(quality: Any, contacts: ChannelMasks | None = None) 
         block["masking"]["uncorrelated_below"] = policy.mask_uncorrelated_channels
     block["distrust"] = _window_counts(quality.ch_names, contacts.distrusted, policy.distrust_bad_channels,
                                        "distrusted")
-    # Issue 46: the read-out read these channel-windows' band powers from the nearest live channel.
-    block["imputed_band_power"] = None if contacts.dead is None else contacts.dead.counts(list(quality.ch_names))
+    # Issue 46: named, so a dead contact is not read as a clean night (and whether the read-out took a neighbour's).
+    block["dead_channels"] = None if contacts.dead is None else {
+        "windows": contacts.dead.counts(list(quality.ch_names)), "band_power_from_neighbour": contacts.imputed}
     return block
 
 
