@@ -19,7 +19,7 @@ predicted once by a model that never saw its subject; the score is pooled over t
 
 Methods, on exactly the same folds:
 
-- ``default (the ladder)``: the read-out ladder as ``adapt`` runs it (issue 33), at the feature level: the
+- ``default (the ladder)``: the read-out ladder as ``adapt`` runs it (issues 33, 43), at the feature level: the
   product's model (pretrained base, contact policy, spectral block) computes the read-out inputs once; per
   outer fold :class:`passport_kit.onboard.ladder.Ladder` climbs on the training subjects (for sleep with
   the YASA prior computed as ``adapt`` computes it), and the model it ships (read-out or zero-shot prior,
@@ -30,6 +30,10 @@ Methods, on exactly the same folds:
 - ``ladder, min effect 0`` / ``x2``: the same ladder and candidates with the minimum effect 0 or doubled;
   ``ladder, gain > 1 SE`` / ``3 SE``: a step clearing 1 or 3 standard errors instead of 2.
 - ``random backbone i``: the ladder on a randomly initialised backbone of the same architecture.
+- sleep (issue 43): ``textbook-first ladder (issue 33)``: the same ladder starting from band power (the stager
+  one rung like the others: the ablation of stager-first); ``stager zero-shot, positions' channel``: YASA
+  alone on the channel the positions pick (no choice among options); ``rung: stager``: the zero-shot option
+  the ladder chose on the training nights.
 - ``textbook``: log absolute and relative band power (the standard 6 bands up to 45 Hz, clipped
   to the slowest recording's Nyquist frequency) by ``scipy.signal.welch`` (4-s segments) at each
   recording's OWN sampling rate on the raw signal, standardised, logistic regression (C = 1,
@@ -277,30 +281,48 @@ def draws(task: Task, n: int, seed: int) -> list[list[tuple[np.ndarray, np.ndarr
     return [[(rows[a], rows[b]) for a, b in d] for d in out]
 
 
-def ladder_of(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarray, prior: np.ndarray | None,
-              seed: int = 0) -> Any:
-    """Return the product's ladder over the ``train`` rows (sleep: contexts, per-night scaling and the prior)."""
+def ladder_of(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarray, prior: Any,
+              seed: int = 0, stager_first: bool = True) -> Any:
+    """Return the product's ladder over the ``train`` rows (sleep: contexts, per-night scaling and the stager's
+    options ``prior``: ``[(spec, (N, 5) log-probabilities), ...]`` as adapt computes them, or None)."""
     from passport_kit.onboard.ladder import Ladder, LadderData
     from passport_kit.onboard.probe import CONTEXTS
     from passport_kit.sleep import classes_to_stages
 
     sleep = len(task.classes) > 2
+    options = [(spec, p[train]) for spec, p in prior] if prior else []
     data = LadderData(plain={p: v[train] for p, v in plain.items()}, y=task.y[train], groups=task.subjects[train],
                       recordings=task.recordings[train], classes=task.classes, d_model=d, sleep=sleep,
                       contexts=CONTEXTS if sleep else (0,), scalings=("none", "recording") if sleep else ("none",),
-                      prior=None if prior is None else prior[train], prior_stages=classes_to_stages(task.classes),
-                      prior_spec={"name": "yasa"} if prior is not None else None,
+                      prior=options[0][1] if options else None, prior_stages=classes_to_stages(task.classes),
+                      prior_spec=options[0][0] if options else None, stager_options=options,
+                      stager_first=stager_first,
                       prior_reason="no prior" if sleep else "not a sleep-staging task")
     return Ladder(data, seed=seed)
+
+
+def chosen_prior(prior: Any, spec: dict[str, Any] | None) -> np.ndarray | None:
+    """Return the full-length log-probabilities of the stager option ``spec`` (None: no option)."""
+    if not prior or spec is None:
+        return None
+    return next(p for s, p in prior if s == spec)
 
 
 def fitted_proba(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarray, test: np.ndarray,
                  choice: Any, prior: np.ndarray | None = None) -> np.ndarray:
     """Return test probabilities of read-out ``choice`` fitted on ``train`` rows, applied as the head applies it."""
-    from passport_kit.onboard.probe import fit_read_out, read_out_matrix
+    from passport_kit.onboard.probe import fit_offset_read_out, fit_read_out, offset_inputs, read_out_matrix
+    from passport_kit.sleep import classes_to_stages
 
     sub = {p: v[train] for p, v in plain.items()}
     p_train = None if prior is None else prior[train]
+    if choice.offset:  # fitted around the stager's output (issue 43)
+        stages = classes_to_stages(task.classes)
+        fit, standardise = fit_offset_read_out(sub, task.y[train], choice, p_train, stages, d_model=d,
+                                               recordings=list(task.recordings[train]))
+        z, _, offset, _ = offset_inputs({p: v[test] for p, v in plain.items()}, choice, prior[test], stages,
+                                        list(task.recordings[test]), d)
+        return fit.predict_proba(standardise(z), offset)
     lr, standardise = fit_read_out(sub, task.y[train], choice, len(task.classes), d_model=d,
                                    recordings=list(task.recordings[train]), prior=p_train)
     z = read_out_matrix({p: v[test] for p, v in plain.items()}, choice, None if prior is None else prior[test],
@@ -319,6 +341,7 @@ def shipped_proba(task: Task, plain: dict[str, np.ndarray], d: int, train: np.nd
     from passport_kit.sleep import classes_to_stages
 
     chosen = result.chosen
+    prior = chosen_prior(prior, result.prior_spec)
     if chosen is not None and chosen.choice is None:
         proba = zero_shot_proba(prior[test], classes_to_stages(task.classes))
     else:
@@ -352,7 +375,9 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
 
     from passport_kit.model.night import expected_calibration_error
     from passport_kit.onboard.lpft import SE_MULTIPLE
-    from passport_kit.onboard.ladder_inputs import dataset_prior
+    from passport_kit.onboard.ladder import zero_shot_proba
+    from passport_kit.onboard.ladder_inputs import stager_options
+    from passport_kit.sleep import classes_to_stages
 
     t0 = time.perf_counter()
     plain, d = product_features(task, checkpoint, probe_layer=probe_layer)
@@ -360,7 +385,7 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
                                 probe_layer=probe_layer)[0]
                for s in range(random_seeds)]
     sleep = len(task.classes) > 2
-    prior = dataset_prior(task.run.windows, "yasa")[0] if sleep and with_yasa else None
+    prior = stager_options(task.run.windows, "auto")[0] if sleep and with_yasa else None
     scores: dict[str, list[float]] = {}
     taken: dict[str, list[bool]] = {}
     ece: dict[str, list[float]] = {}
@@ -381,13 +406,22 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
             uncalibrated.temperature = 1.0
             put("default, no temperature", te, shipped_proba(task, plain, d, tr, te, uncalibrated, prior))
             put("textbook (native rate)", te, textbook_proba(task, tr, te))
+            if sleep and prior:  # issue 43's ablation: the same ladder starting from band power, as before
+                put("textbook-first ladder (issue 33)", te, shipped_proba(
+                    task, plain, d, tr, te, ladder_of(task, plain, d, tr, prior, seed, stager_first=False).climb(),
+                    prior))
+                put("stager zero-shot, positions' channel", te, zero_shot_proba(  # no choice among options
+                    prior[0][1][te], classes_to_stages(task.classes)))
             for rung in result.rungs:
                 taken.setdefault(rung.name, []).append(rung.taken)
             for name, cand in ladder.candidates.items():  # every rung's own best candidate, fitted and scored
                 if cand.choice is None or cand.smoothed:  # the zero-shot prior; smoothing over the rung below
                     put(f"rung: {name}", te, shipped_proba(task, plain, d, tr, te, _only(result, cand, ladder), prior))
                 else:
-                    put(f"rung: {name}", te, fitted_proba(task, plain, d, tr, te, cand.choice, prior))
+                    put(f"rung: {name}", te, fitted_proba(task, plain, d, tr, te, cand.choice,
+                                                          chosen_prior(prior, ladder.prior_spec)
+                                                          if cand.choice.reads_prior
+                                                          else None))
             default_effect = ladder.min_effect
             for method, factor in effects.items():  # the same scored candidates (memoised), another threshold
                 ladder.min_effect = default_effect * factor
@@ -428,6 +462,7 @@ def _only(result: Any, cand: Any, ladder: Any) -> Any:
 
     out = copy.copy(result)
     out.chosen, out.temperature = cand, 1.0
+    out.prior_spec = ladder.prior_spec
     out.smoothing = ladder._smoothing_spec(cand) if cand.smoothed else None
     return out
 

@@ -23,7 +23,7 @@ _LAZY = {
     "predict": "passport_kit.inference.keywords",
     "adapt": "passport_kit.onboard.adapt",
     "evaluate": "passport_kit.onboard.evaluate",
-    "predict_zero_shot": "passport_kit.inference.predict",
+    "predict_zero_shot": "passport_kit.inference.keywords",
     "check": "passport_kit.onboard.check",
     "Hypnogram": "passport_kit.inference.hypnogram",
     "Montage": "passport_kit.montage",
@@ -33,6 +33,8 @@ _LAZY = {
     "simulate_dataset": "passport_kit.signals",
     "load_dataset": "passport_kit.signals",
     "PreprocessConfig": "passport_kit.signals",
+    "ReadOptions": "passport_kit.inference.predict",
+    "OutputOptions": "passport_kit.inference.predict",
 }
 
 __all__ = ["PassportError", "__version__", *_LAZY]

@@ -44,6 +44,8 @@ def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE)
                  "passport_kit.inference")),  # onboarding imports neither pretraining nor prediction (nor the CLI)
     ("reports.py", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.pretrain",
                     "passport_kit.cli")),  # the figures and tables both rooms write: below them
+    ("validation", ("passport_kit.onboard", "passport_kit.pretrain", "passport_kit.cli", "passport_kit.engine",
+                    "passport_kit.model")),  # the validation report (issue 44): under onboarding and prediction
     ("demo.py", ("passport_kit.cli",)),  # the demo composes onboarding and prediction, under the CLI
     ("engine", ("passport_kit.onboard", "passport_kit.pretrain", "passport_kit.inference",
                 "passport_kit.cli")),  # the floor under all three
@@ -64,6 +66,17 @@ def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE)
 def test_dependency_direction(folder: str, forbidden: tuple[str, ...]) -> None:
     assert (PACKAGE / folder).exists(), f"{folder} moved: update this test, or it guards nothing"
     assert violations(folder, forbidden) == []
+
+
+def test_validation_reads_only_the_hypnogram_of_prediction() -> None:
+    """Issue 44: evaluate (onboarding) writes the report, so the room takes nothing of prediction but the Hypnogram
+    value object (``inference/hypnogram.py``, which imports only the ground floor) for its sleep measures."""
+    hypnogram = "passport_kit.inference.hypnogram"
+    found = [v for v in violations("validation", ("passport_kit.inference",))
+             if not (v.endswith(hypnogram) or f"{hypnogram}." in v)]
+    assert found == []
+    assert violations("inference/hypnogram.py", ("passport_kit.inference", "passport_kit.signals",
+                                                 "passport_kit.onboard")) == []
 
 
 def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:

@@ -24,3 +24,13 @@ def test_the_tour_predicts_a_night_adapt_never_saw() -> None:
     adapt_data = re.search(r"passport-kit adapt .*?--data (\S+)", README).group(1).strip("./")
     predicted = re.search(r"passport-kit predict --adapter \S+ (\S+)", README).group(1)
     assert not predicted.strip("./").startswith(adapt_data)
+
+
+def test_the_readme_says_where_the_auto_recipe_starts() -> None:
+    """Issue 49: the README's account of `--recipe auto` says what it does today: the textbook first or, for sleep
+    staging, a pretrained sleep stager; a richer model only on a clear cross-validated gain."""
+    import re
+
+    auto = re.search(r"How `adapt` trains \(`--recipe auto`, the default\):(.*?)Where nothing pays", README).group(1)
+    assert "starts from the textbook" in auto and "or, for sleep staging, from a pretrained sleep stager" in auto
+    assert "climbs only where cross-validation over your own subjects shows a paired gain" in auto

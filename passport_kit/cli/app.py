@@ -33,7 +33,7 @@ class _PassportGroup(HelpfulGroup):
             def show(message, category, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003 - warnings' signature
                 if issubclass(category, PassportWarning):
                     typer.echo(f"warning: {message}", err=True)
-                else:
+                elif verbosity.level() > verbosity.QUIET:  # --quiet: another package's warning is not ours to show
                     shown(message, category, *args, **kwargs)
 
             warnings.showwarning = show

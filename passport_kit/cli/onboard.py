@@ -23,8 +23,8 @@ from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_
                                       OUTPUT, PROBE, SCORER, PanelledCommand, echo_json, notch_frequency,
                                       optional_float, options_in_place_of, renames_option as _renames)
 from passport_kit.errors import ConfigError
-from passport_kit.onboard.recipe import AUTO_ACTS, FINETUNE_ONLY, RecipeOptions
-from passport_kit.onboard.recipes import get_recipe, recipe_names
+from passport_kit.onboard.recipe import AUTO_ACTS, FINETUNE_ONLY, RecipeOptions, option_flag
+from passport_kit.onboard.recipes import RUNG_NAMES, get_recipe, recipe_names
 from passport_kit.wording import counted
 
 _RECIPE_HELP = ("; ".join(f"{name}: {get_recipe(name).help}" for name in recipe_names()) + ". Default: finetune if an "
@@ -59,6 +59,8 @@ def _contact_option(key: str) -> Any:
     return typer.Option("bundle", "--" + key.replace("_", "-"), help=_option_help(key) + " 'bundle' (default): the "
                         "value adapt trained with.", rich_help_panel=CONTACTS)
 
+_PROGRESS_HELP = ("Show a progress bar with the time so far and an estimate (plain lines where the output is not a "
+                  "terminal); --no-progress: none.")
 _CONFIG_HELP = ("Run file (YAML) of adapt settings, e.g. 'data: ./eesm17' and 'max_steps: 200' (options with '_' for "
                 "'-'), or a bundle's adapter.json to repeat its run; options given here override the file. Not the "
                 "training recipe: that is --recipe.")
@@ -73,11 +75,12 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
     """Return the lines that say how a run was trained and selected, and its warnings (adapt's output)."""
     m = metrics
     sel = m.get("selection") or {}
-    lines = [f"trained on {len(m['train_subjects'])} subjects ({m['train_windows']} windows)"
-             + (f", validated on {len(m['validation_subjects'])} ({m['validation_windows']} windows); "
+    lines = [f"trained on {counted(len(m['train_subjects']), 'subject')} ({counted(m['train_windows'], 'window')})"
+             + (f", validated on {len(m['validation_subjects'])} ({counted(m['validation_windows'], 'window')}); "
                 f"{m['steps']} steps, best at step {m['best_step']}" if "best_step" in sel else "")]  # a step selected
     if sel.get("ladder"):
-        lines += ladder_lines(sel, verbose=verbosity.level() >= verbosity.VERBOSE)
+        lines += ladder_lines(sel, verbose=verbosity.level() >= verbosity.VERBOSE, validation=m.get("validation"))
+        lines += stager_lines(sel)
     elif sel:  # the finetune recipe, and bundles written before the ladder
         score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
         lines.append(f"selected by {sel['metric']} {score}: {sel['method']}")
@@ -90,24 +93,56 @@ def fit_lines(metrics: dict[str, Any]) -> list[str]:
     return lines
 
 
-#: How adapt names each rung of the ladder in its output.
-_RUNG_NAMES = {"bandpower": "band power", "context": "+ context", "prior": "+ sleep prior", "zero-shot": "sleep prior alone",
-               "backbone": "+ backbone", "lpft": "+ LP-FT", "smoothing": "+ night smoothing"}
+#: What a stager-first ladder shipped, in words (issue 43), by the last rung taken.
+_STAGER_SHIPPED = {"stager": "{name} as it is", "recalibrated": "{name}, recalibrated on your nights",
+                   "stacked": "{name} with band power, fitted around its output", "bandpower": "band power alone"}
 
 
-def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[str]:
-    """Return adapt's account of the ladder: which rungs were taken, and one expected score for the model it ships.
+def stager_lines(selection: dict[str, Any]) -> list[str]:
+    """Return adapt's account of a stager-first ladder (sleep): the stager's zero-shot score on your nights beside
+    the shipped model's, what it read, and in plain words whether your labels improved on it."""
+    stager = selection.get("stager")
+    if selection.get("base") != "stager" or not stager or stager.get("score") is None:
+        return []
+    metric, name = selection["metric"], str(stager.get("prior") or "the stager").upper().replace("+", " + ")
+    taken = [r["rung"] for r in selection["ladder"] if r["taken"]]
+    core = next((r for r in reversed(taken) if r in _STAGER_SHIPPED), "stager")
+    extra = [RUNG_NAMES[r].lstrip("+ ") for r in taken if r not in _STAGER_SHIPPED and r in RUNG_NAMES]
+    shipped = _STAGER_SHIPPED[core].format(name=name) + (f", with {', '.join(extra)}" if extra else "")
+    lines = [f"sleep stager {name} on {stager.get('channels') or 'its channel'}, zero-shot on your nights (same "
+             f"folds): {metric} {stager['score']:.3f}; the model shipped: {selection['score']:.3f}"
+             if selection.get("score") is not None else
+             f"sleep stager {name} on {stager.get('channels') or 'its channel'}: {metric} {stager['score']:.3f}"]
+    gain = selection.get("increment_over_stager")
+    if core == "stager" and not extra:
+        lines.append(f"your nights did not improve on {name}: shipped {shipped}")
+    elif core == "recalibrated" and not extra and gain is not None:
+        lines.append(f"your nights did not improve on {name} beyond recalibrating it ({gain:+.3f} {metric}): "
+                     f"shipped {shipped}")
+    elif core == "bandpower":
+        lines.append(f"your nights showed band power beats {name} here ({gain:+.3f} {metric}; a channel it cannot "
+                     f"read?): shipped {shipped}" if gain is not None else f"shipped {shipped}")
+    elif gain is not None:
+        lines.append(f"your nights improved on {name} by {gain:+.3f} {metric}: shipped {shipped}")
+    return lines
+
+
+def ladder_lines(selection: dict[str, Any], *, verbose: bool = False,
+                 validation: dict[str, Any] | None = None) -> list[str]:
+    """Return adapt's account of the ladder: which rungs were taken, and the expected scores of the model it ships.
 
     With ``verbose``, one line per rung with its score, gain, standard error and reason, and the calibration.
+    ``validation``: the shipped model's out-of-fold decision scores (adapter.json's ``metrics.validation``):
+    its balanced accuracy and kappa stand next to the ranking metric, as ``evaluate`` reports them.
     """
     metric = selection["metric"]
     rungs = selection["ladder"]
     tried = [r for r in rungs if r["tried"]]
     fmt = (lambda v: "n/a" if v is None else f"{v:.3f}")
     # LP-FT is scored on its own folds against the read-out it starts from: its gain, not its score, compares.
-    steps = "; ".join(f"{_RUNG_NAMES.get(r['rung'], r['rung'])} "
+    steps = "; ".join(f"{RUNG_NAMES.get(r['rung'], r['rung'])} "
                       + (f"{r['gain']:+.3f}" if r["rung"] == "lpft" and r["gain"] is not None else fmt(r["score"]))
-                      + ("" if r["rung"] == "bandpower" else " taken" if r["taken"] else " not taken")
+                      + ("" if r is rungs[0] else " taken" if r["taken"] else " not taken")
                       for r in tried)
     lines = [f"ladder ({metric}, {selection['method'].split(';')[0]}): {steps}"]
     if verbose:
@@ -119,7 +154,7 @@ def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[st
             lines.append(f"  calibration: temperature {cal['temperature']:g}; inner expected calibration error "
                          f"{cal['ece_before']:.3f} before, {cal['ece_after']:.3f} after")
     expected = selection.get("expected") or {}
-    shipped = _RUNG_NAMES.get(selection.get("chosen", ""), selection.get("chosen", "")).lstrip("+ ")
+    shipped = RUNG_NAMES.get(selection.get("chosen", ""), selection.get("chosen", "")).lstrip("+ ")
     if expected.get("score") is None:
         lines.append("expected on new subjects: unknown (nothing to cross-validate over); the model shipped: "
                      f"{shipped}")
@@ -127,12 +162,40 @@ def ladder_lines(selection: dict[str, Any], *, verbose: bool = False) -> list[st
     folds = expected.get("folds", 0)
     kind = "blocked folds within the training night(s)" if expected.get("kind") == "blocks" else "folds"
     caveat = ("; with so few folds the score is a rough guide" if folds < 3 else "")
-    lines.append(f"expected on new subjects: {metric} {expected['score']:.3f} (cross-validated, {folds} {kind}; "
-                 f"the model shipped: {shipped}{caveat})")
+    lines.append(f"expected on new subjects: {metric} {expected['score']:.3f}{decision_text(metric, validation)} "
+                 f"(cross-validated, {folds} {kind}; the model shipped: {shipped}{caveat})")
+    chance = near_chance_note(validation)
+    if chance:
+        lines.append(f"warning: {chance}")
     band = selection.get("bandpower_score")
     if band is not None and selection.get("chosen") != "bandpower":
         lines.append(f"band power alone (the textbook, same folds): {metric} {band:.3f}")
     return lines
+
+
+#: Decisions with a kappa under this agree with the labels only slightly (Landis & Koch's "slight": 0-0.20).
+NEAR_CHANCE_KAPPA = 0.2
+
+
+def decision_text(metric: str, validation: dict[str, Any] | None) -> str:
+    """Return ``', balanced accuracy 0.600, kappa 0.159 for its decisions'`` beside a ranking ``metric`` (AUROC), or
+    the decision metric beside kappa; '' without scores."""
+    if not validation or validation.get("kappa") is None:
+        return ""
+    bacc = validation.get("balanced_accuracy")
+    if metric == "kappa":
+        return "" if bacc is None else f", balanced accuracy {bacc:.3f}"
+    return (" to rank windows; its decisions: balanced accuracy "
+            + ("n/a" if bacc is None else f"{bacc:.3f}") + f", kappa {validation['kappa']:.3f}")
+
+
+def near_chance_note(validation: dict[str, Any] | None) -> str | None:
+    """Return the warning that the shipped model's class decisions are near chance, or None."""
+    if not validation or validation.get("kappa") is None or validation["kappa"] >= NEAR_CHANCE_KAPPA:
+        return None
+    return (f"the model's class decisions are near chance (cross-validated kappa {validation['kappa']:.3f}, under "
+            f"{NEAR_CHANCE_KAPPA:g}): most windows' classes are barely better than a guess; evaluate --protocol "
+            "loso shows them per subject")
 
 
 def recipe_line(cfg: Any) -> str:
@@ -228,14 +291,13 @@ def _step_bar(enabled: bool, description: str, display: Display | None = None) -
 #: The RecipeOptions fields that adapt and evaluate take on the command line, in --help order, with the panel --help
 #: lists each under. Type, default and help are the field's (ContactPolicy's for the contact options): written once.
 _RECIPE_PANELS = {
-    "recipe": MODEL, "context": PROBE, "probe_layer": PROBE, "prior": PROBE, "min_effect": PROBE, "train": FINETUNE, "max_steps": FINETUNE,
+    "recipe": MODEL, "context": PROBE, "probe_layer": PROBE, "prior": PROBE, "prior_channels": PROBE,
+    "min_effect": PROBE, "train": FINETUNE, "max_steps": FINETUNE,
     "epochs": FINETUNE, "batch_size": COMPUTE, "lr": FINETUNE, "head_lr": FINETUNE, "patience": FINETUNE,
     "balance": FINETUNE, "instance_norm": DATA, "notch_freq": DATA, "corrupt_prob": FINETUNE, "quality_gate": CONTACTS,
     "channel_dropout": FINETUNE, "mask_bad_channels": CONTACTS, "distrust_bad_channels": CONTACTS,
     "mask_uncorrelated_channels": CONTACTS, "device": COMPUTE, "precision": COMPUTE, "threads": COMPUTE,
 }
-#: Fields whose option has another name than --<field>.
-_FLAGS = {"notch_freq": "--notch"}
 #: Fields whose None a user gives as 'none': their option is text, read by this (one-line errors).
 _TAKES_NONE: dict[str, Callable[[str], float | None]] = {
     "notch_freq": lambda v: _notch(v), "mask_bad_channels": lambda v: _mask_threshold(v),
@@ -250,7 +312,7 @@ def _recipe_option(key: str) -> tuple[Any, Any]:
     one-line error; the recipe is not given by default (options only finetune uses then choose it).
     """
     field, panel = RecipeOptions.model_fields[key], _RECIPE_PANELS[key]
-    flag = _FLAGS.get(key, "--" + key.replace("_", "-"))
+    flag = option_flag(key)
     if key == "recipe":
         choices = Literal[recipe_names()]  # type: ignore[valid-type] - the registry's names, shown as the choices
         return choices | None, typer.Option(None, flag, help=_RECIPE_HELP, rich_help_panel=panel)
@@ -307,16 +369,17 @@ def adapt_command(
     subjects: int | None = typer.Option(None, "--subjects", help="Train on this many subjects (seeded draw).",
                                         rich_help_panel=DATA),
     recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: RecipeOptions and band-pass
-    seed: int = typer.Option(0, "--seed", rich_help_panel=MODEL),
+    seed: int = typer.Option(0, "--seed", help="Seed of the subject draw (--subjects), the folds and the training.",
+                             rich_help_panel=MODEL),
     resume: bool = typer.Option(True, "--resume/--restart", help="Continue an interrupted run in --out.",
                                 rich_help_panel=OUTPUT),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a finished bundle in --out trained with other "
                                    "settings (a rerun with the same settings leaves it as it is).",
                                    rich_help_panel=OUTPUT),
-    progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help=_PROGRESS_HELP, rich_help_panel=OUTPUT),
 ) -> None:
-    """Fit the read-out that cross-validation over your subjects picks (band power, the frozen model's features, the
-    mixture adapter where it helps) on labeled data; write an adapter bundle."""
+    """Fit a model on labeled data by --recipe (auto: the textbook first, a richer model only on a clear
+    cross-validated gain); write an adapter bundle."""
     from passport_kit.signals.quality import quality_line
     from passport_kit.onboard.adapt import adapt, make_config
     from passport_kit.onboard.run_file import adapt_config_from_file
@@ -379,7 +442,7 @@ def evaluate_command(
     metric: str = typer.Option("kappa", "--metric", help="Table metric: kappa, balanced_accuracy, macro_f1, ...",
                                rich_help_panel=EVALUATION),
     recipe_options: dict[str, Any] = None,  # type: ignore[assignment] - _recipe_options: RecipeOptions and band-pass
-    progress: bool = typer.Option(True, "--progress/--no-progress", rich_help_panel=OUTPUT),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help=_PROGRESS_HELP, rich_help_panel=OUTPUT),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON instead of the table.",
                                  rich_help_panel=OUTPUT),
 ) -> None:
@@ -405,8 +468,23 @@ def evaluate_command(
                    "files": report.files})
         return
     print_table(report)
+    for line in headline_lines(report.summary):
+        typer.echo(line)
     for name, path in report.files.items():
         typer.echo(f"{name}: {path}")
+
+
+def headline_lines(summary: dict[str, Any]) -> list[str]:
+    """Return one line per method of an evaluation ``summary`` with adapt's expected scores: AUROC where the task
+    has one (the ranking metric adapt selects by), balanced accuracy and kappa (its decisions), means over subjects."""
+    lines = []
+    for method, scores in summary.items():
+        mean = {k: (scores.get(k) or {}).get("mean") for k in ("auroc", "balanced_accuracy", "kappa")}
+        parts = [f"{k.replace('_', ' ')} {v:.3f}" for k, v in mean.items() if v is not None]
+        chance = near_chance_note({"kappa": mean["kappa"]})
+        lines.append(f"{method}: {', '.join(parts)} (means over held-out subjects)"
+                     + (f"; {chance.split(':')[0]}" if chance else ""))
+    return lines
 
 
 def print_table(report: Any) -> None:
@@ -451,8 +529,8 @@ _PREDICT_RUN: dict[str, tuple[Any, Any]] = {
                                       rich_help_panel=MODEL)),
     "batch_size": (int, typer.Option(32, "--batch-size", help="Windows per forward pass (predictions do not depend "
                                      "on it).", rich_help_panel=COMPUTE)),
-    "device": (str, typer.Option("auto", "--device", rich_help_panel=COMPUTE)),
-    "precision": (str, typer.Option("auto", "--precision", rich_help_panel=COMPUTE)),
+    "device": (str, typer.Option("auto", "--device", help=_option_help("device"), rich_help_panel=COMPUTE)),
+    "precision": (str, typer.Option("auto", "--precision", help=_option_help("precision"), rich_help_panel=COMPUTE)),
 }
 _PREDICT_CONTACTS: dict[str, tuple[Any, Any]] = {
     key: (str, _contact_option(key)) for key in ("mask_bad_channels", "distrust_bad_channels",
@@ -559,18 +637,24 @@ def predict_command(
         return
     for r in results:
         stats = r.summary.get("sleep_statistics")
+        staged = "sleep_statistics" in r.summary  # a classification has a recording class instead
         if r.summary.get("statistics_withheld"):
-            line = f"statistics withheld: {r.summary['statistics_withheld']}"
+            line = f"{'statistics' if staged else 'class'} withheld: {r.summary['statistics_withheld']}"
         elif stats:
             line = (f"TST {stats['TST']:.1f} min, SE {stats['SE']:.1f} %, "
-                    f"SOL {_minutes(stats['SOL'])}, WASO {_minutes(stats['WASO'])}, "
+                    f"SOL {_minutes(stats['SOL'])} (persistent sleep {_minutes(stats.get('LPS'))}), "
+                    f"WASO {_minutes(stats['WASO'])}, "
                     f"REM latency {_minutes(stats['REM_latency'])}")
             if r.summary.get("statistics_meaningful") is False and r.summary.get("statistics_note"):
                 line += f" ({r.summary['statistics_note']})"
         else:
-            line = f"class {r.summary.get('recording_class')}"
+            line = class_line(r.summary)
         typer.echo(f"{r.recording}: {counted(r.n_windows, 'window')}; {line}"
                    + (" (in-sample: the adapter was trained on this recording)" if r.summary.get("in_sample") else ""))
+        stager = r.summary.get("zero_shot")
+        if stager is not None:
+            typer.echo(f"  staged by {stager['stager']} on channel {stager['eeg']} (EOG: {stager['eog'] or 'none'}, "
+                       f"EMG: {stager['emg'] or 'none'})")
         scored = r.summary.get("scorer_agreement")
         if scored is not None:
             from passport_kit.inference.agreement import confusion_lines
@@ -580,7 +664,7 @@ def predict_command(
             else:
                 kind = "in-sample (a training recording, not a held-out score): " if scored.get("in_sample") else ""
                 typer.echo(f"  scorer ({scored['labels']}): {kind}kappa {scored['kappa']:.3f}, accuracy "
-                           f"{100 * scored['accuracy']:.1f} % over {scored['windows']} windows")
+                           f"{100 * scored['accuracy']:.1f} % over {counted(scored['windows'], 'window')}")
                 for row in confusion_lines(scored["confusion"]):
                     typer.echo(f"    {row}")
         if r.summary.get("classes_not_learned"):
@@ -589,14 +673,16 @@ def predict_command(
             typer.echo(f"  this adapter cannot output {', '.join(missing)}: it had no training windows of "
                        f"{'it' if len(missing) == 1 else 'them'}{rem}; adapt on recordings that contain them")
         if r.summary.get("low_confidence_windows"):
-            typer.echo(f"  low confidence: {r.summary['low_confidence_windows']} of {r.n_windows} windows (top "
-                       f"probability under {r.summary['low_confidence_below']:.2f}; marked in the CSV, TSV and plot)")
+            marked = "the CSV, TSV and plot" if "hypnogram_plot" in r.files else "the CSV and TSV"
+            typer.echo(f"  low confidence: {r.summary['low_confidence_windows']} of {counted(r.n_windows, 'window')} "
+                       f"(top probability under {r.summary['low_confidence_below']:.2f}; marked in {marked})")
         quality = r.summary.get("channel_quality")
         if quality is not None:
             bad = ", ".join(quality["bad_channels"]) or "none"
             masking = quality.get("masking")
             masked = ("" if not masking else
-                      f"; masked ({_mask_rule(masking)}) in {masking['windows_with_masked_channels']} windows")
+                      f"; masked ({_mask_rule(masking)}) in "
+                      f"{counted(masking['windows_with_masked_channels'], 'window')}")
             typer.echo(f"  bad channels: {bad}{masked}")
             dead = quality.get("dead_channels") or {}
             if dead.get("windows"):  # issue 46: said, so a dead contact is not read as a clean night
@@ -609,6 +695,20 @@ def predict_command(
         for row in failed.failures:
             typer.echo(f"{row['recording']}: FAILED - {row['error']}")
         raise failed
+
+
+def class_line(summary: dict[str, Any]) -> str:
+    """Return predict's answer for a classified recording: its class, mean probability and the windows' classes."""
+    chosen = summary.get("recording_class")
+    if chosen is None:
+        return "no windows to classify"
+    mean = summary.get("recording_probabilities") or {}
+    counts = summary.get("class_counts") or {}
+    windows = ", ".join(f"{n} {c}" for c, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    p = mean.get(chosen, float("nan"))
+    # A mean this close to chance is a guess over windows that disagree: said so, as a window's low confidence is.
+    doubt = "; uncertain" if p < (summary.get("low_confidence_below") or 0.0) else ""
+    return f"class {chosen} (mean probability {p:.2f}{doubt}; windows: {windows})"
 
 
 #: How predict reads each contact threshold's text ('none', a number, or 'bundle': see _bundle_or).
@@ -635,7 +735,8 @@ def check_command(
     montage: str = typer.Option(..., "--montage", help="Registered montage name or montage YAML."),
     data: Path = typer.Option(..., "--data", help="Dataset folder."),
     checkpoint: str = typer.Option(DEFAULT_CHECKPOINT, "--checkpoint", help="Base checkpoint name or folder."),
-    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm"),
+    instance_norm: bool | None = typer.Option(None, "--instance-norm/--no-instance-norm",
+                                              help=_option_help("instance_norm")),
     notch: str = typer.Option("50", "--notch", help="Mains frequency to notch (50, 60) or 'none'."),
     h_freq: float | None = typer.Option(None, "--h-freq", help=_H_FREQ_HELP),
     l_freq: float | None = typer.Option(None, "--l-freq", help=_L_FREQ_HELP),
@@ -660,9 +761,10 @@ def demo_command(
     out: Path = typer.Option(Path("passport-demo"), "--out", help="Folder for the demo's data and results."),
     subjects: int = typer.Option(4, "--subjects", min=3, help="Simulated subjects (the last is held out)."),
     hours: float = typer.Option(2.0, "--hours", min=0.5, max=12.0, help="Hours of sleep per simulated subject."),
-    threads: int | None = typer.Option(None, "--threads"),
+    threads: int | None = typer.Option(None, "--threads", help=_option_help("threads")),
 ) -> None:
-    """Simulate ear-EEG sleep, adapt the shipped checkpoint and the acpe baseline, compare with band power, predict."""
+    """Simulate ear-EEG sleep, adapt the shipped checkpoint, compare it with the zero-shot stager and band power,
+    predict."""
     from passport_kit.demo import run_demo
 
     with _step_bar(True, "adapting") as bar:  # on a terminal: each run's steps, time so far and an estimate

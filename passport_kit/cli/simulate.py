@@ -33,6 +33,7 @@ def simulate_cmd(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from passport_kit.cli import verbosity
+    from passport_kit.cli.progress import on_terminal
     from passport_kit.montage import resolve_montage
     from passport_kit.signals.simulator import simulate_dataset, simulation_config
 
@@ -42,7 +43,8 @@ def simulate_cmd(
                       bad_channels=bad_channels, montage=layout)
     columns = (TextColumn("simulating {task.description}"), BarColumn(),
                TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())
-    with Progress(*columns, transient=True, disable=not verbosity.shows_progress()) as bar:
+    # Off a terminal rich's bar draws nothing but leaves an empty line in the output (issue 45): no bar there.
+    with Progress(*columns, transient=True, disable=not (verbosity.shows_progress() and on_terminal())) as bar:
         task = bar.add_task(layout.name, total=subjects)
         folder = simulate_dataset(layout, out, n_subjects=subjects, hours=hours, seed=seed,
                                   bad_channels=bad_channels, sfreq=sfreq, overwrite=overwrite,

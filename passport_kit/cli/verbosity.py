@@ -1,8 +1,10 @@
 """``--quiet`` / ``--verbose`` on every command: how much a command says besides its results.
 
 - ``--quiet`` (``-q``): results and problems only. No progress bars or step lines, no notes
-  (``note: ...``, the channel-quality line before training); ``warning:`` and ``error:`` lines
-  and everything a command prints as its result (tables, summaries, JSON) stay.
+  (``note: ...``, the channel-quality line before training), no other package's warnings or
+  log lines (scikit-learn's version note on YASA's pickled classifier, MNE's "Creating
+  RawArray"); passport-kit's ``warning:`` and ``error:`` lines and everything a command prints
+  as its result (tables, summaries, JSON) stay.
 - ``--verbose`` (``-v``): also passport-kit's log messages as ``info:``/``debug:`` lines on
   stderr, the same in every command: each file opened and each recording's windows taken from
   the cache, the device, precision and CPU threads chosen, and how long the command took.
@@ -58,9 +60,18 @@ class _Lines(logging.Handler):
 _HANDLER = _Lines()
 
 
+#: Other packages' loggers that --quiet holds to warnings and errors (MNE prints "Creating RawArray ..." at info).
+QUIETED_LOGGERS = ("mne",)
+
+
 def set_level(value: int) -> None:
-    """Set the verbosity; VERBOSE routes the ``passport_kit`` loggers to stderr, the others detach them."""
+    """Set the verbosity; VERBOSE routes the ``passport_kit`` loggers to stderr, the others detach them; QUIET holds
+    :data:`QUIETED_LOGGERS` to warnings."""
     _state["level"] = value
+    for name in QUIETED_LOGGERS:
+        other = logging.getLogger(name)
+        saved = _state.setdefault(f"logger:{name}", other.level)
+        other.setLevel(logging.WARNING if value == QUIET else saved)
     logger = logging.getLogger("passport_kit")
     if value >= VERBOSE:
         if _HANDLER not in logger.handlers:

@@ -12,6 +12,10 @@ YASA implements them, with one documented difference for REM latency):
 - ``TIB`` time in bed: the whole hypnogram, every epoch counted (UNS and ART included).
 - ``SOL`` sleep onset latency: start of the hypnogram to the first epoch of any sleep stage
   (N1, N2, N3, REM).
+- ``LPS`` latency to persistent sleep: start of the hypnogram to the first epoch of the first
+  run of at least 10 minutes of uninterrupted sleep (20 epochs of 30 s; the definition of
+  insomnia trials), so that one stray N1 epoch in a wake period is not sleep onset.
+  ``SOL_5min``: the same with 5 minutes, YASA's ``SOL_5min``.
 - ``SPT`` sleep period time: first to last sleep epoch, both included.
 - ``TST`` total sleep time: minutes of N1 + N2 + N3 + REM.
 - ``WASO`` wake after sleep onset: minutes of W inside the sleep period.
@@ -20,7 +24,8 @@ YASA implements them, with one documented difference for REM latency):
   YASA's ``Lat_REM`` counts from the start of the record instead (= our value + SOL).
 - ``<stage>_min`` minutes per stage; ``<stage>_pct`` percent of TST per sleep stage.
 
-Without any sleep epoch, SOL, SPT, WASO and REM latency are ``None`` (undefined), never 0.
+Without any sleep epoch, SOL, SPT, WASO and REM latency are ``None`` (undefined), never 0; so
+are LPS and SOL_5min without a run of sleep that long.
 
 :data:`YASA_STATISTICS` names YASA's key for each of ours (``W_min`` is YASA's ``WAKE``,
 ``N1_pct`` its ``%N1``, ...); :meth:`Hypnogram.to_yasa` gives the hypnogram to YASA itself.
@@ -63,9 +68,10 @@ STAGE_CODES: dict[str, int] = {"W": 0, "N1": 1, "N2": 2, "N3": 3, "REM": 4, "UNS
 #: means the same; equal on the same hypnogram where both are defined (ours are None where YASA's are NaN,
 #: and YASA omits UNS/ART minutes when there are none). Not here: ``REM_latency``, counted from sleep onset
 #: (AASM), where YASA's ``Lat_REM`` counts from the start of the record: ``Lat_REM = REM_latency + SOL``;
-#: and YASA's SME, SFI and SOL_5min, which passport-kit does not compute.
+#: ``LPS`` (10 min of persistent sleep), which YASA does not compute; and YASA's SME and SFI, which passport-kit
+#: does not compute.
 YASA_STATISTICS: dict[str, str] = {
-    "TIB": "TIB", "SPT": "SPT", "WASO": "WASO", "TST": "TST", "SE": "SE", "SOL": "SOL",
+    "TIB": "TIB", "SPT": "SPT", "WASO": "WASO", "TST": "TST", "SE": "SE", "SOL": "SOL", "SOL_5min": "SOL_5min",
     "W_min": "WAKE", "N1_min": "N1", "N2_min": "N2", "N3_min": "N3", "REM_min": "REM", "UNS_min": "UNS",
     "ART_min": "ART", "N1_pct": "%N1", "N2_pct": "%N2", "N3_pct": "%N3", "REM_pct": "%REM",
 }
@@ -81,17 +87,25 @@ _ALIASES: dict[str, str] = {
 }
 
 
-def low_confidence_threshold(n_classes: int) -> float:
+#: How far from chance toward certainty a window's top probability must reach not to be low confidence, by task.
+#: Sleep staging: a third (0.47 for five stages): each epoch is an answer a scorer reviews. Classification: a tenth
+#: (0.55 for two classes): the answer is the recording's (its mean probability), its windows are the evidence, and
+#: temperature scaling draws a weak-per-window but sound classifier's windows toward chance (an eegmat adapter at
+#: temperature 1.88 marked 236 of 287 windows under the third and withheld 21 of 24 recordings' class; issue 45).
+LOW_CONFIDENCE_SHARE: dict[str, float] = {"sleep-staging": 1.0 / 3.0, "classification": 0.1}
+
+
+def low_confidence_threshold(n_classes: int, share: float = LOW_CONFIDENCE_SHARE["sleep-staging"]) -> float:
     """Return the top probability under which a prediction counts as low confidence.
 
-    A third of the way from chance (``1 / n_classes``) to certainty: 0.47 for the five sleep
-    stages, 0.67 for two classes. Under it the model barely prefers one class; such epochs
-    are marked in every report for a scorer to look at first.
+    ``share`` of the way from chance (``1 / n_classes``) to certainty (:data:`LOW_CONFIDENCE_SHARE`):
+    0.47 for the five sleep stages, 0.55 for a two-class task at a tenth. Under it the model
+    barely prefers one class; such windows are marked in every report for a scorer to look at first.
     """
-    return 1.0 / n_classes + (1.0 - 1.0 / n_classes) / 3.0
+    return 1.0 / n_classes + (1.0 - 1.0 / n_classes) * share
 
 
-def low_confidence(proba: np.ndarray) -> np.ndarray:
+def low_confidence(proba: np.ndarray, share: float = LOW_CONFIDENCE_SHARE["sleep-staging"]) -> np.ndarray:
     """Return ``(N,)`` bool: the rows of ``proba`` ``(N, K)`` whose top probability is below :func:`low_confidence_threshold`.
 
     All-zero rows (no prediction there, e.g. an unscored gap) are not flagged.
@@ -100,7 +114,7 @@ def low_confidence(proba: np.ndarray) -> np.ndarray:
     if proba.ndim != 2 or not proba.shape[1]:
         return np.zeros(len(proba), dtype=bool)
     top = proba.max(axis=1)
-    return (top > 0) & (top < low_confidence_threshold(proba.shape[1]))
+    return (top > 0) & (top < low_confidence_threshold(proba.shape[1], share))
 
 
 def normalize_stage(name: str) -> str:
@@ -120,6 +134,20 @@ def is_sleep_staging(classes: Sequence[str]) -> bool:
         return all(normalize_stage(c) in AASM_STAGES for c in classes)
     except LabelError:
         return False
+
+
+#: The persistent-sleep latencies: key -> minutes of uninterrupted sleep that make sleep onset.
+PERSISTENT_SLEEP_MINUTES: dict[str, float] = {"LPS": 10.0, "SOL_5min": 5.0}
+
+
+def _first_run(flags: np.ndarray, length: int) -> int | None:
+    """Return the index where the first run of at least ``length`` consecutive True ``flags`` starts, or None."""
+    run = 0
+    for i, flag in enumerate(np.asarray(flags, dtype=bool)):
+        run = run + 1 if flag else 0
+        if run >= max(length, 1):
+            return i - run + 1
+    return None
 
 
 class Hypnogram:
@@ -207,6 +235,9 @@ class Hypnogram:
             stats["REM_latency"] = (int(rem[0]) - first) * per_epoch_min if rem.size else None
         else:
             stats.update(SOL=None, SPT=None, WASO=None, REM_latency=None)
+        for key, minutes in PERSISTENT_SLEEP_MINUTES.items():
+            onset = _first_run(sleep, int(np.ceil(minutes / per_epoch_min - 1e-9)))
+            stats[key] = None if onset is None else onset * per_epoch_min
         stats["TST"] = tst
         stats["SE"] = 100.0 * tst / stats["TIB"] if stats["TIB"] else None
         for stage in AASM_STAGES + UNSCORED:

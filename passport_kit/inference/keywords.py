@@ -120,14 +120,59 @@ def predict(
     # Built in the order predict checked its options before: the contacts, the batch, the plot format.
     kinds = {"contacts": prediction.ContactOptions, "run": prediction.RunOptions, "output": prediction.OutputOptions,
              "reading": prediction.ReadOptions, "scorer": prediction.ScorerFiles}
-    unknown = sorted(set(options) - {f for kind in kinds.values() for f in kind.model_fields})
-    if unknown:
-        raise ConfigError(f"predict() takes no option {', '.join(map(repr, unknown))}; its options are the fields of "
-                          f"{', '.join(k.__name__ for k in kinds.values())} (help(passport_kit.predict) lists them)")
-    objects = {name: kind(**{**(given[name].model_dump() if given[name] is not None else {}),
-                             **{k: v for k, v in options.items() if k in kind.model_fields}})
-               for name, kind in kinds.items()}
+    objects = _option_objects("predict", kinds, given, options)
     return prediction.predict(adapter, recordings, out, progress=progress, **objects)
 
 
-__all__ = ["predict"]
+def predict_zero_shot(
+    stager: str,
+    recordings: Sequence[str | Path] | str | Path,
+    out: str | Path | None = None,
+    *,
+    montage: str | Path | Any = None,
+    checkpoint: str | Path | None = None,
+    reading: Any = None,
+    output: Any = None,
+    scorer: Any = None,
+    progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> list[PredictionResult]:
+    """Return one result per recording staged by a pretrained sleep stager alone: no adapter, no labels.
+
+    The keyword form of :func:`passport_kit.inference.predict.predict_zero_shot`, in the order of
+    :func:`predict`: what stages (``stager``: ``"yasa"``, built in, or ``"gssc"`` where installed,
+    where :func:`predict` takes the adapter), the recordings, the output folder; ``montage`` (a
+    registered name, a montage YAML or a Montage) says what the recordings' channels are. The
+    reading and output keywords are :func:`predict`'s: ``sfreq``, ``units``, ``scale``,
+    ``renames``, ``h_freq``, ``overwrite``, ``plot_format``, ``edf_annotations``, ``labels``,
+    ``label_map`` (the adapter's checks, contacts and model options do not apply). Example::
+
+        pk.predict_zero_shot("yasa", "excerpt1.txt", "out", montage="dreams-c3", sfreq=100)
+
+    Each summary names the stager and the channel it staged (``zero_shot``).
+    """
+    if montage is None:
+        raise ConfigError("predict_zero_shot() needs montage=: the registered montage (or montage YAML) of the "
+                          "recordings, e.g. predict_zero_shot('yasa', 'night.edf', montage='my-ear')")
+    given = {"output": output, "reading": reading, "scorer": scorer}
+    kinds = {"output": prediction.OutputOptions, "reading": prediction.ReadOptions, "scorer": prediction.ScorerFiles}
+    objects = _option_objects("predict_zero_shot", kinds, given, options)
+    return prediction.predict_zero_shot(montage, recordings, out, prior=stager, checkpoint=checkpoint,
+                                        progress=progress, **objects)
+
+
+def _option_objects(function: str, kinds: dict[str, Any], given: dict[str, Any],
+                    options: dict[str, Any]) -> dict[str, Any]:
+    """Return ``{name: option object}`` of ``kinds`` built from the objects ``given`` whole, updated by the keyword
+    ``options`` each names a field of; ConfigError for a keyword none of them has."""
+    unknown = sorted(set(options) - {f for kind in kinds.values() for f in kind.model_fields})
+    if unknown:
+        raise ConfigError(f"{function}() takes no option {', '.join(map(repr, unknown))}; its options are the fields "
+                          f"of {', '.join(k.__name__ for k in kinds.values())} (help(passport_kit.{function}) lists "
+                          "them)")
+    return {name: kind(**{**(given[name].model_dump() if given[name] is not None else {}),
+                          **{k: v for k, v in options.items() if k in kind.model_fields}})
+            for name, kind in kinds.items()}
+
+
+__all__ = ["predict", "predict_zero_shot"]

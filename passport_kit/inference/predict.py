@@ -75,10 +75,12 @@ from passport_kit.signals.dead_channels import DeadChannels, dead_channel_window
 from passport_kit.signals.distribution import DistributionVerdict
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, read_windows
 from passport_kit.output_lock import output_lock
+from passport_kit.wording import counted
 from passport_kit.engine.forward import predict_proba
 from passport_kit.inference.hypnogram import (
     Hypnogram,
     is_sleep_staging,
+    LOW_CONFIDENCE_SHARE,
     low_confidence,
     low_confidence_threshold,
     normalize_stage,
@@ -112,6 +114,8 @@ class AdapterFacts(BaseModel):
     adapter: Path                    # the bundle folder
     base_name: str                   # its base checkpoint
     not_learned: tuple[str, ...] = ()   # classes without a training window: the adapter cannot output them
+    #: Zero-shot: the stager and the montage channels it read ({stager, eeg, eog, emg}); None for an adapter.
+    zero_shot: dict[str, str | None] | None = None
 
 
 class ReadOptions(BaseModel):
@@ -341,6 +345,16 @@ def read_for_prediction(path: Path, montage: Any, config: Any, reading: ReadOpti
         if not exc.missing:
             raise
         # predict reads no dataset.yaml and uses the bundle's montage: advise what works here.
+        n_montage = len(montage.ch_names)
+        if len(exc.missing) >= 3 and len(exc.missing) > n_montage / 2:
+            # Most of the montage absent is another device, not names to map one by one (issue 45: 19 --renames
+            # suggested for a one-channel recording).
+            raise ChannelMappingError(
+                f"recording '{path}' lacks {len(exc.missing)} of the {n_montage} channels of the adapter's montage "
+                f"'{montage.name}' ({', '.join(exc.missing[:4])}{', ...' if len(exc.missing) > 4 else ''}): it is "
+                f"probably from another device or montage; use an adapter trained on this device (adapt --montage "
+                f"<its montage>), or map names that differ with --rename CHANNEL='<name in file>'",
+                missing=exc.missing, detail=exc.detail) from None
         raise ChannelMappingError(f"{exc.detail}; map them with --rename {exc.missing[0]}='<name in file>' "
                                   f"(renames={{'{exc.missing[0]}': ...}} in Python), once per channel",
                                   missing=exc.missing, detail=exc.detail) from None
@@ -520,8 +534,12 @@ def predict_recording(path: Path, night: RecordingWindows, loaded: LoadedAdapter
 
     ``label_file``: the scorer's labels of it (read with ``scorer``'s label map); ``guard``:
     withhold the statistics of a recording unlike the adapter's training data; ``in_memory``: it
-    was given as an array or a Raw, so it cannot be one of the adapter's training files.
+    was given as an array or a Raw, so no training file's hash can match it. It is in-sample when
+    its files' hashes or its signal (the bundle's ``metrics.fingerprints``: the same night read
+    from another file) are among the adapter's training data.
     """
+    from passport_kit.signals.fingerprint import same_signal
+
     # Read first: a label file that does not fit the recording fails before the model runs.
     labels = scorer.read(label_file, loaded.facts.classes, n_windows=len(night.x),
                          window_seconds=loaded.config.window_seconds)
@@ -531,8 +549,11 @@ def predict_recording(path: Path, night: RecordingWindows, loaded: LoadedAdapter
     return write_folder_whole(folder, functools.partial(
         write_prediction, recording=path, proba=proba, night=night, adapter=loaded.facts, contacts=contacts,
         band_short=band_too_narrow(night.config.h_freq, loaded.config.h_freq), scorer=labels, output=output,
-        distribution=distribution_verdict(loaded.meta.metrics.get("distribution"), night) if guard else None,
-        in_sample=not in_memory and in_training_data(path, loaded.meta.training_data)))
+        distribution=distribution_verdict(loaded.meta.metrics.get("distribution"), night,
+                                          predicted=proba.argmax(1) if _stages_night(loaded.facts) else None)
+        if guard else None,
+        in_sample=(not in_memory and in_training_data(path, loaded.meta.training_data))
+        or same_signal(night.x, loaded.meta.metrics.get("fingerprints")) is not None))
 
 
 def window_probabilities(loaded: LoadedAdapter, night: RecordingWindows, *,
@@ -621,7 +642,8 @@ def predict_zero_shot(
     label_files = scorer.of(files)
     classes = list(STAGES)
     facts = AdapterFacts(classes=classes, window_seconds=30.0, task="sleep-staging",
-                         adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})")
+                         adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})",
+                         zero_shot={"stager": stager.name, "eeg": spec.eeg, "eog": spec.eog, "emg": spec.emg})
     out_dir = Path(out) if out is not None else default_output_folder()
     out_dir.mkdir(parents=True, exist_ok=True)
     folder_of = dict(zip(files, output_names(files)))
@@ -631,8 +653,14 @@ def predict_zero_shot(
         for path in files:
             if progress is not None:
                 progress(str(path))
+            raw = _in_memory(path, memory, reading)
+            if raw is None:
+                from passport_kit.signals import read_recording
+
+                raw = read_recording(path, sfreq=reading.sfreq, units=reading.units, scale=reading.scale)
+            band = _zero_shot_band(path, float(raw.info["sfreq"]), config, reading, facts.zero_shot)
             # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
-            night = read_for_prediction(path, montage, config, reading, raw=_in_memory(path, memory, reading))
+            night = read_for_prediction(path, montage, config, band, raw=raw)
             labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
             logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
             proba = np.exp(logp).astype(np.float32)
@@ -679,6 +707,29 @@ def stager_channel_note(stager: str, channel: str) -> str | None:
     return (f"zero-shot {stager}: the stager reads channel '{channel}', not the central scalp EEG (C3, C4 or Cz "
             "against a mastoid) it was trained on; expect it to agree less with a scorer than on scalp EEG - check "
             "against one with --labels")
+
+
+def _zero_shot_band(path: Path, sfreq: float, config: Any, reading: ReadOptions,
+                    stager: dict[str, str | None]) -> ReadOptions:
+    """Return ``reading`` with the band-pass top a recording at ``sfreq`` Hz carries, warning in a zero-shot's words.
+
+    The warning of predict speaks of the adapter's training band and the model's 200-Hz input; a
+    stager alone has neither (issue 45), so it says which channel the stager staged in which band.
+    """
+    import warnings
+
+    from passport_kit.errors import PassportWarning
+    from passport_kit.signals.preprocess import fit_band_to_rate
+
+    if reading.h_freq is not None:
+        return reading
+    fitted = fit_band_to_rate(config, sfreq, source=f"recording '{path}'")
+    if fitted.h_freq != config.h_freq:
+        warnings.warn(f"recording '{path}' is sampled at {sfreq:g} Hz: its band-pass top is lowered from "
+                      f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency; the stager "
+                      f"{stager['stager']} staged channel {stager['eeg']} in that band (--h-freq sets another top)",
+                      PassportWarning, stacklevel=3)
+    return reading.model_copy(update={"h_freq": fitted.h_freq})
 
 
 def _split_recordings(recordings: Any) -> tuple[list[Path], dict[Path, Any]]:
@@ -813,36 +864,47 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     flagged = signal_flagged_windows(night.flags) | mostly_bad | (band_short is not None)
     if contacts is not None and contacts.dead is not None:  # half or more channels dead: a neighbour cannot stand in
         flagged |= np.asarray(contacts.dead.windows, dtype=bool).mean(axis=1) >= BAD_SHARE
-    unsure = low_confidence(proba)
+    staged = _stages_night(adapter)
+    unsure = low_confidence(proba, _confidence_share(staged))
     files: dict[str, Path] = {"predictions": reports.write_window_csv(
         folder / f"{stem}_predictions.csv",
         reports.window_rows(night.onset_s, window_seconds, proba, classes, flagged=flagged, low_confidence=unsure))}
-    summary = _summary_head(recording, proba, night, adapter, flagged=flagged, unsure=unsure)
-    # The most specific reason first: a band too narrow, channels that score bad, then the distribution.
-    withheld = _withheld(band_short, distribution, flagged, unsure, mostly_bad)
+    summary = _summary_head(recording, proba, night, adapter, flagged=flagged, unsure=unsure, staged=staged)
+    # The most specific reason first: a band too narrow, channels that score bad, then the distribution. A
+    # classification's answer is the mean over its windows: doubtful windows weaken it (its probability says how
+    # much), they do not void it; only windows the signal checks flag do.
+    withheld = _withheld(band_short, distribution, flagged, unsure if staged else np.zeros_like(unsure), mostly_bad,
+                         what="statistics" if staged else "the recording's class")
     if distribution is not None:
         summary["distribution"] = distribution.to_json()
     summary["classes_not_learned"] = list(adapter.not_learned)
+    if adapter.zero_shot is not None:
+        summary["zero_shot"] = dict(adapter.zero_shot)
     summary["in_sample"] = in_sample
     if scorer is not None:
         from passport_kit.inference.agreement import agreement
 
         summary["scorer_agreement"] = {"labels": str(scorer.file), **agreement(scorer.labels, proba.argmax(1), classes),
                                        "in_sample": in_sample}
+        if _stages_night(adapter):  # the validation report's numbers of this night (issue 44)
+            from passport_kit.validation import scored_night
+
+            summary["validation"] = scored_night(recording.name, night.onset_s, scorer.labels, proba.argmax(1),
+                                                 classes, window_seconds)
     summary["preprocessing"] = night.config.model_dump(mode="json")
     if night.quality is not None:
         masked = None if contacts is None or contacts.masked is None else np.asarray(contacts.masked).sum(axis=0)
         files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv",
                                                                  night.quality, masked_windows=masked)
         summary["channel_quality"] = channel_quality_summary(night.quality, contacts)
-    staged = _stages_night(adapter)
+    # Before the plot: its note marks statistics of a short recording as the terminal does.
+    summary |= _night_length_note(len(night.onset_s) * window_seconds / 3600.0, withheld, staged)
     if staged:
         events = _sleep_reports(folder, stem, recording, proba, night, adapter, summary, files, scorer=scorer,
                                 withheld=withheld, plot_format=output.plot_format)
     else:
         events = _class_reports(proba, night, adapter, summary, unsure=unsure, withheld=withheld)
     summary["statistics_withheld"] = withheld
-    summary |= _night_length_note(len(night.onset_s) * window_seconds / 3600.0, withheld, staged)
     files["events"] = reports.write_events_tsv(folder / f"{stem}_events.tsv", events)
     if output.edf_annotations:
         files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events,
@@ -853,7 +915,7 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
 
 
 def _summary_head(recording: Path, proba: np.ndarray, night: RecordingWindows, adapter: AdapterFacts, *,
-                  flagged: np.ndarray, unsure: np.ndarray) -> dict[str, Any]:
+                  flagged: np.ndarray, unsure: np.ndarray, staged: bool) -> dict[str, Any]:
     """Return the summary's first keys: the recording, the adapter, the windows, their classes and confidence."""
     classes = adapter.classes
     counts = np.bincount(proba.argmax(1), minlength=len(classes))
@@ -870,16 +932,22 @@ def _summary_head(recording: Path, proba: np.ndarray, night: RecordingWindows, a
         "class_counts": {c: int(n) for c, n in zip(classes, counts)},
         "mean_confidence": float(proba.max(1).mean()) if len(proba) else None,
         "low_confidence_windows": int(unsure.sum()),
-        "low_confidence_below": round(low_confidence_threshold(len(classes)), 4),
+        "low_confidence_below": round(low_confidence_threshold(len(classes), _confidence_share(staged)), 4),
     }
 
 
+def _confidence_share(staged: bool) -> float:
+    """Return the share of the way from chance to certainty under which a window is low confidence (sleep or not)."""
+    return LOW_CONFIDENCE_SHARE["sleep-staging" if staged else "classification"]
+
+
 def _withheld(band_short: str | None, distribution: DistributionVerdict | None, flagged: np.ndarray,
-              unsure: np.ndarray, mostly_bad: np.ndarray) -> str | None:
-    """Return why the recording's statistics are withheld (None: they are not), the most specific reason first."""
+              unsure: np.ndarray, mostly_bad: np.ndarray, *, what: str = "statistics") -> str | None:
+    """Return why the recording's ``what`` (its statistics, or its class) is withheld (None: it is not), the most
+    specific reason first."""
     outside = None if distribution is None or distribution.reason is None else (
         f"the recording is unlike the adapter's training data: {distribution.reason}")
-    unreliable = _withheld_because(flagged, unsure, mostly_bad)
+    unreliable = _withheld_because(flagged, unsure, mostly_bad, what=what)
     channels_bad = unreliable if mostly_bad.size and mostly_bad.mean() > WITHHOLD_ABOVE else None
     return band_short or channels_bad or outside or unreliable
 
@@ -948,18 +1016,23 @@ def _plot_note(summary: dict[str, Any], withheld: str | None) -> str:
     """Return the line of numbers printed on the hypnogram: sleep statistics (or that they are withheld), confidence."""
     stats = summary.get("sleep_statistics")
     if withheld or not stats:
-        head = "sleep statistics withheld: most epochs are low confidence or flagged"
+        # The terminal's reason, shortened to its first clause (issue 45: the title gave another one).
+        reason = re.split(r"[:;(]", withheld or "no epochs to count", maxsplit=1)[0].strip()
+        head = f"sleep statistics withheld: {reason}"
     else:
         parts = [f"TST {stats['TST']:.0f} min", f"SE {stats['SE']:.0f} %"]
         parts += [f"{k} {stats[k]:.0f} min" for k in ("SOL", "WASO") if stats.get(k) is not None]
         head = " · ".join(parts)
+        note = summary.get("statistics_note")
+        if summary.get("statistics_meaningful") is False and note:  # the terminal's mark, in short
+            head += f" (not meaningful: {note.split(': ', 1)[-1].split(',')[0]})"
     confidence = summary.get("mean_confidence")
     tail = "" if confidence is None else f" · mean confidence {confidence:.2f}"
     unsure = summary.get("low_confidence_windows")
     scored = summary.get("scorer_agreement") or {}
     scorer = "" if scored.get("kappa") is None else (f" · kappa vs scorer {scored['kappa']:.2f}"
                                                       + (" (in-sample)" if scored.get("in_sample") else ""))
-    return head + tail + scorer + (f" · {unsure} low-confidence epochs (shaded)" if unsure else "")
+    return head + tail + scorer + (f" · {counted(unsure, 'low-confidence epoch')} (shaded)" if unsure else "")
 
 
 #: Summary statistics are withheld when more than this share of the windows is flagged or low confidence.
@@ -989,13 +1062,16 @@ def signal_flagged_windows(flags: np.ndarray) -> np.ndarray:
     return (flags != 0).mean(axis=1) >= BAD_SHARE
 
 
-def distribution_verdict(profile: dict[str, Any] | None, night: RecordingWindows) -> DistributionVerdict | None:
-    """Return how far ``night`` lies from the bundle's training ``profile`` (None: no profile or nothing to compare)."""
+def distribution_verdict(profile: dict[str, Any] | None, night: RecordingWindows,
+                         predicted: np.ndarray | None = None) -> DistributionVerdict | None:
+    """Return how far ``night`` lies from the bundle's training ``profile`` (None: no profile or nothing to compare);
+    ``predicted`` ``(N,)``: a sleep adapter's stages of its windows, for the sequence and sleep-at-all checks."""
     from passport_kit.signals.distribution import score_recording
 
     if not profile:
         return None
-    return score_recording(profile, night.x, night.quality, top_hz=night.config.h_freq, sfreq=night.config.sfreq)
+    return score_recording(profile, night.x, night.quality, top_hz=night.config.h_freq, sfreq=night.config.sfreq,
+                           predicted=predicted, onset_s=night.onset_s, window_seconds=night.config.window_seconds)
 #: A recording is not staged when the band its rate carries is below this share of the adapter's
 #: (a 10 Hz copy of a night was staged TST 30 min, SE 100 %; issue 28). 100 Hz recordings, whose
 #: band is lowered from 75 to about 45 Hz, are staged.
@@ -1025,18 +1101,29 @@ def band_too_narrow(h_freq: float, trained_h_freq: float) -> str | None:
             "or adapt on recordings at this rate")
 
 
-def _withheld_because(flagged: np.ndarray, unsure: np.ndarray, mostly_bad: np.ndarray | None = None) -> str | None:
-    """Return why the summary statistics are withheld (most windows unreliable), or None to report them."""
+def _withheld_because(flagged: np.ndarray, unsure: np.ndarray, mostly_bad: np.ndarray | None = None, *,
+                      what: str = "statistics") -> str | None:
+    """Return why the summary's ``what`` (statistics, or the recording's class) is withheld (most windows
+    unreliable), or None to report it."""
     unreliable = np.asarray(flagged, dtype=bool) | np.asarray(unsure, dtype=bool)
     if not len(unreliable) or unreliable.mean() <= WITHHOLD_ABOVE:
         return None
     if mostly_bad is not None and mostly_bad.mean() > WITHHOLD_ABOVE:
-        return (f"half or more channels score bad in {int(mostly_bad.sum())} of {len(mostly_bad)} windows (noise, no "
-                "contact or no EEG); statistics over them would mislead - look at the recording and its channel "
-                "quality")
-    return (f"{int(unreliable.sum())} of {len(unreliable)} windows are low confidence ({int(unsure.sum())}) or "
-            f"flagged by the signal checks ({int(np.asarray(flagged).sum())}); statistics over them would mislead - "
+        return (f"half or more channels score bad in {int(mostly_bad.sum())} of {counted(len(mostly_bad), 'window')} "
+                f"(noise, no contact or no EEG); {what} over them would mislead - look at the recording and its "
+                "channel quality")
+    if not np.asarray(unsure).any():  # a classification: only the signal checks count
+        return (f"{int(unreliable.sum())} of {counted(len(unreliable), 'window')} {_are(unreliable)} flagged by the "
+                f"signal checks; {what} over them would mislead - look at the recording and the per-window predictions")
+    return (f"{int(unreliable.sum())} of {counted(len(unreliable), 'window')} {_are(unreliable)} low confidence "
+            f"({int(unsure.sum())}) or "
+            f"flagged by the signal checks ({int(np.asarray(flagged).sum())}); {what} over them would mislead - "
             "look at the recording and the per-window predictions")
+
+
+def _are(windows: np.ndarray) -> str:
+    """Return the verb of 'k of n windows are ...': 'is' for one window."""
+    return "is" if len(windows) == 1 else "are"
 
 
 def channel_quality_summary(quality: Any, contacts: ChannelMasks | None = None) -> dict[str, Any]:

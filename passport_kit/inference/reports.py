@@ -9,7 +9,7 @@ the figure writer and its formats) live one floor down, in :mod:`passport_kit.re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -159,9 +159,13 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
     ax.set_ylim(min(used) - 0.5, max(used) + 0.5)
     ax.set_ylabel("stage")
     unsure = hypnogram.low_confidence()
+    # A lone 30-s epoch of an 8-h night is under a pixel wide: each span is drawn at least MIN_SPAN of the axis wide.
+    least = MIN_SPAN * (len(hypnogram) * step if len(hypnogram) else 0.0)
     for k, (first, stop) in enumerate(_runs(unsure)):
         # One shaded span per run of low-confidence epochs, a lone epoch included (the hypnodensity below shows why).
-        ax.axvspan(hours[first], hours[stop - 1] + step, color="0.8", alpha=0.6, zorder=0, linewidth=0,
+        left, right = hours[first], hours[stop - 1] + step
+        pad = max(0.0, least - (right - left)) / 2
+        ax.axvspan(left - pad, right + pad, color="0.7", alpha=0.6, zorder=0, linewidth=0,
                    label="low confidence" if k == 0 else None, gid="low-confidence")
     if reference is not None or unsure.any():
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
@@ -188,11 +192,15 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
     if table:
         fig.text(0.7 / 11, 0.12 / height, table, fontsize=9, family="monospace", va="bottom")
     if hypnogram.start is not None:
-        from matplotlib.dates import AutoDateLocator, DateFormatter
+        from matplotlib.dates import AutoDateFormatter, AutoDateLocator
 
-        # The x values are plain date numbers, so the axis needs the date locator to tick on round times.
-        axes[-1].xaxis.set_major_locator(AutoDateLocator(minticks=4, maxticks=12))
-        axes[-1].xaxis.set_major_formatter(DateFormatter("%H:%M"))
+        # The x values are plain date numbers, so the axis needs the date locator to tick on round times; ticks
+        # under a minute apart (a recording of a few minutes) carry seconds, not '00:00 00:00 00:01' (issue 45).
+        locator = AutoDateLocator(minticks=4, maxticks=12)
+        clock = AutoDateFormatter(locator, defaultfmt="%H:%M")
+        clock.scaled = {1 / 86400: "%H:%M:%S", 1 / 1440: "%H:%M"}  # tick spacing in days -> format
+        axes[-1].xaxis.set_major_locator(locator)
+        axes[-1].xaxis.set_major_formatter(clock)
     return save_figure(fig, path, tight=False)
 
 
@@ -217,6 +225,10 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
 
 #: Recordings shorter than this (seconds) get a time axis in minutes, not hours.
 MINUTES_BELOW_S = 3600.0
+#: The narrowest a shaded low-confidence span is drawn, as a share of the time axis.
+MIN_SPAN = 0.004
+#: The date EDF writes when a recording's date is unknown (EDF+ specification: startdate 01.01.85).
+EDF_NO_DATE = date(1985, 1, 1)
 
 
 def _time_axis(hypnogram: Hypnogram) -> tuple[float, float, str]:
@@ -229,7 +241,9 @@ def _time_axis(hypnogram: Hypnogram) -> tuple[float, float, str]:
 
     # The wall-clock time the recording stores (EDF: local time, which MNE labels UTC), shown as is.
     start = hypnogram.start.replace(tzinfo=None)
-    return float(date2num(start)), 86400.0, f"clock time (recording started {start:%Y-%m-%d %H:%M:%S})"
+    when = (f"{start:%H:%M:%S}; the file gives no date" if start.date() == EDF_NO_DATE else
+            f"{start:%Y-%m-%d %H:%M:%S}")
+    return float(date2num(start)), 86400.0, f"clock time (recording started {when})"
 
 
 __all__ = [

@@ -281,6 +281,7 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     from passport_kit.signals.amplitude import amplitude_profile
     from passport_kit.signals.data_hashes import dataset_hashes
     from passport_kit.signals.dataset import RecordingReader
+    from passport_kit.signals.fingerprint import training_fingerprints
     from passport_kit.signals.dataset_spec import load_dataset_spec
     from passport_kit.signals.recording import with_high_pass
 
@@ -327,11 +328,14 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     contacts = poor_contact_counts(run.channel_mask, run.distrust, np.concatenate([train_idx, val_idx]))
     metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx) | {
         "channel_quality": run.quality, "poor_contacts": contacts, "selection": trained.selection,
-        "warnings": [*trained.warnings, *amplitude_lines]}
+        "warnings": [*trained.warnings, *amplitude_lines,
+                     *recording_setup_warnings(windows, spec, reader, montage, preprocess)]}
     # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
     metrics["amplitude"] = amplitude_profile(run.window_quality.values())
     # What predict scores each recording against: unlike the training data -> statistics withheld.
     metrics["distribution"] = training_distribution(run, np.concatenate([train_idx, val_idx]))
+    # What predict recognises a training recording by when it is read from another file (issue 45).
+    metrics["fingerprints"] = training_fingerprints(windows.x, windows.recording, windows.onset_s)
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=run.preprocess,
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics,
                           training_data=dataset_hashes(run.spec))
@@ -367,20 +371,68 @@ def subject_amplitude_warnings(run: Any, rows: np.ndarray) -> list[str]:
             for subject, (median, others) in subject_amplitude_outliers(scored, subject_of).items()]
 
 
+def _with_options_listed(function: Callable[..., Any], config: type[BaseModel]) -> None:
+    """Give ``function``, which takes ``**options`` of ``config``'s fields, a signature and a docstring listing them:
+    ``help(passport_kit.adapt)`` showed only ``**options`` (issue 45)."""
+    import inspect
+
+    from pydantic_core import PydanticUndefined
+
+    signature = inspect.signature(function)
+    params = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    lines = []
+    for name, field in config.model_fields.items():
+        default = inspect.Parameter.empty if field.default is PydanticUndefined else field.default
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=field.annotation))
+        lines.append(f"    {name}: {field.description or ''}".rstrip(": "))
+    function.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    listed = "\n".join(lines)
+    function.__doc__ = f"{function.__doc__ or ''}\n    Options (the fields of {config.__name__}):\n\n{listed}\n"
+
+
+_with_options_listed(adapt, AdaptConfig)
+
+
+def recording_setup_warnings(windows: Any, spec: Any, reader: Any, montage: Any, preprocess: Any) -> list[str]:
+    """Return the warning ``check`` gives when the recordings' headers (rate, prefilters, units) tell the classes apart
+    (:func:`~passport_kit.onboard.check.header_confound`), as a list (empty: none, or a header cannot be read)."""
+    from passport_kit.errors import PassportError
+    from passport_kit.onboard.check import header_confound
+
+    try:
+        headers = {rec.file: reader.header(rec, montage) for rec in spec.recordings}
+    except PassportError:  # a recording the windows were read from has a header; this is a second look only
+        return []
+    confound = header_confound(windows, spec, headers, preprocess)
+    # adapt said nothing of what check found (issue 45): the model may have learned the setup, not the task.
+    return [] if confound is None else [f"the recordings' headers differ between classes: {confound}"]
+
+
 def training_distribution(run: Any, rows: np.ndarray) -> dict[str, Any] | None:
     """Return the description of the training windows ``rows`` that predict's distribution guard compares with.
 
     :func:`~passport_kit.signals.distribution.distribution_profile` of the windows, with the raw
-    recordings' amplitudes where they were scored (else the windows', unless instance normalised).
+    recordings' amplitudes where they were scored (else the windows', unless instance normalised);
+    for sleep staging also each stage's spectrum and the training nights' stage transitions, for
+    predict's checks of what the adapter says.
     """
-    from passport_kit.signals.distribution import distribution_profile
+    from passport_kit.signals.distribution import distribution_profile, transition_record
 
     windows = run.windows
     used = set(windows.recording[rows].tolist())
     scored = scored_qualities(run)
     qualities = None if scored is None else [q for rec, q in scored.items() if rec in used]
+    sleep = {}
+    if windows.info.get("task") == "sleep-staging":
+        rows_sorted = np.sort(rows)
+        sleep = {"stages": list(windows.classes), "labels": windows.y,
+                 "transitions": transition_record(windows.classes, windows.y[rows_sorted],
+                                                  windows.recording[rows_sorted], windows.onset_s[rows_sorted],
+                                                  windows.config.window_seconds)}
     return distribution_profile(windows.x, list(run.montage.ch_names), top_hz=windows.config.h_freq,
-                                sfreq=windows.config.sfreq, qualities=qualities, groups=windows.subject, rows=rows)
+                                sfreq=windows.config.sfreq, qualities=qualities, groups=windows.subject, rows=rows,
+                                **sleep)
 
 
 def run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx: np.ndarray,

@@ -124,7 +124,7 @@ def check(
     from passport_kit.model.config import EMBEDDINGS
     from passport_kit.montage import resolve_montage
     from passport_kit.signals import load_dataset
-    from passport_kit.signals.dataset import RecordingReader
+    from passport_kit.signals.dataset import RecordingReader, missing_labels
     from passport_kit.signals.dataset_spec import load_dataset_spec
     from passport_kit.signals.recording import with_high_pass
     from passport_kit.signals.windows import FLAG_NAMES, instance_normalise
@@ -173,6 +173,10 @@ def check(
         headers: dict[str, dict[str, Any]] | None = {rec.file: reader.header(rec, mont) for rec in spec.recordings}
     except PassportError:
         headers = None
+    try:  # from the spec and the headers just read: adapt's own words, before the windows are read
+        unlabelled = missing_labels(spec, reader)
+    except PassportError:
+        unlabelled = None
     # Load without instance normalisation so the raw amplitude scale can be checked; the
     # batch below is normalised as adapt would.
     raw_config = preprocess.model_copy(update={"instance_norm": False})
@@ -222,7 +226,7 @@ def check(
                + (f"; channels flagged in most windows (poor contact?): {bad_channels}" if bad_channels else ""))
 
     _check_quality(report, windows)
-    labels_ok = _check_labels(report, windows)
+    labels_ok = _check_labels(report, windows, unlabelled)
     if not labels_ok:
         return report
     if headers is not None:
@@ -367,14 +371,26 @@ def _check_metadata(report: CheckReport, windows: Any, spec: Any, headers: dict[
     if len(set(classes.values())) < 2:
         report.add("recording metadata", "ok", "classes vary within recordings; no header to compare between them")
         return
-    subjects = {rec.file: rec.subject for rec in spec.recordings}
-    lines = metadata_confounds(headers, classes, subjects, band=(preprocess.l_freq, preprocess.h_freq))
-    if not lines:
+    confound = header_confound(windows, spec, headers, preprocess)
+    if confound is None:
         report.add("recording metadata", "ok", f"sampling rate, prefilters and units agree between classes "
                    f"({len(classes)} one-class recordings)")
         return
+    report.add("recording metadata", "warn", confound)
+
+
+def header_confound(windows: Any, spec: Any, headers: dict[str, dict[str, Any]], preprocess: Any) -> str | None:
+    """Return the line saying which header fields (rate, prefilters, units) tell the classes apart and how to make the
+    recordings agree, or None: none does (or classes vary within recordings). ``check`` reports it; ``adapt`` warns."""
+    classes = recording_classes(windows)
+    if len(set(classes.values())) < 2:
+        return None
+    subjects = {rec.file: rec.subject for rec in spec.recordings}
+    lines = metadata_confounds(headers, classes, subjects, band=(preprocess.l_freq, preprocess.h_freq))
+    if not lines:
+        return None
     advice = f"a model can learn the recording setup instead of the task; {_confound_fix(headers, classes, lines)}"
-    report.add("recording metadata", "warn", "; ".join(lines) + f" - {advice}")
+    return "; ".join(lines) + f" - {advice}"
 
 
 def _confound_fix(headers: dict[str, dict[str, Any]], classes: dict[str, str], lines: list[str]) -> str:
@@ -408,12 +424,16 @@ def _notch_words(preprocess: Any) -> str:
     return f"notch {preprocess.notch_freq:g} Hz"
 
 
-def _check_labels(report: CheckReport, windows: Any) -> bool:
-    """Record the label-coverage verdict; return whether training can use the labels at all."""
+def _check_labels(report: CheckReport, windows: Any, unlabelled: str | None = None) -> bool:
+    """Record the label-coverage verdict; return whether training can use the labels at all.
+
+    ``unlabelled``: :func:`~passport_kit.signals.dataset.missing_labels`' line when the data set gives no labels.
+    """
     counts = windows.class_counts()
     total = sum(counts.values())
     if total == 0:
-        report.add("labels", "fail", "no labeled windows; point labels: in dataset.yaml at the hypnograms/labels")
+        report.add("labels", "fail", unlabelled or "no labeled windows; point labels: in dataset.yaml at the "
+                   "hypnograms/labels")
         return False
     subjects = sorted({str(s) for s in windows.subject[windows.y >= 0].tolist()})
     empty = [k for k, v in counts.items() if v == 0]

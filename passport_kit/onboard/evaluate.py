@@ -17,6 +17,9 @@ subject, every metric; rewritten after every run, so a stopped evaluation keeps 
 largest training set: the paper's table), ``summary.json`` (configuration, every row, mean ±
 SD per method), ``confusion_<method>.png`` (pooled over folds), and with a sweep
 ``sweep.csv`` + ``sweep.png`` (metric vs training subjects, mean ± SD over seeds and folds).
+A sleep-staging evaluation also writes ``validation/`` (issue 44, :mod:`passport_kit.validation`): for each
+method and the zero-shot stager, the held-out nights' epoch-by-epoch agreement and the Bland–Altman discrepancy of
+their sleep measures, as JSON, CSV, PNG and one offline ``validation.html``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from passport_kit.signals.recording import with_high_pass
 from passport_kit.onboard.adapt import DEFAULT_CHECKPOINT
 from passport_kit.onboard.recipe import RecipeOptions, naming_metric, parse_options
 from passport_kit.onboard.recipes import get_recipe
-from passport_kit.onboard.ladder_inputs import cached_prior
+from passport_kit.onboard.ladder_inputs import spec_prior
+from passport_kit.onboard.held_out_nights import HeldOutNights
 from passport_kit.onboard.run import RunData, dataset_preprocess, prepare_run, train_once
 from passport_kit.onboard.metrics import METRIC_NAMES, classification_metrics
 from passport_kit.onboard.splits import (
@@ -185,6 +189,8 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                     plans.append((method, ckpt, backbone, info, run, fold, n, seed))
     total = len(plans)
     report_methods = list(methods)
+    first = next(iter(runs.values())).windows
+    nights = HeldOutNights(first.classes, window_seconds=first.config.window_seconds, task=first.info.get("task"))
     for done, (method, ckpt, backbone, info, run, fold, n, seed) in enumerate(plans):
         if progress is not None:
             progress(done, total, f"{method} {fold.name} n={n or 'all'} seed={seed}")
@@ -208,7 +214,7 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
             _save_run_adapter(cfg, trained, run, method=method, checkpoint=ckpt, info=info, split=split, n=n, seed=seed,
                               rows=(train_idx, val_idx))
         # Test windows masked by the same rule as training: what predict does with the bundle.
-        prior = cached_prior(windows, cfg.prior)[0] if getattr(model.head, "n_prior", 0) else None
+        prior = spec_prior(windows, model.head.prior) if getattr(model.head, "n_prior", 0) else None
         proba = predict_proba(model, windows.x, run.meta, index=test_idx, groups=windows.recording[test_idx],
                               batch_size=max(cfg.batch_size, 64),
                               device=device, precision=precision, channel_mask=run.channel_mask,
@@ -244,6 +250,10 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
             if n == sizes[-1]:
                 pooled[name][0].extend(windows.y[test_idx].tolist())
                 pooled[name][1].extend(pred.tolist())
+                if seed == 0:  # the validation report: one staging per night and method
+                    nights.add(name, windows, test_idx, pred)
+        if n == sizes[-1] and seed == 0 and method == methods[0]:
+            nights.add_zero_shot(windows, test_idx, cfg.prior)
         if rows:
             # Rows so far, after every run: a long evaluation stopped midway keeps what it scored.
             reports.write_table(Path(cfg.out) / "results.csv", rows)
@@ -252,7 +262,11 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
     if not rows:
         raise DataError("no test windows were scored; check --test-subject and the dataset labels")
     classes = list(next(iter(runs.values())).windows.classes)
-    return _write_reports(cfg, rows, pooled, classes, report_methods, sizes)
+    report = _write_reports(cfg, rows, pooled, classes, report_methods, sizes)
+    report.files |= nights.write(Path(cfg.out) / "validation", context=(
+        f"evaluate --protocol {cfg.protocol} on {cfg.data}: each held-out night staged by a model fitted without it "
+        "(first seed, largest training set), against the dataset's labels as the reference scorer"))
+    return report
 
 
 def adapter_folder(out: Path, method: str, fold: str, n: int | None, seed: int) -> Path:

@@ -52,17 +52,17 @@ from passport_kit.onboard.lpft import MIN_EFFECT, SE_MULTIPLE
 from passport_kit.onboard.metrics import ClassificationMetrics, classification_metrics
 from passport_kit.onboard.probe import (MAX_INNER_FOLDS, POOLINGS, ReadOutChoice, _fit_lr, _one_blas_thread, _proba,
                                         _Standardiser, balanced_weights, class_warnings, column_weights, fit_head,
-                                        plain_features, read_out_matrix, repeated_group_folds)
+                                        offset_inputs, plain_features, read_out_matrix, repeated_group_folds)
+from passport_kit.onboard.rungs import (BACKBONE_WEIGHTS, PRIOR_WEIGHTS, STAGER_FIRST, TEXTBOOK_FIRST, Climb, Rung,
+                                        Scored, get_rung, rung_order, stager_applies)
 
 #: Inverse L2 strengths every read-out is scored at (its best is kept, as ``LogisticRegressionCV`` does).
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: What "best" means for C: the mean inner log-loss (``LogisticRegressionCV``'s default from scikit-learn 1.11), or
 #: the task metric (AUROC, kappa) as before: see docs/RESULTS.md § The ladder.
 C_BY = "metric"
-#: The smallest paired inner-CV gain a step up must show (besides exceeding its standard error).
-#: (``MIN_EFFECT``: the smallest paired inner-CV gain a step up must show besides its standard error; LP-FT's too.)
-BACKBONE_WEIGHTS = (0.1, 0.3)
-PRIOR_WEIGHTS = (1.0, 3.0, 10.0)
+#: (``MIN_EFFECT``: the smallest paired inner-CV gain a step up must show besides its standard error; LP-FT's too.
+#: ``BACKBONE_WEIGHTS``, ``PRIOR_WEIGHTS``: the blocks' weights the rungs try, :mod:`.rungs`.)
 #: How many times the grouped folds are drawn (one draw above REPEAT_MAX_WINDOWS windows).
 INNER_REPEATS = 3
 REPEAT_MAX_WINDOWS = 4000
@@ -70,7 +70,8 @@ REPEAT_MAX_WINDOWS = 4000
 NIGHT_BLOCKS = 5
 #: The read-out used where no cross-validation is possible: the textbook with scikit-learn's default C.
 FALLBACK = ReadOutChoice(1.0)
-RUNG_ORDER = ("bandpower", "context", "prior", "zero-shot", "backbone", "lpft", "smoothing")
+#: The rungs of the textbook-first order (kept for callers that counted them; :func:`rung_order` gives a task's).
+RUNG_ORDER = TEXTBOOK_FIRST
 
 
 @dataclass
@@ -123,56 +124,31 @@ def weighted_log_loss(y: np.ndarray, proba: np.ndarray, weight: np.ndarray) -> f
 
 def fold_score(y: np.ndarray, proba: np.ndarray, metric: str) -> float:
     """Return kappa of the arg-max, or AUROC of class 1 (NaN when a fold holds one class), of ``proba`` against ``y``."""
-    from sklearn.metrics import cohen_kappa_score, roc_auc_score
+    from sklearn.metrics import roc_auc_score
 
     if metric == "auroc":
         if len(np.unique(y)) < 2:
             return float("nan")
         return float(roc_auc_score(y, proba[:, 1]))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = cohen_kappa_score(y, proba.argmax(1), labels=np.arange(proba.shape[1]))
-    return float(value) if np.isfinite(value) else float("nan")
+    return kappa(y, proba.argmax(1), proba.shape[1])
 
 
-@dataclass
-class Scored:
-    """One candidate scored on the ladder's folds: per-fold scores (every draw), out-of-fold probabilities per draw."""
+def kappa(y: np.ndarray, pred: np.ndarray, k: int) -> float:
+    """Return Cohen's kappa of ``pred`` against ``y`` over classes ``0..k-1`` (NaN where chance agreement is 1).
 
-    name: str
-    choice: ReadOutChoice | None  # None: the zero-shot prior (no fitting)
-    scores: np.ndarray
-    oof: list[np.ndarray]
-    grid: list[dict[str, Any]] = field(default_factory=list)
-    #: The rung's own setting as adapter.json records it (the read-out's, or what the step adds).
-    setting: dict[str, Any] = field(default_factory=dict)
-    #: Smoothing applied on top of ``choice`` (or the zero-shot prior), with the emission prior it divides by.
-    smoothed: bool = False
-
-    @property
-    def mean(self) -> float:
-        finite = self.scores[np.isfinite(self.scores)]
-        return float(finite.mean()) if len(finite) else float("nan")
-
-
-@dataclass
-class Rung:
-    """One step of the ladder as adapter.json records it."""
-
-    name: str
-    tried: bool
-    taken: bool
-    reason: str
-    score: float | None = None
-    baseline: float | None = None
-    gain: float | None = None
-    standard_error: float | None = None
-    setting: dict[str, Any] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        r = (lambda v: None if v is None or not np.isfinite(v) else round(float(v), 4))
-        return {"rung": self.name, "tried": self.tried, "taken": self.taken, "score": r(self.score),
-                "baseline": r(self.baseline), "gain": r(self.gain), "standard_error": r(self.standard_error),
-                "setting": self.setting, "reason": self.reason}
+    scikit-learn's ``cohen_kappa_score`` gives the same value (tested), but validates its inputs on every
+    call: 8 ms each, half the ladder's time with the offset read-outs' thousand fold scores.
+    """
+    cm = np.bincount(np.asarray(y, dtype=np.int64) * k + np.asarray(pred, dtype=np.int64),
+                     minlength=k * k).reshape(k, k).astype(np.float64)
+    n = cm.sum()
+    if n == 0:
+        return float("nan")
+    observed = np.trace(cm) / n
+    chance = float(cm.sum(axis=0) @ cm.sum(axis=1)) / (n * n)
+    if chance >= 1.0:
+        return float("nan")
+    return float(1.0 - (1.0 - observed) / (1.0 - chance))
 
 
 def paired_gain(challenger: np.ndarray, incumbent: np.ndarray, per_draw: int) -> tuple[float, float, int]:
@@ -212,6 +188,15 @@ class LadderData:
     fixed_context: bool = False
     #: Why the prior is absent (recorded as the prior rungs' reason), when it is.
     prior_reason: str = "not a sleep-staging task"
+    #: The stager's options (channel choices; each installed stager and their average): ``(spec, (N, 5)
+    #: log-probabilities)`` each, the positions' best guess first. Empty: ``prior`` / ``prior_spec`` alone.
+    stager_options: list[tuple[dict[str, Any], np.ndarray]] = field(default_factory=list)
+    #: Sleep staging starts from the stager where one applies (issue 43); False: the textbook-first order (ablation).
+    stager_first: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.stager_options and self.prior is not None:
+            self.stager_options = [(dict(self.prior_spec or {}), self.prior)]
 
 
 @dataclass
@@ -230,6 +215,12 @@ class LadderResult:
     lpft: Any = None
     seconds: float = 0.0
     min_effect: float = 0.0
+    #: The base of the ladder (band power, or the zero-shot stager) and the order climbed.
+    base: Scored | None = None
+    order: tuple[str, ...] = TEXTBOOK_FIRST
+    #: The stager option the read-out reads (its spec and log-probabilities), when it reads one.
+    prior: np.ndarray | None = None
+    prior_spec: dict[str, Any] | None = None
 
     @property
     def chosen_rung(self) -> str:
@@ -244,12 +235,17 @@ class LadderResult:
             return FALLBACK
         return self.chosen.choice or ReadOutChoice(1.0, prior_weight=1.0)
 
+    @property
+    def stager(self) -> Scored | None:
+        """Return the zero-shot stager as scored on the ladder's folds (the base of the stager-first order)."""
+        return self.base if self.base is not None and self.base.choice is None else None
+
 
 class Ladder:
     """Scores read-outs on one set of inner folds and climbs (module docstring); :meth:`climb` runs it."""
 
     def __init__(self, data: LadderData, *, seed: int = 0, repeats: int | None = None,
-                 min_effect: float | None = None, progress: Callable[[str], None] | None = None,
+                 min_effect: float | None = None, progress: Callable[[str, int, int], None] | None = None,
                  se_multiple: float = SE_MULTIPLE, c_by: str = C_BY) -> None:
         self.data = data
         self.metric = selection_metric(len(data.classes))
@@ -263,21 +259,39 @@ class Ladder:
         self.rec = list(np.asarray(data.recordings))
         self.folds = inner_folds(data.groups, data.recordings, seed=seed, repeats=repeats)
         self.weights = balanced_weights(self.y, len(data.classes))
+        #: ``progress(rung, step, total)``: called as each candidate is scored (step: the rung's place in the order).
         self._progress = progress
+        self._at = (0, len(TEXTBOOK_FIRST))
         #: Each tried rung's best candidate (the benchmarks score every rung on outer folds).
         self.candidates: dict[str, Scored] = {}
-        self._memo: dict[ReadOutChoice, Scored] = {}
+        self._memo: dict[tuple[ReadOutChoice, int], Scored] = {}
+        #: The stager option the read-outs read (the stager rung picks it; the first by default).
+        self.option = 0
+        self.prior = data.prior if not data.stager_options else data.stager_options[0][1]
+        self.prior_spec = data.prior_spec if not data.stager_options else data.stager_options[0][0]
+        self.stages = data.prior_stages
+        #: The band-power rung's candidate (the reference evaluate scores), wherever in the order it sits.
+        self.bandpower: Scored | None = None
+
+    def use_stager(self, option: int) -> None:
+        """Read stager option ``option`` from now on (its log-probabilities as the prior block and offset)."""
+        self.option = option
+        self.prior_spec, self.prior = self.data.stager_options[option]
 
     # -- scoring ----------------------------------------------------------------------------------------------
     def score(self, name: str, choice: ReadOutChoice) -> Scored:
         """Return ``choice`` scored at every C of :data:`C_GRID`, keeping the C with the best mean inner score."""
         assert self.folds is not None
-        if choice in self._memo:  # a second climb (another minimum effect) reuses what was scored
-            return dataclasses.replace(self._memo[choice], name=name)
+        key = (choice, self.option if choice.reads_prior else -1)
+        if key in self._memo:  # a second climb (another minimum effect) reuses what was scored
+            return dataclasses.replace(self._memo[key], name=name)
         if self._progress is not None:
-            self._progress(name)
+            self._progress(name, *self._at)
+        if choice.offset:
+            self._memo[key] = self._score_offset(name, choice)
+            return self._memo[key]
         d, k = self.data, len(self.data.classes)
-        z = read_out_matrix(d.plain, choice, d.prior, self.rec)
+        z = read_out_matrix(d.plain, choice, self.prior, self.rec)
         n_backbone = d.d_model * (2 if choice.pooling == "meanstd" else 1)
         weight = column_weights(choice, z, n_backbone, d.plain[choice.pooling].shape[1])
         per_c = {c: [] for c in C_GRID}
@@ -295,28 +309,59 @@ class Ladder:
                     oof[c][r][test_rows] = proba
                     per_c[c].append(fold_score(self.y[test_rows], proba, self.metric))
                     loss[c].append(weighted_log_loss(self.y[test_rows], proba, self.weights[test_rows]))
+        return self._best_c(name, choice, per_c, loss, oof, C_GRID)
+
+    def _best_c(self, name: str, choice: ReadOutChoice, per_c: dict[float, list[float]],
+                loss: dict[float, list[float]], oof: dict[float, list[np.ndarray]], grid_c: tuple[float, ...]) -> Scored:
+        """Return ``choice`` at the C of ``grid_c`` with the best mean inner score (or log-loss, ``c_by``)."""
         means = {c: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
                  for c, v in ((c, np.asarray(s)) for c, s in per_c.items())}
         losses = {c: float(np.mean(v)) for c, v in loss.items()}
         if self.c_by == "log_loss":  # LogisticRegressionCV's coming default: a proper score, calibrated read-outs
-            best = min(C_GRID, key=lambda c: losses[c])
+            best = min(grid_c, key=lambda c: losses[c])
         else:
-            finite = [c for c in C_GRID if np.isfinite(means[c])]
+            finite = [c for c in grid_c if np.isfinite(means[c])]
             best = max(finite, key=lambda c: means[c]) if finite else 1.0
         grid = [{"C": c, self.metric: None if not np.isfinite(means[c]) else round(means[c], 4),
-                 "log_loss": round(losses[c], 4)} for c in C_GRID]
+                 "log_loss": round(losses[c], 4)} for c in grid_c]
         chosen = choice.with_c(best)
-        self._memo[choice] = Scored(name, chosen, np.asarray(per_c[best], dtype=np.float64), oof[best], grid,
-                                    chosen.as_dict())
-        return self._memo[choice]
+        return Scored(name, chosen, np.asarray(per_c[best], dtype=np.float64), oof[best], grid, chosen.as_dict())
 
-    def zero_shot(self) -> Scored:
-        """Return the prior alone, unfitted, scored on the same test folds (its probabilities mapped onto the classes)."""
-        assert self.folds is not None and self.data.prior is not None and self.data.prior_stages is not None
-        proba = zero_shot_proba(self.data.prior, self.data.prior_stages)
+    def _score_offset(self, name: str, choice: ReadOutChoice) -> Scored:
+        """Return an offset read-out (fitted around the stager, :mod:`.offset`) scored at every strength of
+        :data:`~passport_kit.onboard.offset.OFFSET_C_GRID`, rows unweighted, keeping the best."""
+        from passport_kit.onboard.offset import OFFSET_C_GRID, fit_offset
+
+        assert self.folds is not None and self.prior is not None and self.stages is not None
+        k = len(self.data.classes)
+        z, weight, offset, mask = offset_inputs(self.data.plain, choice, self.prior, self.stages, self.rec,
+                                                self.data.d_model)
+        per_c = {c: [] for c in OFFSET_C_GRID}
+        loss = {c: [] for c in OFFSET_C_GRID}
+        oof = {c: [np.zeros((len(z), k)) for _ in self.folds.draws] for c in OFFSET_C_GRID}
+        ones = np.ones(len(z))
+        for r, draw in enumerate(self.folds.draws):
+            for fit_rows, test_rows in draw:
+                standardise = _Standardiser(z[fit_rows], weight)
+                z_fit, z_test = standardise(z[fit_rows]), standardise(z[test_rows])
+                warm = None
+                for c in OFFSET_C_GRID:  # ascending: each fit starts from the more strongly shrunk one
+                    warm = fit_offset(z_fit, self.y[fit_rows], offset[fit_rows], c, mask=mask, warm=warm)
+                    proba = warm.predict_proba(z_test, offset[test_rows])
+                    oof[c][r][test_rows] = proba
+                    per_c[c].append(fold_score(self.y[test_rows], proba, self.metric))
+                    loss[c].append(weighted_log_loss(self.y[test_rows], proba, ones[test_rows]))
+        return self._best_c(name, choice, per_c, loss, oof, OFFSET_C_GRID)
+
+    def zero_shot(self, option: int | None = None) -> Scored:
+        """Return the stager alone (option ``option``; None: the one in use), unfitted, scored on the same test folds
+        (its probabilities mapped onto the classes)."""
+        spec, prior = (self.prior_spec, self.prior) if option is None else self.data.stager_options[option]
+        assert self.folds is not None and prior is not None and self.stages is not None
+        proba = zero_shot_proba(prior, self.stages)
         scores = [fold_score(self.y[test], proba[test], self.metric) for draw in self.folds.draws for _, test in draw]
         return Scored("zero-shot", None, np.asarray(scores), [proba for _ in self.folds.draws],
-                      setting={"prior": (self.data.prior_spec or {}).get("name")})
+                      setting={"prior": (spec or {}).get("name"), **_channels(spec)})
 
     def smoothed(self, base: Scored) -> Scored:
         """Return ``base`` with each test night smoothed by transitions counted on its fold's training rows."""
@@ -336,11 +381,15 @@ class Ladder:
         return Scored("smoothing", base.choice, np.asarray(scores), oof, setting={"over": base.name}, smoothed=True)
 
     # -- climbing -----------------------------------------------------------------------------------------------
-    def _step(self, name: str, incumbent: Scored, variants: list[Scored], rungs: list[Rung]) -> Scored:
+    def gain(self, challenger: Scored, incumbent: Scored) -> tuple[float, float, int]:
+        """Return :func:`paired_gain` of ``challenger`` over ``incumbent`` on the ladder's folds."""
+        return paired_gain(challenger.scores, incumbent.scores, self.folds.per_draw if self.folds else 1)
+
+    def step(self, name: str, incumbent: Scored, variants: list[Scored], rungs: list[Rung]) -> Scored:
         """Record rung ``name`` (its best variant against ``incumbent``) and return the model that stays."""
         best = max(variants, key=lambda s: s.mean if np.isfinite(s.mean) else -np.inf)
         self.candidates[name] = best
-        gain, se, _ = paired_gain(best.scores, incumbent.scores, self.folds.per_draw if self.folds else 1)
+        gain, se, _ = self.gain(best, incumbent)
         bar = self.se_multiple * se
         taken = bool(np.isfinite(gain) and gain > bar and gain >= self.min_effect)
         times = "" if self.se_multiple == 1 else f"{self.se_multiple:g} x "
@@ -355,95 +404,45 @@ class Ladder:
         rungs.append(Rung(name, True, taken, reason, best.mean, incumbent.mean, gain, se, best.setting))
         return best if taken else incumbent
 
+    _step = step
+
     def climb(self, lpft: Callable[[ReadOutChoice], Any] | None = None) -> LadderResult:
-        """Return the ladder's result: every rung tried in order, the model that ships, its calibration.
+        """Return the ladder's result: every rung of the task's order (:func:`~.rungs.rung_order`) tried in turn,
+        the model that ships, its calibration.
 
         ``lpft(read_out)``: the adapter-training step (``onboard.lpft.decide`` and training on every row),
         called only when the backbone rung was taken; returns an ``AdapterTraining`` (None: not offered).
         """
         start = time.perf_counter()
-        d = self.data
-        rungs: list[Rung] = []
+        order = rung_order(self.data)
+        if self.folds is None and stager_applies(self.data):  # nothing to score: the stager needs no proof
+            stager = Scored("stager", None, np.array([]), [], setting={"prior": (self.prior_spec or {}).get("name"),
+                                                                        **_channels(self.prior_spec)})
+            rungs = [Rung("stager", False, True, "too few windows to cross-validate: the stager as it is, on the "
+                          "channels the electrode positions pick", setting=stager.setting)]
+            return LadderResult(self.metric, rungs, stager, None, None, None, min_effect=self.min_effect,
+                                base=stager, order=order, prior=self.prior, prior_spec=self.prior_spec,
+                                seconds=time.perf_counter() - start)
         if self.folds is None:
-            rungs.append(Rung("bandpower", False, True, "too few windows to cross-validate: the textbook read-out "
-                              f"with C {FALLBACK.c:g} (scikit-learn's default)", setting=FALLBACK.as_dict()))
+            rungs = [Rung("bandpower", False, True, "too few windows to cross-validate: the textbook read-out "
+                          f"with C {FALLBACK.c:g} (scikit-learn's default)", setting=FALLBACK.as_dict())]
             return LadderResult(self.metric, rungs, None, None, None, None, min_effect=self.min_effect,
                                 seconds=time.perf_counter() - start)
+        climb = Climb(incumbent=None, template=FALLBACK, rungs=[], lpft=lpft)  # type: ignore[arg-type]
         with _one_blas_thread():
-            base = self.score("bandpower", ReadOutChoice(1.0))
-            self.candidates["bandpower"] = base
-            rungs.append(Rung("bandpower", True, True, "the textbook: the base of the ladder", base.mean, None, None,
-                              None, base.setting))
-            incumbent, fitted = base, base
-            # context (sleep): the running mean over neighbouring epochs, per-night scaling
-            variants = [(k, s) for k in d.contexts for s in d.scalings if (k, s) != (0, "none")]
-            if d.fixed_context and any(d.contexts):
-                incumbent = fitted = self.score("context", ReadOutChoice(1.0, context=d.contexts[0]))
-                rungs.append(Rung("context", True, True, f"fixed by --context {d.contexts[0]}", incumbent.mean,
-                                  base.mean, *paired_gain(incumbent.scores, base.scores, self.folds.per_draw)[:2],
-                                  incumbent.setting))
-            elif d.sleep and variants:
-                scored = [self.score("context", ReadOutChoice(1.0, context=k, scaling=s)) for k, s in variants]
-                incumbent = self._step("context", incumbent, scored, rungs)
-                fitted = incumbent
-            else:
-                rungs.append(Rung("context", False, False, "not a sleep-staging task" if not d.sleep else
-                                  "context fixed by --context 0"))
-            # the sleep prior, stacked, then alone
-            if d.prior is not None:
-                f = fitted.choice
-                scored = [self.score("prior", ReadOutChoice(1.0, 0.0, f.context, f.pooling, f.scaling, w))
-                          for w in PRIOR_WEIGHTS]
-                incumbent = self._step("prior", incumbent, scored, rungs)
-                fitted = incumbent if incumbent.choice is not None else fitted
-                if d.prior_stages is not None:
-                    incumbent = self._step("zero-shot", incumbent, [self.zero_shot()], rungs)
-                else:
-                    rungs.append(Rung("zero-shot", False, False, f"the classes {d.classes} are not the five AASM "
-                                      "stages the prior scores"))
-            else:
-                rungs += [Rung("prior", False, False, d.prior_reason), Rung("zero-shot", False, False, d.prior_reason)]
-            # the frozen backbone's features
-            if d.backbone:
-                f = fitted.choice
-                scored = [self.score("backbone", ReadOutChoice(1.0, w, f.context, p, f.scaling, f.prior_weight))
-                          for w in BACKBONE_WEIGHTS for p in d.poolings]
-                incumbent = self._step("backbone", incumbent, scored, rungs)
-            else:
-                rungs.append(Rung("backbone", False, False, "the read-out reads no backbone block here"))
-            took_backbone = rungs[-1].name == "backbone" and rungs[-1].taken
-        # LP-FT of the mixture adapter: only from a backbone read-out the ladder took
-        decision = None
-        if not took_backbone:
-            rungs.append(Rung("lpft", False, False, "the backbone rung was not taken: no adapter training from a "
-                              "read-out the ladder rejected"))
-        elif lpft is None:
-            rungs.append(Rung("lpft", False, False, "not part of this recipe (probe)"))
-        elif incumbent.choice.prior_weight or incumbent.choice.scaling != "none":
-            rungs.append(Rung("lpft", False, False, "the read-out stacks the sleep prior or scales per night, which "
-                              "a training batch cannot carry whole"))
-        else:
-            decision = lpft(incumbent.choice)
-            if decision is None or decision.probe_score is None:
-                rungs.append(Rung("lpft", False, False, getattr(decision, "reason", "not offered")))
-            else:
-                gain, se = decision.gain, decision.standard_error
-                taken = bool(decision.trained)
-                rungs.append(Rung("lpft", True, taken, decision.reason, decision.lpft_score, decision.probe_score,
-                                  gain, se, {"steps": decision.steps, "budget": decision.budget,
-                                             "folds": decision.folds}))
-        lpft_taken = decision is not None and bool(getattr(decision, "trained", False))
-        # night smoothing (sleep)
-        if not d.sleep:
-            rungs.append(Rung("smoothing", False, False, "not a sleep-staging task"))
-        elif lpft_taken:
-            rungs.append(Rung("smoothing", False, False, "LP-FT's inner folds keep scores, not the probabilities "
-                              "smoothing needs"))
-        else:
-            incumbent = self._step("smoothing", incumbent, [self.smoothed(incumbent)], rungs)
-        result = LadderResult(self.metric, rungs, incumbent, base, self.folds,
+            for step, name in enumerate(order):
+                self._at = (step, len(order))
+                get_rung(name).run(self, climb)
+                if len(climb.rungs) == 1:
+                    base = climb.incumbent
+        incumbent, decision = climb.incumbent, climb.decision
+        lpft_taken = climb.taken("lpft")
+        reads_prior = incumbent.choice is None or incumbent.choice.reads_prior
+        result = LadderResult(self.metric, climb.rungs, incumbent, self.bandpower, self.folds,
                               decision.lpft_score if lpft_taken else incumbent.mean, lpft=decision,
-                              min_effect=self.min_effect)
+                              min_effect=self.min_effect, base=base, order=order,
+                              prior=self.prior if reads_prior else None,
+                              prior_spec=self.prior_spec if reads_prior else None)
         if incumbent.smoothed:
             result.smoothing = self._smoothing_spec(incumbent)
         if lpft_taken:
@@ -486,6 +485,15 @@ class Ladder:
         return t, {"calibrated": True, **record}
 
 
+def _channels(spec: dict[str, Any] | None) -> dict[str, Any]:
+    """Return what a stager option reads, as the ladder's record names it (``{"channels": "EEG C3-A2"}``)."""
+    if not spec or "eeg" not in spec:
+        return {}
+    from passport_kit.sleep import PriorSpec
+
+    return {"channels": PriorSpec.from_dict(spec).channels()}
+
+
 def zero_shot_proba(prior: np.ndarray, stages: list[int]) -> np.ndarray:
     """Return ``(N, K)`` class probabilities of a prior's log-probabilities ``(N, 5)``: the classes' stages,
     renormalised."""
@@ -495,8 +503,9 @@ def zero_shot_proba(prior: np.ndarray, stages: list[int]) -> np.ndarray:
 
 def emission_prior(scored: Scored, oof_fit: np.ndarray, k: int) -> np.ndarray:
     """Return the class prior ``scored``'s probabilities carry: uniform for a read-out fitted with balanced class
-    weights; for the zero-shot prior (trained on other nights' stage mix), its mean prediction on the fit rows."""
-    if scored.choice is None:
+    weights; for the zero-shot prior (trained on other nights' stage mix) and read-outs fitted around it (rows
+    unweighted), its mean prediction on the fit rows."""
+    if scored.natural_balance:
         return np.maximum(np.asarray(oof_fit).mean(axis=0), 1e-6)
     return np.full(k, 1.0 / k)
 
@@ -534,7 +543,7 @@ class LadderFit:
 def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
                data: Callable[[dict[str, np.ndarray], np.ndarray], LadderData], *, seed: int = 0,
                forward: dict[str, Any] | None = None, lpft: Callable[[ReadOutChoice, dict[str, np.ndarray]], Any] | None = None,
-               progress: Callable[[str], None] | None = None, min_effect: float | None = None) -> LadderFit:
+               progress: Callable[[str, int, int], None] | None = None, min_effect: float | None = None) -> LadderFit:
     """Return the ladder fitted on rows ``rows`` of ``x`` ``(N, C, P, 200)``; ``model.head`` holds the model it ships.
 
     ``data(plain, rows)`` builds the :class:`LadderData` from the rows' read-out inputs (the prior,
@@ -562,10 +571,14 @@ def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: lis
     result = ladder.climb(None if lpft is None else (lambda choice: lpft(choice, plain)))
     notes = class_warnings(y_rows, classes)
     seq = list(np.asarray(ladder_data.recordings))
-    n_prior = 0 if ladder_data.prior is None else ladder_data.prior.shape[1]
+    prior, prior_spec = ladder.prior, ladder.prior_spec  # the stager option the ladder chose
+    n_prior = 0 if prior is None else prior.shape[1]
     lpft_trained = result.lpft is not None and bool(getattr(result.lpft, "trained", False))
     chosen = result.chosen
-    if result.folds is None:
+    if result.folds is None and result.stager is not None:
+        notes.append(f"only {len(y_rows)} training windows: nothing to cross-validate over, so the model is the sleep "
+                     "stager as it is and no validation score exists")
+    elif result.folds is None:
         notes.append(f"only {len(y_rows)} training windows: nothing to cross-validate over, so the read-out is the "
                      f"textbook band-power classifier (C {FALLBACK.c:g}) and no validation score exists")
     elif result.expected is not None and near_chance(result.expected, result.metric):
@@ -573,10 +586,10 @@ def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: lis
                      "separable with this montage and these labels")
     if not lpft_trained:  # LP-FT's step trained the head and adapter itself
         if chosen is not None and chosen.choice is None:
-            set_zero_shot(head, ladder_data.prior_stages or [], ladder_data.prior_spec or {}, n_prior)
+            set_zero_shot(head, ladder_data.prior_stages or [], prior_spec or {}, n_prior)
         else:
             fit_head(head, plain, y_rows, result.fitted, len(classes), recordings=seq, seed=seed,
-                     prior=ladder_data.prior, prior_spec=ladder_data.prior_spec)
+                     prior=prior, prior_spec=prior_spec, stages=ladder_data.prior_stages)
         head.smoothing = result.smoothing
         head.temperature = float(result.temperature)
     model.eval()
@@ -636,12 +649,30 @@ def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
                      "kind": res.folds.kind if res.folds else None},
         "bandpower_score": r(band),
         "increment_over_bandpower": r(None if band is None or res.expected is None else res.expected - band),
+        **stager_summary(res),
         "min_effect": res.min_effect,
         "ladder": [rung.as_dict() for rung in res.rungs],
         "seconds": round(res.seconds, 2),
     }
 
 
+def stager_summary(res: LadderResult) -> dict[str, Any]:
+    """Return the selection block's account of the base: its name, the order climbed and, where the base is the
+    zero-shot stager, its score on the same folds, what it read and the shipped model's increment over it."""
+    out: dict[str, Any] = {"base": res.order[0] if res.folds or res.stager is not None else "bandpower",
+                           "order": list(res.order)}
+    stager = res.stager
+    if stager is None:
+        return out
+    r = (lambda v: None if v is None or not np.isfinite(v) else round(float(v), 4))
+    setting = next((x.setting for x in res.rungs if x.name == "stager"), None) or {}
+    out["stager"] = {"prior": setting.get("prior"), "channels": setting.get("channels"), "score": r(stager.mean),
+                     "spec": res.prior_spec if res.prior_spec is not None else None}
+    out["stager_score"] = r(stager.mean)
+    out["increment_over_stager"] = r(None if res.expected is None else res.expected - stager.mean)
+    return out
+
+
 __all__ = ["BACKBONE_WEIGHTS", "C_GRID", "FALLBACK", "Folds", "Ladder", "LadderData", "LadderFit", "LadderResult",
            "MIN_EFFECT", "PRIOR_WEIGHTS", "Rung", "Scored", "fit_ladder", "fit_probe", "fold_score", "inner_folds", "ladder_summary",
-           "paired_gain", "set_zero_shot", "zero_shot_proba"]
+           "paired_gain", "set_zero_shot", "stager_summary", "zero_shot_proba", "STAGER_FIRST"]

@@ -1,9 +1,9 @@
 """What the ladder reads for a dataset's rows (:mod:`passport_kit.onboard.ladder`): the task's contexts, scalings and
 poolings, and for sleep staging a pretrained stager's log-probabilities (:mod:`passport_kit.sleep`).
 
-:func:`ladder_data` is what the probe recipes hand the ladder; :func:`dataset_prior` scores every window of a
-WindowSet with a sleep prior, night by night, and :func:`cached_prior` keeps it with the WindowSet (evaluate's folds
-share it).
+:func:`ladder_data` is what the probe recipes hand the ladder; :func:`stager_options` scores every window of a
+WindowSet with each stager on each channel choice, night by night (:func:`spec_prior` keeps each with the WindowSet:
+evaluate's folds share it).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ def ladder_data(cfg: Any, windows: Any, plain: dict[str, np.ndarray], rows: np.n
     sleep staging the prior's log-probabilities (:func:`dataset_prior`)."""
     sleep = windows.info.get("task") == "sleep-staging"
     contexts = (cfg.context,) if cfg.context is not None else CONTEXTS if sleep else (0,)
-    prior, spec, reason = (cached_prior(windows, cfg.prior) if sleep else (None, None, "not a sleep-staging task"))
+    options, reason = (stager_options(windows, cfg.prior, getattr(cfg, "prior_channels", None)) if sleep
+                       else ([], "not a sleep-staging task"))
+    prior, spec = (options[0][1], options[0][0]) if options else (None, None)
     from passport_kit.sleep import classes_to_stages
 
     return LadderData(
@@ -33,21 +35,95 @@ def ladder_data(cfg: Any, windows: Any, plain: dict[str, np.ndarray], rows: np.n
         scalings=SCALINGS if sleep and labels_vary_within_recordings(windows, rows) else ("none",),
         poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,),
         prior=None if prior is None else prior[rows], prior_spec=spec,
-        prior_stages=classes_to_stages(list(windows.classes)), prior_reason=reason)
+        prior_stages=classes_to_stages(list(windows.classes)), prior_reason=reason,
+        stager_options=[(s, p[rows]) for s, p in options])
 
 
-def cached_prior(windows: Any, name: str | None) -> tuple[np.ndarray | None, dict[str, Any] | None, str]:
-    """Return :func:`dataset_prior` of ``windows``, computed once per WindowSet and prior (evaluate's folds share it)."""
+#: The stagers ``--prior auto`` offers where they run (each trained on thousands of PSG nights).
+AUTO_STAGERS = ("yasa", "gssc")
+
+
+def stager_names(name: str | None) -> list[str]:
+    """Return the stagers ``--prior`` asks for: 'auto' those of :data:`AUTO_STAGERS` that can run here (YASA built
+    in, GSSC when installed), 'none' none, else the one named (or several joined by '+', averaged)."""
+    from passport_kit.sleep import available_priors, get_prior
+
+    if name is None or str(name).lower() == "none":
+        return []
+    if str(name).lower() == "auto":  # the pretrained stagers shipped as plugins; a user's own by its name
+        ready = available_priors()
+        return [n for n in AUTO_STAGERS if ready.get(n, "unknown") is None]
+    get_prior(str(name))  # a one-line ConfigError for an unknown name or one that cannot run here
+    return [str(name)]
+
+
+def stager_options(windows: Any, name: str | None, channels: str | None = None
+                   ) -> tuple[list[tuple[dict[str, Any], np.ndarray]], str]:
+    """Return the stager options the ladder's base is chosen among, ``(spec, (N, 5) log-probabilities)`` each for
+    every window of ``windows`` (the default first: the positions' best guess, and several stagers' average), and,
+    when there are none, why.
+
+    Options: every channel choice (:func:`passport_kit.sleep.prior_channel_options`, or the one
+    ``--prior-channels`` names) for every stager of :func:`stager_names`, and, where several run, their
+    average. Each stager runs once per channel choice and night (:func:`spec_prior`, cached with the WindowSet).
+    """
+    from passport_kit.sleep import parse_prior_channels, prior_channel_options
+    from passport_kit.sleep.priors import ENSEMBLE_SEPARATOR
+
+    names = stager_names(name)
+    if not names:
+        return [], "no prior asked for (--prior none)"
+    seconds = float(windows.config.window_seconds)
+    if abs(seconds - 30.0) > 1e-6:
+        return [], f"sleep priors score 30-s epochs; these windows are {seconds:g} s"
+    montage = windows.montage
+    ch_names, kinds = list(montage.ch_names), list(montage.kinds)
+    picks = ([parse_prior_channels(channels, ch_names, kinds)] if channels else
+             prior_channel_options(ch_names, montage.positions, kinds))
+    if not picks:
+        return [], "the montage has no EEG channel with a position for the prior to read"
+    # the default first: several stagers' average (on the hidden nights it was within 0.01 of the best stager
+    # alone, where the one to trust was unknown beforehand), then each stager
+    stagers = ([ENSEMBLE_SEPARATOR.join(names)] if len(names) > 1 else []) + names
+    return [(spec.as_dict(), spec_prior(windows, spec.as_dict()))
+            for pick in picks for spec in (pick.with_name(s) for s in stagers)], ""
+
+
+def spec_prior(windows: Any, spec: dict[str, Any]) -> np.ndarray:
+    """Return the ``(N, 5)`` log-probabilities of the stager and channels ``spec`` names (a head's ``prior`` block)
+    for every window of ``windows``, night by night; computed once per WindowSet and spec (an average of several
+    stagers from each one's own)."""
+    import json
+
+    from passport_kit.sleep import PriorSpec, combine_log_proba, get_prior, prior_log_proba
+    from passport_kit.sleep.priors import ENSEMBLE_SEPARATOR
+
     cache = vars(windows).setdefault("_sleep_priors", {})
-    if name not in cache:
-        cache[name] = dataset_prior(windows, name)
-    return cache[name]
+    key = json.dumps(spec, sort_keys=True)
+    if key in cache:
+        return cache[key]
+    parsed = PriorSpec.from_dict(spec)
+    parts = parsed.name.split(ENSEMBLE_SEPARATOR)
+    if len(parts) > 1:
+        out = combine_log_proba([spec_prior(windows, parsed.with_name(p).as_dict()) for p in parts])
+    else:
+        montage, stager = windows.montage, get_prior(parsed.name)
+        rec = np.asarray(windows.recording)
+        out = np.zeros((len(rec), 5))
+        for r in np.unique(rec):
+            where = np.flatnonzero(rec == r)
+            out[where] = prior_log_proba(stager, windows.x[where], np.asarray(windows.onset_s)[where],
+                                         list(montage.ch_names), parsed,
+                                         window_seconds=float(windows.config.window_seconds))
+    cache[key] = out
+    return out
 
 
 def dataset_prior(windows: Any, name: str | None) -> tuple[np.ndarray | None, dict[str, Any] | None, str]:
-    """Return the sleep prior ``name``'s log-probabilities ``(N, 5)`` for every window of ``windows``, its spec and,
-    when there is none, why (``name`` 'none', windows not 30 s, no EEG channel with a position)."""
-    from passport_kit.sleep import get_prior, pick_channels, prior_log_proba
+    """Return the sleep prior ``name``'s log-probabilities ``(N, 5)`` for every window of ``windows`` on the channel
+    nearest a central site (the positions' best guess, as ``predict --zero-shot`` reads), its spec and, when there
+    is none, why (``name`` 'none', windows not 30 s, no EEG channel with a position)."""
+    from passport_kit.sleep import get_prior, pick_channels
 
     if name is None or str(name).lower() == "none":
         return None, None, "no prior asked for (--prior none)"
@@ -58,15 +134,8 @@ def dataset_prior(windows: Any, name: str | None) -> tuple[np.ndarray | None, di
     spec = pick_channels(list(montage.ch_names), montage.positions, list(montage.kinds))
     if spec is None:
         return None, None, "the montage has no EEG channel with a position for the prior to read"
-    prior = get_prior(str(name))
-    spec = type(spec)(prior.name, spec.eeg, spec.eog, spec.emg)
-    out = np.zeros((len(windows), 5))
-    rec = np.asarray(windows.recording)
-    for r in np.unique(rec):
-        where = np.flatnonzero(rec == r)
-        out[where] = prior_log_proba(prior, windows.x[where], np.asarray(windows.onset_s)[where],
-                                     list(montage.ch_names), spec, window_seconds=seconds)
-    return out, spec.as_dict(), ""
+    spec = spec.with_name(get_prior(str(name)).name if "+" not in str(name) else str(name))
+    return spec_prior(windows, spec.as_dict()), spec.as_dict(), ""
 
 
 def labels_vary_within_recordings(windows: Any, rows: np.ndarray) -> bool:
@@ -80,4 +149,5 @@ def labels_vary_within_recordings(windows: Any, rows: np.ndarray) -> bool:
     return any(len(np.unique(y[rec == r])) > 1 for r in np.unique(rec))
 
 
-__all__ = ["cached_prior", "dataset_prior", "labels_vary_within_recordings", "ladder_data"]
+__all__ = ["dataset_prior", "labels_vary_within_recordings", "ladder_data", "spec_prior",
+           "stager_names", "stager_options"]

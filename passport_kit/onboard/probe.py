@@ -23,6 +23,7 @@ Which blocks, which weights, which C: the ladder decides by cross-validation ove
 from __future__ import annotations
 
 import copy
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +54,10 @@ class ReadOutChoice:
     """One read-out: which blocks it reads with which weights, its context, pooling and scaling, and its C.
 
     ``backbone_weight`` 0 and ``prior_weight`` 0 with context 0 and scaling "none" is the textbook
-    band-power classifier.
+    band-power classifier. ``offset``: the read-out is fitted *around* the sleep stager's output (its
+    log-probabilities as a fixed offset, the deviation shrunk by ``c``: :mod:`passport_kit.onboard.offset`),
+    rows unweighted (the stager's class balance kept); ``diagonal``: each class re-weights only its own
+    stage's log-probability (per-class scale and bias); ``bandpower_weight`` 0 leaves band power out.
     """
 
     c: float
@@ -62,15 +66,26 @@ class ReadOutChoice:
     pooling: str = "mean"
     scaling: str = "none"
     prior_weight: float = 0.0
+    bandpower_weight: float = 1.0
+    offset: bool = False
+    diagonal: bool = False
 
     def with_c(self, c: float) -> ReadOutChoice:
         """Return this read-out with regularisation ``c``."""
-        return ReadOutChoice(c, self.backbone_weight, self.context, self.pooling, self.scaling, self.prior_weight)
+        return dataclasses.replace(self, c=c)
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the choice as adapter.json's selection block names it."""
-        return {"C": self.c, "backbone_weight": self.backbone_weight, "context": self.context, "pooling": self.pooling,
-                "scaling": self.scaling, "prior_weight": self.prior_weight}
+        """Return the choice as adapter.json's selection block names it (the stager-side keys where they are set)."""
+        out: dict[str, Any] = {"C": self.c, "backbone_weight": self.backbone_weight, "context": self.context,
+                               "pooling": self.pooling, "scaling": self.scaling, "prior_weight": self.prior_weight}
+        if self.offset or self.bandpower_weight != 1.0:
+            out |= {"bandpower_weight": self.bandpower_weight, "offset": self.offset, "diagonal": self.diagonal}
+        return out
+
+    @property
+    def reads_prior(self) -> bool:
+        """Return whether the read-out's inputs hold the stager's block (stacked, or as the offset)."""
+        return bool(self.prior_weight) or self.offset
 
 
 class _Standardiser:
@@ -157,7 +172,7 @@ def read_out_matrix(plain: dict[str, np.ndarray], choice: ReadOutChoice, prior: 
     """Return the head's read-out inputs ``(N, F)`` for ``choice``: ``[backbone, band power, prior]`` scaled and
     with context as the head computes them (the prior block only where ``choice.prior_weight`` > 0)."""
     z = plain[choice.pooling]
-    if choice.prior_weight:
+    if choice.reads_prior:
         if prior is None:
             raise ValueError("a read-out with a prior block needs the prior's log-probabilities")
         z = np.concatenate([z, prior], axis=1)
@@ -167,10 +182,10 @@ def read_out_matrix(plain: dict[str, np.ndarray], choice: ReadOutChoice, prior: 
 
 def column_weights(choice: ReadOutChoice, z: np.ndarray, n_backbone: int, n_plain: int) -> np.ndarray:
     """Return the weight of every column of ``z`` (:func:`read_out_matrix`'s output; ``n_plain``: the width of the
-    backbone and band-power blocks): backbone ``backbone_weight``, band power 1, prior ``prior_weight``; with
-    context, the running mean's copy the same."""
+    backbone and band-power blocks): backbone ``backbone_weight``, band power ``bandpower_weight``, prior
+    ``prior_weight``; with context, the running mean's copy the same."""
     width = z.shape[1] // (2 if choice.context else 1)
-    one = np.ones(width)
+    one = np.full(width, float(choice.bandpower_weight))
     one[:n_backbone] = choice.backbone_weight
     one[n_plain:] = choice.prior_weight  # empty without a prior block
     return np.tile(one, 2) if choice.context else one
@@ -196,13 +211,50 @@ def plain_features(z_both: np.ndarray, d_model: int, poolings: tuple[str, ...]) 
 
 def fit_head(head: nn.Module, plain: dict[str, np.ndarray], y: np.ndarray, choice: ReadOutChoice, n_classes: int,
              *, recordings: list[Any] | None, seed: int, prior: np.ndarray | None = None,
-             prior_spec: dict[str, Any] | None = None) -> None:
-    """Give ``head`` the read-out of ``choice`` fitted on every row (context, pooling, scaling, prior block set)."""
-    n_prior = prior.shape[1] if choice.prior_weight and prior is not None else 0
+             prior_spec: dict[str, Any] | None = None, stages: list[int] | None = None) -> None:
+    """Give ``head`` the read-out of ``choice`` fitted on every row (context, pooling, scaling, prior block set);
+    ``stages``: each class's stage in the prior block (an offset read-out needs it)."""
+    n_prior = prior.shape[1] if choice.reads_prior and prior is not None else 0
     head.set_read_out(choice.context, choice.pooling, choice.scaling, prior=prior_spec, n_prior=n_prior)
+    if choice.offset:
+        if prior is None or stages is None:
+            raise ValueError("an offset read-out needs the prior's log-probabilities and each class's stage")
+        fit, standardise = fit_offset_read_out(plain, y, choice, prior, stages, d_model=head.d_model,
+                                               recordings=recordings)
+        _fold_offset_into_linear(head.linear, fit, standardise, stages, n_prior, bool(choice.context))
+        return
     lr, standardise = fit_read_out(plain, y, choice, n_classes, d_model=head.d_model, recordings=recordings,
                                    seed=seed, prior=prior)
     _fold_into_linear(head.linear, lr, standardise, n_classes)
+
+
+def offset_inputs(plain: dict[str, np.ndarray], choice: ReadOutChoice, prior: np.ndarray, stages: list[int],
+                  recordings: list[Any] | None, d_model: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Return an offset read-out's inputs ``(N, F)``, its column weights, its offset ``(N, K)`` (the prior's
+    log-probabilities of the classes' stages) and, for a diagonal read-out, the ``(K, F_active)`` mask."""
+    from passport_kit.onboard.offset import diagonal_mask
+
+    z = read_out_matrix(plain, choice, prior, recordings)
+    weight = column_weights(choice, z, pooled_width(d_model, choice.pooling), plain[choice.pooling].shape[1])
+    offset = np.asarray(prior, dtype=np.float64)[:, stages]
+    mask = None
+    if choice.diagonal:  # the active columns are the prior block alone (no context): stage s is column s
+        if choice.context or int(np.count_nonzero(weight)) != prior.shape[1]:
+            raise ValueError("a diagonal (recalibration) read-out reads the prior block alone, without context")
+        mask = diagonal_mask(len(stages), prior.shape[1], list(stages))
+    return z, weight, offset, mask
+
+
+def fit_offset_read_out(plain: dict[str, np.ndarray], y: np.ndarray, choice: ReadOutChoice, prior: np.ndarray,
+                        stages: list[int], *, d_model: int, recordings: list[Any] | None = None) -> tuple[Any, _Standardiser]:
+    """Return the offset read-out of ``choice`` fitted on every row (:mod:`passport_kit.onboard.offset`), and its
+    standardisation."""
+    from passport_kit.onboard.offset import fit_offset
+
+    z, weight, offset, mask = offset_inputs(plain, choice, prior, stages, recordings, d_model)
+    standardise = _Standardiser(z, weight)
+    return fit_offset(standardise(z), y, offset, choice.c, mask=mask), standardise
 
 
 def _one_blas_thread() -> Any:
@@ -228,6 +280,23 @@ def class_warnings(y_train: np.ndarray, classes: list[str]) -> list[str]:
     return notes
 
 
+def _fold_offset_into_linear(linear: nn.Linear, fit: Any, standardise: _Standardiser, stages: list[int],
+                             n_prior: int, context: bool) -> None:
+    """Write an offset read-out into ``linear``: its deviation on the raw inputs plus an identity from each class to
+    its stage's log-probability in the (first, un-averaged) prior block."""
+    active = standardise.active
+    factor = (standardise.weight / standardise.scale)[active]
+    coef = np.zeros((len(stages), linear.in_features))
+    coef[:, active] = fit.coef * factor
+    bias = fit.intercept - (fit.coef * factor) @ standardise.mean[active]
+    start = linear.in_features // (2 if context else 1) - n_prior  # with context: [inputs, their running mean]
+    for cls, stage in enumerate(stages):
+        coef[cls, start + stage] += 1.0
+    with torch.no_grad():
+        linear.weight.copy_(torch.as_tensor(coef, dtype=linear.weight.dtype))
+        linear.bias.copy_(torch.as_tensor(bias, dtype=linear.bias.dtype))
+
+
 def _fold_into_linear(linear: nn.Linear, lr: Any, standardise: _Standardiser, n_classes: int) -> None:
     """Write ``lr`` (fitted on standardised inputs) into ``linear`` (which reads raw inputs)."""
     coef = np.zeros((n_classes, linear.in_features))
@@ -250,4 +319,5 @@ def _fold_into_linear(linear: nn.Linear, lr: Any, standardise: _Standardiser, n_
 
 
 __all__ = ["CONTEXTS", "MAX_INNER_FOLDS", "POOLINGS", "ReadOutChoice", "balanced_weights", "class_warnings", "column_weights",
-           "fit_head", "fit_read_out", "plain_features", "read_out_matrix", "repeated_group_folds"]
+           "fit_head", "fit_offset_read_out", "fit_read_out", "offset_inputs", "plain_features", "read_out_matrix",
+           "repeated_group_folds"]

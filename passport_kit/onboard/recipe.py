@@ -65,9 +65,13 @@ class RecipeOptions(ContactPolicy):
     probe_pooling: Literal["auto", "mean", "meanstd"] = Field("auto", description="probe recipe: pool the backbone "
                                                               "features by their mean, or mean and spread over the "
                                                               "window's patches; auto: chosen by cross-validation")
-    prior: str = Field("yasa", description="sleep staging: the pretrained sleep stager the ladder offers as a prior "
-                       "(zero-shot, and its log-probabilities stacked into the read-out), or 'none'; 'yasa' is built "
-                       "in, 'gssc' when you installed it (AGPL-3.0, never a dependency)")
+    prior: str = Field("auto", description="sleep staging: the pretrained sleep stager the ladder starts from "
+                       "(zero-shot, then adapted to your nights), or 'none' (band power first); 'auto': every stager "
+                       "that runs here and their average, chosen by your nights' scores; 'yasa' is built in, 'gssc' "
+                       "when you installed it (AGPL-3.0, never a dependency)")
+    prior_channels: str | None = Field(None, description="sleep staging: the montage channels the stager reads, "
+                                       "EEG[-REF][,EOG[-REF]] (e.g. ELA-ERA: a derivation); default: chosen among "
+                                       "a few by electrode positions and the stager's score on your nights")
     min_effect: float | None = Field(None, ge=0, description="the smallest paired inner-CV gain a rung of the ladder "
                                      "must show to replace the one below (besides its standard error); default 0.01 "
                                      "AUROC, 0.02 kappa")
@@ -123,12 +127,9 @@ class RecipeOptions(ContactPolicy):
     @classmethod
     def _known_prior(cls, value: str) -> str:
         # Here, with the other options (issue 46): `adapt --prior os` was refused only after loading all the data.
-        from passport_kit.sleep import available_priors
+        from passport_kit.onboard.ladder_inputs import stager_names
 
-        known = available_priors()
-        unknown = [name for name in value.replace("+", ",").split(",") if name.strip() not in (*known, "none")]
-        if unknown:
-            raise ValueError(f"unknown sleep prior {unknown[0]!r}; choose one of {', '.join(sorted(known))}, or none")
+        stager_names(value)  # a one-line ConfigError for a stager unknown or unable to run here
         return value
 
     def settings(self, seed: int) -> FinetuneSettings:
@@ -156,6 +157,15 @@ def naming_metric(progress: ProgressFn | None, n_classes: int) -> ProgressFn | N
     return lambda step, total, info: progress(step, total, {**info, "metric": metric})
 
 
+#: Fields whose command-line option has another name than ``--<field with - for _>``.
+OPTION_FLAGS: dict[str, str] = {"notch_freq": "--notch"}
+
+
+def option_flag(field: str) -> str:
+    """Return the command-line spelling of option ``field`` (``batch_size`` -> ``--batch-size``)."""
+    return OPTION_FLAGS.get(field, "--" + field.replace("_", "-"))
+
+
 def parse_options(model: type[_Options], command: str, config: _Options | None, options: dict[str, Any]) -> _Options:
     """Return ``model`` built from ``config`` updated with ``options``; ConfigError if invalid."""
     try:
@@ -164,7 +174,9 @@ def parse_options(model: type[_Options], command: str, config: _Options | None, 
         where, message = validation_problem(exc)
         if not where:  # a rule between options (a recipe and an option it does not take)
             raise ConfigError(f"invalid {command} options: {message}") from None
-        raise ConfigError(f"invalid {command} option {where}: {message}; fix it and retry") from None
+        # The option as the command line spells it, and as the Python keyword (issue 45: 'batch_size' alone).
+        named = f"{option_flag(where)} ({where})" if where in model.model_fields else where
+        raise ConfigError(f"invalid {command} option {named}: {message}; fix it and retry") from None
 
 
 __all__ = ["AUTO_ACTS", "DEFAULT_DISTRUST", "DEFAULT_UNCORRELATED", "FINETUNE_ONLY", "PROBE_LAYER", "Balance",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from passport_kit.errors import ConfigError
+from passport_kit.onboard.rungs import rung_labels
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where a model is fitted; the options import this module
     from passport_kit.onboard.finetune import FitData, FitResult, FitRun
@@ -77,7 +78,9 @@ class Recipe:
 
     #: The value of ``--recipe`` / ``recipe:`` that names it.
     name: ClassVar[str] = ""
-    #: One line for ``--help`` (after "name: ").
+    #: What it does, in one sentence (lower case, no final period): the one source of every text that describes it,
+    #: ``adapt``/``evaluate --recipe``'s help (after "name: ") and RecipeOptions.recipe's description, so that none
+    #: lags behind the recipe (issue 49: ``--help`` described ``auto`` two versions late). Change it with the recipe.
     help: ClassVar[str] = ""
     #: The head it fits (:data:`passport_kit.model.heads.HeadKind`).
     head: ClassVar[str] = "probe"
@@ -128,11 +131,10 @@ class Recipe:
 
 
 class ProbeRecipe(Recipe):
-    """``probe``: the ladder's read-out of frozen features and band powers, chosen by cross-validation."""
+    """``probe``: the ladder without its gradient rung: read-outs fitted by a solver, chosen by cross-validation."""
 
     name = "probe"
-    help = ("a linear read-out of the frozen model's pooled features and band powers, regularisation chosen by "
-            "cross-validation over subjects")
+    help = "the same ladder without its gradient rung (LP-FT): read-outs fitted by a solver, no gradient step"
 
     def refuse(self, data: dict[str, Any], given: list[str]) -> str | None:
         if given:
@@ -147,7 +149,7 @@ class ProbeRecipe(Recipe):
 
     def fit(self, options: Options, model: Any, job: FitJob) -> Fitted:
         from passport_kit.onboard.finetune import FitResult
-        from passport_kit.onboard.ladder import RUNG_ORDER, fit_ladder, ladder_summary
+        from passport_kit.onboard.ladder import fit_ladder, ladder_summary
         from passport_kit.onboard.ladder_inputs import ladder_data
 
         windows, progress, data = job.windows, job.run.progress, job.data
@@ -158,10 +160,10 @@ class ProbeRecipe(Recipe):
                             lambda plain, r: ladder_data(options, windows, plain, r, head=model.head), seed=job.seed,
                             forward=forward, lpft=self.gradient_rung(options, model, job, rows),
                             min_effect=options.min_effect, progress=None if progress is None else (
-                                lambda rung: progress(RUNG_ORDER.index(rung), len(RUNG_ORDER), {"rung": rung})))
+                                lambda rung, step, total: progress(step, total, {"rung": rung})))
         if progress is not None:
-            progress(len(RUNG_ORDER), len(RUNG_ORDER),
-                     {} if fitted.result.expected is None else {"val": fitted.result.expected})
+            total = len(fitted.result.order)
+            progress(total, total, {} if fitted.result.expected is None else {"val": fitted.result.expected})
         decision = fitted.result.lpft
         steps = decision.steps if decision is not None and decision.trained else 0
         result = FitResult(best_step=steps, steps=steps, best_score=fitted.result.expected,
@@ -182,16 +184,25 @@ class ProbeRecipe(Recipe):
         if (selection.get("adapter_training") or {}).get("trained"):
             return summary
         fitted = sum(p.numel() for p in model.head.parameters())  # the policy's tensors are stored, not trained
+        if not selection.get("backbone_weight"):
+            # No backbone feature in the model shipped: PEFT's trainable-params line would count a network it does
+            # not use (issue 45).
+            inputs = ("the sleep stager's probabilities alone" if selection.get("zero_shot") else "band power"
+                      + (" and the sleep stager's probabilities" if selection.get("prior_weight") else ""))
+            return (f"fitted: the read-out head.linear ({fitted:,} params) on {inputs}; the backbone's features are "
+                    "not used by the model shipped (stored with it, as pretrained)")
         return (f"fitted: the read-out head.linear ({fitted:,} params); backbone, experts and mixture adapter as "
                 f"pretrained (stored with it: {summary})")
 
 
 class AutoRecipe(ProbeRecipe):
-    """``auto`` (the default): the probe's ladder with its gradient rung, LP-FT, where it pays."""
+    """``auto`` (the default): the ladder (:mod:`passport_kit.onboard.ladder`) with its gradient rung, LP-FT."""
 
     name = "auto"
-    help = ("the probe, then the mixture adapter trained from its read-out (LP-FT) only where cross-validation over "
-            "the training subjects says it helps")
+    help = ("a ladder that starts from the textbook band-power classifier — for sleep staging, from a pretrained "
+            "sleep stager (YASA built in; --prior) — and climbs to richer models (context, the frozen model's "
+            "features, LP-FT: gradient training of its mixture adapter) only where cross-validation over your "
+            "subjects shows a clear paired gain")
     #: The gradient options that act on its adapter-training stage (LP-FT): its rates, its step budget and what it
     #: trains.
     takes = ("lr", "head_lr", "max_steps", "train")
@@ -306,6 +317,22 @@ class FinetuneRecipe(Recipe):
 
     def recorded_head_lr(self, options: Options, seed: int) -> float | None:
         return options.settings(seed).resolved_head_lr
+
+
+#: How each rung of the ladder is named to a user (adapt's ladder line, the demo's rows); a rung not here is named
+#: as adapter.json records it.
+RUNG_NAMES: dict[str, str] = rung_labels()
+
+
+def shipped_read_out(selection: dict[str, Any]) -> str:
+    """Return what the model a bundle ships is made of, from adapter.json's ``metrics.selection``: the ladder's taken
+    rungs in order ('band power + sleep prior + night smoothing'), else its chosen rung; '' without a record."""
+    taken = [r["rung"] for r in selection.get("ladder") or [] if r.get("taken")]
+    if not taken:
+        chosen = selection.get("chosen") or ""
+        return RUNG_NAMES.get(chosen, chosen).lstrip("+ ")
+    words = [RUNG_NAMES.get(r, r) for r in taken]
+    return " ".join([words[0].lstrip("+ ")] + [w if w.startswith("+") else f"+ {w}" for w in words[1:]])
 
 
 def gradient_options_given(options: Any) -> list[str]:

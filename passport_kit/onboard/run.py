@@ -6,6 +6,8 @@
 2. the preprocessing is the checkpoint's contract with the dataset's window
    (:func:`dataset_preprocess`), its band fitted to the slowest recording, whose header is
    read by a :class:`~passport_kit.signals.dataset.RecordingReader` that keeps it open;
+   a data set without labels is refused there, from the spec and those headers
+   (:func:`~passport_kit.signals.dataset.missing_labels`);
 3. every recording is read **once**: windows, flags and, when a contact option needs them,
    the raw-recording quality scores come from the same pass
    (:func:`~passport_kit.signals.load_dataset` with ``raw_quality=True``; a cached recording
@@ -27,12 +29,12 @@ from typing import Any
 import numpy as np
 
 from passport_kit.contacts import channel_masks
-from passport_kit.errors import DataError
+from passport_kit.errors import DataError, LabelError
 from passport_kit.model import ChannelMeta, Classifier, apply_policy, check_policy
 from passport_kit.model.heads import PROBE_LAYER
 from passport_kit.model.spectral import STANDARD_BANDS, carried_bands
 from passport_kit.signals import PreprocessConfig, WindowSet, load_dataset
-from passport_kit.signals.dataset import RecordingReader, lowest_sampling_rate
+from passport_kit.signals.dataset import RecordingReader, lowest_sampling_rate, missing_labels
 from passport_kit.signals.dataset_spec import DatasetSpec, load_dataset_spec
 from passport_kit.signals.quality import ChannelQuality, quality_summary, windowset_quality
 from passport_kit.signals.recording import KEEP, fit_preprocessing
@@ -101,6 +103,9 @@ def prepare_run(options: RecipeOptions, info: Any, montage: Any, data: Path | Da
     if preprocess is None:
         preprocess = dataset_preprocess(info, spec, instance_norm=options.instance_norm,
                                         notch_freq=options.notch_freq, h_freq=h_freq, reader=reader)
+    unlabelled = missing_labels(spec, reader)
+    if unlabelled:  # before the read of every recording, not as an empty class list after it (issue 49)
+        raise LabelError(unlabelled)
     policy = options.for_model(distrust)
     windows = load_dataset(spec, montage, preprocess, raw_quality=policy.scores_needed, reader=reader)
     masked = distrusted = None

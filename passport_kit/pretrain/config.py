@@ -51,7 +51,7 @@ class PretrainConfig(BaseModel):
     corrupt_prob: float = Field(0.0, ge=0, le=1, description="Share of windows (0-1) in which random channels are "
                                 "replaced by synthetic faults (noise, drift, flat, line); the loss asks for the "
                                 "clean signal. 0 = CBraMod's recipe")
-    seed: int = 42
+    seed: int = Field(42, description="Seed of the masks, the subject split and the initial weights")
     checkpoint_every: int = Field(100, gt=0, description="Save the training state every N steps")
     val_every: int | None = Field(None, gt=0, description="Validate every N steps (default: at checkpoints)")
     val_fraction: float = Field(0.1, ge=0, lt=1, description="Fraction of subjects per dataset held out")
@@ -76,7 +76,8 @@ class PretrainConfig(BaseModel):
                                 "per process - 1) on a GPU). The weights do not depend on it; it may change on "
                                 "--resume")
     resume: bool = Field(False, description="Continue the run saved in --out")
-    progress: bool = True
+    progress: bool = Field(True, description="Show a progress bar (plain lines where the output is not a "
+                           "terminal); --no-progress: none")
     # Upcycling (pretrain.upcycle).
     init_from: str | None = Field(None, description="Upcycle: start from this base checkpoint's backbone (name or "
                                   "folder), e.g. an imported CBraMod; --embedding must be "

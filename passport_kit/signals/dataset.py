@@ -25,11 +25,11 @@ import numpy as np
 
 from passport_kit.errors import ConfigError, DataError, LabelError
 from passport_kit.signals.cache import entry_key, file_sha256, read_entry, write_entry, write_entry_chunks
-from passport_kit.signals.dataset_spec import DatasetSpec, RecordingSpec, load_dataset_spec
+from passport_kit.signals.dataset_spec import DATASET_FILE, DatasetSpec, RecordingSpec, load_dataset_spec
 from passport_kit.signals.labels import LabelMap, encode_labels, labels_from_intervals, read_events_tsv, read_label_file
 from passport_kit.signals.preprocess import PreprocessConfig
 from passport_kit.signals.quality import ChannelQuality
-from passport_kit.signals.readers import content_files, read_recording
+from passport_kit.signals.readers import content_files, read_recording, recording_suffix
 from passport_kit.signals.recording import RecordingWindows, read_quality, read_windows
 from passport_kit.signals.windows import describe_flags
 
@@ -180,12 +180,23 @@ class RecordingReader:
         """Return the sampling rate (Hz) of ``rec``: dataset.yaml's ``sfreq:``, else its header's (kept open)."""
         if rec.sfreq is not None:
             return float(rec.sfreq)
-        if rec.file not in self._rates:
-            raw = _read(self.spec.path_of(rec.file), sfreq=None, bids=self.spec.origin == "bids", units=rec.units,
-                        scale=rec.scale)
+        if rec.file not in self._rates:  # a recording already taken for its samples is not opened again
+            self._open(rec)
+        return self._rates[rec.file]
+
+    def _open(self, rec: RecordingSpec) -> mne.io.BaseRaw:
+        """Return ``rec`` opened (its header and annotations, no samples), kept open for :meth:`take`."""
+        if rec.file not in self._opened:
+            raw = _read(self.spec.path_of(rec.file), sfreq=rec.sfreq, bids=self.spec.origin == "bids",
+                        units=rec.units, scale=rec.scale)
             self._opened[rec.file] = raw
             self._rates[rec.file] = float(raw.info["sfreq"])
-        return self._rates[rec.file]
+        return self._opened[rec.file]
+
+    def annotations(self, rec: RecordingSpec) -> list[str]:
+        """Return the descriptions of ``rec``'s own annotations (EDF+ stage names, events), read with its header
+        (kept open)."""
+        return [str(d) for d in self._open(rec).annotations.description]
 
     def header(self, rec: RecordingSpec, montage: Montage) -> dict[str, Any]:
         """Return what ``rec``'s header says of how it was recorded: rate, prefilters and units (kept open).
@@ -197,12 +208,7 @@ class RecordingReader:
         """
         from passport_kit.signals.channels import channel_sources
 
-        if rec.file not in self._opened:
-            raw = _read(self.spec.path_of(rec.file), sfreq=rec.sfreq, bids=self.spec.origin == "bids",
-                        units=rec.units, scale=rec.scale)
-            self._opened[rec.file] = raw
-            self._rates[rec.file] = float(raw.info["sfreq"])
-        raw = self._opened[rec.file]
+        raw = self._open(rec)
         orig = getattr(raw, "_orig_units", None) or {}
         try:
             used = {n for pair in channel_sources(list(raw.ch_names), montage, rec.channels or None,
@@ -356,12 +362,52 @@ def _read_raw_labels(
         onsets = np.asarray([a[0] for a in windows.annotations], dtype=np.float64)
         durations = np.asarray([a[1] for a in windows.annotations], dtype=np.float64)
         values = [a[2] for a in windows.annotations]
-        known = [label_map is None or label_map.lookup(v)[0] for v in values]
+        known = _stage_annotations(values, label_map)
         keep = np.asarray(known, dtype=bool)
-        # Annotations also hold events (lights off, arousals): only stage names are labels here.
         per_window = labels_from_intervals(onsets[keep], durations[keep], [v for v, k in zip(values, known) if k], n, window_seconds)
         return _RawLabels("windows", per_window, f"annotations of '{rec.file}'")
     return _RawLabels("none", [], f"recording '{rec.file}'")
+
+
+def _stage_annotations(values: list[str], label_map: LabelMap | None) -> list[bool]:
+    """Return, per annotation description, whether it is a label: one the label map knows (any, without a map)."""
+    # Annotations also hold events (lights off, arousals): only stage names are labels.
+    return [label_map is None or label_map.lookup(v)[0] for v in values]
+
+
+#: How a dataset.yaml gives a recording its labels (the words of every "no labels" error).
+_LABEL_KEYS = ("'label: <class>' (one class for the whole recording, e.g. rest or task) or 'labels: <file>' (one "
+               "value per window, e.g. a hypnogram)")
+
+
+def missing_labels(spec: DatasetSpec, reader: RecordingReader) -> str | None:
+    """Return the line that says no recording of ``spec`` has labels and how to give them; None when one has.
+
+    Cheap: it reads the spec and, for recordings labelled by their own annotations (a discovered
+    EDF+ file), the annotations ``reader`` reads with the header (kept open for
+    :func:`load_dataset`); no sample is decoded. So ``adapt`` and ``evaluate`` refuse a folder
+    without labels before they read and check every recording (issue 49).
+    """
+    label_map = spec.resolved_label_map()
+    for rec in spec.recordings:
+        if rec.label is not None or rec.labels is not None:
+            return None
+        if rec.annotation_labels and any(_stage_annotations(reader.annotations(rec), label_map)):
+            return None
+    n = len(spec.recordings)
+    whose = "its one recording" if n == 1 else f"any of its {n} recordings"
+    if spec.origin == "yaml":
+        return (f"no labels: the dataset.yaml in '{spec.root}' gives none for {whose}; add {_LABEL_KEYS} under each "
+                "recording (docs/data.md § Describing a dataset)")
+    if spec.origin == "bids":
+        return (f"no labels: the BIDS dataset '{spec.root}' has no *_events.tsv for {whose}; add them (column "
+                "trial_type, or label_column in a dataset.yaml in its root; docs/data.md § Without dataset.yaml)")
+    first = spec.recordings[0].file
+    example = first[: -len(recording_suffix(Path(first)))] + "_hypnogram.csv"
+    return (f"no labels: '{spec.root}' has no dataset.yaml and no labels for {whose} (no labels file named after "
+            f"one, e.g. {example}, and no sleep-stage annotations in them); write {spec.root / DATASET_FILE} listing "
+            f"each recording (subject, file) with {_LABEL_KEYS}, or put a labels file (one stage per 30-s epoch) "
+            "next to each night (docs/data.md § Describing a dataset)")
 
 
 def _label_intervals(path: Path, spec: DatasetSpec) -> tuple[np.ndarray, np.ndarray, list[str]] | None:

@@ -21,6 +21,24 @@ against it — one mechanism for amplitude faults, channel faults and other devi
   ×1/:data:`AMPLITUDE_LIMIT` … ×:data:`AMPLITUDE_LIMIT`. Predict then withholds the sleep
   statistics and says why in one line.
 
+For sleep staging the guard also judges what the adapter *said* (issue 45: an adapter trained on
+simulated Muse sleep staged a real awake Muse recording W, N3, W, N3 ... at p 0.99, and the
+spectral distance of every awake recording was 0.00-0.29, because the training nights hold wake
+windows too):
+
+- *sequence*: the profile stores the stage transitions of the training nights (``transitions``:
+  counts of stage i followed by stage j in the next epoch); a predicted night with more than
+  :data:`UNSEEN_LIMIT` of its transitions among those never seen in training (W↔N3 from one
+  epoch to the next) is outside.
+- *sleep at all*: the profile stores each stage's mean spectrum and the within-stage spread
+  (``stages``); a window staged as a sleep stage is compared with that stage's training spectrum
+  (mean squared distance in units of the spread), and a recording whose median over its
+  sleep-staged windows is above :data:`STAGE_FIT_LIMIT` is outside: what the adapter calls sleep
+  does not look like the sleep it was trained on.
+
+Both parts are optional in the stored profile: a bundle written before them is scored without
+them.
+
 Flat and NaN channel-windows carry no spectrum; they are left out here (the contact policy and
 the window flags handle them), so one dead channel does not make a recording "unlike" its
 training data. The thresholds were measured on real recordings (held-out eegmat subjects and
@@ -52,6 +70,19 @@ CORRELATION_LIMIT = 1.8
 #: A recording whose median 1-40 Hz amplitude is more than this many times above or below the
 #: training data's is outside it (held-out real Muse subjects reached 1/3.65 of the others).
 AMPLITUDE_LIMIT = 4.0
+#: A staged night is outside when more than this share of its epoch-to-epoch transitions (and at least
+#: :data:`UNSEEN_MIN` of them) are ones the training nights never show (docs/RESULTS.md § guard).
+UNSEEN_LIMIT = 0.1
+UNSEEN_MIN = 2
+#: Training nights with fewer epoch-to-epoch transitions than this say too little of which ones never happen: the
+#: sequence check is not made.
+MIN_TRAINING_TRANSITIONS = 100
+#: A stage with fewer training windows than this has no spectrum to compare with: its windows are not judged.
+MIN_STAGE_WINDOWS = 10
+#: A staged recording is outside when the median over its sleep-staged windows of the mean squared distance of
+#: their spectrum from their stage's training spectrum (in within-stage SDs) is above this: held-out simulated
+#: nights stayed under 0.85, real awake Muse recordings staged as sleep reached 1.2-7.2 (docs/RESULTS.md § guard).
+STAGE_FIT_LIMIT = 2.0
 #: Shrinkage of the correlation features' covariance toward its diagonal: few training windows
 #: and many channel pairs make the plain covariance singular.
 _SHRINK = 0.2
@@ -213,9 +244,47 @@ def channel_amplitudes(qualities: Iterable[Any]) -> np.ndarray | None:
             return np.nanmedian(stacked, axis=0)
 
 
+def transition_record(stages: Sequence[str], y: np.ndarray, recording: np.ndarray, onset_s: np.ndarray,
+                      window_seconds: float) -> dict[str, Any]:
+    """Return the profile's ``transitions`` block: ``(K, K)`` counts of stage i followed by stage j one epoch later.
+
+    ``y``, ``recording``, ``onset_s`` ``(N,)``: each window's class index (negative: unlabeled), recording and onset
+    in seconds; only windows exactly one ``window_seconds`` apart in the same recording count as a transition.
+    """
+    order = np.lexsort((np.asarray(onset_s, dtype=np.float64), np.asarray(recording).astype(str)))
+    y, rec, t = np.asarray(y)[order], np.asarray(recording).astype(str)[order], np.asarray(onset_s)[order]
+    nxt = (rec[1:] == rec[:-1]) & np.isclose(np.diff(t), window_seconds) & (y[1:] >= 0) & (y[:-1] >= 0)
+    counts = np.zeros((len(stages), len(stages)), dtype=np.int64)
+    np.add.at(counts, (y[:-1][nxt], y[1:][nxt]), 1)
+    return {"classes": list(stages), "counts": counts.tolist()}
+
+
+def _stage_spectra(features: np.ndarray, y: np.ndarray, stages: Sequence[str]) -> dict[str, Any] | None:
+    """Return the profile's ``stages`` block: each class's mean window spectrum ``(K, C, F)`` and the pooled
+    within-class SD ``(C, F)`` of windows' ``features`` ``(N, C, F)`` with class indices ``y`` (None: too few)."""
+    import warnings
+
+    y = np.asarray(y)
+    means = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a channel flat in every window of a class
+        for k in range(len(stages)):
+            means.append(np.nanmean(features[y == k], axis=0) if (y == k).any() else
+                         np.full(features.shape[1:], np.nan))
+        centred = features - np.stack(means)[np.clip(y, 0, None)]
+        sd = np.nanstd(centred[y >= 0], axis=0)
+    if not (y >= 0).any() or not np.isfinite(sd).any():
+        return None
+    return {"classes": list(stages), "windows": [int((y == k).sum()) for k in range(len(stages))],
+            "mean": np.round(np.stack(means), 5).tolist(),
+            "sd": np.round(np.maximum(np.nan_to_num(sd, nan=_MIN_SPREAD), 1e-3), 5).tolist()}
+
+
 def distribution_profile(x: np.ndarray, ch_names: Sequence[str], *, top_hz: float, sfreq: float = 200.0,
                          qualities: Iterable[Any] | None = None, groups: np.ndarray | None = None,
-                         rows: np.ndarray | None = None) -> dict[str, Any] | None:
+                         rows: np.ndarray | None = None, stages: Sequence[str] | None = None,
+                         labels: np.ndarray | None = None,
+                         transitions: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Return the compact description of training windows ``x`` ``(N, C, P, S)`` stored in the bundle.
 
     ``top_hz``: the band-pass top the windows were filtered with; ``qualities``: the raw
@@ -223,10 +292,13 @@ def distribution_profile(x: np.ndarray, ch_names: Sequence[str], *, top_hz: floa
     as for instance-normalised windows without raw scores); ``groups`` ``(N,)``: each window's
     subject, to scale the correlation distance by how far training subjects lie from one
     another; ``rows``: the windows of ``x`` to describe (default all; read a chunk at a time).
-    None when no window has a spectrum.
+    Sleep staging: ``stages`` (the classes, AASM names) with ``labels`` ``(N,)`` (class index per
+    window) add each stage's mean spectrum, and ``transitions`` (:func:`transition_record`) the
+    training nights' stage transitions. None when no window has a spectrum.
     """
     if rows is not None:
         groups = None if groups is None else np.asarray(groups)[np.sort(np.asarray(rows))]
+        labels = None if labels is None else np.asarray(labels)[np.sort(np.asarray(rows))]
         x = _Rows(x, np.sort(np.asarray(rows)))  # type: ignore[assignment]
     features = spectral_features(x, sfreq=sfreq, top_hz=min(top_hz, 40.0))
     if not features.size or not np.isfinite(features).any():
@@ -251,7 +323,8 @@ def distribution_profile(x: np.ndarray, ch_names: Sequence[str], *, top_hz: floa
         "distance_limit": DISTANCE_LIMIT,
         "correlation_limit": CORRELATION_LIMIT,
         "amplitude_limit": AMPLITUDE_LIMIT,
-    }
+    } | ({} if stages is None or labels is None else {"stages": _stage_spectra(features, labels, stages)}) | (
+        {} if transitions is None else {"transitions": transitions})
 
 
 @dataclass(frozen=True)
@@ -266,6 +339,13 @@ class DistributionVerdict:
     correlation_limit: float = CORRELATION_LIMIT
     amplitude_limit: float = AMPLITUDE_LIMIT
     far_channels: list[str] = field(default_factory=list)
+    #: Sleep staging: the predicted transitions the training nights never show, of all the night's transitions.
+    unseen_transitions: int | None = None
+    transitions: int | None = None
+    unseen_examples: list[str] = field(default_factory=list)
+    #: Sleep staging: the median distance of the sleep-staged windows' spectra from their stage's in training.
+    stage_fit: float | None = None
+    staged_sleep: int | None = None
 
     @property
     def outside(self) -> bool:
@@ -279,19 +359,28 @@ class DistributionVerdict:
         if ratio is not None and not 1.0 / self.amplitude_limit <= ratio <= self.amplitude_limit:
             return (f"its amplitude is {ratio:.2g}x that of the recordings the adapter was trained on (beyond "
                     f"x{self.amplitude_limit:g} either way, more than people differ): a wrong unit or scale "
-                    "(--units, --scale), or another device; statistics would mislead")
+                    "(--units, --scale), or another device; its results would mislead")
         corr = self.correlation_distance
         if corr is not None and corr > self.correlation_limit:
             return (f"the correlations between its channels are unlike those of the recordings the adapter was "
                     f"trained on (distance {corr:.2f}, held-out recordings of the training device stay under "
                     f"{self.correlation_limit:g}): another device or montage, swapped channels, or several noisy "
-                    "channels; statistics would mislead")
+                    "channels; its results would mislead")
         if self.distance > self.distance_limit:
             far = (f"; channels most unlike: {', '.join(self.far_channels[:4])}" if self.far_channels and
                    len(self.far_channels) < len(self.channel_distance) else "")
             return (f"its spectrum is unlike the recordings the adapter was trained on (distance {self.distance:.2f}, "
                     f"held-out recordings of the training device stay under {self.distance_limit:g}){far}: another "
-                    "device, state or noise; adapt on recordings like it for staging you can trust")
+                    "device, state or noise; adapt on recordings like it for predictions you can trust")
+        if self.stage_fit is not None and self.stage_fit > STAGE_FIT_LIMIT:
+            return (f"it does not look like sleep: the spectra of its {self.staged_sleep} windows staged as sleep are "
+                    f"unlike the training nights' windows of those stages (distance {self.stage_fit:.2f}, held-out "
+                    f"nights stay under {STAGE_FIT_LIMIT:g}); an awake or other recording: its staging would mislead")
+        if self.unseen_transitions is not None and _too_many_unseen(self.unseen_transitions, self.transitions or 0):
+            return (f"its stage sequence is unlike sleep: {self.unseen_transitions} of its {self.transitions} "
+                    f"epoch-to-epoch transitions never occur in the training nights "
+                    f"({', '.join(self.unseen_examples[:3])}); an awake or other recording, or noise: its staging "
+                    "would mislead")
         return None
 
     def to_json(self) -> dict[str, Any]:
@@ -303,7 +392,69 @@ class DistributionVerdict:
                 "correlation_distance": None if corr is None else round(corr, 4),
                 "correlation_limit": self.correlation_limit, "far_channels": self.far_channels,
                 "channel_distance": {k: round(v, 4) for k, v in self.channel_distance.items()},
+                "unseen_transitions": self.unseen_transitions, "transitions": self.transitions,
+                "unseen_transition_limit": UNSEEN_LIMIT,
+                "stage_fit": None if self.stage_fit is None else round(self.stage_fit, 4),
+                "staged_sleep": self.staged_sleep, "stage_fit_limit": STAGE_FIT_LIMIT,
                 "reason": self.reason}
+
+
+def _too_many_unseen(unseen: int, total: int) -> bool:
+    """Return whether ``unseen`` of ``total`` transitions are too many to be staging errors of a real night."""
+    return unseen >= UNSEEN_MIN and unseen > UNSEEN_LIMIT * total
+
+
+def sequence_check(profile: dict[str, Any], predicted: np.ndarray, onset_s: np.ndarray,
+                   window_seconds: float) -> tuple[int, int, list[str]] | None:
+    """Return ``(unseen, total, examples)``: the predicted epoch-to-epoch transitions the training nights never show.
+
+    ``predicted`` ``(N,)``: class indices in the profile's ``transitions`` classes; ``onset_s``: their onsets (a gap
+    breaks the chain). None without a stored ``transitions`` block.
+    """
+    block = profile.get("transitions")
+    if not block or int(np.sum(block["counts"])) < MIN_TRAINING_TRANSITIONS:
+        return None
+    seen = np.asarray(block["counts"]) > 0
+    names = list(block["classes"])
+    p = np.asarray(predicted)
+    nxt = np.isclose(np.diff(np.asarray(onset_s, dtype=np.float64)), window_seconds)
+    pairs = [(int(a), int(b)) for a, b, ok in zip(p[:-1], p[1:], nxt) if ok]
+    unseen = [(a, b) for a, b in pairs if not seen[a, b]]
+    examples = list(dict.fromkeys(f"{names[a]}->{names[b]}" for a, b in unseen))
+    return len(unseen), len(pairs), examples
+
+
+def stage_fit(profile: dict[str, Any], features: np.ndarray, predicted: np.ndarray) -> tuple[float, int] | None:
+    """Return ``(distance, n)``: over the ``n`` windows predicted as a sleep stage, the median of each one's mean
+    squared distance from its stage's training spectrum, in units of the within-stage SD.
+
+    ``features`` ``(N, C, F)``: the windows' :func:`spectral_features`; ``predicted`` ``(N,)`` class indices in the
+    profile's ``stages`` classes. None without a ``stages`` block, a wake class, or a window staged as a sleep stage
+    with at least :data:`MIN_STAGE_WINDOWS` training windows.
+    """
+    import warnings
+
+    block = profile.get("stages")
+    if not block:
+        return None
+    names = [str(c).upper() for c in block["classes"]]
+    wake = [k for k, c in enumerate(names) if c in ("W", "WAKE")]
+    mean = np.asarray(block["mean"], dtype=np.float64)
+    # A feature that barely varied within a stage in training is not made infinitely strict (as window_distances).
+    sd = np.maximum(np.asarray(block["sd"], dtype=np.float64), _MIN_SPREAD)
+    f = min(mean.shape[2], features.shape[2])
+    predicted = np.asarray(predicted)
+    judged = [k for k, n in enumerate(block.get("windows") or [MIN_STAGE_WINDOWS] * len(names))
+              if n >= MIN_STAGE_WINDOWS and k not in wake]
+    asleep = np.flatnonzero(np.isin(predicted, judged))
+    if not wake or not len(asleep):
+        return None
+    z = (features[asleep, :, :f] - mean[predicted[asleep], :, :f]) / sd[None, :, :f]     # (n, C, F)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a flat window: NaN, left out
+        d = np.nanmean(z * z, axis=(1, 2))
+    d = d[np.isfinite(d)]
+    return (float(np.median(d)), int(len(asleep))) if len(d) else None
 
 
 def window_distances(profile: dict[str, Any], features: np.ndarray) -> np.ndarray:
@@ -330,11 +481,14 @@ def window_distances(profile: dict[str, Any], features: np.ndarray) -> np.ndarra
 
 
 def score_recording(profile: dict[str, Any], x: np.ndarray, quality: Any = None, *, top_hz: float,
-                    sfreq: float = 200.0) -> DistributionVerdict | None:
+                    sfreq: float = 200.0, predicted: np.ndarray | None = None, onset_s: np.ndarray | None = None,
+                    window_seconds: float = 30.0) -> DistributionVerdict | None:
     """Return how far the windows ``x`` ``(N, C, P, S)`` of one recording lie from ``profile``.
 
     ``quality``: the raw recording's ChannelQuality, for the amplitude ratio (None: not
-    compared); ``top_hz``: the band-pass top the windows were filtered with. None when the
+    compared); ``top_hz``: the band-pass top the windows were filtered with; ``predicted``
+    ``(N,)`` and ``onset_s`` ``(N,)``: the adapter's classes of the windows and their onsets, for
+    the sleep checks (:func:`sequence_check`, :func:`stage_fit`). None when the
     profile is of another version or montage size, the recording's band does not carry the
     profile's bands (the band check of predict flags such recordings), or nothing in the
     recording has a spectrum.
@@ -379,8 +533,18 @@ def score_recording(profile: dict[str, Any], x: np.ndarray, quality: Any = None,
         z = np.where(np.isfinite(z), z, mean)
         d = _mahalanobis(z, mean, np.asarray(stored["inverse_covariance"], dtype=np.float64))
         corr = float(np.median(d) / max(float(stored["scale"]), 1e-9))
+    sequence = sleep = None
+    if predicted is not None:
+        sequence = sequence_check(profile, predicted, onset_s if onset_s is not None else
+                                  np.arange(len(predicted)) * window_seconds, window_seconds)
+        sleep = stage_fit(profile, features, predicted)
     return DistributionVerdict(distance=distance, channel_distance=channel_distance, amplitude_ratio=ratio,
                                correlation_distance=corr,
+                               unseen_transitions=None if sequence is None else sequence[0],
+                               transitions=None if sequence is None else sequence[1],
+                               unseen_examples=[] if sequence is None else sequence[2],
+                               stage_fit=None if sleep is None else sleep[0],
+                               staged_sleep=None if sleep is None else sleep[1],
                                distance_limit=float(profile.get("distance_limit", DISTANCE_LIMIT)),
                                correlation_limit=float(profile.get("correlation_limit", CORRELATION_LIMIT)),
                                amplitude_limit=float(profile.get("amplitude_limit", AMPLITUDE_LIMIT)),
@@ -388,5 +552,6 @@ def score_recording(profile: dict[str, Any], x: np.ndarray, quality: Any = None,
 
 
 __all__ = ["AMPLITUDE_LIMIT", "BANDS", "CORRELATION_LIMIT", "DISTANCE_LIMIT", "DistributionVerdict",
-           "channel_amplitudes", "correlation_features", "distribution_profile", "score_recording",
-           "spectral_features", "window_distances"]
+           "STAGE_FIT_LIMIT", "UNSEEN_LIMIT", "channel_amplitudes", "correlation_features", "distribution_profile",
+           "score_recording", "sequence_check", "stage_fit", "spectral_features", "transition_record",
+           "window_distances"]

@@ -12,7 +12,8 @@ a model.
 """
 
 from passport_kit.sleep.priors import (STAGES, PriorSpec, SleepPrior, available_priors, classes_to_stages,
-                                       get_prior, pick_channels, prior_log_proba)
+                                       combine_log_proba, get_prior, parse_prior_channels, pick_channels,
+                                       prior_channel_options, prior_log_proba)
 
-__all__ = ["STAGES", "PriorSpec", "SleepPrior", "available_priors", "classes_to_stages", "get_prior",
-           "pick_channels", "prior_log_proba"]
+__all__ = ["STAGES", "PriorSpec", "SleepPrior", "available_priors", "classes_to_stages", "combine_log_proba",
+           "get_prior", "parse_prior_channels", "pick_channels", "prior_channel_options", "prior_log_proba"]

@@ -36,23 +36,50 @@ _STAGE_NAMES = {"W": ("w", "wake", "awake"), "N1": ("n1", "s1"), "N2": ("n2", "s
 _CENTRAL_SITES = {"C3": (-0.0653, 0.0, 0.0604), "C4": (0.0653, 0.0, 0.0604), "Cz": (0.0, 0.0, 0.0880)}
 
 
+#: Joins the names of several stagers whose log-probabilities are averaged (``"yasa+gssc"``).
+ENSEMBLE_SEPARATOR = "+"
+
+
 @dataclass(frozen=True)
 class PriorSpec:
-    """Which prior a read-out stacks and on which montage channels (stored in adapter.json's head block)."""
+    """Which prior a read-out stacks and on which montage channels (stored in adapter.json's head block).
+
+    ``eeg_ref`` / ``eog_ref``: a second montage channel subtracted from ``eeg`` / ``eog`` (a derivation,
+    e.g. ear to ear); None reads the channel as it is. ``name`` may join several stagers with
+    :data:`ENSEMBLE_SEPARATOR`: their log-probabilities are averaged (:func:`combine_log_proba`).
+    """
 
     name: str
     eeg: str
     eog: str | None = None
     emg: str | None = None
+    eeg_ref: str | None = None
+    eog_ref: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the spec as adapter.json stores it."""
-        return {"name": self.name, "eeg": self.eeg, "eog": self.eog, "emg": self.emg}
+        """Return the spec as adapter.json stores it (the references only where there is one)."""
+        out: dict[str, Any] = {"name": self.name, "eeg": self.eeg, "eog": self.eog, "emg": self.emg}
+        out |= {k: v for k, v in (("eeg_ref", self.eeg_ref), ("eog_ref", self.eog_ref)) if v is not None}
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PriorSpec:
         """Return the spec adapter.json stored."""
-        return cls(str(data["name"]), str(data["eeg"]), data.get("eog"), data.get("emg"))
+        return cls(str(data["name"]), str(data["eeg"]), data.get("eog"), data.get("emg"), data.get("eeg_ref"),
+                   data.get("eog_ref"))
+
+    def channels(self) -> str:
+        """Return what the stager reads, as adapt and predict say it (``"EEG ELA-ERA, EOG E1"``)."""
+        def one(a: str | None, ref: str | None) -> str | None:
+            return None if a is None else a if ref is None else f"{a}-{ref}"
+
+        parts = [f"{kind} {ch}" for kind, ch in (("EEG", one(self.eeg, self.eeg_ref)), ("EOG", one(self.eog, self.eog_ref)),
+                                                  ("EMG", self.emg)) if ch is not None]
+        return ", ".join(parts)
+
+    def with_name(self, name: str) -> PriorSpec:
+        """Return this channel choice for the prior ``name``."""
+        return PriorSpec(name, self.eeg, self.eog, self.emg, self.eeg_ref, self.eog_ref)
 
 
 class SleepPrior:
@@ -88,8 +115,11 @@ def available_priors() -> dict[str, str | None]:
 
 
 def get_prior(name: str) -> SleepPrior:
-    """Return an instance of the prior ``name`` (ConfigError naming the known ones, or why it cannot run)."""
+    """Return an instance of the prior ``name`` (ConfigError naming the known ones, or why it cannot run);
+    ``"a+b"``: the average of several (:class:`MeanPrior`)."""
     _load_builtins()
+    if ENSEMBLE_SEPARATOR in name:
+        return MeanPrior([get_prior(part) for part in name.split(ENSEMBLE_SEPARATOR)])
     cls = SleepPrior._by_name.get(name)
     if cls is None:
         raise ConfigError(f"unknown sleep prior {name!r}; choose one of {', '.join(sorted(SleepPrior._by_name))}")
@@ -97,6 +127,29 @@ def get_prior(name: str) -> SleepPrior:
     if reason is not None:
         raise ConfigError(f"sleep prior {name!r} cannot run here: {reason}")
     return cls()
+
+
+class MeanPrior(SleepPrior):
+    """Several stagers as one: the mean of their (floored) log-probabilities, renormalised (not registered)."""
+
+    def __init__(self, members: list[SleepPrior]) -> None:
+        self.members = members
+        self.min_rate = max(m.min_rate for m in members)  # type: ignore[misc]
+
+    def night_log_proba(self, eeg_uv: np.ndarray, sfreq: float, *, eog_uv: np.ndarray | None = None,
+                        emg_uv: np.ndarray | None = None) -> np.ndarray:
+        return combine_log_proba([m.night_log_proba(eeg_uv, sfreq, eog_uv=eog_uv, emg_uv=emg_uv)
+                                  for m in self.members])
+
+
+def combine_log_proba(parts: list[np.ndarray]) -> np.ndarray:
+    """Return the average of several stagers' log-probabilities ``(n, 5)`` each, renormalised to log-probabilities
+    (a geometric mean of their probabilities: on the hidden nights the mean of YASA and GSSC scored κ 0.604
+    against 0.542 and 0.611 alone, issue 43). Nights of different lengths are cut to the shortest."""
+    n = min(len(p) for p in parts)
+    mean = np.mean([np.asarray(p, dtype=np.float64)[:n] for p in parts], axis=0)
+    top = mean.max(axis=1, keepdims=True)
+    return mean - top - np.log(np.exp(mean - top).sum(axis=1, keepdims=True))
 
 
 def _load_builtins() -> None:
@@ -131,13 +184,18 @@ def classes_to_stages(classes: list[str]) -> list[int] | None:
 
 
 def pick_channels(names: list[str], positions: np.ndarray, kinds: list[str]) -> PriorSpec | None:
-    """Return the montage channels a stager reads: the EEG channel nearest a central site, the first EOG and EMG.
+    """Return the montage channels a stager reads: the EEG channel named after a central site (C4, C3, Cz), else the
+    one nearest such a site, and the first EOG and EMG.
 
     ``positions`` ``(C, 3)`` in metres (MNE head frame; a bipolar channel's active electrode).
     The stagers were trained on central scalp EEG (C3/C4 against a mastoid), so the channel
     closest to C3, C4 or Cz is the one most like what they know. None without an EEG channel
     with a finite position. The name of the prior is filled in by the caller.
     """
+    named = _central_by_name(names, kinds)
+    if named is not None:
+        first = {k: next((n for n, kk in zip(names, kinds) if kk == k), None) for k in ("eog", "emg")}
+        return PriorSpec("", named, first["eog"], first["emg"])
     sites = np.asarray(list(_CENTRAL_SITES.values()))
     best, best_d = None, np.inf
     for name, pos, kind in zip(names, np.asarray(positions, dtype=float), kinds):
@@ -150,6 +208,107 @@ def pick_channels(names: list[str], positions: np.ndarray, kinds: list[str]) -> 
         return None
     first = {k: next((n for n, kk in zip(names, kinds) if kk == k), None) for k in ("eog", "emg")}
     return PriorSpec("", best, first["eog"], first["emg"])
+
+
+#: A derivation's two electrodes must be at least this far apart (m) to be offered: closer pairs cancel the signal.
+MIN_DERIVATION_SPAN = 0.05
+#: At most this many channel choices are scored zero-shot on the user's nights (each costs a stager run per night).
+MAX_CHANNEL_OPTIONS = 4
+
+
+def prior_channel_options(names: list[str], positions: np.ndarray, kinds: list[str]) -> list[PriorSpec]:
+    """Return the channel choices a stager may read on this montage, best guess by positions first.
+
+    1. the EEG channel nearest a central site as it is (:func:`pick_channels`; the montage's first EOG);
+    2. that channel against the EEG electrode farthest from it (a mastoid-like reference, as C3-A2);
+    3. the widest left-right pair (ear to ear, across the head), where it differs from 2;
+    4. where the montage has no EOG channel: choice 1 with the widest pair of frontal electrodes (left minus
+       right, in front of the ears) as an EOG-like channel.
+    Derivations need electrodes at least :data:`MIN_DERIVATION_SPAN` apart. The name is filled in by the caller;
+    ``adapt`` scores each zero-shot on the user's labelled nights and keeps the best (``--prior-channels``
+    overrides).
+    """
+    first = pick_channels(names, positions, kinds)
+    if first is None:
+        return []
+    pos = {n: np.asarray(p, dtype=float) for n, p, k in zip(names, positions, kinds) if k == "eeg"
+           and np.isfinite(np.asarray(p, dtype=float)).all()}
+    options = [first]
+
+    def add(spec: PriorSpec) -> None:
+        # A derivation and its reverse give the stager the same night with the sign flipped: one of them.
+        key = (frozenset((spec.eeg, spec.eeg_ref)), frozenset((spec.eog, spec.eog_ref)))
+        if key not in [(frozenset((o.eeg, o.eeg_ref)), frozenset((o.eog, o.eog_ref))) for o in options] \
+                and len(options) < MAX_CHANNEL_OPTIONS:
+            options.append(spec)
+
+    centre = pos[first.eeg]
+    far = max(pos, key=lambda n: float(np.linalg.norm(pos[n] - centre)))
+    if float(np.linalg.norm(pos[far] - centre)) >= MIN_DERIVATION_SPAN:
+        add(PriorSpec("", first.eeg, first.eog, first.emg, eeg_ref=far))
+    pair = _widest_pair(pos, lambda p: True)
+    if pair is not None:
+        add(PriorSpec("", pair[0], first.eog, first.emg, eeg_ref=pair[1]))
+    if first.eog is None:
+        frontal = _widest_pair(pos, lambda p: p[1] > 0.03 and p[2] < 0.06)  # in front of the ears, below the vertex
+        if frontal is not None:
+            add(PriorSpec("", first.eeg, frontal[0], first.emg, eeg_ref=first.eeg_ref, eog_ref=frontal[1]))
+    return options
+
+
+def _widest_pair(pos: dict[str, np.ndarray], where: Any) -> tuple[str, str] | None:
+    """Return the (left, right) electrodes farthest apart left to right (ear to ear, temple to temple) among those
+    ``where`` accepts; of pairs as wide, the one farthest apart."""
+    left = [n for n, p in pos.items() if p[0] < 0 and where(p)]
+    right = [n for n, p in pos.items() if p[0] > 0 and where(p)]
+    pairs = [(round(float(pos[b][0] - pos[a][0]), 3), float(np.linalg.norm(pos[a] - pos[b])), a, b)
+             for a in left for b in right]
+    if not pairs:
+        return None
+    _, span, a, b = max(pairs)
+    return (a, b) if span >= MIN_DERIVATION_SPAN else None
+
+
+def parse_prior_channels(text: str, names: list[str], kinds: list[str]) -> PriorSpec:
+    """Return the channel choice ``--prior-channels`` names: ``EEG[-REF][,EOG[-REF]]`` in montage channel names.
+
+    Example: ``ELA-ERA`` (a derivation), ``C3`` (a channel as it is), ``Fpz-M1,E1`` (EEG and EOG). A name that
+    itself holds a dash (``Cz-A1``) is read as that channel.
+    """
+    from passport_kit.errors import DataError
+
+    parts = [p.strip() for p in str(text).split(",")]
+    if not 1 <= len(parts) <= 2 or not all(parts):
+        raise ConfigError(f"--prior-channels takes EEG[-REF][,EOG[-REF]] in montage channel names, got {text!r}")
+
+    def one(part: str) -> tuple[str, str | None]:
+        if part in names:
+            return part, None
+        splits = [(part[:i], part[i + 1:]) for i, ch in enumerate(part) if ch == "-"]
+        for a, b in splits:
+            if a in names and b in names:
+                return a, b
+        raise DataError(f"--prior-channels: {part!r} is neither a channel of this montage nor two of them joined by "
+                        f"'-'; the montage has {', '.join(names)}")
+
+    eeg, eeg_ref = one(parts[0])
+    eog, eog_ref = one(parts[1]) if len(parts) == 2 else (None, None)
+    emg = next((n for n, k in zip(names, kinds) if k == "emg"), None)
+    return PriorSpec("", eeg, eog, emg, eeg_ref, eog_ref)
+
+
+def _central_by_name(names: list[str], kinds: list[str]) -> str | None:
+    """Return the EEG channel named after a central site (C4, C3, Cz, in the order the stagers prefer; ``C4``,
+    ``C4-M1``, ``EEG C4-REF`` alike), None when there is none. Names say it where templates' positions may not:
+    a montage in another head frame put T8 nearer the C4 template than C4 itself."""
+    import re
+
+    for site in ("C4", "C3", "Cz"):
+        for name, kind in zip(names, kinds):
+            tokens = re.split(r"[\s\-_:/]+", name.strip().lower())
+            if kind == "eeg" and site.lower() in tokens[:2]:
+                return name
+    return None
 
 
 def night_signal(x: np.ndarray, onset_s: np.ndarray, channel: int, *, sfreq: float = 200.0) -> np.ndarray:
@@ -181,13 +340,19 @@ def prior_log_proba(prior: SleepPrior, x: np.ndarray, onset_s: np.ndarray, names
     if abs(window_seconds - 30.0) > 1e-6:
         raise ConfigError(f"sleep priors score 30-s epochs; these windows are {window_seconds:g} s")
     index = {n: i for i, n in enumerate(names)}
-    missing = [c for c in (spec.eeg, spec.eog, spec.emg) if c is not None and c not in index]
+    missing = [c for c in (spec.eeg, spec.eog, spec.emg, spec.eeg_ref, spec.eog_ref) if c is not None and c not in index]
     if missing:
         raise ConfigError(f"the sleep prior reads channel(s) {', '.join(missing)}, which this montage lacks")
     order = np.argsort(onset_s, kind="stable")
     xs, onsets = x[order], np.asarray(onset_s, dtype=float)[order]
-    signal = {k: night_signal(xs, onsets, index[c], sfreq=sfreq) if c is not None else None
-              for k, c in (("eeg", spec.eeg), ("eog", spec.eog), ("emg", spec.emg))}
+
+    def read(channel: str | None, ref: str | None = None) -> np.ndarray | None:
+        if channel is None:
+            return None
+        out = night_signal(xs, onsets, index[channel], sfreq=sfreq)
+        return out if ref is None else out - night_signal(xs, onsets, index[ref], sfreq=sfreq)
+
+    signal = {"eeg": read(spec.eeg, spec.eeg_ref), "eog": read(spec.eog, spec.eog_ref), "emg": read(spec.emg)}
     logp = prior.night_log_proba(signal["eeg"], sfreq, eog_uv=signal["eog"], emg_uv=signal["emg"])
     epoch = np.clip(((onsets + window_seconds / 2) // 30.0).astype(np.int64), 0, len(logp) - 1)
     out = np.empty((len(x), len(STAGES)))
@@ -201,5 +366,6 @@ def floored_log(proba: np.ndarray) -> np.ndarray:
     return np.log(p / p.sum(axis=1, keepdims=True))
 
 
-__all__ = ["PROBABILITY_FLOOR", "STAGES", "PriorSpec", "SleepPrior", "available_priors", "classes_to_stages",
-           "floored_log", "get_prior", "night_signal", "pick_channels", "prior_log_proba"]
+__all__ = ["ENSEMBLE_SEPARATOR", "MAX_CHANNEL_OPTIONS", "PROBABILITY_FLOOR", "STAGES", "MeanPrior", "PriorSpec",
+           "SleepPrior", "available_priors", "classes_to_stages", "combine_log_proba", "floored_log", "get_prior",
+           "night_signal", "parse_prior_channels", "pick_channels", "prior_channel_options", "prior_log_proba"]

@@ -9,6 +9,21 @@ import numpy as np
 from passport_kit.onboard.ladder import LadderData, LadderFit, fit_ladder
 
 
+def stage_runs(rng: np.random.Generator, n_nights: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return labels ``(n_nights * n,)`` of 5 stages in runs (a change with probability 0.1 per epoch) and each
+    epoch's night."""
+    ys, recs = [], []
+    for night in range(n_nights):
+        stage, seq = 0, []
+        for _ in range(n):
+            if rng.random() < 0.1:
+                stage = int(rng.integers(0, 5))
+            seq.append(stage)
+        ys += seq
+        recs += [f"n{night}"] * n
+    return np.asarray(ys), np.asarray(recs)
+
+
 def fit_read_out_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
                         groups: np.ndarray, *, recordings: np.ndarray | None = None, lpft: Any = None,
                         **options: Any) -> LadderFit:

@@ -78,3 +78,14 @@ def test_eegmat_subject_08_rest_and_arithmetic_carry_different_low_passes(shared
     subjects = {rec.file: rec.subject for rec in spec.recordings}
     lines = metadata_confounds(headers, classes, subjects, band=(0.3, 75.0))
     assert any(line.startswith("low-pass differs between classes within 1 subject(s): S08") for line in lines)
+
+
+def test_adapt_warns_about_the_prefilters_check_finds(tmp_path: Path, montage_yaml: Path, checkpoint: str) -> None:
+    """Issue 45: adapt said nothing of the confound check found."""
+    prefilter_dataset(tmp_path / "data", odd="HP:0.5Hz LP:45Hz", usual="HP:0.5Hz LP:90Hz")
+    result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(tmp_path / "data"),
+                              "--checkpoint", checkpoint, "--out", str(tmp_path / "out"), "--no-progress",
+                              "--recipe", "probe"])
+    assert result.exit_code == 0, result.output
+    assert ("warning: the recordings' headers differ between classes: low-pass differs between classes within 1 "
+            "subject(s)") in result.output

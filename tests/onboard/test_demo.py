@@ -1,4 +1,4 @@
-"""The demo end to end (slow: simulates data and trains two adapters)."""
+"""The demo end to end (slow: simulates data, adapts, stages zero-shot and predicts)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,11 @@ def test_demo_runs_and_lists_its_files(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("PASSPORT_KIT_HOME", str(tmp_path / "home"))
     result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "demo"), "--subjects", "3", "--hours", "1"])
     assert result.exit_code == 0, result.output
-    assert "kappa on held-out subject s03" in result.output
-    assert "band power alone (reference)" in result.output and "default recipe" in result.output
+    assert "on held-out subject s03" in result.output and "default recipe" in result.output
+    # Issue 45: the rows tell what the toolkit adds, each naming what it shipped.
+    assert "zero-shot stager (yasa on" in result.output and "band power alone (the textbook" in result.output
+    assert "adapted (passport-small-mlp): band power" in result.output and "ACPE" not in result.output
+    assert "validation: the adapted model's kappa cross-validated" in result.output
     assert (tmp_path / "demo" / "evaluation" / "per_subject.csv").is_file()
     assert (tmp_path / "demo" / "predictions" / "s03" / "s03_hypnogram.png").is_file()
 

@@ -9,6 +9,7 @@ import torch
 from passport_kit.onboard.ladder import (MIN_EFFECT, Ladder, LadderData, fold_score, inner_folds, paired_gain,
                                          set_zero_shot, zero_shot_proba)
 from passport_kit.onboard.probe import ReadOutChoice, fit_read_out
+from tests.onboard.ladder_helpers import stage_runs
 
 
 def _blocks(informative: str, n_subjects: int = 6, per: int = 30, seed: int = 0, d: int = 8
@@ -142,32 +143,24 @@ def test_fold_score_is_nan_where_auroc_cannot_be_scored() -> None:
     assert fold_score(np.array([0, 1, 2]), np.eye(3), "kappa") == pytest.approx(1.0)
 
 
-def _sleep_like(seed: int = 0, n_nights: int = 4, n: int = 80) -> LadderData:
+def _sleep_like(seed: int = 0, n_nights: int = 4, n: int = 80, stager_first: bool = True) -> LadderData:
     """Nights of 5 stages in runs; band power weakly informative, a 'prior' strongly informative."""
     rng = np.random.default_rng(seed)
-    ys, recs = [], []
-    for night in range(n_nights):
-        stage, seq = 0, []
-        for _ in range(n):
-            if rng.random() < 0.1:
-                stage = int(rng.integers(0, 5))
-            seq.append(stage)
-        ys += seq
-        recs += [f"n{night}"] * n
-    y = np.asarray(ys)
+    y, recs = stage_runs(rng, n_nights, n)
     onehot = np.eye(5)[y]
     spectral = onehot[:, :3] * 0.3 + rng.normal(size=(len(y), 3))
     prior = np.log(np.clip(0.7 * onehot + 0.3 * rng.dirichlet(np.ones(5), len(y)), 1e-4, None))
     prior -= np.log(np.exp(prior).sum(axis=1, keepdims=True))
     backbone = rng.normal(size=(len(y), 4))
-    return LadderData(plain={"mean": np.concatenate([backbone, spectral], 1)}, y=y, groups=np.asarray(recs),
-                      recordings=np.asarray(recs), classes=["W", "N1", "N2", "N3", "REM"], d_model=4,
+    return LadderData(plain={"mean": np.concatenate([backbone, spectral], 1)}, y=y, groups=recs,
+                      recordings=recs, classes=["W", "N1", "N2", "N3", "REM"], d_model=4,
                       sleep=True, contexts=(0, 2), poolings=("mean",), prior=prior, prior_stages=[0, 1, 2, 3, 4],
-                      prior_spec={"name": "test", "eeg": "C3", "eog": None, "emg": None})
+                      prior_spec={"name": "test", "eeg": "C3", "eog": None, "emg": None}, stager_first=stager_first)
 
 
 def test_sleep_rungs_the_prior_is_taken_when_it_knows_the_stages_and_every_rung_is_recorded() -> None:
-    result = Ladder(_sleep_like()).climb()
+    """The textbook-first order (the ablation of issue 43's stager-first order) as issue 33 built it."""
+    result = Ladder(_sleep_like(stager_first=False)).climb()
     names = [r.name for r in result.rungs]
     assert names == ["bandpower", "context", "prior", "zero-shot", "backbone", "lpft", "smoothing"]
     prior = result.rungs[2]

@@ -100,9 +100,10 @@ def test_statistics_are_withheld_when_most_epochs_are_low_confidence(tmp_path: P
     assert result.files["hypnogram_plot"].stat().st_size > 0
 
 
-def test_recording_class_is_withheld_too(tmp_path: Path) -> None:
+def test_recording_class_is_given_over_doubtful_windows(tmp_path: Path) -> None:
+    # A classification's answer is the mean over its windows (issue 45): near-chance windows weaken it, not void it.
     result = _write(tmp_path, np.full((4, 2), 0.5) + np.array([0.05, -0.05]), classes=["rest", "task"])
-    assert result.summary["recording_class"] is None and result.summary["statistics_withheld"]
+    assert result.summary["recording_class"] == "rest" and result.summary["statistics_withheld"] is None
 
 
 def test_predict_cli_says_the_statistics_are_withheld(bundle: Path, dataset: Path, tmp_path: Path,

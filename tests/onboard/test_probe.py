@@ -195,7 +195,7 @@ def test_default_adapt_prints_its_selection_and_predicts(tmp_path: Path, montage
     sel = meta["metrics"]["selection"]
     assert sel["bandpower_score"] is not None and "band power" in result.output
     assert sel["increment_over_bandpower"] == pytest.approx(sel["score"] - sel["bandpower_score"], abs=2e-4)
-    assert sel["scaling"] in ("none", "recording") and [r["rung"] for r in sel["ladder"]][0] == "bandpower"
+    assert sel["scaling"] in ("none", "recording") and [r["rung"] for r in sel["ladder"]][0] == "stager"  # issue 43
     assert meta["head"]["bands"][0] == [0.5, 4.0]
     pred = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
     assert pred.exit_code == 0, pred.output

@@ -63,7 +63,7 @@ def test_every_recipe_fits_a_registered_head_and_is_an_option() -> None:
         assert RecipeOptions(recipe=name).recipe == name
     with pytest.raises(ConfigError, match="unknown recipe 'nope'; choose auto, probe, finetune"):
         get_recipe("nope")
-    with pytest.raises(ConfigError, match="invalid adapt option recipe: unknown recipe 'nope'"):
+    with pytest.raises(ConfigError, match="invalid adapt option --recipe \\(recipe\\): unknown recipe 'nope'"):
         parse_options(RecipeOptions, "adapt", None, {"recipe": "nope"})
 
 

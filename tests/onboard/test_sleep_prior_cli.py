@@ -12,17 +12,21 @@ from passport_kit.cli.app import app
 RUN = CliRunner()
 
 
-def test_adapt_on_sleep_data_records_the_prior_rungs_and_predict_applies_the_bundle(
+def test_adapt_on_sleep_data_starts_from_the_stager_records_every_rung_and_predict_applies_the_bundle(
         tmp_path: Path, montage_yaml: Path, dataset: Path, checkpoint: str) -> None:
+    """Issue 43: the zero-shot stager is the base; the shipped model's inner score is never below it."""
     out = tmp_path / "adapter"
     result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
                               checkpoint, "--out", str(out), "--no-progress", "--recipe", "probe"])
     assert result.exit_code == 0, result.output
     sel = json.loads((out / "adapter.json").read_text())["metrics"]["selection"]
     rungs = {r["rung"]: r for r in sel["ladder"]}
-    assert rungs["prior"]["tried"] and rungs["zero-shot"]["tried"]  # YASA scored on the training nights
-    assert rungs["prior"]["reason"] and rungs["zero-shot"]["score"] is not None
-    assert sel["expected"]["score"] is not None and sel["score"] >= sel["bandpower_score"] - 1e-9
+    assert sel["base"] == "stager" and sel["ladder"][0]["rung"] == "stager" and rungs["stager"]["taken"]
+    assert [r["rung"] for r in sel["ladder"]] == sel["order"]
+    assert all(rungs[name]["tried"] for name in ("recalibrated", "bandpower", "stacked"))
+    assert sel["stager"]["prior"] == "yasa" and sel["stager"]["channels"].startswith("EEG ")
+    assert sel["expected"]["score"] is not None and sel["score"] >= sel["stager_score"] - 1e-9
+    assert "sleep stager YASA on EEG" in result.output and "your nights" in result.output
     pred = RUN.invoke(app, ["predict", "--adapter", str(out), str(dataset / "s01.edf"), "--out", str(tmp_path / "p")])
     assert pred.exit_code == 0, pred.output
 
@@ -33,7 +37,9 @@ def test_adapt_with_prior_none_skips_the_prior_rungs(tmp_path: Path, montage_yam
     result = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
                               checkpoint, "--out", str(out), "--no-progress", "--recipe", "probe", "--prior", "none"])
     assert result.exit_code == 0, result.output
-    rungs = {r["rung"]: r for r in json.loads((out / "adapter.json").read_text())["metrics"]["selection"]["ladder"]}
+    sel = json.loads((out / "adapter.json").read_text())["metrics"]["selection"]
+    rungs = {r["rung"]: r for r in sel["ladder"]}
+    assert sel["base"] == "bandpower"  # no stager: the textbook is the base
     assert not rungs["prior"]["tried"] and "--prior none" in rungs["prior"]["reason"]
 
 

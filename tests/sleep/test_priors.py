@@ -107,3 +107,15 @@ def test_temperature_scaling_makes_overconfident_probabilities_honest() -> None:
     assert t > 2
     assert expected_calibration_error(temper(proba, t), y) < expected_calibration_error(proba, y) / 2
     assert np.allclose(temper(proba, 1.0), proba)
+
+
+def test_antropy_is_imported_with_numbas_cache_so_a_process_does_not_recompile_it() -> None:
+    """YASA's features (antropy) compiled ~9 s of numba in every process that staged a night (issue 43)."""
+    import subprocess
+    import sys
+
+    code = ("from passport_kit.sleep.yasa_prior import import_antropy_cached as f; f(); import antropy.fractal as a; "
+            "from numba.core.caching import NullCache; print(type(a._higuchi_fd._cache).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() != "NullCache"

@@ -1,0 +1,402 @@
+"""The ladder's rungs as registered objects, and the order each task climbs them (issue 43).
+
+A rung says when it applies (:meth:`LadderRung.skip`), which candidates it scores against the
+model that stays so far (:meth:`LadderRung.candidates`), and what it records; the ladder
+(:mod:`passport_kit.onboard.ladder`) scores candidates, applies the paired rule and keeps the
+record. Which rungs a task climbs, in which order, is a declared list (:func:`rung_order`):
+
+- **stager first** (sleep staging whose classes are the AASM stages, with a stager that can read a
+  channel of the montage): the base is the zero-shot stager (the best of its channel choices and,
+  where several stagers are installed, of each and their average). A stager trained on thousands
+  of nights needs no proof from the user's few nights; everything else — band power alone
+  included — must beat it by the paired rule to replace it;
+- **textbook first** (every other task): the base is band power + logistic regression.
+
+A new rung is a subclass with a ``name`` (registered on definition) and a place in an order.
+Rungs build on the *template*: the read-out of the model that stays (or, above the zero-shot
+stager, the stager as an offset), so "stager first" is a list, not a branch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from passport_kit.onboard.probe import ReadOutChoice
+
+#: Weights of the backbone block the backbone rung tries (a smaller weight is a stronger penalty on it).
+BACKBONE_WEIGHTS = (0.1, 0.3)
+#: Weights of the stacked prior block the prior rung tries (textbook-first order).
+PRIOR_WEIGHTS = (1.0, 3.0, 10.0)
+#: The read-out above a zero-shot stager: the stager's log-probabilities as the offset and as inputs.
+STAGER_TEMPLATE = ReadOutChoice(1.0, prior_weight=1.0, bandpower_weight=0.0, offset=True)
+
+
+@dataclass
+class Scored:
+    """One candidate scored on the ladder's folds: per-fold scores (every draw), out-of-fold probabilities per draw."""
+
+    name: str
+    choice: ReadOutChoice | None  # None: the zero-shot prior (no fitting)
+    scores: np.ndarray
+    oof: list[np.ndarray]
+    grid: list[dict[str, Any]] = field(default_factory=list)
+    #: The rung's own setting as adapter.json records it (the read-out's, or what the step adds).
+    setting: dict[str, Any] = field(default_factory=dict)
+    #: Smoothing applied on top of ``choice`` (or the zero-shot prior), with the emission prior it divides by.
+    smoothed: bool = False
+
+    @property
+    def mean(self) -> float:
+        finite = self.scores[np.isfinite(self.scores)]
+        return float(finite.mean()) if len(finite) else float("nan")
+
+    @property
+    def natural_balance(self) -> bool:
+        """Return whether the probabilities carry the training class balance (the stager, and read-outs fitted
+        around it), rather than balanced class weights' uniform one."""
+        return self.choice is None or self.choice.offset
+
+
+@dataclass
+class Rung:
+    """One step of the ladder as adapter.json records it."""
+
+    name: str
+    tried: bool
+    taken: bool
+    reason: str
+    score: float | None = None
+    baseline: float | None = None
+    gain: float | None = None
+    standard_error: float | None = None
+    setting: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        r = (lambda v: None if v is None or not np.isfinite(v) else round(float(v), 4))
+        return {"rung": self.name, "tried": self.tried, "taken": self.taken, "score": r(self.score),
+                "baseline": r(self.baseline), "gain": r(self.gain), "standard_error": r(self.standard_error),
+                "setting": self.setting, "reason": self.reason}
+
+
+@dataclass
+class Climb:
+    """Where a climb stands: the model that stays, the read-out later rungs build on, the record so far."""
+
+    incumbent: Scored
+    template: ReadOutChoice
+    rungs: list[Rung]
+    lpft: Any = None  # the adapter-training step offered by the recipe (None: not offered)
+    decision: Any = None  # what that step decided
+
+    def taken(self, name: str) -> bool:
+        """Return whether rung ``name`` was taken."""
+        return any(r.name == name and r.taken for r in self.rungs)
+
+
+class LadderRung:
+    """One rung (subclass, set ``name`` and ``label``, implement :meth:`candidates`; :meth:`skip` when it may not
+    apply). ``ladder`` is the :class:`~passport_kit.onboard.ladder.Ladder` climbing."""
+
+    name: ClassVar[str] = ""
+    #: How adapt names the rung in its output.
+    label: ClassVar[str] = ""
+    _by_name: ClassVar[dict[str, type[LadderRung]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("name"):
+            if cls.name in LadderRung._by_name:
+                raise ValueError(f"a ladder rung named {cls.name!r} is already registered")
+            LadderRung._by_name[cls.name] = cls
+
+    def skip(self, ladder: Any, climb: Climb) -> str | None:
+        """Return why this rung is not tried here, None when it is."""
+        return None
+
+    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+        """Return the rung's candidates scored on the ladder's folds (the best one challenges the incumbent)."""
+        raise NotImplementedError
+
+    def run(self, ladder: Any, climb: Climb) -> None:
+        """Try the rung: record it and, when its best candidate clears the paired rule, make it the incumbent."""
+        reason = self.skip(ladder, climb)
+        if reason is not None:
+            climb.rungs.append(Rung(self.name, False, False, reason))
+            return
+        climb.incumbent = ladder.step(self.name, climb.incumbent, self.candidates(ladder, climb), climb.rungs)
+        if climb.incumbent.choice is not None:
+            climb.template = climb.incumbent.choice
+
+
+def get_rung(name: str) -> LadderRung:
+    """Return the registered rung ``name``."""
+    return LadderRung._by_name[name]()
+
+
+def rung_names() -> list[str]:
+    """Return every registered rung's name."""
+    return sorted(LadderRung._by_name)
+
+
+def rung_labels() -> dict[str, str]:
+    """Return how adapt names every registered rung (``{"bandpower": "band power", ...}``)."""
+    return {name: cls.label or name for name, cls in LadderRung._by_name.items()}
+
+
+def rung_label(name: str) -> str:
+    """Return how adapt prints rung ``name`` (its own name for one it does not know)."""
+    cls = LadderRung._by_name.get(name)
+    return cls.label if cls is not None and cls.label else name
+
+
+#: The orders (module docstring). The base is the first rung.
+TEXTBOOK_FIRST = ("bandpower", "context", "prior", "zero-shot", "backbone", "lpft", "smoothing")
+STAGER_FIRST = ("stager", "recalibrated", "bandpower", "stacked", "context", "backbone", "lpft", "smoothing")
+
+
+def rung_order(data: Any) -> tuple[str, ...]:
+    """Return the rungs ``data`` (a :class:`~passport_kit.onboard.ladder.LadderData`) climbs, base first."""
+    if stager_applies(data):
+        return STAGER_FIRST
+    return TEXTBOOK_FIRST
+
+
+def stager_applies(data: Any) -> bool:
+    """Return whether a stager is the base: sleep staging, classes that are the AASM stages, a prior computed, and
+    the stager-first order not switched off (the ablation)."""
+    return bool(data.sleep and data.stager_first and data.prior_stages is not None and data.stager_options)
+
+
+# -- the bases ------------------------------------------------------------------------------------------------
+class BandPowerRung(LadderRung):
+    """The textbook: log absolute and relative band power, standardised, balanced logistic regression. The base
+    where no stager applies; above a stager, a challenger like any other."""
+
+    name = "bandpower"
+    label = "band power"
+
+    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+        return [ladder.score("bandpower", ReadOutChoice(1.0))]
+
+    def run(self, ladder: Any, climb: Climb) -> None:
+        if climb.rungs:  # above a stager: it must beat the incumbent
+            super().run(ladder, climb)
+            ladder.bandpower = ladder.candidates["bandpower"]
+            return
+        base = self.candidates(ladder, climb)[0]
+        ladder.candidates["bandpower"] = ladder.bandpower = base
+        climb.rungs.append(Rung("bandpower", True, True, "the textbook: the base of the ladder", base.mean, None,
+                                None, None, base.setting))
+        climb.incumbent, climb.template = base, base.choice
+
+
+class StagerRung(LadderRung):
+    """The zero-shot stager, no fitting, scored on the same folds: the base of the stager-first order.
+
+    Its options (channel choices; each stager and their average) come in the order the positions and the
+    installed stagers suggest, the first the default (the channel nearest a central site; with several stagers,
+    their average). Another option replaces the default only by the paired rule, as any rung: choosing among
+    stagers on a night or two is noise (DREAMS, one training night per fold: the best option on the training
+    night scored 0.305 on the other, the default average 0.471).
+    """
+
+    name = "stager"
+    label = "sleep stager (zero-shot)"
+
+    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+        return [ladder.zero_shot(option) for option in range(len(ladder.data.stager_options))]
+
+    def run(self, ladder: Any, climb: Climb) -> None:
+        options = self.candidates(ladder, climb)
+        chosen, why = 0, ("the base: a stager trained on thousands of nights needs no proof from your nights; every "
+                          "rung above must beat it by the paired rule")
+        if len(options) > 1:
+            rest = range(1, len(options))
+            best = max(rest, key=lambda i: options[i].mean if np.isfinite(options[i].mean) else -np.inf)
+            gain, se, _ = ladder.gain(options[best], options[0])
+            clears = bool(np.isfinite(gain) and gain > ladder.se_multiple * se and gain >= ladder.min_effect)
+            chosen = best if clears else 0
+            what = options[best].setting
+            why += (f"; of {len(options)} options (channels, stagers) the default ({_option(options[0].setting)}) "
+                    + (f"gave way to {_option(what)}: gains {gain:+.3f} (SE {se:.3f})" if clears else
+                       f"stays: the best other, {_option(what)}, gains {gain:+.3f} (SE {se:.3f})"))
+        ladder.use_stager(chosen)
+        base = dataclasses.replace(options[chosen], name="stager")
+        ladder.candidates["stager"] = ladder.candidates["zero-shot"] = base
+        tried = [{**o.setting, "score": None if not np.isfinite(o.mean) else round(o.mean, 4)} for o in options]
+        climb.rungs.append(Rung("stager", True, True, why, base.mean, None, None, None,
+                                {**base.setting, "options": tried}))
+        climb.incumbent, climb.template = base, STAGER_TEMPLATE
+
+
+def _option(setting: dict[str, Any]) -> str:
+    """Return a stager option as the ladder's reasons name it (``yasa on EEG C3-A2``)."""
+    return f"{setting.get('prior')} on {setting.get('channels')}"
+
+
+# -- rungs above the stager -------------------------------------------------------------------------------------
+class RecalibratedRung(LadderRung):
+    """The stager re-fitted on the labels: per-class scale and bias of its own log-probabilities, shrunk toward
+    its output (strength by inner CV)."""
+
+    name = "recalibrated"
+    label = "recalibrated stager"
+
+    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+        return [ladder.score("recalibrated", dataclasses.replace(STAGER_TEMPLATE, diagonal=True))]
+
+
+class StackedRung(LadderRung):
+    """Band power stacked on the stager: a read-out of band power (and the stager's log-probabilities) fitted
+    around the stager's output, shrunk toward it."""
+
+    name = "stacked"
+    label = "+ band power over the stager"
+
+    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+        return [ladder.score("stacked", dataclasses.replace(STAGER_TEMPLATE, bandpower_weight=1.0, prior_weight=w))
+                for w in (0.0, 1.0)]
+
+
+# -- rungs of both orders ---------------------------------------------------------------------------------------
+class ContextRung(LadderRung):
+    """Sleep: the running mean of the template's inputs over neighbouring epochs; per-night robust scaling."""
+
+    name = "context"
+    label = "+ context"
+
+    def skip(self, ladder: Any, climb: Climb) -> str | None:
+        d = ladder.data
+        if d.fixed_context and any(d.contexts):
+            return None
+        if not d.sleep:
+            return "not a sleep-staging task"
+        return None if self._variants(d) else "context fixed by --context 0"
+
+    @staticmethod
+    def _variants(d: Any) -> list[tuple[int, str]]:
+        return [(k, s) for k in d.contexts for s in d.scalings if (k, s) != (0, "none")]
+
+    def run(self, ladder: Any, climb: Climb) -> None:
+        d = ladder.data
+        if d.fixed_context and any(d.contexts):  # the user's --context: taken as given, its gain recorded
+            before = climb.incumbent
+            chosen = ladder.score("context", self._on(climb.template, d.contexts[0], climb.template.scaling))
+            gain, se, _ = ladder.gain(chosen, before)
+            climb.rungs.append(Rung("context", True, True, f"fixed by --context {d.contexts[0]}", chosen.mean,
+                                    before.mean, gain, se, chosen.setting))
+            climb.incumbent, climb.template = chosen, chosen.choice
+            return
+        super().run(ladder, climb)
+
+    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+        return [ladder.score("context", self._on(climb.template, k, s)) for k, s in self._variants(ladder.data)]
+
+    @staticmethod
+    def _on(template: ReadOutChoice, context: int, scaling: str) -> ReadOutChoice:
+        return dataclasses.replace(template, c=1.0, context=context, scaling=scaling, diagonal=False)
+
+
+class PriorRung(LadderRung):
+    """Textbook-first order: a pretrained stager's log-probabilities stacked as a block of the read-out."""
+
+    name = "prior"
+    label = "+ sleep prior"
+
+    def skip(self, ladder: Any, climb: Climb) -> str | None:
+        return None if ladder.data.prior is not None else ladder.data.prior_reason
+
+    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+        f = climb.template
+        return [ladder.score("prior", ReadOutChoice(1.0, 0.0, f.context, f.pooling, f.scaling, w))
+                for w in PRIOR_WEIGHTS]
+
+
+class ZeroShotRung(LadderRung):
+    """Textbook-first order: the stager alone, no fitting (classes that are the AASM stages only)."""
+
+    name = "zero-shot"
+    label = "sleep prior alone"
+
+    def skip(self, ladder: Any, climb: Climb) -> str | None:
+        d = ladder.data
+        if d.prior is None:
+            return d.prior_reason
+        if d.prior_stages is None:
+            return f"the classes {d.classes} are not the five AASM stages the prior scores"
+        return None
+
+    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+        return [ladder.zero_shot()]
+
+
+class BackboneRung(LadderRung):
+    """The frozen model's pooled features as a block of the template's read-out."""
+
+    name = "backbone"
+    label = "+ backbone"
+
+    def skip(self, ladder: Any, climb: Climb) -> str | None:
+        return None if ladder.data.backbone else "the read-out reads no backbone block here"
+
+    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+        f = climb.template
+        return [ladder.score("backbone", dataclasses.replace(f, c=1.0, backbone_weight=w, pooling=p, diagonal=False))
+                for w in BACKBONE_WEIGHTS for p in ladder.data.poolings]
+
+
+class LpftRung(LadderRung):
+    """Gradient training of the mixture adapter from the backbone read-out (LP-FT): only where that rung was
+    taken, never from a read-out the ladder rejected."""
+
+    name = "lpft"
+    label = "+ LP-FT"
+
+    def skip(self, ladder: Any, climb: Climb) -> str | None:
+        if not climb.taken("backbone"):
+            return "the backbone rung was not taken: no adapter training from a read-out the ladder rejected"
+        if climb.lpft is None:
+            return "not part of this recipe (probe)"
+        f = climb.incumbent.choice
+        if f is None or f.reads_prior or f.scaling != "none":
+            return ("the read-out stacks the sleep prior or scales per night, which a training batch cannot carry "
+                    "whole")
+        return None
+
+    def run(self, ladder: Any, climb: Climb) -> None:
+        reason = self.skip(ladder, climb)
+        if reason is not None:
+            climb.rungs.append(Rung(self.name, False, False, reason))
+            return
+        decision = climb.decision = climb.lpft(climb.incumbent.choice)
+        if decision is None or decision.probe_score is None:
+            climb.rungs.append(Rung("lpft", False, False, getattr(decision, "reason", "not offered")))
+            return
+        climb.rungs.append(Rung("lpft", True, bool(decision.trained), decision.reason, decision.lpft_score,
+                                decision.probe_score, decision.gain, decision.standard_error,
+                                {"steps": decision.steps, "budget": decision.budget, "folds": decision.folds}))
+
+
+class SmoothingRung(LadderRung):
+    """Sleep: an HMM pass over each night (transitions counted on the training folds)."""
+
+    name = "smoothing"
+    label = "+ night smoothing"
+
+    def skip(self, ladder: Any, climb: Climb) -> str | None:
+        if not ladder.data.sleep:
+            return "not a sleep-staging task"
+        if climb.taken("lpft"):
+            return "LP-FT's inner folds keep scores, not the probabilities smoothing needs"
+        return None
+
+    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+        return [ladder.smoothed(climb.incumbent)]
+
+
+__all__ = ["BACKBONE_WEIGHTS", "PRIOR_WEIGHTS", "STAGER_FIRST", "STAGER_TEMPLATE", "TEXTBOOK_FIRST", "Climb",
+           "LadderRung", "Rung", "Scored", "get_rung", "rung_label", "rung_labels", "rung_names", "rung_order", "stager_applies"]
