@@ -43,6 +43,9 @@ def read_yaml_text(path: Any, what: str, error: type[Exception]) -> str:
     path = Path(path)
     try:
         if not path.exists():
+            if path.is_symlink():  # exists() is False for a loop too (issue 46: "does not exist" misled)
+                raise error(f"{what} '{path}' is a symlink that leads nowhere (a loop, or its target is gone); give "
+                            "the YAML file itself")
             raise error(f"{what} '{path}' does not exist; check the path")
         if path.is_dir():
             raise error(f"{what} '{path}' is a folder; give a YAML file")

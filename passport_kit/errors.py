@@ -91,6 +91,9 @@ _FILE_SYSTEM_HINTS: dict[int, str] = {
     errno.ENOSPC: "the disk is full; free some space or choose another disk",
     errno.EDQUOT: "your disk quota is used up; free some space or choose another disk",
     errno.ENAMETOOLONG: "use a shorter path",
+    # issue 46: `ulimit -f` gave a traceback where a full disk gave this line
+    errno.EFBIG: "the file would pass the largest file allowed here (ulimit -f, or the file system's); raise the limit "
+                 "or choose another disk",
 }
 
 

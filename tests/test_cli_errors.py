@@ -63,6 +63,8 @@ def _invoke_raising(exc: BaseException):
      "error: 'notes.txt/run': Not a directory; part of that path is a file, not a folder"),
     (OSError(errno.EROFS, "Read-only file system", "/mnt/cd/run"), "read-only file system"),
     (OSError(errno.ENOSPC, "No space left on device", "/tmp/run/x.npy"), "the disk is full"),
+    # issue 46: `ulimit -f` (EFBIG) was a traceback
+    (OSError(errno.EFBIG, "File too large", "/tmp/run/x.npy"), "largest file allowed here (ulimit -f"),
 ])
 def test_file_system_errors_exit_2_with_one_line(exc: OSError, expected: str) -> None:
     result = _invoke_raising(exc)

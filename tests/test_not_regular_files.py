@@ -67,3 +67,66 @@ def test_a_recording_that_is_a_symlink_loop_is_named_so(tmp_path: Path) -> None:
         read_recording(loop)
     with pytest.raises(DataError, match="is a symlink that leads nowhere"):
         find_recordings([loop])
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_adapt_config_refuses_what_is_no_yaml_file_with_one_line(kind: str, fifo: Path, tmp_path: Path) -> None:
+    # Issue 46: `adapt --config /dev/zero` read until the OOM killer struck (21 GB); a FIFO hung.
+    path = {"fifo": fifo, "device": Path("/dev/zero"), "folder": tmp_path}[kind]
+    if kind == "device" and not path.exists():
+        pytest.skip("no /dev/zero here")
+    result = RUN.invoke(app, ["adapt", "--config", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    expected = {"fifo": "is not a regular file", "device": "is not a regular file", "folder": "is a folder"}[kind]
+    assert f"run file '{path}' {expected}" in result.output and "Traceback" not in result.output
+
+
+def test_a_run_file_over_the_limit_is_refused_before_reading(tmp_path: Path) -> None:
+    from passport_kit.errors import ConfigError
+    from passport_kit.onboard.run_file import read_run_file
+
+    path = tmp_path / "run.yaml"
+    with path.open("wb") as f:
+        f.truncate(MAX_YAML_BYTES + 1)
+    with pytest.raises(ConfigError, match="more than a YAML file here takes"):
+        read_run_file(path)
+
+
+def test_register_montage_of_a_symlink_loop_says_loop(tmp_path: Path) -> None:
+    # Issue 46: it said "does not exist".
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    result = RUN.invoke(app, ["register-montage", str(loop)])
+    assert result.exit_code == 2 and "is a symlink that leads nowhere" in result.output, result.output
+
+
+@pytest.mark.parametrize(("kind", "said"), [("fifo", "is not a regular file"), ("folder", "is a folder"),
+                                            ("device", "is not a regular file"), ("loop", "is a symlink that leads")])
+def test_a_dataset_yaml_that_is_no_regular_file_in_a_folder_is_said(kind: str, said: str, tmp_path: Path) -> None:
+    # Issue 46: it was ignored, and the folder's files discovered instead.
+    from passport_kit.signals.dataset_spec import load_dataset_spec
+
+    named = tmp_path / "dataset.yaml"
+    if kind == "fifo":
+        os.mkfifo(named)
+    elif kind == "folder":
+        named.mkdir()
+    elif kind == "device":
+        if not Path("/dev/zero").exists():
+            pytest.skip("no /dev/zero here")
+        named.symlink_to("/dev/zero")
+    else:
+        named.symlink_to(named)
+    with pytest.raises(DataError, match=f"dataset description '.*dataset.yaml' {said}"):
+        load_dataset_spec(tmp_path)
+
+
+def test_a_fifo_named_like_a_recording_in_a_folder_is_said(tmp_path: Path) -> None:
+    # Issue 46: it was skipped without a word.
+    from passport_kit.errors import PassportWarning
+    from passport_kit.inference.predict import find_recordings
+
+    (tmp_path / "s01.edf").write_bytes(b"")
+    os.mkfifo(tmp_path / "s02.edf")
+    with pytest.warns(PassportWarning, match=r"skipped 1 entry in folder .* not a regular file .*: s02.edf"):
+        assert find_recordings([tmp_path]) == [tmp_path / "s01.edf"]

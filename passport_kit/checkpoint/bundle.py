@@ -17,10 +17,11 @@ from torch import Tensor
 
 from passport_kit.checkpoint.base import find_checkpoint, load_base_checkpoint
 from passport_kit.checkpoint.files import HEAD_SETTINGS, AdapterMeta, AdapterVariant
+from passport_kit.checkpoint.head_checks import check_guard_profile, check_head_numbers
 from passport_kit.checkpoint.folders import dump_json, now, read_document, validated, write_folder
 from passport_kit.checkpoint.layout import ADAPTER_CONFIG_FILE, ADAPTER_FORMAT, ADAPTER_WEIGHTS_FILE, FORMAT_VERSION
 from passport_kit.checkpoint.tensors import check_finite, compare_tensors, parse_safetensors, state_for_saving
-from passport_kit.errors import CheckpointError, PassportWarning
+from passport_kit.errors import CheckpointError, ConfigError, PassportWarning
 from passport_kit.model import Classifier, apply_policy, policy_of, policy_parameter_names
 from passport_kit.model.channel_embedding import ChannelIdEmbedding
 from passport_kit.model.quality_gate import gate_classifier
@@ -124,9 +125,15 @@ def load_adapter_bundle(
         raise CheckpointError(
             f"adapter '{folder}' records a model config different from base '{info.name}'; re-run adapt"
         )
+    try:  # the numbers first (issue 46): an edited head was staged as garbage with exit 0, or a traceback
+        check_head_numbers(meta.head, len(meta.classes))
+        check_guard_profile(meta.metrics.get("distribution"), len(meta.montage.get("channels") or []))
+    except CheckpointError as exc:
+        raise CheckpointError(f"adapter '{folder}' refused: {exc}; adapter.json was edited or damaged - restore it or "
+                              "re-run adapt") from None
     try:
         classifier = Classifier(backbone, **meta.head)
-    except TypeError as exc:
+    except (TypeError, ConfigError) as exc:
         raise CheckpointError(f"adapter '{folder}' has invalid head settings ({exc}); re-run adapt") from None
     apply_policy(classifier, meta.policy)
     weights = folder / ADAPTER_WEIGHTS_FILE

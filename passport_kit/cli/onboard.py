@@ -595,7 +595,10 @@ def predict_command(
                                                 RunOptions, ScorerFiles, find_recordings, predict, predict_zero_shot)
 
     failed = None
-    if (adapter is None) == (zero_shot is None):
+    if adapter is not None and zero_shot is not None:  # issue 46: this said "give one of them" to one who gave both
+        raise ConfigError(f"--adapter and --zero-shot {zero_shot} were both given: an adapter stages with its own "
+                          "read-out, --zero-shot with a pretrained stager alone; drop one of them")
+    if adapter is None and zero_shot is None:
         raise ConfigError("predict needs --adapter DIR (a bundle from adapt) or --zero-shot yasa with --montage NAME "
                           "(a pretrained sleep stager, no adapter); give one of them")
     if zero_shot is not None and montage is None:
@@ -681,6 +684,12 @@ def predict_command(
                       f"; masked ({_mask_rule(masking)}) in "
                       f"{counted(masking['windows_with_masked_channels'], 'window')}")
             typer.echo(f"  bad channels: {bad}{masked}")
+            dead = quality.get("dead_channels") or {}
+            if dead.get("windows"):  # issue 46: said, so a dead contact is not read as a clean night
+                typer.echo("  dead (flat, NaN or near-dead) channels: "
+                           + ", ".join(f"{name} in {k} of {r.n_windows} windows" for name, k in dead["windows"].items())
+                           + ("; the read-out read their band power from the nearest live channel"
+                              if dead.get("band_power_from_neighbour") else ""))
         typer.echo(f"  files in {r.files['summary'].parent}")
     if failed is not None:
         for row in failed.failures:

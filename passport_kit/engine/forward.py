@@ -14,11 +14,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from passport_kit.errors import ConfigError
+from passport_kit.errors import CheckpointError, ConfigError
 from passport_kit.model.heads import ProbeHead
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.model.quality_gate import has_quality_gate
 from passport_kit.runtime import Precision, autocast
+from passport_kit.signals.dead_channels import DeadChannels
 from passport_kit.signals.quality import window_scores
 
 #: Why a probe head's inputs are always computed in fp32: they feed a fitted regression whose
@@ -87,6 +88,21 @@ def read_out_features(
     return np.concatenate(out).astype(np.float64) if out else np.zeros((0, 0))
 
 
+def finite_probabilities(proba: np.ndarray) -> np.ndarray:
+    """Return ``proba`` ``(N, K)`` when every value is finite; else raise a one-line CheckpointError.
+
+    Never staged (issue 46): a head's smoothing edited to zeros gave NaN for every window, and
+    the night was staged all Wake with exit 0. Bundles are checked on load
+    (:mod:`passport_kit.checkpoint.head_checks`); this is the last line for what no check foresaw.
+    """
+    bad = ~np.isfinite(np.asarray(proba)).all(axis=1) if np.size(proba) else np.zeros(0, dtype=bool)
+    if bad.any():
+        raise CheckpointError(f"the adapter gave NaN or infinite class probabilities for {int(bad.sum())} of {len(bad)} "
+                              "windows, so nothing was staged; its head settings in adapter.json are damaged - "
+                              "restore them or re-run adapt")
+    return proba
+
+
 def predict_proba(
     model: nn.Module,
     x: np.ndarray,
@@ -96,11 +112,11 @@ def predict_proba(
     batch_size: int = 64,
     device: torch.device | None = None,
     precision: Precision = "fp32",
-    on_batch: Callable[[int], None] | None = None,
     channel_mask: np.ndarray | None = None,
     distrust: np.ndarray | None = None,
     groups: Sequence[Any] | None = None,
     prior: np.ndarray | None = None,
+    dead: DeadChannels | None = None,
 ) -> np.ndarray:
     """Return softmax class probabilities, shape (N, n_classes) float32.
 
@@ -119,8 +135,6 @@ def predict_proba(
     index : np.ndarray, optional
         Rows of ``x`` to predict, in this order (default: all). Rows are read batch by batch,
         so a memmap larger than memory is never copied whole.
-    on_batch : callable, optional
-        Called with the number of windows after each batch (progress bars).
     channel_mask : np.ndarray, shape (N, C) bool, optional
         Channels to replace by the model's mask token in each row of ``x`` (every patch of them),
         as in pretraining: ``predict --mask-bad-channels``.
@@ -134,6 +148,10 @@ def predict_proba(
         A sleep prior's log-probabilities for every row of ``x``
         (:func:`passport_kit.sleep.priors.prior_log_proba`): needed by, and only read by, a
         probe head with a prior block (``head.n_prior``).
+    dead : DeadChannels, optional
+        The dead (flat, NaN, near-dead) channel-windows of every row of ``x``: a probe head reads
+        their band powers from the nearest live channel instead
+        (:func:`passport_kit.engine.imputation.impute_dead_channels`; issue 46).
 
     A probe head's night smoothing and temperature (:meth:`ProbeHead.postprocess`) are applied
     last, over ``groups``' recordings.
@@ -143,9 +161,14 @@ def predict_proba(
     head = getattr(model, "head", None)
     if isinstance(head, ProbeHead):
         z = read_out_features(model, x, meta, rows, batch_size=batch_size, device=device, channel_mask=channel_mask,
-                              distrust=distrust, on_batch=on_batch)
+                              distrust=distrust)
         if len(z) == 0:
             return np.zeros((0, 0), dtype=np.float32)
+        if dead is not None:
+            from passport_kit.engine.imputation import impute_dead_channels
+
+            z = impute_dead_channels(z, DeadChannels(np.asarray(dead.windows)[rows], dead.expected_uv), head,
+                                     meta.positions.cpu().numpy())
         if head.n_prior:
             if prior is None:
                 raise ConfigError("this read-out stacks a sleep prior: pass its log-probabilities (prior=)")
@@ -154,14 +177,12 @@ def predict_proba(
         with torch.inference_mode():
             logits = head.read_out(torch.from_numpy(z).float().to(device), runs)
         proba = torch.softmax(logits.float(), dim=-1).cpu().numpy().astype(np.float32, copy=False)
-        return head.postprocess(proba, runs)
+        return finite_probabilities(head.postprocess(proba, runs))
     out: list[np.ndarray] = []
     for logits in _batches(model, x, meta, rows, batch_size=batch_size, device=device, precision=precision,
                            channel_mask=channel_mask, distrust=distrust, call=model):
         # Softmax in fp32: bf16 probabilities round visibly in the CSV.
         out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
-        if on_batch is not None:
-            on_batch(len(logits))
     if not out:
         return np.zeros((0, 0), dtype=np.float32)
     return np.concatenate(out).astype(np.float32, copy=False)

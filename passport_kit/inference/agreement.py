@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from passport_kit.errors import LabelError
-from passport_kit.signals.labels import BUILTIN_LABEL_MAPS, encode_labels, get_label_map, read_label_file
+from passport_kit.signals.labels import (BUILTIN_LABEL_MAPS, encode_labels, get_label_map, read_label_file,
+                                         shown_values)
 
 
 def scorer_labels(path: str | Path, classes: Sequence[str], *, n_windows: int, window_seconds: float,
@@ -39,7 +40,7 @@ def scorer_labels(path: str | Path, classes: Sequence[str], *, n_windows: int, w
         lm = get_label_map("aasm")
         unknown = sorted({v for v in values if v is not None and not lm.lookup(v)[0] and v not in classes})
         if unknown:
-            shown = ", ".join(repr(v) for v in unknown[:8])
+            shown = shown_values(unknown)  # issue 46: `--labels /etc/passwd` printed 8 whole lines of it
             raise LabelError(f"{source}: values {shown} are neither AASM stage names nor the adapter's classes; give "
                              f"--label-map ({', '.join(BUILTIN_LABEL_MAPS)}; rk: R&K numbers, one per 5 s)")
         lm = lm.model_copy(update={"mapping": {**lm.mapping, **{c.casefold(): c for c in classes}}})

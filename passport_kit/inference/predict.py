@@ -50,6 +50,7 @@ import functools
 import re
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,9 +67,11 @@ from passport_kit.errors import (
     ConfigError,
     DataError,
     PassportError,
+    PassportWarning,
     file_system_message,
 )
 from passport_kit.inference import reports
+from passport_kit.signals.dead_channels import DeadChannels, dead_channel_windows
 from passport_kit.signals.distribution import DistributionVerdict
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, read_windows
 from passport_kit.output_lock import output_lock
@@ -193,11 +196,15 @@ class RunOptions(BaseModel):
 
 @dataclass(frozen=True)
 class ChannelMasks:
-    """The contact policy applied to one recording and the ``(N, C)`` channel-windows it masked and distrusted."""
+    """The contact policy applied to one recording, the ``(N, C)`` channel-windows it masked and distrusted, and the
+    dead ones (:mod:`passport_kit.signals.dead_channels`); ``imputed``: the read-out took their band powers from a
+    neighbour (a probe head; other heads read no band powers)."""
 
     policy: ContactPolicy
     masked: np.ndarray | None = None
     distrusted: np.ndarray | None = None
+    dead: DeadChannels | None = None
+    imputed: bool = False
 
 
 @dataclass(frozen=True)
@@ -259,7 +266,14 @@ def find_recordings(inputs: Sequence[str | Path]) -> list[Path]:
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            hits = sorted(p for p in path.rglob("*") if p.is_file() and is_recording_file(p))
+            named = [p for p in path.rglob("*") if is_recording_file(p) and not p.is_dir()]
+            hits = sorted(p for p in named if p.is_file())
+            odd = sorted(p.name for p in named if not p.is_file())
+            if odd:  # issue 46: a FIFO named like a recording was skipped without a word
+                warnings.warn(PassportWarning(
+                    f"skipped {len(odd)} entr{'y' if len(odd) == 1 else 'ies'} in folder '{path}' named like a "
+                    f"recording but not a regular file (a pipe, a device or a broken link): {', '.join(odd[:3])}"
+                    f"{' ...' if len(odd) > 3 else ''}"), stacklevel=2)
             if not hits:
                 kinds = ", ".join(dict.fromkeys(name for suffix, name in FORMATS.items() if suffix != ".txt"))
                 raise DataError(f"no recordings ({kinds}) found in folder '{path}'")
@@ -421,6 +435,9 @@ def predict(
     if scorer.label_map is not None and not scorer.labels:  # it reads the scorer's files: without them it does nothing
         raise ConfigError(f"--label-map {scorer.label_map} (label_map) says how to read --labels files, but none were "
                           "given; add --labels FILE per recording, or drop --label-map")
+    if not isinstance(adapter, (str, Path)):  # issue 46: pk.predict(None, ...) was a TypeError from pathlib
+        raise ConfigError(f"adapter must be the folder of an adapter bundle (written by adapt), got "
+                          f"{type(adapter).__name__}; for staging without one use predict_zero_shot")
     files, memory = _split_recordings(recordings)
     label_files = scorer.of(files)
     loaded = load_for_prediction(adapter, contacts, run)
@@ -434,7 +451,7 @@ def predict(
         # What a killed run left half-written (issue 35); under the lock, no other run is writing them.
         remove_stale_folders(out_dir, folder_of.values())
         # The recordings a finished (or killed) run of this command already wrote are kept (resume).
-        results = [finished_result(out_dir / folder_of[p], p) for p in files
+        results = [finished_result(out_dir / folder_of[p], p, adapter=adapter) for p in files
                    if output.resume and finished_prediction(out_dir / folder_of[p])]
         log = [_log_row(r.recording, r) for r in results]
         done = {r.recording for r in results}
@@ -542,14 +559,28 @@ def predict_recording(path: Path, night: RecordingWindows, loaded: LoadedAdapter
 def window_probabilities(loaded: LoadedAdapter, night: RecordingWindows, *,
                          batch_size: int) -> tuple[np.ndarray, ChannelMasks]:
     """Return the ``(N, n_classes)`` class probabilities of ``night``'s windows and the channels masked in them."""
+    from passport_kit.model.heads import ProbeHead
+
     masked, distrusted = loaded.policy.masks(night.quality, night.onset_s, loaded.config.window_seconds)
+    dead = night_dead_channels(loaded, night)
+    imputed = isinstance(loaded.model.head, ProbeHead)
     if is_sleep_staging(loaded.facts.classes):
         import_plotting_soon()  # while the model runs: the hypnogram's PNG needs matplotlib next
     # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
     proba = predict_proba(loaded.model, night.x, loaded.channel_meta, batch_size=batch_size, device=loaded.device,
                           precision=loaded.precision, channel_mask=masked if masked is not None and masked.any() else None,
-                          distrust=distrusted, prior=night_prior(loaded.model.head, night, loaded.montage))
-    return proba, ChannelMasks(loaded.policy, masked, distrusted)
+                          distrust=distrusted, prior=night_prior(loaded.model.head, night, loaded.montage),
+                          dead=dead if imputed else None)
+    return proba, ChannelMasks(loaded.policy, masked, distrusted, dead, imputed)
+
+
+def night_dead_channels(loaded: LoadedAdapter, night: RecordingWindows) -> DeadChannels:
+    """Return the dead (flat, NaN, near-dead) channel-windows of ``night``, judged against each channel's training
+    amplitude where the bundle's distribution profile has one for this montage."""
+    profile = loaded.meta.metrics.get("distribution") or {}
+    same_channels = profile.get("channels") == list(loaded.montage.ch_names)
+    return dead_channel_windows(night.flags, night.quality, night.onset_s, loaded.config.window_seconds,
+                                expected_uv=profile.get("amplitude_uv") if same_channels else None)
 
 
 def _log_row(path: Path, result: PredictionResult | None = None, *, error: str | None = None) -> dict[str, Any]:
@@ -584,9 +615,12 @@ def predict_zero_shot(
     (the default base's without it: 200 Hz, its band-pass and notch), 30-s windows; the prior
     (:func:`passport_kit.sleep.get_prior`) reads the montage channel nearest a central site
     (:func:`~passport_kit.sleep.pick_channels`) and, where the montage has them, its first EOG and
-    EMG channel. The same files as :func:`predict` are written, without the adapter's checks
-    (amplitude against training data, in-sample flags), which have no training data to refer to.
-    ``output.resume`` is not taken: every recording is staged.
+    EMG channel. The same files as :func:`predict` are written. There is no training data to refer
+    to, so the adapter's checks are judged against what the stager expects (issue 46,
+    :func:`zero_shot_unfit`): a unit error (×30 off typical EEG) is refused unless
+    ``reading.amplitude_check`` is off; ×4 off, or a band narrower than half the stager's,
+    flags every window and withholds the statistics; a channel other than C3/C4/Cz is named in a
+    warning. ``output.resume`` is not taken: every recording is staged.
     """
     from passport_kit.checkpoint import InputContract, find_checkpoint
     from passport_kit.montage import resolve_montage
@@ -598,6 +632,9 @@ def predict_zero_shot(
     if spec is None:
         raise ConfigError(f"montage {montage.name!r} has no EEG channel with a position for the sleep prior to read")
     spec = type(spec)(stager.name, spec.eeg, spec.eog, spec.emg)
+    note = stager_channel_note(stager.name, spec.eeg)
+    if note is not None:
+        warnings.warn(PassportWarning(note), stacklevel=2)
     contract = find_checkpoint(checkpoint).preprocessing if checkpoint is not None else InputContract()
     # The contract's 200-Hz settings with 30-s windows; each recording's rate then fits the band (as predict does).
     config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
@@ -610,7 +647,6 @@ def predict_zero_shot(
     out_dir = Path(out) if out is not None else default_output_folder()
     out_dir.mkdir(parents=True, exist_ok=True)
     folder_of = dict(zip(files, output_names(files)))
-    unchecked = reading.model_copy(update={"amplitude_check": False})  # no training amplitude to check against
     results: list[PredictionResult] = []
     with output_lock(out_dir, "predict"):
         check_outputs_free(out_dir, list(folder_of.values()), overwrite=output.overwrite)
@@ -622,15 +658,55 @@ def predict_zero_shot(
                 from passport_kit.signals import read_recording
 
                 raw = read_recording(path, sfreq=reading.sfreq, units=reading.units, scale=reading.scale)
-            band = _zero_shot_band(path, float(raw.info["sfreq"]), config, unchecked, facts.zero_shot)
+            band = _zero_shot_band(path, float(raw.info["sfreq"]), config, reading, facts.zero_shot)
+            # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
             night = read_for_prediction(path, montage, config, band, raw=raw)
             labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
             logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
             proba = np.exp(logp).astype(np.float32)
             results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
                 write_prediction, recording=path, proba=proba, night=night, adapter=facts, scorer=labels,
-                output=output)))
+                output=output, band_short=zero_shot_unfit(night, stager.min_rate / 2, check=reading.amplitude_check))))
     return results
+
+
+def zero_shot_unfit(night: RecordingWindows, stager_top_hz: float, *, check: bool = True) -> str | None:
+    """Return why a stager cannot be trusted on ``night`` (every window flagged, statistics withheld), or None.
+
+    Judged against what the stager expects, there being no training data: the recording's band
+    (``night.config.h_freq``) below :data:`MIN_BAND_SHARE` of the ``stager_top_hz`` it reads (a
+    20-Hz recording was staged with statistics: issue 46), or its median 1-40 Hz amplitude beyond
+    ``AMPLITUDE_LIMIT`` times typical EEG either way (``check``: the amplitude check is on).
+    """
+    from passport_kit.signals.amplitude import GENERIC_PROFILE, check_amplitude
+    from passport_kit.signals.distribution import AMPLITUDE_LIMIT
+
+    if night.config.h_freq < MIN_BAND_SHARE * stager_top_hz:
+        return (f"the recording's band reaches only {night.config.h_freq:g} Hz (its sampling rate, or --h-freq), less "
+                f"than half of the {stager_top_hz:g} Hz the stager reads: every window is flagged; record at a higher "
+                "rate")
+    if not check or night.quality is None:
+        return None
+    ratio = check_amplitude(night.quality, None) / float(GENERIC_PROFILE["median_uv"])
+    if 1.0 / AMPLITUDE_LIMIT <= ratio <= AMPLITUDE_LIMIT:
+        return None
+    return (f"its amplitude is {ratio:.2g}x that of typical EEG ({GENERIC_PROFILE['median_uv']:g} µV, beyond "
+            f"x{AMPLITUDE_LIMIT:g} either way): a wrong unit or scale (--units, --scale); the stager's statistics would "
+            "mislead")
+
+
+#: The sites the pretrained stagers were trained on (central scalp EEG against a mastoid).
+STAGER_SITES = ("C3", "C4", "CZ")
+
+
+def stager_channel_note(stager: str, channel: str) -> str | None:
+    """Return the warning that a stager reads ``channel``, not the central scalp EEG it was trained on (None: it does)."""
+    site = re.split(r"[-:/ ]", channel.strip().upper().removeprefix("EEG "))[0]
+    if site in STAGER_SITES:
+        return None
+    return (f"zero-shot {stager}: the stager reads channel '{channel}', not the central scalp EEG (C3, C4 or Cz "
+            "against a mastoid) it was trained on; expect it to agree less with a scorer than on scalp EEG - check "
+            "against one with --labels")
 
 
 def _zero_shot_band(path: Path, sfreq: float, config: Any, reading: ReadOptions,
@@ -693,12 +769,21 @@ def finished_prediction(folder: Path) -> bool:
     return folder.is_dir() and any(folder.glob("*_summary.json"))
 
 
-def finished_result(folder: Path, recording: Path) -> PredictionResult:
-    """Return the :class:`PredictionResult` of predictions already in ``folder`` (``resume``), from its summary."""
+def finished_result(folder: Path, recording: Path, *, adapter: str | Path | None = None) -> PredictionResult:
+    """Return the :class:`PredictionResult` of predictions already in ``folder`` (``resume``), from its summary.
+
+    ``adapter``: the bundle of this run; predictions made with another one are refused
+    (ConfigError), not reported as this run's (issue 46).
+    """
     import json
 
     summary_file = next(folder.glob("*_summary.json"))
     summary = json.loads(summary_file.read_text(encoding="utf-8"))
+    made_with = summary.get("adapter")
+    if adapter is not None and made_with is not None and Path(made_with).resolve() != Path(adapter).resolve():
+        raise ConfigError(f"--resume: '{folder}' holds predictions made with adapter '{made_with}', not '{adapter}'; "
+                          "resume with that adapter, choose another --out, or pass --overwrite (without --resume) to "
+                          "predict anew")
     kinds = {"_predictions.csv": "predictions", "_events.tsv": "events", "_summary.json": "summary",
              "_hypnogram.json": "hypnogram", "_channel_quality.tsv": "channel_quality",
              "_annotations.edf": "edf_annotations"}
@@ -760,9 +845,9 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     ``adapter`` what the reports say about the adapter (classes, window, task, base, classes it
     never learned, named in the summary's ``classes_not_learned``: it cannot output them, so
     e.g. a REM latency is n/a for that reason); ``contacts`` the contact policy applied and the
-    channel-windows it masked and distrusted; ``band_short`` why the recording's band cannot
-    carry the adapter's (:func:`band_too_narrow`): then every window is flagged and the
-    statistics withheld. Windows in which half or more channels score bad
+    channel-windows it masked and distrusted; ``band_short`` why the recording cannot be staged
+    by this model at all (its band too narrow for the adapter's, :func:`band_too_narrow`; zero-shot:
+    :func:`zero_shot_unfit`): then every window is flagged and the statistics withheld. Windows in which half or more channels score bad
     (:func:`mostly_bad_windows`) or carry a signal flag (:func:`signal_flagged_windows`) are
     flagged; one flat or noisy channel of many is not. ``scorer``: a scorer's labels, compared
     in ``scorer_agreement`` and drawn under the hypnogram (``in_sample``: the recording is one the adapter was trained on, so the
@@ -777,6 +862,8 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     stem = _stem(recording)
     mostly_bad = mostly_bad_windows(night.quality, night.onset_s, window_seconds)
     flagged = signal_flagged_windows(night.flags) | mostly_bad | (band_short is not None)
+    if contacts is not None and contacts.dead is not None:  # half or more channels dead: a neighbour cannot stand in
+        flagged |= np.asarray(contacts.dead.windows, dtype=bool).mean(axis=1) >= BAD_SHARE
     staged = _stages_night(adapter)
     unsure = low_confidence(proba, _confidence_share(staged))
     files: dict[str, Path] = {"predictions": reports.write_window_csv(
@@ -1051,6 +1138,9 @@ def channel_quality_summary(quality: Any, contacts: ChannelMasks | None = None) 
         block["masking"]["uncorrelated_below"] = policy.mask_uncorrelated_channels
     block["distrust"] = _window_counts(quality.ch_names, contacts.distrusted, policy.distrust_bad_channels,
                                        "distrusted")
+    # Issue 46: named, so a dead contact is not read as a clean night (and whether the read-out took a neighbour's).
+    block["dead_channels"] = None if contacts.dead is None else {
+        "windows": contacts.dead.counts(list(quality.ch_names)), "band_power_from_neighbour": contacts.imputed}
     return block
 
 

@@ -35,7 +35,10 @@ They are built by ``python -m passport_kit.model.lowp_kernels_build`` (``make in
 never at import time. :func:`ops` loads the library once, and only where it can run (built,
 for this torch, on a CPU with AVX-512 BF16 where torch runs AVX-512 kernels); otherwise, or with
 ``PASSPORT_KIT_LOWP_KERNELS=0``, it returns None and the encoder takes its eager bf16 path,
-silently (one debug log line says why).
+silently (one debug log line says why). The build stamps the library's size and SHA-256 beside
+it; a library that is not that file (cut short, replaced, a FIFO) is never loaded, and one that
+loads without every op the sources define is not used: each says so in one warning line
+(issue 46: a truncated library killed predict with SIGBUS, another library gave an AttributeError).
 """
 
 from __future__ import annotations
@@ -44,11 +47,15 @@ import functools
 import hashlib
 import logging
 import os
+import re
+import stat
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from passport_kit.errors import PassportWarning
 from passport_kit.runtime import cpu_supports_bf16
 
 log = logging.getLogger(__name__)
@@ -79,6 +86,59 @@ def library_key() -> str:
     return f"{torch_version()} sources={digest.hexdigest()[:16]}"
 
 
+def library_stamp(library: Path) -> str:
+    """Return the stamp line of a built ``library``: its size and SHA-256, written by the build and checked before
+    every load (issue 46: a truncated library with a valid stamp killed predict with SIGBUS)."""
+    return f"library size={library.stat().st_size} sha256={hashlib.sha256(library.read_bytes()).hexdigest()}"
+
+
+def damaged_library(library: Path, stamp: list[str]) -> str | None:
+    """Return why ``library`` is not the file the build stamped (``stamp``: the stamp file's lines), None when it is.
+
+    Checked before it is mapped into the process: a FIFO would hang the read, and a file cut
+    short (a full disk, an interrupted build) loads and then faults (SIGBUS) at the first op.
+    """
+    try:
+        status = os.stat(library)
+    except OSError as err:
+        return f"cannot be read ({err.strerror or err})"
+    if not stat.S_ISREG(status.st_mode):
+        return "is not a regular file"
+    recorded = stamp[1] if len(stamp) > 1 else ""
+    size = re.match(r"library size=(\d+) sha256=[0-9a-f]{64}$", recorded)
+    if size is None:
+        return "has no recorded size and digest (built before they were recorded)"
+    if int(size.group(1)) != status.st_size or library_stamp(library) != recorded:
+        return "differs from the library that was built (cut short by a full disk or an interrupted build?)"
+    return None
+
+
+def expected_ops() -> list[str]:
+    """Return the names of the ops the sources define (``m.def("name(...``): what a loaded library must have."""
+    names: list[str] = []
+    for source in SOURCES:
+        text = source.read_text(encoding="utf-8") if source.exists() else ""
+        names += re.findall(r'm\.def\(\s*"(\w+)\(', text)
+    return names
+
+
+def missing_ops(namespace: Any) -> list[str]:
+    """Return the ops of :func:`expected_ops` that ``namespace`` (``torch.ops.passport_kit``) lacks."""
+    missing = []
+    for name in expected_ops():
+        try:
+            getattr(namespace, name)
+        except (AttributeError, RuntimeError):
+            missing.append(name)
+    return missing
+
+
+def _fall_back(reason: str) -> None:
+    """Say in one line why the eager path runs although a library is built (a rebuild fixes it)."""
+    warnings.warn(PassportWarning(f"lowp kernels: {LIBRARY.name} {reason}; the eager bf16 path runs - rebuild it with "
+                                  "python -m passport_kit.model.lowp_kernels_build"), stacklevel=3)
+
+
 @functools.cache
 def ops() -> Any | None:
     """Return ``torch.ops.passport_kit`` once the library is loaded, or None where it is absent or cannot run here."""
@@ -89,7 +149,8 @@ def ops() -> Any | None:
         return None
     # A library built against another torch may load and then crash (C++ ABI); one built from
     # other sources lacks ops or differs in them: rebuild instead.
-    built_for = TORCH_STAMP.read_text(encoding="utf-8").strip() if TORCH_STAMP.exists() else None
+    stamp = TORCH_STAMP.read_text(encoding="utf-8").splitlines() if TORCH_STAMP.is_file() else []
+    built_for = stamp[0].strip() if stamp else None
     if built_for != library_key():
         log.debug("lowp kernels: built for %s, this is %s: rebuild", built_for, library_key())
         return None
@@ -101,12 +162,21 @@ def ops() -> Any | None:
     if not cpu_supports_bf16():
         log.debug("lowp kernels: not loaded, this CPU has no AVX-512 BF16")
         return None
+    damaged = damaged_library(LIBRARY, stamp)
+    if damaged is not None:
+        _fall_back(damaged)
+        return None
     try:
         torch.ops.load_library(str(LIBRARY))
     except (OSError, RuntimeError) as err:  # built against another torch, or damaged: rebuild
         log.debug("lowp kernels: %s does not load (%s)", LIBRARY.name, err)
         return None
+    missing = missing_ops(torch.ops.passport_kit)
+    if missing:  # another shared library in its place: an AttributeError at the first op otherwise
+        _fall_back(f"lacks the ops {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}")
+        return None
     return torch.ops.passport_kit
 
 
-__all__ = ["LIBRARY", "SOURCES", "SWITCH", "TORCH_STAMP", "library_key", "ops", "torch_version"]
+__all__ = ["LIBRARY", "SOURCES", "SWITCH", "TORCH_STAMP", "damaged_library", "expected_ops", "library_key",
+           "library_stamp", "missing_ops", "ops", "torch_version"]

@@ -24,7 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from passport_kit.model.lowp_kernels import LIBRARY, SOURCES, TORCH_STAMP, library_key
+from passport_kit.model.lowp_kernels import LIBRARY, SOURCES, TORCH_STAMP, library_key, library_stamp
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "lowp_kernels.cpp"
@@ -44,9 +44,11 @@ def build(build_dir: Path, *, verbose: bool = False) -> Path:
     cpp_extension.load(name="_lowp_kernels", sources=[str(path) for path in SOURCES], extra_cflags=FLAGS,
                        extra_ldflags=["-fopenmp"], build_directory=str(build_dir),
                        is_python_module=False, verbose=verbose)
+    TORCH_STAMP.unlink(missing_ok=True)  # no stamp while the library is being replaced: nothing loads a half copy
     shutil.copyfile(build_dir / "_lowp_kernels.so", LIBRARY)
-    # The library is bound to this torch's C++ ABI and to these sources: the loader compares this stamp first.
-    TORCH_STAMP.write_text(library_key(), encoding="utf-8")
+    # The library is bound to this torch's C++ ABI and to these sources (line 1), and is this very file (line 2:
+    # size and SHA-256): the loader compares both before it loads anything.
+    TORCH_STAMP.write_text(f"{library_key()}\n{library_stamp(LIBRARY)}\n", encoding="utf-8")
     return LIBRARY
 
 

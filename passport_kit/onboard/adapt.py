@@ -310,6 +310,10 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
         warnings.warn(f"no validation subject ({len(split.train)} training subject(s) in the data): nothing selects "
                       "the best step or stops the training early, and no validation score exists; add recordings "
                       "of more subjects", PassportWarning, stacklevel=2)
+    # Before training (issue 46): a subject at x10 lowered the expected kappa from 0.82 to 0.51 without a word.
+    amplitude_lines = subject_amplitude_warnings(run, np.concatenate([train_idx, val_idx]))
+    for line in amplitude_lines:
+        warnings.warn(line, PassportWarning, stacklevel=2)
 
     state_path = cfg.out / STATE_FILE
     if not cfg.resume:
@@ -324,7 +328,8 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     contacts = poor_contact_counts(run.channel_mask, run.distrust, np.concatenate([train_idx, val_idx]))
     metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx) | {
         "channel_quality": run.quality, "poor_contacts": contacts, "selection": trained.selection,
-        "warnings": trained.warnings + recording_setup_warnings(windows, spec, reader, montage, preprocess)}
+        "warnings": [*trained.warnings, *amplitude_lines,
+                     *recording_setup_warnings(windows, spec, reader, montage, preprocess)]}
     # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
     metrics["amplitude"] = amplitude_profile(run.window_quality.values())
     # What predict scores each recording against: unlike the training data -> statistics withheld.
@@ -338,6 +343,32 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     summary = recipe.fitted_summary(model, trained.selection, trainable_summary(model))
     return AdaptResult(bundle=bundle, metrics=metrics, trainable=sorted(
         n for n, p in model.named_parameters() if p.requires_grad), summary=summary)
+
+
+def scored_qualities(run: Any) -> dict[str, Any] | None:
+    """Return ``{recording: ChannelQuality}`` whose amplitudes describe ``run``'s data: the raw recordings' where they
+    were scored, else the windows' (None: instance-normalised windows carry no amplitude)."""
+    return run.raw_quality or (None if run.windows.config.instance_norm else run.window_quality)
+
+
+def subject_amplitude_warnings(run: Any, rows: np.ndarray) -> list[str]:
+    """Return one warning line per training subject (of ``rows``) whose amplitude is far from the other subjects'.
+
+    Such a subject (a wrong unit or scale in its files, another amplifier) is trained on as it is,
+    and loosens the bundle's amplitude profile and the distribution guard built from it.
+    """
+    from passport_kit.signals.amplitude import SUBJECT_RATIO_LIMIT, subject_amplitude_outliers
+
+    scored = scored_qualities(run)
+    if scored is None:
+        return []
+    windows = run.windows
+    subject_of = dict(zip(windows.recording[rows].tolist(), windows.subject[rows].tolist()))
+    return [f"training subject {subject}'s 1-40 Hz amplitude (median {median:.3g} µV) is {median / others:.2g}x that "
+            f"of the other subjects ({others:.3g} µV; beyond x{SUBJECT_RATIO_LIMIT:g} either way, more than people "
+            "differ): a wrong unit or scale in its recordings? It is trained on as it is and loosens the adapter's "
+            "amplitude checks; fix its 'units:' in dataset.yaml, or leave it out"
+            for subject, (median, others) in subject_amplitude_outliers(scored, subject_of).items()]
 
 
 def _with_options_listed(function: Callable[..., Any], config: type[BaseModel]) -> None:
@@ -390,7 +421,7 @@ def training_distribution(run: Any, rows: np.ndarray) -> dict[str, Any] | None:
 
     windows = run.windows
     used = set(windows.recording[rows].tolist())
-    scored = run.raw_quality or (None if windows.config.instance_norm else run.window_quality)
+    scored = scored_qualities(run)
     qualities = None if scored is None else [q for rec, q in scored.items() if rec in used]
     sleep = {}
     if windows.info.get("task") == "sleep-staging":

@@ -123,6 +123,15 @@ class RecipeOptions(ContactPolicy):
             raise ValueError(f"unknown recipe {value!r}; choose {', '.join(recipe_names())}")
         return value
 
+    @field_validator("prior")
+    @classmethod
+    def _known_prior(cls, value: str) -> str:
+        # Here, with the other options (issue 46): `adapt --prior os` was refused only after loading all the data.
+        from passport_kit.onboard.ladder_inputs import stager_names
+
+        stager_names(value)  # a one-line ConfigError for a stager unknown or unable to run here
+        return value
+
     def settings(self, seed: int) -> FinetuneSettings:
         """Return the optimisation settings of one training run with ``seed``."""
         from passport_kit.onboard.finetune import FinetuneSettings

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from passport_kit.contacts import channel_masks
-from passport_kit.errors import LabelError
+from passport_kit.errors import DataError, LabelError
 from passport_kit.model import ChannelMeta, Classifier, apply_policy, check_policy
 from passport_kit.model.heads import PROBE_LAYER
 from passport_kit.model.spectral import STANDARD_BANDS, carried_bands
@@ -169,7 +169,16 @@ def usable_windows(windows: Any, *, skip_flagged: bool = True) -> np.ndarray:
     """
     keep = np.asarray(windows.y) >= 0
     if skip_flagged:
-        bad = (np.asarray(windows.flags) & (FLAG_NAN | FLAG_FLAT)).any(axis=1)
+        dead = (np.asarray(windows.flags) & (FLAG_NAN | FLAG_FLAT)) != 0
+        bad = dead.any(axis=1)
+        if keep.any() and not (keep & ~bad).any():
+            # Issue 46: this read "no labeled training windows; check the labels" - the labels were fine.
+            labeled = dead[keep]
+            always = [str(n) for n, d in zip(windows.montage.ch_names, labeled.all(axis=0)) if d]
+            which = f" ({', '.join(always[:4])} in every one)" if always else ""
+            raise DataError(f"every labeled window has a flat or NaN channel{which}, and such windows are skipped; "
+                            "fix that channel's contact or leave it out of the montage, or train on them with "
+                            "skip_flagged: false in a run file (--config)")
         keep &= ~bad
     return keep
 

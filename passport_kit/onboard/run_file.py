@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from passport_kit.bounded_yaml import load_yaml
+from passport_kit.bounded_yaml import load_yaml, read_yaml_text
 from passport_kit.checkpoint.layout import ADAPTER_FORMAT  # torch-free: reading a run file needs no torch
 from passport_kit.errors import ConfigError, validation_problem, yaml_problem
 from passport_kit.onboard.recipes import get_recipe, recipe_names
@@ -35,12 +35,8 @@ from passport_kit.onboard.recipes import get_recipe, recipe_names
 def read_run_file(path: str | Path) -> dict[str, Any]:
     """Return the adapt settings in the run file at ``path`` (a YAML mapping, or an adapter.json's ``training``)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"run file '{path}' does not exist; check the path given to --config") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read run file '{path}' ({exc}); give a readable YAML file") from None
+    # Bounded like montages and dataset.yaml (issue 46): `--config /dev/zero` grew to 21 GB, a FIFO hung.
+    text = read_yaml_text(path, "run file", ConfigError)
     try:
         data = load_yaml(text)
     except yaml.YAMLError as exc:

@@ -45,17 +45,48 @@ def amplitude_profile(qualities: Iterable[Any]) -> dict[str, Any] | None:
     percentiles and the count. None when nothing measurable is left (all flat, or instance
     normalised windows, whose amplitude is 1 by construction).
     """
-    values = []
-    for q in qualities:
-        band = np.asarray(q.window_statistics["band_uv"], dtype=np.float64)
-        live = np.asarray(q.window_statistics["std_uv"]) >= q.thresholds.flat_std_uv
-        values.append(band[live & np.isfinite(band)])
+    values = [live_amplitudes(q) for q in qualities]
     found = np.concatenate(values) if values else np.zeros(0)
     if not found.size:
         return None
     p05, median, p95 = (float(v) for v in np.percentile(found, [5, 50, 95]))
     return {"median_uv": median, "p05_uv": p05, "p95_uv": p95, "channel_windows": int(found.size),
             "source": "training windows"}
+
+
+def live_amplitudes(quality: Any) -> np.ndarray:
+    """Return the 1–40 Hz RMS amplitudes (µV) of the non-flat, finite channel-windows of one ChannelQuality."""
+    band = np.asarray(quality.window_statistics["band_uv"], dtype=np.float64)
+    live = np.asarray(quality.window_statistics["std_uv"]) >= quality.thresholds.flat_std_uv
+    return band[live & np.isfinite(band)]
+
+
+#: One training subject whose median amplitude is beyond this ratio of the other subjects' (either way) is warned
+#: about: the guard's limit (signals.distribution.AMPLITUDE_LIMIT), more than people differ.
+SUBJECT_RATIO_LIMIT = 4.0
+
+
+def subject_amplitude_outliers(qualities: dict[str, Any], subject_of: dict[str, str]) -> dict[str, tuple[float, float]]:
+    """Return ``{subject: (its median amplitude, the other subjects' median)}`` (µV) for each subject whose median
+    1–40 Hz amplitude is beyond :data:`SUBJECT_RATIO_LIMIT` times the median of the others' medians.
+
+    ``qualities``: ``{recording: ChannelQuality}``; ``subject_of``: ``{recording: subject}`` (recordings
+    of other subjects are left out). Needs three subjects with a measurable amplitude: with two,
+    which of them is off cannot be told.
+    """
+    per_subject: dict[str, list[np.ndarray]] = {}
+    for recording, quality in qualities.items():
+        if recording in subject_of:
+            per_subject.setdefault(subject_of[recording], []).append(live_amplitudes(quality))
+    medians = {s: float(np.median(np.concatenate(v))) for s, v in per_subject.items() if sum(map(len, v))}
+    if len(medians) < 3:
+        return {}
+    out = {}
+    for subject, median in medians.items():
+        others = float(np.median([m for s, m in medians.items() if s != subject]))
+        if others > 0 and not 1.0 / SUBJECT_RATIO_LIMIT <= median / others <= SUBJECT_RATIO_LIMIT:
+            out[subject] = (median, others)
+    return out
 
 
 def check_amplitude(quality: Any, profile: dict[str, Any] | None, *, source: str = "recording") -> float:

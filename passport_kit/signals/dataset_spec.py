@@ -39,6 +39,7 @@ style, ``Sleep stage W`` ...), read with the ``aasm`` map.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -174,8 +175,12 @@ def load_dataset_spec(path: str | Path) -> DatasetSpec:
     if not path.is_dir():
         raise DataError(f"dataset '{path}' is not a regular file or folder (a device or a pipe); give a folder of "
                         "recordings or a dataset.yaml")
-    if (path / DATASET_FILE).is_file() and not (path / "dataset_description.json").is_file():
-        return _from_yaml(path / DATASET_FILE)
+    named = path / DATASET_FILE
+    if os.path.lexists(named) and not named.is_file():
+        # Said, never passed over (issue 46): a FIFO, folder, device link or loop there had the folder discovered.
+        read_yaml_text(named, "dataset description", DataError)
+    if named.is_file() and not (path / "dataset_description.json").is_file():
+        return _from_yaml(named)
     if (path / "dataset_description.json").is_file():
         from passport_kit.signals.bids import discover_bids
 

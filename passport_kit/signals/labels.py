@@ -278,6 +278,13 @@ def _excerpt(value: str, limit: int = 24) -> str:
     return repr(value[:limit]) + ("..." if len(value) > limit else "")
 
 
+def shown_values(values: list[str], most: int = 3) -> str:
+    """Return at most ``most`` of ``values``, each escaped and cut short, and how many more there are: what an error may
+    show of a file that may not be labels at all (a path named by mistake, or on purpose: issues 35 and 46)."""
+    shown = ", ".join(_excerpt(v) for v in values[:most])
+    return shown + (f" and {len(values) - most} more" if len(values) > most else "")
+
+
 def _unknown_label_hints(unknown: list[str], label_map: LabelMap, policy: str) -> str:
     """Return the ways out of an unknown-label error other than listing every value (so that fixing it cannot loop)."""
     hints = []
@@ -333,8 +340,7 @@ def encode_labels(
     if distinct_unknown and (policy == "raise" or len(unknown) == sum(v is not None for v in values)):
         # A short, escaped excerpt: a file that is not labels at all (a path named by mistake, or
         # on purpose) must not be echoed into the error (issue 35).
-        shown = ", ".join(_excerpt(v) for v in distinct_unknown[:3])
-        shown += f" and {len(distinct_unknown) - 3} more" if len(distinct_unknown) > 3 else ""
+        shown = shown_values(distinct_unknown)
         known = ", ".join(list(label_map.mapping)[:12])
         knows = f"classes are {known}" if label_map.name == "classes" else f"map '{label_map.name}' knows {known}"
         raise LabelError(

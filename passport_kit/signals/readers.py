@@ -281,6 +281,9 @@ def raw_from_memory(recording: Any, *, units: str | None = None, scale: float | 
         raise DataError(f"{where} must be an mne.io.Raw or a tuple (array, sfreq, ch_names), got "
                         f"{type(recording).__name__}")
     array, rate, names = recording
+    if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple, np.ndarray)):  # issue 46: None TypeError
+        raise DataError(f"{where}: ch_names must be a list of channel names (one per row of the array), got "
+                        f"{type(names).__name__}")
     names = [str(n) for n in names]
     raw_array = np.asarray(array)
     if raw_array.dtype.kind not in "biuf":  # complex, text, objects: numpy would warn, or cast them silently

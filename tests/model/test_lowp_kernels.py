@@ -10,11 +10,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 from unittest import mock
 
 import pytest
 import torch
 
+from passport_kit.errors import PassportWarning
 from passport_kit.model import lowp_kernels, lowp_kernels_build, lowp_layer
 from passport_kit.model.transformer import CrissCrossEncoder
 
@@ -177,22 +179,62 @@ def test_a_cpu_without_avx512_bf16_means_the_eager_path(no_library_cache, monkey
     assert load.call_count == 0  # its dot-product instructions would be illegal here
 
 
-@pytest.mark.parametrize("case", ["absent", "built for another torch", "built from other sources", "damaged"])
+@pytest.mark.parametrize("case", ["absent", "built for another torch", "built from other sources", "damaged",
+                                  "truncated", "a fifo", "stamped before digests"])
 def test_no_usable_library_means_the_eager_path(no_library_cache, tmp_path, monkeypatch, case: str) -> None:  # noqa: ANN001
     library, stamp = tmp_path / "_lowp_kernels.so", tmp_path / "_lowp_kernels.so.torch"
     monkeypatch.delenv(lowp_kernels.SWITCH, raising=False)  # a user's "0" would stop before the load
     monkeypatch.setattr(lowp_kernels, "LIBRARY", library)
     monkeypatch.setattr(lowp_kernels, "TORCH_STAMP", stamp)
     if case != "absent":
-        library.write_bytes(b"not a shared library")
+        library.write_bytes(b"not a shared library, but stamped as built")
+        stamped = f"{lowp_kernels.library_key()}\n{lowp_kernels.library_stamp(library)}\n"
         stamp.write_text({"built for another torch": "1.0.0 cxx11abi=1 sources=" + lowp_kernels.library_key().split("=")[-1],
                           "built from other sources": lowp_kernels.torch_version() + " sources=0123456789abcdef",
-                          "damaged": lowp_kernels.library_key()}[case])
+                          "stamped before digests": lowp_kernels.library_key()}.get(case, stamped))
+        if case == "truncated":  # issue 46: what a full disk leaves; it loaded, then SIGBUS at the first op
+            library.write_bytes(library.read_bytes()[:10])
+        if case == "a fifo":  # issue 46: the load hung
+            library.unlink()
+            os.mkfifo(library)
     monkeypatch.setattr(lowp_kernels, "cpu_supports_bf16", lambda: True)  # the same on every CPU
     with mock.patch.object(torch.ops, "load_library", wraps=torch.ops.load_library) as load, \
-            mock.patch.object(torch.backends.cpu, "get_cpu_capability", return_value="AVX512"):
+            mock.patch.object(torch.backends.cpu, "get_cpu_capability", return_value="AVX512"), \
+            warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
         assert lowp_kernels.ops() is None  # and no exception
     assert load.call_count == (1 if case == "damaged" else 0)  # a library built for other code is never loaded
+    lines = [str(w.message) for w in said if issubclass(w.category, PassportWarning)]
+    if case in ("truncated", "a fifo", "stamped before digests"):  # a built library not used: one line says why
+        assert len(lines) == 1 and "rebuild it" in lines[0], lines
+    else:
+        assert not lines
+
+
+def test_a_library_without_the_expected_ops_falls_back_with_one_line(no_library_cache, tmp_path,  # noqa: ANN001
+                                                                     monkeypatch) -> None:
+    # Issue 46: another valid shared library in its place gave a 104-line AttributeError at the first op.
+    library, stamp = tmp_path / "_lowp_kernels.so", tmp_path / "_lowp_kernels.so.torch"
+    library.write_bytes(b"another library")
+    stamp.write_text(f"{lowp_kernels.library_key()}\n{lowp_kernels.library_stamp(library)}\n")
+    monkeypatch.delenv(lowp_kernels.SWITCH, raising=False)
+    monkeypatch.setattr(lowp_kernels, "LIBRARY", library)
+    monkeypatch.setattr(lowp_kernels, "TORCH_STAMP", stamp)
+    monkeypatch.setattr(lowp_kernels, "cpu_supports_bf16", lambda: True)
+    monkeypatch.setattr(lowp_kernels, "missing_ops", lambda namespace: ["criss_cross_attention", "layer_norm"])
+    with mock.patch.object(torch.ops, "load_library") as load, \
+            mock.patch.object(torch.backends.cpu, "get_cpu_capability", return_value="AVX512"), \
+            pytest.warns(PassportWarning, match="lacks the ops criss_cross_attention, layer_norm; the eager"):
+        assert lowp_kernels.ops() is None
+    assert load.call_count == 1
+
+
+def test_missing_ops_names_what_a_namespace_lacks() -> None:
+    from types import SimpleNamespace
+
+    names = lowp_kernels.expected_ops()
+    assert {"criss_cross_attention", "layer_norm", "feed_forward"} <= set(names)
+    assert lowp_kernels.missing_ops(SimpleNamespace(**{n: None for n in names[1:]})) == names[:1]
 
 
 def test_the_switch_keeps_the_eager_path(no_library_cache, monkeypatch) -> None:  # noqa: ANN001

@@ -18,3 +18,12 @@ def test_adapt_refuses_a_seed_out_of_range_with_one_line(seed: str, tmp_path: Pa
     assert result.exit_code == 2, result.output
     assert "option seed" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_an_unknown_prior_is_refused_before_any_data_is_read(montage_yaml: Path, dataset: Path, tmp_path: Path,
+                                                             reads) -> None:  # noqa: ANN001 - the reads fixture
+    # Issue 46: `adapt --prior os` was refused only after loading all the data.
+    result = CliRunner().invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--prior", "os",
+                                      "--out", str(tmp_path / "a")])
+    assert result.exit_code == 2 and "unknown sleep prior 'os'" in result.output, result.output
+    assert not reads

@@ -74,6 +74,10 @@ def test_one_flat_channel_does_not_flag_every_window(bundle: Path, tmp_path: Pat
     summary = _summary(tmp_path / "pred", "flat")
     assert summary["flagged_windows"] == 0 and summary["distribution"]["outside"] is False
     assert "EL2" in summary["channel_quality"]["bad_channels"]  # named in the channel report, not the windows
+    # Issue 46: ... and named dead (a probe head reads its band powers from a neighbour: tests/engine/test_imputation.py;
+    # this adapter's MLP head reads none).
+    assert summary["channel_quality"]["dead_channels"] == {"windows": {"EL2": 10}, "band_power_from_neighbour": False}
+    assert "dead (flat, NaN or near-dead) channels: EL2 in 10 of 10 windows" in result.output
 
 
 @pytest.mark.parametrize(("flagged_channels", "of", "window_flagged"), [(1, 12, False), (5, 12, False), (6, 12, True),
@@ -115,3 +119,23 @@ def test_a_short_recordings_statistics_are_marked_not_meaningful(tmp_path: Path,
     assert summary["sleep_statistics"] is not None and summary["statistics_meaningful"] is meaningful
     if not meaningful:
         assert summary["statistics_note"].startswith("not meaningful: the recording is 5 min long")
+
+
+def test_a_probe_bundle_reads_a_zeroed_channels_band_power_from_a_neighbour(tmp_path: Path, montage_yaml: Path,
+                                                                            dataset: Path, checkpoint: str) -> None:
+    # Issue 46: one zeroed channel of 12 staged a 2-h night REM from start to end at 0.999 (a band-power read-out).
+    import edfio
+
+    out = tmp_path / "probe"
+    adapted = RUN.invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset), "--checkpoint",
+                               checkpoint, "--out", str(out), "--no-progress", "--recipe", "probe", "--prior", "none"])
+    assert adapted.exit_code == 0, adapted.output
+    path = tmp_path / "s01.edf"
+    edf = edfio.read_edf(dataset / "s01.edf")
+    edf.signals[0].update_data(np.zeros_like(edf.signals[0].data))
+    edf.write(path)
+    result = RUN.invoke(app, ["predict", "--adapter", str(out), str(path), "--out", str(tmp_path / "pred")])
+    assert result.exit_code == 0, result.output
+    dead = _summary(tmp_path / "pred", "s01")["channel_quality"]["dead_channels"]
+    assert dead == {"windows": {"EL1": 10}, "band_power_from_neighbour": True}
+    assert "EL1 in 10 of 10 windows; the read-out read their band power from the nearest live channel" in result.output

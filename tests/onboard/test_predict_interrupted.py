@@ -54,3 +54,15 @@ def test_resume_keeps_the_finished_recordings_and_predicts_the_rest(bundle: Path
     assert (out / "n2" / "n2_summary.json").is_file()
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
     assert "n1.edf" in result.output and "n2.edf" in result.output
+
+
+def test_resume_with_another_adapter_is_refused(bundle: Path, nights: Path, tmp_path: Path) -> None:
+    # Issue 46: --resume with a different adapter reprinted the other adapter's results as new.
+    import shutil
+
+    out = tmp_path / "pred"
+    assert RUN.invoke(app, ["predict", "--adapter", str(bundle), str(nights / "n1.edf"), "--out", str(out)]).exit_code == 0
+    other = shutil.copytree(bundle, tmp_path / "other")
+    result = RUN.invoke(app, ["predict", "--adapter", str(other), str(nights), "--out", str(out), "--resume"])
+    assert result.exit_code == 2, result.output
+    assert "holds predictions made with adapter" in result.output and f"not '{other}'" in result.output

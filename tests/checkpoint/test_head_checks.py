@@ -1,0 +1,71 @@
+"""A bundle's head numbers and guard profile are checked on load (issue 46, item 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from passport_kit.checkpoint.head_checks import check_guard_profile, check_head_numbers
+from passport_kit.engine.forward import finite_probabilities
+from passport_kit.errors import CheckpointError
+from passport_kit.model.night import smooth
+
+K = 5
+GOOD = {"transitions": (np.full((K, K), 0.1) + 0.5 * np.eye(K)).tolist(), "emission_prior": [0.2] * K}
+
+
+def _head(**changes: object) -> dict:
+    return {"kind": "probe", "n_classes": K, "temperature": 1.3, "smoothing": dict(GOOD)} | changes
+
+
+def test_a_fitted_head_passes() -> None:
+    check_head_numbers(_head(), K)
+    check_head_numbers({"kind": "probe", "n_classes": K}, K)  # no smoothing, temperature 1
+    # Keys a newer version adds to the prior spec are not refused.
+    check_head_numbers(_head(n_prior=5, prior={"name": "yasa", "eeg": "C3", "stagers": ["yasa"], "offset": True}), K)
+
+
+@pytest.mark.parametrize(("smoothing", "message"), [
+    ({"transitions": np.zeros((K, K)).tolist()}, "must hold 'transitions' and 'emission_prior'"),
+    ({"transitions": np.zeros((K, K)).tolist(), "emission_prior": [0.2] * K}, "must sum to 1 in every row"),
+    ({"transitions": np.full((K, K), np.nan).tolist(), "emission_prior": [0.2] * K}, "NaN or infinite"),
+    ({"transitions": (np.eye(K) * 2 - np.roll(np.eye(K), 1, axis=1)).tolist(), "emission_prior": [0.2] * K},
+     "negative values"),
+    ({"transitions": np.full((3, 3), 1 / 3).tolist(), "emission_prior": [0.2] * K}, "must have shape (5, 5)"),
+    ({"transitions": GOOD["transitions"], "emission_prior": [0.5, 0.5]}, "must have shape (5,)"),
+    ({"transitions": GOOD["transitions"], "emission_prior": [0.0, 0.25, 0.25, 0.25, 0.25]}, "zero or negative"),
+    (GOOD | {"note": "hello"}, "head.smoothing.note must be finite numbers"),
+])
+def test_broken_smoothing_is_one_line(smoothing: dict, message: str) -> None:
+    # Issue 46: zeros staged every night Wake at NaN; NaN a LinAlgError; 3x3 a broadcast ValueError; a string key
+    # a traceback in heads.py.
+    with pytest.raises(CheckpointError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_head_numbers(_head(smoothing=smoothing), K)
+
+
+@pytest.mark.parametrize("temperature", [1e-300, 0.0, -1.0, float("nan"), float("inf"), 1e6])
+def test_a_temperature_outside_the_fitted_range_is_refused(temperature: float) -> None:
+    # Issue 46: 1e-300 put every window at confidence 1.000.
+    with pytest.raises(CheckpointError, match="head.temperature"):
+        check_head_numbers(_head(temperature=temperature), K)
+
+
+def test_a_prior_block_without_its_spec_is_refused() -> None:
+    with pytest.raises(CheckpointError, match="head.prior must name"):
+        check_head_numbers(_head(n_prior=5, prior={"name": "yasa"}), K)
+
+
+def test_no_profile_passes_and_a_broken_one_does_not() -> None:
+    check_guard_profile(None, 3)
+    with pytest.raises(CheckpointError, match="must list the montage's 3 channels"):
+        check_guard_profile({"channels": ["a"], "bands": [], "levels": []}, 3)
+
+
+def test_non_finite_probabilities_are_never_staged() -> None:
+    # What zero transitions do to a night (issue 46): every posterior NaN; predict_proba refuses them.
+    with np.errstate(all="ignore"):
+        proba = smooth(np.full((4, K), 0.2), np.zeros((K, K)))
+    assert not np.isfinite(proba).all()
+    with pytest.raises(CheckpointError, match="NaN or infinite class probabilities for 4 of 4 windows"):
+        finite_probabilities(proba)
+    assert finite_probabilities(np.full((2, K), 0.2)).shape == (2, K)
