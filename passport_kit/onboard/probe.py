@@ -23,9 +23,7 @@ Which blocks, which weights, which C: the ladder decides by cross-validation ove
 from __future__ import annotations
 
 import copy
-import dataclasses
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,6 +32,7 @@ from torch import nn
 
 from passport_kit.model.heads import PROBE_POOLINGS, pooled_width, read_out_inputs
 from passport_kit.onboard.finetune import class_weights
+from passport_kit.onboard.read_out import ReadOutChoice
 
 #: Temporal context (windows on each side) the ladder tries for sleep staging: ±2 epochs (2.5 min) or ±7
 #: (7.5 min, YASA's longer rolling window); 0 is the rung below.
@@ -47,45 +46,6 @@ MAX_INNER_FOLDS = 5
 RARE_CLASS_WINDOWS = 20
 #: The solver's iteration cap (the textbook pipeline the equivalence test builds uses the same).
 MAX_ITER = 2000
-
-
-@dataclass(frozen=True)
-class ReadOutChoice:
-    """One read-out: which blocks it reads with which weights, its context, pooling and scaling, and its C.
-
-    ``backbone_weight`` 0 and ``prior_weight`` 0 with context 0 and scaling "none" is the textbook
-    band-power classifier. ``offset``: the read-out is fitted *around* the sleep stager's output (its
-    log-probabilities as a fixed offset, the deviation shrunk by ``c``: :mod:`passport_kit.onboard.offset`),
-    rows unweighted (the stager's class balance kept); ``diagonal``: each class re-weights only its own
-    stage's log-probability (per-class scale and bias); ``bandpower_weight`` 0 leaves band power out.
-    """
-
-    c: float
-    backbone_weight: float = 0.0
-    context: int = 0
-    pooling: str = "mean"
-    scaling: str = "none"
-    prior_weight: float = 0.0
-    bandpower_weight: float = 1.0
-    offset: bool = False
-    diagonal: bool = False
-
-    def with_c(self, c: float) -> ReadOutChoice:
-        """Return this read-out with regularisation ``c``."""
-        return dataclasses.replace(self, c=c)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the choice as adapter.json's selection block names it (the stager-side keys where they are set)."""
-        out: dict[str, Any] = {"C": self.c, "backbone_weight": self.backbone_weight, "context": self.context,
-                               "pooling": self.pooling, "scaling": self.scaling, "prior_weight": self.prior_weight}
-        if self.offset or self.bandpower_weight != 1.0:
-            out |= {"bandpower_weight": self.bandpower_weight, "offset": self.offset, "diagonal": self.diagonal}
-        return out
-
-    @property
-    def reads_prior(self) -> bool:
-        """Return whether the read-out's inputs hold the stager's block (stacked, or as the offset)."""
-        return bool(self.prior_weight) or self.offset
 
 
 class _Standardiser:

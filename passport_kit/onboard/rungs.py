@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from passport_kit.onboard.probe import ReadOutChoice
+from passport_kit.onboard.read_out import ReadOutChoice
 
 #: Weights of the backbone block the backbone rung tries (a smaller weight is a stronger penalty on it).
 BACKBONE_WEIGHTS = (0.1, 0.3)

@@ -16,7 +16,7 @@ def test_adapt_refuses_a_seed_out_of_range_with_one_line(seed: str, tmp_path: Pa
     result = CliRunner().invoke(app, ["adapt", "--montage", str(montage_yaml), "--data", str(dataset),
                                       "--checkpoint", "tiny-mlp", "--seed", seed, "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
-    assert "option seed" in result.output and "Traceback" not in result.output
+    assert "option --seed" in result.output and "Traceback" not in result.output  # named as typed (issue 45)
     assert len(result.output.strip().splitlines()) == 1, result.output
 
 
