@@ -61,13 +61,18 @@ from passport_kit.model import (  # noqa: E402
     apply_policy,
     build_backbone,
     check_policy,
-    lowp_kernels,
     model_config,
 )
+from passport_kit.model.fast_path import LOWP  # noqa: E402
 from passport_kit.model.policy import _frozen_to_eval  # noqa: E402  (same frozen→eval rule for braindecode)
 from passport_kit.runtime import autocast, cpu_supports_bf16, resolve_precision  # noqa: E402
 
 N_CLASSES = 5
+
+
+def fast_path_name() -> str:
+    """Return the path our bf16 layers run here (eager, avx512, amx), or "none" where model/lowp/ is absent."""
+    return "none (model/lowp/ absent: autocast)" if LOWP is None else LOWP.process_path()
 CPU = torch.device("cpu")
 #: The clock of every CPU timing: wall time (default), or this process's CPU time (``--clock cpu``:
 #: with ``--threads 1`` robust to being descheduled on a loaded machine, not to shared caches).
@@ -234,7 +239,7 @@ def with_fast_linear(fn: Callable[[torch.Tensor, torch.Tensor], None]) -> Callab
     """Return ``fn`` run with the opt-in oneDNN linear lever on (frozen/inference linears fused)."""
 
     def run(x: torch.Tensor, y: torch.Tensor) -> None:
-        saved, fast_linear._ONEDNN_LINEAR = fast_linear._ONEDNN_LINEAR, fast_linear._ONEDNN_OP
+        saved, fast_linear._ONEDNN_LINEAR = fast_linear._ONEDNN_LINEAR, fast_linear.ONEDNN_OP
         try:
             fn(x, y)
         finally:
@@ -501,8 +506,7 @@ def main() -> None:
     cont = Contenders(args.arch, c, p, bd_cls)
     n_layers = cont.ours_eval.backbone.config.n_layers
     print(f"model {args.arch} ({n_layers} layers), {c} channels × {p} patches, {N_CLASSES} classes; ours: precision auto → {cont.precision}"
-          f"; bf16 attention and LayerNorm: {'compiled kernels' if lowp_kernels.ops() is not None else 'eager'}"
-          f" ({lowp_kernels.SWITCH}=0 keeps eager)")
+          f"; bf16 fast path: {fast_path_name()} (PASSPORT_KIT_LOWP_KERNELS=0 keeps eager)")
     print(f"trainable parameters: {cont.trainable()}")
     if not args.bf16_only:
         print(check_frozen_work(cont, c, p))
