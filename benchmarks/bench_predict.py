@@ -202,7 +202,7 @@ def backbone_pair_rows(bundle: Path, edf: Path, out: Path, *, device: str, preci
     ratio = statistics.median(a / b for a, b in zip(got["shortcut"]["cpu"], got["backbone"]["cpu"]))
     return [("predict() CPU s, backbone skipped where the read-out gives it no weight (default)", med["shortcut"]["cpu"]),
             ("predict() CPU s, backbone run (before the shortcut)", med["backbone"]["cpu"]),
-            ("predict() wall s, shortcut / backbone run", med["shortcut"]["wall"]),
+            ("predict() wall s, backbone skipped (default)", med["shortcut"]["wall"]),
             ("predict() wall s, backbone run", med["backbone"]["wall"]),
             (f"CPU ratio shortcut / backbone run (median of {pairs} pairs)", ratio)]
 
