@@ -61,13 +61,18 @@ from passport_kit.model import (  # noqa: E402
     apply_policy,
     build_backbone,
     check_policy,
-    lowp_kernels,
     model_config,
 )
+from passport_kit.model.fast_path import LOWP  # noqa: E402
 from passport_kit.model.policy import _frozen_to_eval  # noqa: E402  (same frozen→eval rule for braindecode)
 from passport_kit.runtime import autocast, cpu_supports_bf16, resolve_precision  # noqa: E402
 
 N_CLASSES = 5
+
+
+def fast_path_name() -> str:
+    """Return the path our bf16 layers run here (eager, avx512, amx), or "none" where model/lowp/ is absent."""
+    return "none (model/lowp/ absent: autocast)" if LOWP is None else LOWP.process_path()
 CPU = torch.device("cpu")
 #: The clock of every CPU timing: wall time (default), or this process's CPU time (``--clock cpu``:
 #: with ``--threads 1`` robust to being descheduled on a loaded machine, not to shared caches).
@@ -230,11 +235,54 @@ class Contenders:
         self._step_bd(self.bd_full, self.bd_full_opt, x, y, name="bd full")
 
 
+@contextlib.contextmanager
+def without_fast_path() -> "contextlib.AbstractContextManager[None]":
+    """Return a context in which our model runs as if ``model/lowp/`` were absent (plain autocast, no hand-written op)."""
+    import passport_kit.model.patch_embedding as patch_embedding
+    import passport_kit.model.transformer as transformer
+
+    saved = transformer.LOWP, patch_embedding.LOWP
+    transformer.LOWP = patch_embedding.LOWP = None
+    try:
+        yield
+    finally:
+        transformer.LOWP, patch_embedding.LOWP = saved
+
+
+def compiled_contenders(cont: Contenders) -> dict[str, Callable[[torch.Tensor, torch.Tensor], None]]:
+    """Return ours compiled by Inductor (``torch.compile``, weight freezing for inference), without the fast path.
+
+    The compiler is given the model as plain torch ops (:func:`without_fast_path`): what it makes of
+    them is what would replace the hand-written ops. Inference under ``inference_mode`` and bf16
+    autocast; the adapter step's forward compiled (AOTAutograd compiles its backward), AdamW eager.
+    """
+    import torch._inductor.config as inductor_config
+
+    inductor_config.freezing = True
+    infer = torch.compile(cont.ours_eval)
+    step_model = torch.compile(cont.ours_adapt)
+    opt = torch.optim.AdamW([q for q in cont.ours_adapt.parameters() if q.requires_grad], lr=1e-4)
+
+    def infer_compiled(x: torch.Tensor, y: torch.Tensor) -> None:
+        with without_fast_path(), torch.inference_mode(), autocast(cont.device, cont.precision):
+            infer(x, cont.meta)
+
+    def step_compiled(x: torch.Tensor, y: torch.Tensor) -> None:
+        with without_fast_path():
+            with autocast(cont.device, cont.precision):
+                loss = F.cross_entropy(step_model(x, cont.meta).float(), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+    return {"ours infer compiled": infer_compiled, "ours adapter compiled": step_compiled}
+
+
 def with_fast_linear(fn: Callable[[torch.Tensor, torch.Tensor], None]) -> Callable[[torch.Tensor, torch.Tensor], None]:
     """Return ``fn`` run with the opt-in oneDNN linear lever on (frozen/inference linears fused)."""
 
     def run(x: torch.Tensor, y: torch.Tensor) -> None:
-        saved, fast_linear._ONEDNN_LINEAR = fast_linear._ONEDNN_LINEAR, fast_linear._ONEDNN_OP
+        saved, fast_linear._ONEDNN_LINEAR = fast_linear._ONEDNN_LINEAR, fast_linear.ONEDNN_OP
         try:
             fn(x, y)
         finally:
@@ -466,6 +514,8 @@ def main() -> None:
     parser.add_argument("--agree-patches", type=int, default=4)
     parser.add_argument("--agree-timed-windows", type=int, default=512,
                         help="with native bf16: agreement also on --arch at the timed shapes (0: skip)")
+    parser.add_argument("--compile", action="store_true",
+                        help="also time ours compiled by torch.compile (Inductor, freezing) without the fast path")
     parser.add_argument("--onednn-ab", action="store_true", help="also time the opt-in oneDNN linear lever ('+L' rows)")
     parser.add_argument("--quick", action="store_true", help="smoke run: cbramod-tiny, batch 4, 1 repeat")
     parser.add_argument("--device", default="cpu", help="cpu (default: the CPU comparison) or cuda (the GPU "
@@ -501,8 +551,7 @@ def main() -> None:
     cont = Contenders(args.arch, c, p, bd_cls)
     n_layers = cont.ours_eval.backbone.config.n_layers
     print(f"model {args.arch} ({n_layers} layers), {c} channels × {p} patches, {N_CLASSES} classes; ours: precision auto → {cont.precision}"
-          f"; bf16 attention and LayerNorm: {'compiled kernels' if lowp_kernels.ops() is not None else 'eager'}"
-          f" ({lowp_kernels.SWITCH}=0 keeps eager)")
+          f"; bf16 fast path: {fast_path_name()} (PASSPORT_KIT_LOWP_KERNELS=0 keeps eager)")
     print(f"trainable parameters: {cont.trainable()}")
     if not args.bf16_only:
         print(check_frozen_work(cont, c, p))
@@ -575,6 +624,11 @@ def main() -> None:
         contenders["ours adapter +L"] = with_fast_linear(cont.step_ours)
         flops["ours infer +L"], flops["ours adapter +L"] = flops["ours infer"], flops["ours adapter"]
         print("'+L' = ours with the opt-in oneDNN linear lever switched on (default: plain F.linear), the lever's A/B")
+    if args.compile:
+        contenders.update(compiled_contenders(cont))
+        flops["ours infer compiled"], flops["ours adapter compiled"] = flops["ours infer"], flops["ours adapter"]
+        print("'compiled' = ours as plain torch ops compiled by Inductor (freezing), the fast path off;"
+              " compiled at each timed batch before timing (compile times below)", flush=True)
     tokens = c * p
     for b in sorted(set(batch_sizes) | set(train_batch_sizes)):
         x, y = make_batch(b, c, p, seed=b)
@@ -584,8 +638,13 @@ def main() -> None:
         # Warm-up (one-off kernel selection, AdamW state) at batch 2: a full-size warm-up of
         # every contender would double the run on this loaded machine.
         x2, y2 = make_batch(2, c, p, seed=2)
-        for fn in (contenders[k] for k in names):
-            fn(x2, y2)
+        for name in names:
+            if "compiled" in name:  # a compiled contender is compiled for the timed shape, outside the timing
+                t0 = time.perf_counter()
+                contenders[name](x, y)
+                print(f"  {name}: compiled at batch {b} in {time.perf_counter() - t0:.0f} s", flush=True)
+            else:
+                contenders[name](x2, y2)
         rates: dict[str, list[float]] = {k: [] for k in names}
         splits: dict[str, list[tuple[float, float]]] = {}
         ratios: dict[str, list[float]] = {}
@@ -603,12 +662,16 @@ def main() -> None:
                 ratio["1mb/default infer"] = rates["ours infer 1mb"][-1] / rates["ours infer"][-1]
                 if "ours infer +L" in rates:
                     ratio["lever infer"] = rates["ours infer +L"][-1] / rates["ours infer"][-1]
+                if "ours infer compiled" in rates:
+                    ratio["compiled/ours infer"] = rates["ours infer compiled"][-1] / rates["ours infer"][-1]
             if "ours adapter" in rates:
                 bd_step = max(rates["bd adapter"][-1], rates.get("bd adapter bf16", [0.0])[-1])
                 ratio["adapter"] = rates["ours adapter"][-1] / bd_step
                 ratio["vs full"] = rates["ours adapter"][-1] / rates["bd full"][-1]
                 if "ours adapter +L" in rates:
                     ratio["lever adapter"] = rates["ours adapter +L"][-1] / rates["ours adapter"][-1]
+                if "ours adapter compiled" in rates:
+                    ratio["compiled/ours adapter"] = rates["ours adapter compiled"][-1] / rates["ours adapter"][-1]
             for k, v in ratio.items():
                 ratios.setdefault(k, []).append(v)
             print(f"  batch {b} repeat {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f}/s" for k, v in rates.items())

@@ -15,7 +15,10 @@ threads, the stages of :func:`passport_kit.inference.predict.read_for_prediction
 - ``plot_hypnogram``: the hypnogram + hypnodensity PNG alone;
 - ``write_prediction``: every report (CSV, TSV, JSON, PNG);
 - ``predict()``: the whole call as the CLI makes it (every report written), the median of
-  ``--repeats`` calls in a warm process (imports done), so the figure is the call's own.
+  ``--repeats`` calls in a warm process (imports done), so the figure is the call's own; its wall
+  time and its CPU time (this process, all threads);
+- with ``--backbone-pairs N``: ``predict()`` with the default shortcut (a read-out that gives the
+  backbone no weight does not run it) and with the backbone forced to run, N pairs in turn.
 
 With several ``--hours``, the last table gives ``predict()`` per hour of recording: flat when the
 time grows linearly with the night. ``--overlap`` also times ``predict()`` over two copies of
@@ -161,14 +164,47 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
           lambda: write_prediction(out / "reports", edf, proba, night, adapter=AdapterFacts(
               classes=list(meta.classes), window_seconds=config.window_seconds, task="sleep-staging", adapter=bundle,
               base_name=meta.base_name), contacts=ChannelMasks(policy, masked, distrusted)), rows)
-    times = []
+    times, cpu = [], []
     for i in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         predict(bundle, [edf], out / f"predictions-{i}",
                 run=RunOptions(device=device, precision=precision, batch_size=batch_size))
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     rows.append((f"predict() (all of it; median of {repeats})", statistics.median(times)))
+    rows.append((f"predict() CPU seconds (this process, all threads; median of {repeats})", statistics.median(cpu)))
     return rows, len(x)
+
+
+def backbone_pair_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: str, batch_size: int,
+                       pairs: int) -> list[tuple[str, float]]:
+    """Return ``predict()`` wall and CPU seconds with and without the backbone shortcut, ``pairs`` pairs in turn (medians).
+
+    "without": :attr:`ProbeHead.reads_backbone` forced True, so the backbone runs as before the shortcut
+    (the same probabilities: tested in tests/engine/test_forward_without_backbone.py).
+    """
+    from unittest import mock
+
+    from passport_kit.inference.predict import RunOptions, predict
+    from passport_kit.model.heads import ProbeHead
+
+    got: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in ("shortcut", "backbone")}
+    for i in range(pairs):
+        for kind in ("shortcut", "backbone"):
+            forced = mock.patch.object(ProbeHead, "reads_backbone", property(lambda self: True))
+            with forced if kind == "backbone" else mock.MagicMock():
+                start, start_cpu = time.perf_counter(), time.process_time()
+                predict(bundle, [edf], out / f"pair-{kind}-{i}",
+                        run=RunOptions(device=device, precision=precision, batch_size=batch_size))
+                got[kind]["wall"].append(time.perf_counter() - start)
+                got[kind]["cpu"].append(time.process_time() - start_cpu)
+    med = {k: {c: statistics.median(v) for c, v in d.items()} for k, d in got.items()}
+    ratio = statistics.median(a / b for a, b in zip(got["shortcut"]["cpu"], got["backbone"]["cpu"]))
+    return [("predict() CPU s, backbone skipped where the read-out gives it no weight (default)", med["shortcut"]["cpu"]),
+            ("predict() CPU s, backbone run (before the shortcut)", med["backbone"]["cpu"]),
+            ("predict() wall s, backbone skipped (default)", med["shortcut"]["wall"]),
+            ("predict() wall s, backbone run", med["backbone"]["wall"]),
+            (f"CPU ratio shortcut / backbone run (median of {pairs} pairs)", ratio)]
 
 
 def overlap_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: str, batch_size: int,
@@ -211,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="training steps of the finetune adapter (more: a head whose stage agreement in bf16 means something)")
     p.add_argument("--repeats", type=int, default=1, help="predict() calls per night (median)")
     p.add_argument("--overlap", action="store_true", help="also time predict() over two nights, prefetch on vs off")
+    p.add_argument("--backbone-pairs", type=int, default=0,
+                   help="also time predict() with the backbone shortcut and with the backbone forced to run, N pairs in turn")
     p.add_argument("--reuse", action="store_true", help="reuse nights simulated into --out by an earlier run")
     p.add_argument("--out", type=Path, default=Path("bench-out/predict"))
     p.add_argument("--plot-only", action="store_true",
@@ -237,7 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.overlap and h == hours[0]:
             rows += overlap_rows(bundle, edf, args.out / f"run-{h:g}h", device=args.device,
                                  precision=args.precision, batch_size=batch_size, repeats=args.repeats)
-        print(f"{h:g} h night, {n} windows × 12 channels, recipe {args.recipe}")
+        if args.backbone_pairs and h == hours[0]:
+            rows += backbone_pair_rows(bundle, edf, args.out / f"run-{h:g}h", device=args.device,
+                                       precision=args.precision, batch_size=batch_size, pairs=args.backbone_pairs)
+        print(f"{h:g} h night, {n} windows × 12 channels, recipe {args.recipe}, load {os.getloadavg()[0]:.1f}")
         print("| stage | seconds |\n|---|---|")
         for label, seconds in rows:
             print(f"| {label} | {seconds:.2f} |")

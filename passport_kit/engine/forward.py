@@ -45,8 +45,12 @@ def gate_meta(model: nn.Module, xb: torch.Tensor, meta: ChannelMeta) -> ChannelM
 
 def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarray, *, batch_size: int,
              device: torch.device, precision: Precision, channel_mask: np.ndarray | None,
-             distrust: np.ndarray | None, call: Callable[..., torch.Tensor]) -> Iterator[torch.Tensor]:
-    """Yield ``call(xb, meta, **extra)`` for consecutive batches of ``rows`` of ``x`` (eval mode, no grad)."""
+             distrust: np.ndarray | None, call: Callable[..., torch.Tensor],
+             gate: bool = True) -> Iterator[torch.Tensor]:
+    """Yield ``call(xb, meta, **extra)`` for consecutive batches of ``rows`` of ``x`` (eval mode, no grad).
+
+    ``gate`` False: the windows are not scored for a quality gate (a call that does not run the backbone).
+    """
     was_training = model.training
     model.eval()
     meta = meta.to(device)
@@ -63,7 +67,7 @@ def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarra
                 if distrust is not None:
                     extra["distrust"] = torch.from_numpy(np.asarray(distrust[batch], dtype=bool)).to(device)
                 with autocast(device, precision):
-                    yield call(xb.to(device), gate_meta(model, xb, meta), **extra)
+                    yield call(xb.to(device), gate_meta(model, xb, meta) if gate else meta, **extra)
     finally:
         model.train(was_training)
 
@@ -71,17 +75,26 @@ def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarra
 def read_out_features(
     model: nn.Module, x: np.ndarray, meta: ChannelMeta, index: np.ndarray | None = None, *, batch_size: int = 64,
     device: torch.device | None = None, channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
-    on_batch: Callable[[int], None] | None = None, pooling: str | None = None,
+    on_batch: Callable[[int], None] | None = None, pooling: str | None = None, backbone: bool = True,
 ) -> np.ndarray:
     """Return a probe head's inputs ``(N, F)`` float64 for rows ``index`` of ``x`` ``(N, C, P, 200)`` (fp32 forward).
 
     ``pooling`` overrides the head's pooling of the backbone features (``ProbeHead.features``).
+    ``backbone`` False: the backbone block is zeros and the backbone does not run
+    (:meth:`ProbeHead.features_without_backbone`): only for scoring a head that does not read it.
     """
     rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
     out = []
-    call = model.read_out_features if pooling is None else functools.partial(model.read_out_features, pooling=pooling)
+    if not backbone:
+        head = model.head
+        call = lambda xb, meta, **extra: head.features_without_backbone(xb)  # noqa: E731  (masks: backbone only)
+    elif pooling is None:
+        call = model.read_out_features
+    else:
+        call = functools.partial(model.read_out_features, pooling=pooling)
     for z in _batches(model, x, meta, rows, batch_size=batch_size, device=device or torch.device("cpu"),
-                      precision=PROBE_PRECISION, channel_mask=channel_mask, distrust=distrust, call=call):
+                      precision=PROBE_PRECISION, channel_mask=channel_mask, distrust=distrust, call=call,
+                      gate=backbone):
         out.append(z.float().cpu().numpy())
         if on_batch is not None:
             on_batch(len(z))
@@ -122,7 +135,9 @@ def predict_proba(
 
     A probe head (:class:`~passport_kit.model.heads.ProbeHead`) reads inputs computed in fp32
     whatever ``precision`` says (``PROBE_PRECISION``); one with temporal context reads the
-    rows as consecutive windows of the recordings ``groups`` names (None: one recording).
+    rows as consecutive windows of the recordings ``groups`` names (None: one recording); one
+    whose weights on the backbone block are all 0 (``ProbeHead.reads_backbone`` False) is
+    scored without running the backbone.
 
     Parameters
     ----------
@@ -160,8 +175,10 @@ def predict_proba(
     rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
     head = getattr(model, "head", None)
     if isinstance(head, ProbeHead):
+        # A read-out that gives the backbone no weight (the band-power, context and prior rungs) cannot be
+        # changed by it: its inputs are computed without the backbone's forward pass, the same logits.
         z = read_out_features(model, x, meta, rows, batch_size=batch_size, device=device, channel_mask=channel_mask,
-                              distrust=distrust)
+                              distrust=distrust, backbone=head.reads_backbone)
         if len(z) == 0:
             return np.zeros((0, 0), dtype=np.float32)
         if dead is not None:

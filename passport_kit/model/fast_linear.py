@@ -19,13 +19,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-# None when this torch build lacks oneDNN or the op.
-_ONEDNN_OP = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
+#: oneDNN's linear primitive, or None when this torch build lacks oneDNN or the op (the bf16 fast path's
+#: products run on it too: :mod:`passport_kit.model.lowp.linear`).
+ONEDNN_OP = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
 # Off by default (None: every call takes F.linear). Measured on a quiet machine, the lever made
 # whole-model inference and the adapter step 10-18 % *slower* than plain F.linear (docs/history/speed.md,
 # "Model speed on CPU"); the earlier gain was seen only under heavy load. Opt in with
 # PASSPORT_KIT_ONEDNN_LINEAR=1 to measure it on other processors.
-_ONEDNN_LINEAR = _ONEDNN_OP if os.environ.get("PASSPORT_KIT_ONEDNN_LINEAR") == "1" else None
+_ONEDNN_LINEAR = ONEDNN_OP if os.environ.get("PASSPORT_KIT_ONEDNN_LINEAR") == "1" else None
 
 
 class _FrozenLinear(torch.autograd.Function):
@@ -67,24 +68,3 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None, *, gelu: bool = False
         out = _FrozenLinear.apply(x, weight, bias)
         return F.gelu(out) if gelu else out
     return _ONEDNN_LINEAR(x, weight, bias, "gelu" if gelu else "none", [], "none" if gelu else "")
-
-
-def linear_lowp(x: Tensor, weight: Tensor, bias: Tensor | None, *, gelu: bool = False,
-                add: Tensor | None = None) -> Tensor:
-    """Return ``x @ weight.T + bias`` ``(*, out)`` for bf16 ``x`` ``(*, in)`` and weights, without autograd.
-
-    Then GELU if ``gelu``, or ``+ add`` (same shape as the output) if ``add`` is given: the
-    bf16 no-graph encoder path (:meth:`~passport_kit.model.transformer.CrissCrossLayer.forward_no_graph_lowp`).
-    Where this torch build has oneDNN's linear primitive it runs there, with the GELU or the
-    add fused into the product as post-ops (on a CPU with AMX the product itself is a fraction
-    of what a separate GELU or add pass costs); otherwise ``F.linear`` and separate passes.
-    ``x`` may be a slice with unit stride along the last dimension.
-    """
-    if _ONEDNN_OP is not None and x.device.type == "cpu":
-        if add is not None:
-            return torch.ops.mkldnn._linear_pointwise.binary(x, add, weight, bias, "add")
-        return _ONEDNN_OP(x, weight, bias, "gelu" if gelu else "none", [], "none" if gelu else "")
-    out = F.linear(x, weight, bias)
-    if add is not None:
-        return out.add_(add)
-    return F.gelu(out) if gelu else out

@@ -305,6 +305,35 @@ class ProbeHead(Head):
         """Return how many leading input features come from the backbone (the rest are spectral)."""
         return pooled_width(self.d_model, self.pooling)
 
+    @property
+    def reads_backbone(self) -> bool:
+        """Return whether any read-out weight falls on the backbone block (or its running-mean copy).
+
+        False for the read-outs the ladder fits with ``backbone_weight`` 0 (the band-power, context
+        and prior rungs: their folded weights on that block are exactly 0) and for a fresh, zero
+        head: the backbone's output cannot change such a head's logits, so scoring it need not run
+        the backbone (:func:`~passport_kit.engine.forward.predict_proba`). A NaN weight counts as
+        read: it would have poisoned the logits.
+        """
+        weight = self.linear.weight.detach()
+        width, n = weight.shape[1] // (2 if self.context else 1), self.n_backbone_features
+        blocks = [weight[:, :n]] + ([weight[:, width:width + n]] if self.context else [])
+        return any(bool(block.ne(0).any()) for block in blocks)
+
+    def features_without_backbone(self, x: Tensor) -> Tensor:
+        """Return the read-out's input ``(B, F)`` for windows ``x`` ``(B, C, P, 200)`` with the backbone block as zeros.
+
+        For a head that does not read the backbone (:attr:`reads_backbone` False): the zeros meet
+        weights that are exactly 0, as the pooled features would, so the logits are those of
+        :meth:`features` (same widths, same product; tested byte for byte), without the backbone's
+        forward pass.
+        """
+        if x.shape[1] != self.n_channels:
+            raise DataError(f"this head was fitted on {self.n_channels} channels, got {x.shape[1]}; "
+                            "predict with the montage the adapter was trained on")
+        zeros = torch.zeros(x.shape[0], self.n_backbone_features, dtype=torch.float32, device=x.device)
+        return torch.cat([zeros, self.spectral(x)], dim=1)
+
     def features(self, feats: Tensor, x: Tensor, pooling: ProbePooling | None = None) -> Tensor:
         """Return the read-out's input ``(B, F)`` for backbone features ``(B, C, P, D)`` and windows ``x``.
 

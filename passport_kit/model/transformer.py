@@ -16,9 +16,10 @@ Two execution paths give the same numbers (to float rounding):
   stream with ``addmm_`` (no bias-broadcast copy, no ``cat``).
 
 On a CPU under bf16 autocast (``--precision auto`` on CPUs with AVX-512 BF16 or AMX) frozen
-layers take their bf16 forms instead (:mod:`passport_kit.model.lowp_layer`): the no-graph path
-for inference, and an input-gradient-only autograd function for a frozen encoder whose input
-needs a gradient (the ``adapter`` step). Trainable encoder weights keep the graph path.
+layers take the fast path's bf16 forms instead, where it is installed (:mod:`passport_kit.model.fast_path`):
+the no-graph path for inference, and an input-gradient-only autograd function for a frozen
+encoder whose input needs a gradient (the ``adapter`` step). Trainable encoder weights keep the
+graph path, and so does everything without the fast path (autocast over the graph path).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from passport_kit.model import lowp_layer
 from passport_kit.model.fast_linear import linear
+from passport_kit.model.fast_path import LOWP
 
 #: Tokens (channels x patches x samples) per micro-batch of the no-graph encoder path. Whole
 #: samples only (attention mixes a sample's tokens). 8192 tokens keep the feed-forward hidden
@@ -220,7 +221,7 @@ class CrissCrossEncoder(nn.Module):
             for start in range(0, x.shape[0], step):
                 h = x[start : start + step].to(lowp)
                 for layer in layers:
-                    h = lowp_layer.FrozenLayerLowp.apply(h, layer)
+                    h = LOWP.FrozenLayerLowp.apply(h, layer)
                 outs.append(h)
             return outs[0] if len(outs) == 1 else torch.cat(outs)
         if (self._needs_graph(x) or x.device.type != "cpu"
@@ -246,7 +247,7 @@ class CrissCrossEncoder(nn.Module):
                 else:
                     h = x[start : start + step].to(lowp)
                     for layer in layers:
-                        h = lowp_layer.layer_forward(layer, h)[0]
+                        h = LOWP.layer_forward(layer, h)[0]
                 chunks.append(h)
         return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
 
@@ -262,8 +263,8 @@ def _even_step(batch: int, most: int) -> int:
 
 
 def cpu_lowp_dtype(x: Tensor) -> torch.dtype | None:
-    """Return bf16 when ``x`` is on the CPU under bf16 autocast (the bf16 no-graph path), else None."""
-    if x.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
+    """Return bf16 when ``x`` is on the CPU under bf16 autocast and the fast path is installed, else None."""
+    if LOWP is None or x.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
         return None
     dtype = torch.get_autocast_dtype("cpu")
     return dtype if dtype == torch.bfloat16 else None

@@ -12,13 +12,13 @@ from model_helpers import make_meta
 import passport_kit.model.fast_linear as fast_linear
 from passport_kit.model import Classifier, apply_policy, build_backbone, model_config
 
-pytestmark = pytest.mark.skipif(fast_linear._ONEDNN_OP is None, reason="torch build without oneDNN linear")
+pytestmark = pytest.mark.skipif(fast_linear.ONEDNN_OP is None, reason="torch build without oneDNN linear")
 
 
 @pytest.fixture(autouse=True)
 def _lever_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lever is opt-in (PASSPORT_KIT_ONEDNN_LINEAR=1); these tests switch it on."""
-    monkeypatch.setattr(fast_linear, "_ONEDNN_LINEAR", fast_linear._ONEDNN_OP)
+    monkeypatch.setattr(fast_linear, "_ONEDNN_LINEAR", fast_linear.ONEDNN_OP)
 
 
 def _adapter_model() -> Classifier:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from passport_kit.model.spectral import STANDARD_BANDS, band_power_features, carried_bands
+from passport_kit.model.spectral import STANDARD_BANDS, band_power_features, carried_bands, welch_density
 
 
 def _pink(n: int, sfreq: float, seed: int = 0) -> np.ndarray:
@@ -38,6 +38,18 @@ def test_relative_powers_sum_to_one_and_absolute_is_welch() -> None:
     alpha = psd[:, (freqs >= 8) & (freqs < 12)].sum(-1) * (freqs[1] - freqs[0])
     assert np.allclose(feats[:, 0, 2], np.log10(alpha), atol=1e-5)
     assert int(feats[0, 1].argmax()) in (0, 2)  # delta (1/f) or alpha (the rhythm) carries most power
+
+
+@pytest.mark.parametrize(("n_samples", "nperseg", "sfreq"), [(6000, 800, 200.0), (2000, 400, 100.0), (801, 800, 200.0),
+                                                          (1999, 333, 83.3), (200, 200, 200.0)])
+def test_welch_density_is_scipys_welch(n_samples: int, nperseg: int, sfreq: float) -> None:
+    from scipy.signal import welch
+
+    x = np.random.default_rng(nperseg).standard_normal((3, 2, n_samples)) * 5 + 2  # an offset: detrend matters
+    freqs, psd = welch_density(x, sfreq, nperseg)
+    ref_freqs, ref = welch(x, fs=sfreq, nperseg=nperseg, noverlap=nperseg // 2, axis=-1)
+    assert np.array_equal(freqs, ref_freqs)
+    np.testing.assert_allclose(psd, ref, rtol=1e-12, atol=0)
 
 
 def test_the_models_200_hz_input_gives_the_recordings_own_band_powers() -> None:

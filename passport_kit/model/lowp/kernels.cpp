@@ -1,6 +1,6 @@
 // Fused bf16 kernels for the criss-cross encoder's inference on CPUs with AVX-512 (issue 36).
 //
-// Why: in the eager bf16 path (lowp_layer.py) the attention over 12- and 30-token sequences of
+// Why: in the eager bf16 path (layer.py) the attention over 12- and 30-token sequences of
 // head size 25 cost more than its products are worth: a copy regrouping q/k/v by heads, two
 // batched products, a written-out softmax with fp32 round trips, and a copy back (about a third
 // of a batch's time on the AMX Xeon). Here each sequence is read straight from the packed q/k/v
@@ -8,7 +8,7 @@
 // written into the columns the output projection reads. LayerNorm (bf16 rows in and out, fp32 statistics) is one pass per row.
 //
 // Vectors are GCC vector extensions of 16 floats (one AVX-512 register); the attention's two
-// products use AMX tiles where lowp_ffn.cpp's amx_available() says so (attend_amx), and AVX-512
+// products use AMX tiles where amx.cpp's amx_available() says so (attend_amx), and AVX-512
 // BF16's pairwise dot product elsewhere (attend; criss_cross_attention's amx=False takes it too). The build script compiles with
 // -march=x86-64-v4 -mavx512bf16, and the Python side loads the library only where the CPU has
 // AVX-512 BF16 and torch itself runs AVX-512 kernels. Inference only: no autograd formula is
@@ -26,12 +26,7 @@
 #include <optional>
 #include <vector>
 
-// lowp_ffn.cpp's amx_available() (the CPU's AMX-TILE and AMX-BF16 and the kernel's permission) and
-// its tile configuration (all eight tiles 16 rows × 64 bytes), loaded on the calling thread.
-namespace passport_kit_lowp {
-bool amx_usable();
-void load_tile_config();
-}
+#include "lowp.h"  // amx_usable, load_tile_config (amx.cpp); SampleAttention (defined below)
 
 namespace {
 
@@ -369,10 +364,10 @@ void attend(const uint16_t* src, int64_t stride, uint16_t* out, int64_t out_stri
 }
 
 // ---------------------------------------------------------------------------------------------
-// The same attention on AMX tiles (where amx_usable(): lowp_ffn.cpp's amx_available), both small
+// The same attention on AMX tiles (where amx_usable(): amx.cpp's amx_available), both small
 // products as 16×16 fp32 tile products (_tile_dpbf16ps), everything else in AVX-512.
 //
-// Tiles: all eight 16 rows × 64 bytes, the configuration lowp_ffn.cpp's ops load (tile_config
+// Tiles: all eight 16 rows × 64 bytes, the configuration amx.cpp's ops load (tile_config
 // there; criss_cross_layer has it loaded when it calls sample_attention_run, and
 // criss_cross_attention loads the same per thread). Per (sequence, head):
 //   sᵀ = k qᵀ: A = k's rows (16 keys × 32 columns from the head's first; rows past the sequence
@@ -1003,7 +998,7 @@ at::Tensor spectrum_magnitude(const at::Tensor& z_in) {
 
 }  // namespace
 
-// One sample's whole criss-cross attention for lowp_ffn.cpp's criss_cross_layer (the other
+// One sample's whole criss-cross attention for amx.cpp's criss_cross_layer (the other
 // translation unit; declared there): the same attend and Scratch as criss_cross_attention, so
 // both give the same bits. A plain struct behind an opaque pointer, one per thread, reused over
 // its samples.

@@ -1,6 +1,6 @@
 """The compiled bf16 kernels (fused attention, LayerNorm) match the eager bf16 path; without them the eager path runs.
 
-Tests that need the library skip when it is not built (``python -m passport_kit.model.lowp_kernels_build``,
+Tests that need the library skip when it is not built (``python -m passport_kit.model.lowp.build``,
 run by ``make install``); nothing here compiles it.
 """
 
@@ -17,7 +17,10 @@ import pytest
 import torch
 
 from passport_kit.errors import PassportWarning
-from passport_kit.model import lowp_kernels, lowp_kernels_build, lowp_layer
+from passport_kit.model.lowp import build as lowp_build
+from passport_kit.model.lowp import layer as lowp_layer
+from passport_kit.model.lowp import loader
+from passport_kit.model.lowp.cast import forget
 from passport_kit.model.transformer import CrissCrossEncoder
 
 BF16 = torch.bfloat16
@@ -25,9 +28,9 @@ BF16 = torch.bfloat16
 
 @pytest.fixture
 def no_library_cache():  # noqa: ANN201
-    lowp_kernels.ops.cache_clear()
+    loader.ops.cache_clear()
     yield
-    lowp_kernels.ops.cache_clear()
+    loader.ops.cache_clear()
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -110,9 +113,14 @@ def _encoder(n_layers: int = 2) -> CrissCrossEncoder:
 
 
 def _bf16(encoder: CrissCrossEncoder, x: torch.Tensor, *, kernels: bool) -> torch.Tensor:
-    with mock.patch.object(lowp_kernels, "ops", return_value=None) if not kernels else mock.MagicMock():
+    forget(encoder)  # the path is chosen when the weights are prepared: prepare them under this setting
+    with mock.patch.object(loader, "ops", return_value=None) if not kernels else mock.MagicMock():
         with torch.inference_mode(), torch.autocast("cpu", dtype=BF16):
-            return encoder(x).float()
+            out = encoder(x).float()
+        assert {lowp_layer.prepare(layer, BF16).path for layer in encoder.layers} <= (
+            {"avx512", "amx"} if kernels else {"eager"})
+    forget(encoder)
+    return out
 
 
 @pytest.mark.parametrize(("b", "c", "p"), [(1, 1, 1), (3, 5, 7), (4, 12, 30)])
@@ -153,12 +161,12 @@ def test_inference_takes_the_kernels_and_the_adapter_step_does_not(kernels) -> N
     x = torch.randn(2, 3, 4, 200)
     # the op-by-op layer (with AMX and samples split evenly over the threads, one op per layer:
     # test_lowp_sample_layer.py)
-    with mock.patch.object(lowp_kernels, "ops", return_value=spy), \
+    with mock.patch.object(loader, "ops", return_value=spy), \
             mock.patch.object(lowp_layer, "per_sample", return_value=False):
         _bf16(encoder, x, kernels=True)
         assert spy.criss_cross_attention.call_count == len(encoder.layers)
         # with AMX the LayerNorms run inside attention_input and attention_output_feed_forward (test_lowp_block.py)
-        fused = "in_wp" in lowp_layer.layer_weights(encoder.layers[0], BF16)
+        fused = lowp_layer.prepare(encoder.layers[0], BF16).path == "amx"
         assert spy.layer_norm.call_count == (0 if fused else 2 * len(encoder.layers))
         spy.reset_mock()
         xi = x.clone().requires_grad_(True)  # the adapter step: frozen layers, input gradient
@@ -169,40 +177,40 @@ def test_inference_takes_the_kernels_and_the_adapter_step_does_not(kernels) -> N
 
 
 def test_a_cpu_without_avx512_bf16_means_the_eager_path(no_library_cache, monkeypatch) -> None:  # noqa: ANN001
-    monkeypatch.setattr(lowp_kernels, "cpu_supports_bf16", lambda: False)
-    monkeypatch.setattr(lowp_kernels, "LIBRARY", mock.MagicMock(exists=lambda: True))
-    monkeypatch.setattr(lowp_kernels, "library_key", lambda: "stamp")
-    monkeypatch.setattr(lowp_kernels, "TORCH_STAMP", mock.MagicMock(exists=lambda: True, read_text=lambda **_: "stamp"))
+    monkeypatch.setattr(loader, "cpu_supports_bf16", lambda: False)
+    monkeypatch.setattr(loader, "LIBRARY", mock.MagicMock(exists=lambda: True))
+    monkeypatch.setattr(loader, "library_key", lambda: "stamp")
+    monkeypatch.setattr(loader, "TORCH_STAMP", mock.MagicMock(exists=lambda: True, read_text=lambda **_: "stamp"))
     with mock.patch.object(torch.ops, "load_library") as load, \
             mock.patch.object(torch.backends.cpu, "get_cpu_capability", return_value="AVX512"):
-        assert lowp_kernels.ops() is None
+        assert loader.ops() is None
     assert load.call_count == 0  # its dot-product instructions would be illegal here
 
 
 @pytest.mark.parametrize("case", ["absent", "built for another torch", "built from other sources", "damaged",
                                   "truncated", "a fifo", "stamped before digests"])
 def test_no_usable_library_means_the_eager_path(no_library_cache, tmp_path, monkeypatch, case: str) -> None:  # noqa: ANN001
-    library, stamp = tmp_path / "_lowp_kernels.so", tmp_path / "_lowp_kernels.so.torch"
-    monkeypatch.delenv(lowp_kernels.SWITCH, raising=False)  # a user's "0" would stop before the load
-    monkeypatch.setattr(lowp_kernels, "LIBRARY", library)
-    monkeypatch.setattr(lowp_kernels, "TORCH_STAMP", stamp)
+    library, stamp = tmp_path / "_loader.so", tmp_path / "_loader.so.torch"
+    monkeypatch.delenv(loader.SWITCH, raising=False)  # a user's "0" would stop before the load
+    monkeypatch.setattr(loader, "LIBRARY", library)
+    monkeypatch.setattr(loader, "TORCH_STAMP", stamp)
     if case != "absent":
         library.write_bytes(b"not a shared library, but stamped as built")
-        stamped = f"{lowp_kernels.library_key()}\n{lowp_kernels.library_stamp(library)}\n"
-        stamp.write_text({"built for another torch": "1.0.0 cxx11abi=1 sources=" + lowp_kernels.library_key().split("=")[-1],
-                          "built from other sources": lowp_kernels.torch_version() + " sources=0123456789abcdef",
-                          "stamped before digests": lowp_kernels.library_key()}.get(case, stamped))
+        stamped = f"{loader.library_key()}\n{loader.library_stamp(library)}\n"
+        stamp.write_text({"built for another torch": "1.0.0 cxx11abi=1 sources=" + loader.library_key().split("=")[-1],
+                          "built from other sources": loader.torch_version() + " sources=0123456789abcdef",
+                          "stamped before digests": loader.library_key()}.get(case, stamped))
         if case == "truncated":  # issue 46: what a full disk leaves; it loaded, then SIGBUS at the first op
             library.write_bytes(library.read_bytes()[:10])
         if case == "a fifo":  # issue 46: the load hung
             library.unlink()
             os.mkfifo(library)
-    monkeypatch.setattr(lowp_kernels, "cpu_supports_bf16", lambda: True)  # the same on every CPU
+    monkeypatch.setattr(loader, "cpu_supports_bf16", lambda: True)  # the same on every CPU
     with mock.patch.object(torch.ops, "load_library", wraps=torch.ops.load_library) as load, \
             mock.patch.object(torch.backends.cpu, "get_cpu_capability", return_value="AVX512"), \
             warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
-        assert lowp_kernels.ops() is None  # and no exception
+        assert loader.ops() is None  # and no exception
     assert load.call_count == (1 if case == "damaged" else 0)  # a library built for other code is never loaded
     lines = [str(w.message) for w in said if issubclass(w.category, PassportWarning)]
     if case in ("truncated", "a fifo", "stamped before digests"):  # a built library not used: one line says why
@@ -214,43 +222,55 @@ def test_no_usable_library_means_the_eager_path(no_library_cache, tmp_path, monk
 def test_a_library_without_the_expected_ops_falls_back_with_one_line(no_library_cache, tmp_path,  # noqa: ANN001
                                                                      monkeypatch) -> None:
     # Issue 46: another valid shared library in its place gave a 104-line AttributeError at the first op.
-    library, stamp = tmp_path / "_lowp_kernels.so", tmp_path / "_lowp_kernels.so.torch"
+    library, stamp = tmp_path / "_loader.so", tmp_path / "_loader.so.torch"
     library.write_bytes(b"another library")
-    stamp.write_text(f"{lowp_kernels.library_key()}\n{lowp_kernels.library_stamp(library)}\n")
-    monkeypatch.delenv(lowp_kernels.SWITCH, raising=False)
-    monkeypatch.setattr(lowp_kernels, "LIBRARY", library)
-    monkeypatch.setattr(lowp_kernels, "TORCH_STAMP", stamp)
-    monkeypatch.setattr(lowp_kernels, "cpu_supports_bf16", lambda: True)
-    monkeypatch.setattr(lowp_kernels, "missing_ops", lambda namespace: ["criss_cross_attention", "layer_norm"])
+    stamp.write_text(f"{loader.library_key()}\n{loader.library_stamp(library)}\n")
+    monkeypatch.delenv(loader.SWITCH, raising=False)
+    monkeypatch.setattr(loader, "LIBRARY", library)
+    monkeypatch.setattr(loader, "TORCH_STAMP", stamp)
+    monkeypatch.setattr(loader, "cpu_supports_bf16", lambda: True)
+    monkeypatch.setattr(loader, "missing_ops", lambda namespace: ["criss_cross_attention", "layer_norm"])
     with mock.patch.object(torch.ops, "load_library") as load, \
             mock.patch.object(torch.backends.cpu, "get_cpu_capability", return_value="AVX512"), \
             pytest.warns(PassportWarning, match="lacks the ops criss_cross_attention, layer_norm; the eager"):
-        assert lowp_kernels.ops() is None
+        assert loader.ops() is None
     assert load.call_count == 1
 
 
 def test_missing_ops_names_what_a_namespace_lacks() -> None:
     from types import SimpleNamespace
 
-    names = lowp_kernels.expected_ops()
+    names = loader.expected_ops()
     assert {"criss_cross_attention", "layer_norm", "feed_forward"} <= set(names)
-    assert lowp_kernels.missing_ops(SimpleNamespace(**{n: None for n in names[1:]})) == names[:1]
+    assert loader.missing_ops(SimpleNamespace(**{n: None for n in names[1:]})) == names[:1]
 
 
 def test_the_switch_keeps_the_eager_path(no_library_cache, monkeypatch) -> None:  # noqa: ANN001
-    monkeypatch.setenv(lowp_kernels.SWITCH, "0")
-    assert lowp_kernels.ops() is None
+    monkeypatch.setenv(loader.SWITCH, "0")
+    assert loader.ops() is None
 
 
 def test_a_failed_build_says_why_in_one_line(capsys, tmp_path) -> None:  # noqa: ANN001
-    with mock.patch.object(lowp_kernels_build, "build", side_effect=RuntimeError("Ninja is required\nmore")), \
-            mock.patch.object(lowp_kernels_build.platform, "machine", return_value="x86_64"):
-        assert lowp_kernels_build.main(["--build-dir", str(tmp_path)]) == 1
+    with mock.patch.object(lowp_build, "build", side_effect=RuntimeError("Ninja is required\nmore")), \
+            mock.patch.object(lowp_build.platform, "machine", return_value="x86_64"):
+        assert lowp_build.main(["--build-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Ninja is required" in err and "eager bf16 path" in err
 
 
 # --- the attention on AMX tiles (attend_amx) and the AVX-512 BF16 form (attend) ------------------
+
+@pytest.mark.parametrize("runs_here", [True, False])
+def test_make_install_fails_on_a_broken_build_only_where_the_library_runs(capsys, tmp_path, runs_here: bool) -> None:  # noqa: ANN001
+    # `make install` (and so `make test`, CI) passes --required-where-it-runs: on an AVX-512 BF16 CPU a
+    # broken build is an error, elsewhere a line and the eager path
+    with mock.patch.object(lowp_build, "build", side_effect=RuntimeError("g++: error")), \
+            mock.patch.object(lowp_build.platform, "machine", return_value="x86_64"), \
+            mock.patch.object(lowp_build, "runs_here", return_value=runs_here):
+        assert lowp_build.main(["--build-dir", str(tmp_path), "--required-where-it-runs"]) == (1 if runs_here else 0)
+    err = capsys.readouterr().err
+    assert "build failed (g++: error)" in err and ("fix the build" in err) == runs_here
+
 
 def _ulp(x: torch.Tensor) -> torch.Tensor:
     """One bf16 step at |x| (8 significant bits), as float64."""
@@ -264,7 +284,7 @@ def _ulp(x: torch.Tensor) -> torch.Tensor:
 )
 def test_the_amx_and_avx512_attention_agree_within_a_bf16_step(kernels, b, c, p, e, heads, seed) -> None:  # noqa: ANN001
     if not kernels.amx_available():
-        pytest.skip("needs AMX")
+        pytest.skip("needs AMX (amx_tile, amx_bf16): the AVX-512 BF16 form is tested alone where it is absent")
     # every weight within one bf16 step (2^-7 of it) of the other path's, so an output within
     # 2^-7 · Σ w|v| plus its own rounding; head widths 25, 20, 8, 22, 33 (two K steps of a tile), 50
     qkv = (torch.randn(b, c, p, 6 * e, generator=torch.Generator().manual_seed(seed)) * 1.5).to(BF16)
@@ -285,7 +305,7 @@ def test_the_attention_weights_are_the_softmax_rounded_once(kernels, amx: bool) 
     # each within half a bf16 step (2^-8 of it) of the exact softmax, plus the exp's error (the
     # AMX form's degree-4 polynomial: about 1e-5)
     if amx and not kernels.amx_available():
-        pytest.skip("needs AMX")
+        pytest.skip("needs AMX (amx_tile, amx_bf16): the AVX-512 BF16 form is tested alone where it is absent")
     n, e, heads = 20, 100, 4
     qkv = (torch.randn(2, n, n, 600, generator=torch.Generator().manual_seed(5)) * 1.5).to(BF16)
     hd = e // heads
@@ -302,7 +322,7 @@ def test_the_attention_weights_are_the_softmax_rounded_once(kernels, amx: bool) 
 
 def test_the_attention_takes_amx_where_available_and_the_avx512_form_where_not(kernels) -> None:  # noqa: ANN001
     if not kernels.amx_available():
-        pytest.skip("needs AMX")
+        pytest.skip("needs AMX (amx_tile, amx_bf16): the AVX-512 BF16 form is tested alone where it is absent")
     qkv = (torch.randn(2, 12, 30, 600, generator=torch.Generator().manual_seed(9)) * 2).to(BF16)
     with torch.inference_mode():
         default = kernels.criss_cross_attention(qkv, 4, 4)
@@ -311,8 +331,8 @@ def test_the_attention_takes_amx_where_available_and_the_avx512_form_where_not(k
     # a process whose CPU acts as one without AMX (PASSPORT_KIT_LOWP_NO_AMX=1): the AVX-512 form, and amx=True refused
     script = """
 import sys, torch
-from passport_kit.model import lowp_kernels
-k = lowp_kernels.ops()
+from passport_kit.model.lowp import loader
+k = loader.ops()
 assert k is not None and not k.amx_available()
 qkv = (torch.randn(2, 12, 30, 600, generator=torch.Generator().manual_seed(9)) * 2).to(torch.bfloat16)
 with torch.inference_mode():

@@ -1,8 +1,8 @@
-"""The fused feed-forward op on AMX and the fast GELU (``lowp_ffn.cpp``) against fp64 and the oneDNN path.
+"""The fused feed-forward op on AMX and the fast GELU (``amx.cpp``) against fp64 and the oneDNN path.
 
 ``feed_forward(h2, x1, w1p, b1, w2p, b2) = x1 + GELU(h2 W1ᵀ + b1) W2ᵀ + b2`` must never be further
 from fp64 (of the same bf16 inputs) than the current pair of oneDNN products
-(:func:`~passport_kit.model.fast_linear.linear_lowp`, GELU post-op, then the add). Tests skip where
+(:func:`~passport_kit.model.lowp.linear.linear_lowp`, GELU post-op, then the add). Tests skip where
 the library is not built, lacks these ops, or (feed_forward) the CPU or kernel gives no AMX; nothing
 here compiles it.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from passport_kit.model import lowp_kernels
-from passport_kit.model.fast_linear import linear_lowp
+from passport_kit.model.lowp import loader
+from passport_kit.model.lowp.linear import linear_lowp
 
 BF16 = torch.bfloat16
 CPUINFO = Path("/proc/cpuinfo")

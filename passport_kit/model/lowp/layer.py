@@ -7,15 +7,15 @@ the bf16 GELU on fresh buffers, SDPA's flash kernel on 12- and 30-token sequence
 the frozen weights on every call and dtype round trips around LayerNorm the rest; in the
 ``adapter`` step SDPA's flash *backward* in bf16 took half of the whole step. Here:
 
-- the frozen weights are cast once (:mod:`passport_kit.model.frozen_cast`), with the softmax
+- the frozen weights are cast once (:mod:`passport_kit.model.lowp.cast`), with the softmax
   scale folded into the q rows, the q/k/v projections of both halves packed into one
   block-diagonal ``(6E, 2E)`` product and both output projections into one ``(2E, 2E)`` one
   (twice those products' FLOPs, 15 % of the layer's, run at the AMX rate in one call instead of
   four strided ones);
-- products run on oneDNN with bias, GELU and residual add fused (:func:`~passport_kit.model.fast_linear.linear_lowp`);
+- products run on oneDNN with bias, GELU and residual add fused (:func:`~passport_kit.model.lowp.linear.linear_lowp`);
 - attention is two batched products with the softmax written out in fp32 (:func:`attention`);
   at inference, where the compiled kernels are built, one fused op per layer instead, with
-  LayerNorm (:mod:`passport_kit.model.lowp_kernels`);
+  LayerNorm (:mod:`passport_kit.model.lowp.loader`);
 - LayerNorm statistics and the softmax accumulate in fp32 inside their kernels; activations
   and the residual stream are bf16, as under autocast.
 
@@ -25,30 +25,79 @@ an autograd function whose backward computes the input gradient only, by hand: t
 products with the same cast weights, the softmax's and LayerNorm's input gradients
 (``native_layer_norm_backward`` with the weight gradients switched off) and GELU's derivative.
 
+Which form a layer's inference runs (:data:`LowpPath`: ``eager``, ``avx512`` or ``amx``) is chosen
+once, when its weights are prepared (:func:`prepare`), from what this process can run: named in
+:class:`PreparedLayer`, logged once per process (``--verbose`` shows it) and printed by
+``benchmarks/bench_model.py``. Training with frozen layers always takes the eager form (its
+backward is written for it).
+
 Numbers differ from fp32 by bf16 rounding (about 1 % relative on the encoder output, as bf16
 autocast); agreement of predicted classes with fp32 is measured by ``benchmarks/bench_model.py``
-and tested in ``tests/model/test_lowp_layer.py``.
+and tested in ``tests/model/lowp/test_lowp_layer.py``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from passport_kit.model import lowp_kernels
-from passport_kit.model.fast_linear import linear_lowp
-from passport_kit.model.frozen_cast import prepared
+from passport_kit.model.lowp import loader
+from passport_kit.model.lowp.cast import prepared
+from passport_kit.model.lowp.linear import linear_lowp
 
-if TYPE_CHECKING:
-    from passport_kit.model.transformer import CrissCrossLayer
+log = logging.getLogger(__name__)
+
+#: The forms a layer's inference runs. ``eager``: torch ops and oneDNN products (no compiled
+#: library loaded here: not built, stale, switched off, or a CPU without AVX-512 BF16);
+#: ``avx512``: the compiled attention and LayerNorm (AVX-512 BF16) between oneDNN products;
+#: ``amx``: the compiled ops with every product on AMX tiles (the attention's inputs, the
+#: attention, the output projection, LayerNorm and the feed-forward block).
+LowpPath = Literal["eager", "avx512", "amx"]
+PATHS: tuple[str, ...] = get_args(LowpPath)
+
+#: A criss-cross layer (:class:`passport_kit.model.transformer.CrissCrossLayer`): this room reads its
+#: weights and never imports the class (the model does not depend on the fast path, nor the reverse).
+Layer = nn.Module
 
 
-def layer_weights(layer: CrissCrossLayer, dtype: torch.dtype) -> dict[str, Tensor]:
-    """Return ``layer``'s weights in ``dtype``, packed for :func:`layer_forward`, built once while they are unchanged."""
+def process_path(dtype: torch.dtype = torch.bfloat16) -> LowpPath:
+    """Return the form this process runs a layer's inference in for activations of ``dtype``."""
+    kernels = loader.ops()
+    if dtype != torch.bfloat16 or kernels is None:
+        return "eager"
+    return "amx" if kernels.amx_available() else "avx512"
 
-    def build() -> dict[str, Tensor]:
+
+@functools.cache
+def _announce(path: str) -> None:
+    """Log once per process which form the layers run (``--verbose`` prints it)."""
+    why = {"eager": "eager bf16 (torch ops and oneDNN products; compiled kernels not loaded here)",
+           "avx512": "compiled attention and LayerNorm (AVX-512 BF16) between oneDNN products",
+           "amx": "compiled ops on AMX tiles"}[path]
+    log.info("bf16 fast path: %s: %s", path, why)
+
+
+@dataclass(frozen=True)
+class PreparedLayer:
+    """A layer's weights cast once for the bf16 forms, and the form its inference runs (``path``)."""
+
+    path: LowpPath
+    w: dict[str, Tensor]
+
+
+def prepare(layer: Layer, dtype: torch.dtype) -> PreparedLayer:
+    """Return ``layer``'s weights in ``dtype`` packed for :func:`layer_forward` and its path, built once while unchanged.
+
+    The path (:data:`LowpPath`) is chosen here, once, by :func:`process_path`; an ``amx`` layer
+    also holds its weights in AMX tile order (about 1 MB a layer of cbramod-base).
+    """
+
+    def build() -> PreparedLayer:
         half = layer.self_attn_s.out_proj.weight.shape[0]
         # q/k/v of both halves: rows [q_s; k_s; v_s] read columns :E, rows [q_t; k_t; v_t] read E:.
         w_in = torch.zeros(6 * half, 2 * half)
@@ -72,17 +121,17 @@ def layer_weights(layer: CrissCrossLayer, dtype: torch.dtype) -> dict[str, Tenso
         for name in ("in", "out", "linear1", "linear2"):
             out[f"{name}_wt"] = out[f"{name}_w"].t()
         out = {k: v.detach().to(dtype).contiguous() for k, v in out.items()}
-        kernels = lowp_kernels.ops()
-        if dtype == torch.bfloat16 and kernels is not None and kernels.amx_available():
-            # the feed-forward weights in AMX tile order for the fused op (about 0.7 MB a layer)
-            out["linear1_wp"] = kernels.pack_feed_forward_weight(out["linear1_w"])
-            out["linear2_wp"] = kernels.pack_feed_forward_weight(out["linear2_w"])
-            if hasattr(kernels, "pack_attention_weight"):  # a library built before these ops: the path above
-                # each half's q/k/v and output projection blocks in tile order (no zero blocks), for
-                # attention_input and attention_output_feed_forward
-                out["in_wp"] = kernels.pack_attention_weight(out["in_w"])
-                out["out_wp"] = kernels.pack_attention_weight(out["out_w"])
-        return out
+        path = process_path(dtype)
+        if path == "amx":
+            kernels = loader.ops()
+            # each half's q/k/v and output projection blocks and the feed-forward weights in AMX tile order
+            # (no zero blocks), for attention_input, attention_output_feed_forward and criss_cross_layer
+            for name, pack in (("in", kernels.pack_attention_weight), ("out", kernels.pack_attention_weight),
+                               ("linear1", kernels.pack_feed_forward_weight),
+                               ("linear2", kernels.pack_feed_forward_weight)):
+                out[f"{name}_wp"] = pack(out[f"{name}_w"])
+        _announce(path)
+        return PreparedLayer(path, out)
 
     return prepared(layer, dtype, build)
 
@@ -158,17 +207,19 @@ def _attention_backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, weights: 
     return torch.bmm(grad_s, k), torch.bmm(grad_s.transpose(1, 2), q), grad_v
 
 
-def layer_forward(layer: CrissCrossLayer, x: Tensor, *, save: bool = False) -> tuple[Tensor, dict[str, Tensor] | None]:
+def layer_forward(layer: Layer, x: Tensor, *, save: bool = False) -> tuple[Tensor, dict[str, Tensor] | None]:
     """Return (the layer output ``(B, C, P, D)`` for bf16 ``x`` ``(B, C, P, D)``, what backward needs or None).
 
     Eval-mode arithmetic (no dropout); call without autocast and without autograd. Without
-    ``save`` (inference) attention and LayerNorm run on the compiled kernels where they are
-    built (:func:`_layer_forward_fused`).
+    ``save`` (inference) the layer runs its prepared path (:func:`prepare`): ``avx512`` and
+    ``amx`` on the compiled kernels (:func:`_forward_avx512`, :func:`_forward_amx`), ``eager``
+    here; with ``save`` (the frozen layers' training step) always here.
     """
-    w = layer_weights(layer, x.dtype)
-    kernels = None if save else lowp_kernels.ops()
-    if kernels is not None:
-        return _layer_forward_fused(layer, x, w, kernels), None
+    prep = prepare(layer, x.dtype)
+    w = prep.w
+    if not save and prep.path != "eager":
+        forward = _forward_amx if prep.path == "amx" else _forward_avx512
+        return forward(layer, x, w, loader.ops()), None
     b, c, p, d = x.shape
     half = d // 2
     heads = (layer.self_attn_s.n_heads, layer.self_attn_t.n_heads)
@@ -214,53 +265,55 @@ def per_sample(samples: int, threads: int) -> bool:
     return padded <= (1 + _IDLE_SHARE) * samples
 
 
-def _layer_forward_fused(layer: CrissCrossLayer, x: Tensor, w: dict[str, Tensor], kernels: Any) -> Tensor:
-    """Return the layer output ``(B, C, P, D)`` for bf16 ``x`` ``(B, C, P, D)`` with attention and LayerNorm compiled.
+def _forward_avx512(layer: Layer, x: Tensor, w: dict[str, Tensor], kernels: Any) -> Tensor:
+    """Return the layer output ``(B, C, P, D)`` for bf16 ``x`` ``(B, C, P, D)``: the ``avx512`` path.
 
-    The same steps as :func:`layer_forward`; the attention reads q/k/v from the packed product
-    and writes the packed output projection's input directly (no regrouping copies), in fp32
-    inside (its products are not rounded to bf16 in between, so it is nearer fp32 than the eager
-    form). On a CPU with AMX the feed-forward block is one op (``feed_forward``: 32-row blocks,
-    both products on AMX tiles, bias, GELU and the residual on the fp32 accumulators, the hidden
-    layer kept in the cache; 1.5x the two oneDNN calls per layer on the AMX Xeon). The extension
-    is :mod:`passport_kit.model.lowp_kernels`.
-
-    With AMX the products around the attention are fused too (``lowp_ffn.cpp``): ``attention_input``
-    is LN1 and each half's q/k/v product per 32-row block (K = E padded to 128, not the packed
-    product's zero blocks), and ``attention_output_feed_forward`` each half's output projection,
-    the residual, LN2 and the feed-forward block, with x1 kept in fp32 and neither x1 nor the
-    LayerNorms' outputs written to memory (together 1.1-1.2x the unfused ops per layer).
-
-    Where the samples split evenly over the threads (:func:`per_sample`), the whole layer is one op
-    instead, ``criss_cross_layer``: the same block routines and attention (the same bits), but each
-    thread takes whole samples and keeps a sample's q/k/v and attention output in its L2 cache, never
-    in memory (every attention sequence lies inside one sample).
+    The same steps as :func:`layer_forward`'s eager form; LayerNorm and the attention are compiled:
+    the attention reads q/k/v from the packed product and writes the packed output projection's
+    input directly (no regrouping copies), in fp32 inside (its products are not rounded to bf16 in
+    between, so it is nearer fp32 than the eager form). The products stay on oneDNN.
     """
     heads = (layer.self_attn_s.n_heads, layer.self_attn_t.n_heads)
-    if "in_wp" in w and per_sample(x.shape[0], torch.get_num_threads()):  # AMX, whole samples per thread: one op
-        return kernels.criss_cross_layer(
-            x, w["norm1_w"], w["norm1_b"], layer.norm1.eps, w["in_wp"], w["in_b"], *heads, w["out_wp"], w["out_b"],
-            w["norm2_w"], w["norm2_b"], layer.norm2.eps, w["linear1_wp"], w["linear1_b"], w["linear2_wp"],
-            w["linear2_b"])
-    if "in_wp" in w:  # AMX: three ops per layer, the attention between two fused blocks
-        qkv = kernels.attention_input(x, w["norm1_w"], w["norm1_b"], layer.norm1.eps, w["in_wp"], w["in_b"])
-        att = kernels.criss_cross_attention(qkv, *heads)
-        return kernels.attention_output_feed_forward(
-            att, x, w["out_wp"], w["out_b"], w["norm2_w"], w["norm2_b"], layer.norm2.eps,
-            w["linear1_wp"], w["linear1_b"], w["linear2_wp"], w["linear2_b"])
     h = kernels.layer_norm(x, w["norm1_w"], w["norm1_b"], layer.norm1.eps)
     att = kernels.criss_cross_attention(linear_lowp(h, w["in_w"], w["in_b"]), *heads)
     x1 = linear_lowp(att, w["out_w"], w["out_b"], add=x)
     h2 = kernels.layer_norm(x1, w["norm2_w"], w["norm2_b"], layer.norm2.eps)
-    if "linear1_wp" in w:  # AMX: the whole feed-forward block in one op, its hidden layer never in memory
-        return kernels.feed_forward(h2, x1, w["linear1_wp"], w["linear1_b"], w["linear2_wp"], w["linear2_b"])
     hidden = linear_lowp(h2, w["linear1_w"], w["linear1_b"], gelu=True)
     return linear_lowp(hidden, w["linear2_w"], w["linear2_b"], add=x1)
 
 
-def layer_backward(layer: CrissCrossLayer, grad: Tensor, saved: dict[str, Tensor]) -> Tensor:
+def _forward_amx(layer: Layer, x: Tensor, w: dict[str, Tensor], kernels: Any) -> Tensor:
+    """Return the layer output ``(B, C, P, D)`` for bf16 ``x`` ``(B, C, P, D)``: the ``amx`` path.
+
+    Every product on AMX tiles (``amx.cpp``): ``attention_input`` is LN1 and each half's q/k/v
+    product per 32-row block (K = E padded to 128, not the packed product's zero blocks), then
+    the compiled attention, then ``attention_output_feed_forward``: each half's output projection,
+    the residual, LN2 and the feed-forward block (both products on the tiles, bias, GELU and the
+    residual on the fp32 accumulators), with x1 kept in fp32 and neither x1, the LayerNorms'
+    outputs nor the hidden layer written to memory.
+
+    Where the samples split evenly over the threads (:func:`per_sample`), the whole layer is one op
+    instead, ``criss_cross_layer``: the same block routines and attention (the same bits), but each
+    thread takes whole samples and keeps a sample's q/k/v and attention output in its L2 cache, never
+    in memory (every attention sequence lies inside one sample). This is a split of the work over
+    the threads, not another arithmetic.
+    """
+    heads = (layer.self_attn_s.n_heads, layer.self_attn_t.n_heads)
+    if per_sample(x.shape[0], torch.get_num_threads()):
+        return kernels.criss_cross_layer(
+            x, w["norm1_w"], w["norm1_b"], layer.norm1.eps, w["in_wp"], w["in_b"], *heads, w["out_wp"], w["out_b"],
+            w["norm2_w"], w["norm2_b"], layer.norm2.eps, w["linear1_wp"], w["linear1_b"], w["linear2_wp"],
+            w["linear2_b"])
+    qkv = kernels.attention_input(x, w["norm1_w"], w["norm1_b"], layer.norm1.eps, w["in_wp"], w["in_b"])
+    att = kernels.criss_cross_attention(qkv, *heads)
+    return kernels.attention_output_feed_forward(
+        att, x, w["out_wp"], w["out_b"], w["norm2_w"], w["norm2_b"], layer.norm2.eps,
+        w["linear1_wp"], w["linear1_b"], w["linear2_wp"], w["linear2_b"])
+
+
+def layer_backward(layer: Layer, grad: Tensor, saved: dict[str, Tensor]) -> Tensor:
     """Return the gradient of :func:`layer_forward`'s input for its output gradient ``grad`` ``(B, C, P, D)`` (weights frozen)."""
-    w = layer_weights(layer, grad.dtype)
+    w = prepare(layer, grad.dtype).w
     b, c, p, d = grad.shape
     half = d // 2
     heads = (layer.self_attn_s.n_heads, layer.self_attn_t.n_heads)
@@ -291,7 +344,7 @@ class FrozenLayerLowp(torch.autograd.Function):
     """One frozen criss-cross layer in bf16 whose backward gives the input gradient only (no weight gradients)."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, layer: CrissCrossLayer) -> Tensor:  # noqa: ANN001
+    def forward(ctx, x: Tensor, layer: Layer) -> Tensor:  # noqa: ANN001
         with torch.autocast("cpu", enabled=False):
             out, saved = layer_forward(layer, x, save=True)
         ctx.layer = layer
@@ -306,4 +359,5 @@ class FrozenLayerLowp(torch.autograd.Function):
             return layer_backward(ctx.layer, grad.to(saved["x"].dtype).contiguous(), saved), None
 
 
-__all__ = ["FrozenLayerLowp", "attention", "layer_backward", "layer_forward", "layer_weights", "per_sample"]
+__all__ = ["PATHS", "FrozenLayerLowp", "LowpPath", "PreparedLayer", "attention", "layer_backward", "layer_forward",
+           "per_sample", "prepare", "process_path"]

@@ -1,4 +1,4 @@
-"""The fused products around the attention on AMX (``lowp_ffn.cpp``) against fp64 and today's op sequence.
+"""The fused products around the attention on AMX (``amx.cpp``) against fp64 and today's op sequence.
 
 ``attention_input(x, norm_w, norm_b, eps, w_in_packed, b_in) = LN1(x) W_inᵀ + b_in`` and
 ``attention_output_feed_forward(att, x, w_out_packed, b_out, norm2_w, norm2_b, eps, w1p, b1, w2p, b2)
@@ -15,9 +15,10 @@ from unittest import mock
 import pytest
 import torch
 
-from passport_kit.model import lowp_kernels, lowp_layer
-from passport_kit.model.fast_linear import linear_lowp
-from passport_kit.model.frozen_cast import forget
+from passport_kit.model.lowp import layer as lowp_layer
+from passport_kit.model.lowp import loader
+from passport_kit.model.lowp.linear import linear_lowp
+from passport_kit.model.lowp.cast import forget
 from passport_kit.model.transformer import CrissCrossEncoder
 
 BF16 = torch.bfloat16
@@ -186,14 +187,10 @@ def _bf16(encoder: CrissCrossEncoder, x: torch.Tensor) -> torch.Tensor:
         return encoder(x).float()
 
 
-def _without_fused_attention_weights(monkeypatch) -> None:  # noqa: ANN001
-    """Make the inference path today's (layer_norm, oneDNN products, feed_forward): no packed attention weights."""
-    weights = lowp_layer.layer_weights
-
-    def today(layer, dtype):  # noqa: ANN001, ANN202
-        return {k: v for k, v in weights(layer, dtype).items() if k not in ("in_wp", "out_wp")}
-
-    monkeypatch.setattr(lowp_layer, "layer_weights", today)
+def _on_the_avx512_path(monkeypatch, encoder: CrissCrossEncoder) -> None:  # noqa: ANN001
+    """Make the encoder's layers take the ``avx512`` path (compiled LayerNorm and attention, oneDNN products)."""
+    forget(encoder)
+    monkeypatch.setattr(lowp_layer, "process_path", lambda dtype: "avx512")
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -201,15 +198,19 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 @pytest.mark.parametrize(("b", "c", "p"), [(1, 1, 1), (3, 5, 7), (4, 12, 30)])
-def test_encoder_is_no_further_from_fp32_than_today(amx, monkeypatch, b: int, c: int, p: int) -> None:  # noqa: ANN001
+def test_amx_path_is_no_further_from_fp32_than_the_avx512_path(amx, monkeypatch, b: int, c: int, p: int) -> None:  # noqa: ANN001
     encoder = _encoder()
+    forget(encoder)
     x = torch.randn(b, c, p, 200, generator=torch.Generator().manual_seed(b * c * p))
     with torch.inference_mode():
         ref = encoder(x)
     fused = _bf16(encoder, x)
-    _without_fused_attention_weights(monkeypatch)
-    today = _bf16(encoder, x)
-    assert _rel(fused, ref) <= 1.05 * _rel(today, ref) + 1e-4, f"{_rel(fused, ref):.4g} vs today's {_rel(today, ref):.4g}"
+    assert {lowp_layer.prepare(layer, BF16).path for layer in encoder.layers} == {"amx"}
+    _on_the_avx512_path(monkeypatch, encoder)
+    avx512 = _bf16(encoder, x)
+    assert {lowp_layer.prepare(layer, BF16).path for layer in encoder.layers} == {"avx512"}
+    forget(encoder)
+    assert _rel(fused, ref) <= 1.05 * _rel(avx512, ref) + 1e-4, f"{_rel(fused, ref):.4g} vs avx512's {_rel(avx512, ref):.4g}"
 
 
 def _spy(kernels, *, amx: bool = True):  # noqa: ANN001, ANN202
@@ -228,7 +229,7 @@ def test_inference_takes_the_fused_ops_and_the_adapter_step_does_not(amx) -> Non
     x = torch.randn(2, 3, 4, 200)
     # the three ops (where the samples split evenly over the threads, the one-op layer:
     # test_lowp_sample_layer.py)
-    with mock.patch.object(lowp_kernels, "ops", return_value=spy), \
+    with mock.patch.object(loader, "ops", return_value=spy), \
             mock.patch.object(lowp_layer, "per_sample", return_value=False):
         _bf16(encoder, x)
         n = len(encoder.layers)
@@ -247,16 +248,17 @@ def test_inference_takes_the_fused_ops_and_the_adapter_step_does_not(amx) -> Non
     forget(encoder)
 
 
-def test_without_amx_the_unfused_path(amx) -> None:  # noqa: ANN001
+def test_without_amx_the_avx512_path(kernels) -> None:  # noqa: ANN001
     encoder = _encoder()
     forget(encoder)
-    spy = _spy(amx, amx=False)
+    spy = _spy(kernels, amx=False)
     x = torch.randn(2, 3, 4, 200)
-    with mock.patch.object(lowp_kernels, "ops", return_value=spy):
+    with mock.patch.object(loader, "ops", return_value=spy):
         out = _bf16(encoder, x)
     n = len(encoder.layers)
     assert spy.attention_input.call_count == 0 and spy.attention_output_feed_forward.call_count == 0
     assert spy.pack_attention_weight.call_count == 0 and spy.feed_forward.call_count == 0
     assert spy.layer_norm.call_count == 2 * n and spy.criss_cross_attention.call_count == n
+    assert {lowp_layer.prepare(layer, BF16).path for layer in encoder.layers} == {"avx512"}
     forget(encoder)
     assert _rel(out, _bf16(encoder, x)) < 2e-2  # the same layer, another op sequence

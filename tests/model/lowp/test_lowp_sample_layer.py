@@ -1,4 +1,4 @@
-"""The whole criss-cross layer as one op, sample by sample (``criss_cross_layer``, ``lowp_ffn.cpp``).
+"""The whole criss-cross layer as one op, sample by sample (``criss_cross_layer``, ``amx.cpp``).
 
 ``criss_cross_layer(x, ...)`` runs ``attention_input``, ``criss_cross_attention`` and
 ``attention_output_feed_forward``'s block routines and attention on one sample's rows at a time
@@ -14,8 +14,9 @@ from unittest import mock
 import pytest
 import torch
 
-from passport_kit.model import lowp_kernels, lowp_layer
-from passport_kit.model.frozen_cast import forget
+from passport_kit.model.lowp import layer as lowp_layer
+from passport_kit.model.lowp import loader
+from passport_kit.model.lowp.cast import forget
 from passport_kit.model.transformer import CrissCrossEncoder
 
 BF16 = torch.bfloat16
@@ -33,7 +34,7 @@ def _encoder(n_layers: int = 2, d: int = 200, heads: int = 8, f: int = 800) -> C
 
 
 def _three_ops(amx, layer, x: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
-    w = lowp_layer.layer_weights(layer, BF16)
+    w = lowp_layer.prepare(layer, BF16).w
     qkv = amx.attention_input(x, w["norm1_w"], w["norm1_b"], layer.norm1.eps, w["in_wp"], w["in_b"])
     att = amx.criss_cross_attention(qkv, layer.self_attn_s.n_heads, layer.self_attn_t.n_heads)
     return amx.attention_output_feed_forward(att, x, w["out_wp"], w["out_b"], w["norm2_w"], w["norm2_b"],
@@ -42,7 +43,7 @@ def _three_ops(amx, layer, x: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
 
 
 def _one_op(amx, layer, x: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
-    w = lowp_layer.layer_weights(layer, BF16)
+    w = lowp_layer.prepare(layer, BF16).w
     return amx.criss_cross_layer(x, w["norm1_w"], w["norm1_b"], layer.norm1.eps, w["in_wp"], w["in_b"],
                                  layer.self_attn_s.n_heads, layer.self_attn_t.n_heads, w["out_wp"], w["out_b"],
                                  w["norm2_w"], w["norm2_b"], layer.norm2.eps, w["linear1_wp"], w["linear1_b"],
@@ -117,7 +118,7 @@ def test_inference_takes_the_layer_op_by_the_rule_and_the_adapter_step_does_not(
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        with mock.patch.object(lowp_kernels, "ops", return_value=spy):
+        with mock.patch.object(loader, "ops", return_value=spy):
             out = _bf16(encoder, x)
             n = len(encoder.layers)
             assert spy.criss_cross_layer.call_count == (n if one_op else 0)

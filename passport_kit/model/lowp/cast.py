@@ -17,18 +17,21 @@ unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 _ATTR = "_frozen_cast"
+#: What a module's prepared form is (a dict of tensors, or an object holding them).
+T = TypeVar("T")
 
 
 def _stamp(module: nn.Module, dtype: torch.dtype) -> tuple:
     return (dtype, *((q.data_ptr(), q._version, q.device) for q in module.parameters()))
 
 
-def prepared(module: nn.Module, dtype: torch.dtype, build: Callable[[], dict[str, Tensor]]) -> dict[str, Tensor]:
+def prepared(module: nn.Module, dtype: torch.dtype, build: Callable[[], T]) -> T:
     """Return ``build()``'s tensors for ``module`` in ``dtype``, built once while its parameters are unchanged.
 
     ``build`` runs without autograd and outside inference mode, so the tensors it returns can

@@ -8,10 +8,11 @@ from unittest import mock
 import pytest
 import torch
 import torch.nn.functional as F
-from model_helpers import make_meta
+from tests.model.model_helpers import make_meta
 
-from passport_kit.model import Classifier, apply_policy, build_backbone, lowp_layer, model_config
-from passport_kit.model.fast_linear import linear_lowp
+from passport_kit.model import Classifier, apply_policy, build_backbone, model_config
+from passport_kit.model.lowp import layer as lowp_layer
+from passport_kit.model.lowp.linear import linear_lowp
 from passport_kit.model.transformer import CrissCrossEncoder
 
 BF16 = torch.bfloat16
@@ -101,7 +102,7 @@ def test_frozen_bf16_input_gradient_agrees_with_fp32(chunk_tokens: int) -> None:
 def test_fp32_takes_none_of_the_bf16_code() -> None:
     encoder = _encoder()
     x = torch.randn(2, 3, 4, 200)
-    with mock.patch.object(lowp_layer, "layer_weights", side_effect=AssertionError("bf16 path in fp32")):
+    with mock.patch.object(lowp_layer, "prepare", side_effect=AssertionError("bf16 path in fp32")):
         with torch.inference_mode():
             fast = encoder(x)
         _input_grad(encoder, x, bf16=False)

@@ -10,13 +10,12 @@
 // to bf16. The weights are packed once (pack_feed_forward_weight) into the tile layout below.
 // The products around the attention are fused the same way (attention_input,
 // attention_output_feed_forward), and criss_cross_layer runs a whole layer sample by sample with
-// the same block routines and lowp_kernels.cpp's attention (sample_attention_run, declared below:
-// the loader digests the two .cpp files only, so they share code by linkage, not by a header).
+// the same block routines and kernels.cpp's attention (sample_attention_run, declared in lowp.h).
 //
 // GELU: GELU(x) = x·Φ(x) with Φ the standard normal CDF. The result is rounded to bf16 (relative
 // step 2^-8), so Φ needs ~1e-5 absolute accuracy, not erf's full fp32 accuracy: Φ is a cubic
 // polynomial on each of 32 intervals of [-5.5, 5.5) (coefficients looked up by vpermt2ps),
-// 0 below -5.5 and the last cubic (≈ 1 - 2e-8) above. |Φ error| < 3e-6 (tests/model/test_lowp_ffn.py).
+// 0 below -5.5 and the last cubic (≈ 1 - 2e-8) above. |Φ error| < 3e-6 (tests/model/lowp/test_lowp_ffn.py).
 // gelu_ is the same GELU as a separate in-place pass over a bf16 (or fp32) tensor (AVX-512F only, no AMX).
 // The bf16 rounding (vcvtne2ps2bf16) is to nearest even and flushes subnormal results to 0.
 //
@@ -25,12 +24,14 @@
 // VNNI layout (16 k-pairs × 16 columns × 2 bf16). The process asks the kernel for the tile data
 // state once (arch_prctl ARCH_REQ_XCOMP_PERM); feed_forward refuses to run where the CPU lacks
 // AMX-TILE/AMX-BF16 or the kernel refuses (amx_available() says which the Python side may call).
-// Built with -mamx-tile -mamx-bf16 (lowp_kernels_build.py): GCC emits AMX only for the
+// Built with -mamx-tile -mamx-bf16 (build.py): GCC emits AMX only for the
 // intrinsics here. Inference only: no autograd formula is registered.
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
+
+#include "lowp.h"  // sample_attention_* (kernels.cpp); amx_usable, load_tile_config (defined below)
 
 #include <cpuid.h>
 #include <immintrin.h>
@@ -883,16 +884,9 @@ at::Tensor attention_output_feed_forward(const at::Tensor& att_in, const at::Ten
 
 }  // namespace
 
-// lowp_kernels.cpp: one sample's criss-cross attention with that file's attend or attend_amx (the
-// same bits as criss_cross_attention), behind an opaque per-thread workspace.
+// lowp.h's AMX check for kernels.cpp: its attention takes AMX tiles where this says so (with the
+// tile configuration above: criss_cross_layer has it loaded when it calls sample_attention_run).
 namespace passport_kit_lowp {
-struct SampleAttention;
-SampleAttention* sample_attention_new(int64_t c, int64_t p, int64_t e, int64_t heads_s, int64_t heads_t);
-void sample_attention_free(SampleAttention* w);
-void sample_attention_run(SampleAttention* w, const uint16_t* qkv, int64_t ldq, uint16_t* out, int64_t ldo,
-                          int64_t out_t);
-// amx_available() for lowp_kernels.cpp: its attention takes AMX tiles where this says so (with
-// the tile configuration above: criss_cross_layer has it loaded when it calls sample_attention_run).
 bool amx_usable() { return amx_ok(); }
 void load_tile_config() { _tile_loadconfig(&tile_config()); }
 }  // namespace passport_kit_lowp
@@ -937,7 +931,7 @@ LayerScratch& layer_scratch(int64_t c, int64_t p, int64_t d, int64_t f, int64_t 
 // sample: LN1 and the q/k/v products per 32-row block, both halves' attention, then the output
 // projection, residual, LN2 and feed-forward block per 32-row block (a sample's last block may
 // be partial: C·P = 360 is 11 blocks and 8 rows). Parallel over samples only: with fewer
-// samples than threads the three ops are faster (lowp_layer.py decides).
+// samples than threads the three ops are faster (layer.py decides).
 at::Tensor criss_cross_layer(const at::Tensor& x_in, const at::Tensor& norm1_w, const at::Tensor& norm1_b,
                              double eps1, const at::Tensor& w_in_packed, const at::Tensor& b_in, int64_t heads_s,
                              int64_t heads_t, const at::Tensor& w_out_packed, const at::Tensor& b_out,

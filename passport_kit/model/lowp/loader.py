@@ -1,10 +1,10 @@
-"""The compiled bf16 CPU kernels of the model's inference (fused short-sequence attention, LayerNorm, ...), or None.
+"""The loader of the compiled bf16 CPU kernels of the model's inference (fused short-sequence attention, LayerNorm, ...).
 
-``lowp_kernels.cpp`` holds these ops, registered as ``torch.ops.passport_kit``:
+``kernels.cpp`` holds these ops, registered as ``torch.ops.passport_kit``:
 
 - ``criss_cross_attention(qkv (B, C, P, 6E), heads_s, heads_t) -> (B, C, P, 2E)``: both attention
   halves of a criss-cross layer, read straight from the packed q/k/v product of
-  :func:`~passport_kit.model.lowp_layer.layer_weights` (softmax scale folded into q) and written
+  :func:`~passport_kit.model.lowp.layer.prepare` (softmax scale folded into q) and written
   in the layout the packed output projection reads: no regrouping copies. The two products take
   bf16 pairs into fp32 sums (AVX-512 BF16's ``vdpbf16ps``), the softmax weights rounded to bf16
   for the second as the eager form does; the softmax is fp32.
@@ -13,9 +13,9 @@
 - ``group_norm_gelu(x (B, R, D), groups, weight (D,), bias (D,), eps, add) -> (B, R, D)`` and
   ``spectrum_magnitude(z (..., F, 2)) -> (..., F)``: the patch embedding's GroupNorm + GELU between its
   conv blocks (run as products) and its spectrum's magnitude, for
-  :meth:`~passport_kit.model.patch_embedding.PatchEmbedding.embed_patches_lowp`.
+  :func:`~passport_kit.model.lowp.patch.embed_patches`.
 
-``lowp_ffn.cpp`` adds, for CPUs with AMX (each runs only where ``amx_available()``: CPUID,
+``amx.cpp`` adds, for CPUs with AMX (each runs only where ``amx_available()``: CPUID,
 /proc/cpuinfo and the kernel's permission for the tile registers; a CPU with AVX-512 BF16 but no
 AMX keeps the oneDNN products):
 
@@ -31,7 +31,8 @@ AMX keeps the oneDNN products):
 - ``gelu_(x)``: the same GELU (32 cubics for Φ, error < 2.6e-6) in place, as a separate pass (tested,
   not used: no faster than oneDNN's fused post-op).
 
-They are built by ``python -m passport_kit.model.lowp_kernels_build`` (``make install`` runs it),
+The two share their declarations through ``lowp.h``. They are built by
+``python -m passport_kit.model.lowp.build`` (``make install`` runs it),
 never at import time. :func:`ops` loads the library once, and only where it can run (built,
 for this torch, on a CPU with AVX-512 BF16 where torch runs AVX-512 kernels); otherwise, or with
 ``PASSPORT_KIT_LOWP_KERNELS=0``, it returns None and the encoder takes its eager bf16 path,
@@ -64,7 +65,9 @@ LIBRARY = Path(__file__).with_name("_lowp_kernels.so")
 #: What the library was built from (:func:`library_key`), written by the build beside it.
 TORCH_STAMP = Path(__file__).with_name("_lowp_kernels.so.torch")
 #: The C++ sources of the library (all in one ``passport_kit`` op namespace).
-SOURCES = (Path(__file__).with_name("lowp_kernels.cpp"), Path(__file__).with_name("lowp_ffn.cpp"))
+SOURCES = (Path(__file__).with_name("kernels.cpp"), Path(__file__).with_name("amx.cpp"))
+#: What the sources share (declarations across the two files): digested with them.
+HEADERS = (Path(__file__).with_name("lowp.h"),)
 #: Set to "0" to keep the eager bf16 path although the library is built (paired measurements).
 SWITCH = "PASSPORT_KIT_LOWP_KERNELS"
 
@@ -81,7 +84,7 @@ def library_key() -> str:
     calls, or computes them differently: it is not loaded, and the eager path runs until a rebuild.
     """
     digest = hashlib.sha256()
-    for source in SOURCES:
+    for source in (*SOURCES, *HEADERS):
         digest.update(source.read_bytes() if source.exists() else b"")
     return f"{torch_version()} sources={digest.hexdigest()[:16]}"
 
@@ -136,7 +139,7 @@ def missing_ops(namespace: Any) -> list[str]:
 def _fall_back(reason: str) -> None:
     """Say in one line why the eager path runs although a library is built (a rebuild fixes it)."""
     warnings.warn(PassportWarning(f"lowp kernels: {LIBRARY.name} {reason}; the eager bf16 path runs - rebuild it with "
-                                  "python -m passport_kit.model.lowp_kernels_build"), stacklevel=3)
+                                  "python -m passport_kit.model.lowp.build"), stacklevel=3)
 
 
 @functools.cache
@@ -145,7 +148,7 @@ def ops() -> Any | None:
     if os.environ.get(SWITCH) == "0":
         return None
     if not LIBRARY.exists():
-        log.debug("lowp kernels: %s not built (python -m passport_kit.model.lowp_kernels_build)", LIBRARY.name)
+        log.debug("lowp kernels: %s not built (python -m passport_kit.model.lowp.build)", LIBRARY.name)
         return None
     # A library built against another torch may load and then crash (C++ ABI); one built from
     # other sources lacks ops or differs in them: rebuild instead.
@@ -178,5 +181,5 @@ def ops() -> Any | None:
     return torch.ops.passport_kit
 
 
-__all__ = ["LIBRARY", "SOURCES", "SWITCH", "TORCH_STAMP", "damaged_library", "expected_ops", "library_key",
+__all__ = ["HEADERS", "LIBRARY", "SOURCES", "SWITCH", "TORCH_STAMP", "damaged_library", "expected_ops", "library_key",
            "library_stamp", "missing_ops", "ops", "torch_version"]
