@@ -378,8 +378,8 @@ def adapt_command(
                                    rich_help_panel=OUTPUT),
     progress: bool = typer.Option(True, "--progress/--no-progress", help=_PROGRESS_HELP, rich_help_panel=OUTPUT),
 ) -> None:
-    """Fit a model on labeled data by --recipe (auto: the textbook first, a richer model only on a clear
-    cross-validated gain); write an adapter bundle."""
+    """Fit a model on labeled data by --recipe (auto: the textbook first, for sleep a pretrained stager; a richer
+    model only where cross-validation shows a clear gain); write an adapter bundle."""
     from passport_kit.signals.quality import quality_line
     from passport_kit.onboard.adapt import adapt, make_config
     from passport_kit.onboard.run_file import adapt_config_from_file

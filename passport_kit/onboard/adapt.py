@@ -398,8 +398,10 @@ def recording_setup_warnings(windows: Any, spec: Any, reader: Any, montage: Any,
     """Return the warning ``check`` gives when the recordings' headers (rate, prefilters, units) tell the classes apart
     (:func:`~passport_kit.onboard.check.header_confound`), as a list (empty: none, or a header cannot be read)."""
     from passport_kit.errors import PassportError
-    from passport_kit.onboard.check import header_confound
+    from passport_kit.onboard.check import header_confound, recording_classes
 
+    if len(set(recording_classes(windows).values())) < 2:  # classes vary within recordings (sleep): no header to read
+        return []
     try:
         headers = {rec.file: reader.header(rec, montage) for rec in spec.recordings}
     except PassportError:  # a recording the windows were read from has a header; this is a second look only
