@@ -132,6 +132,16 @@ class LadderRung:
             climb.template = climb.incumbent.choice
 
 
+def with_band_power(template: ReadOutChoice) -> list[ReadOutChoice]:
+    """Return the read-outs a rung builds on: the template and, where it reads no band power (the stager,
+    recalibrated), the template with band power too. A ladder climbs one rung at a time: band power that could
+    not beat the stager alone on a few folds may still pay together with context (simulated ear-EEG, 3 training
+    subjects: without it the shipped model read the stager's context and no band power)."""
+    if template.bandpower_weight:
+        return [template]
+    return [template, dataclasses.replace(template, bandpower_weight=1.0, diagonal=False)]
+
+
 def get_rung(name: str) -> LadderRung:
     """Return the registered rung ``name``."""
     return LadderRung._by_name[name]()
@@ -294,7 +304,8 @@ class ContextRung(LadderRung):
         super().run(ladder, climb)
 
     def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
-        return [ladder.score("context", self._on(climb.template, k, s)) for k, s in self._variants(ladder.data)]
+        return [ladder.score("context", self._on(t, k, s)) for t in with_band_power(climb.template)
+                for k, s in self._variants(ladder.data)]
 
     @staticmethod
     def _on(template: ReadOutChoice, context: int, scaling: str) -> ReadOutChoice:
@@ -344,9 +355,8 @@ class BackboneRung(LadderRung):
         return None if ladder.data.backbone else "the read-out reads no backbone block here"
 
     def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
-        f = climb.template
         return [ladder.score("backbone", dataclasses.replace(f, c=1.0, backbone_weight=w, pooling=p, diagonal=False))
-                for w in BACKBONE_WEIGHTS for p in ladder.data.poolings]
+                for f in with_band_power(climb.template) for w in BACKBONE_WEIGHTS for p in ladder.data.poolings]
 
 
 class LpftRung(LadderRung):
