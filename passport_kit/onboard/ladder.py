@@ -54,7 +54,7 @@ from passport_kit.onboard.probe import (MAX_INNER_FOLDS, POOLINGS, ReadOutChoice
                                         _Standardiser, balanced_weights, class_warnings, column_weights, fit_head,
                                         offset_inputs, plain_features, read_out_matrix, repeated_group_folds)
 from passport_kit.onboard.rungs import (BACKBONE_WEIGHTS, PRIOR_WEIGHTS, STAGER_FIRST, TEXTBOOK_FIRST, Climb, Rung,
-                                        Scored, get_rung, rung_order, stager_applies)
+                                        Scored, get_rung, rounded, rung_order, stager_applies)
 
 #: Inverse L2 strengths every read-out is scored at (its best is kept, as ``LogisticRegressionCV`` does).
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -70,8 +70,6 @@ REPEAT_MAX_WINDOWS = 4000
 NIGHT_BLOCKS = 5
 #: The read-out used where no cross-validation is possible: the textbook with scikit-learn's default C.
 FALLBACK = ReadOutChoice(1.0)
-#: The rungs of the textbook-first order (kept for callers that counted them; :func:`rung_order` gives a task's).
-RUNG_ORDER = TEXTBOOK_FIRST
 
 
 @dataclass
@@ -218,8 +216,7 @@ class LadderResult:
     #: The base of the ladder (band power, or the zero-shot stager) and the order climbed.
     base: Scored | None = None
     order: tuple[str, ...] = TEXTBOOK_FIRST
-    #: The stager option the read-out reads (its spec and log-probabilities), when it reads one.
-    prior: np.ndarray | None = None
+    #: The spec of the stager option the read-out reads, when it reads one.
     prior_spec: dict[str, Any] | None = None
 
     @property
@@ -267,12 +264,11 @@ class Ladder:
         self._memo: dict[tuple[ReadOutChoice, int], Scored] = {}
         #: The stager option the read-outs read (the stager rung picks it; the first by default).
         self.option = 0
-        self.prior = data.prior if not data.stager_options else data.stager_options[0][1]
-        self.prior_spec = data.prior_spec if not data.stager_options else data.stager_options[0][0]
+        #: Its spec and log-probabilities (LadderData's __post_init__ lists a lone prior as the one option).
+        self.prior_spec, self.prior = data.stager_options[0] if data.stager_options else (data.prior_spec, None)
         self.stages = data.prior_stages
         #: The band-power rung's candidate (the reference evaluate scores), wherever in the order it sits.
         self.bandpower: Scored | None = None
-        self._order: tuple[str, ...] = TEXTBOOK_FIRST
 
     def use_stager(self, option: int) -> None:
         """Read stager option ``option`` from now on (its log-probabilities as the prior block and offset)."""
@@ -409,8 +405,6 @@ class Ladder:
         rungs.append(Rung(name, True, taken, reason, best.mean, incumbent.mean, gain, se, best.setting))
         return best if taken else incumbent
 
-    _step = step
-
     def clears(self, gain: float, se: float) -> bool:
         """Return whether a paired gain takes a rung: above :attr:`se_multiple` standard errors and the minimum
         effect, and not on folds that cannot show it (:attr:`holds_base`)."""
@@ -423,7 +417,7 @@ class Ladder:
         training subject's night(s). Those folds say how well that night's own epochs are told apart, not how a
         model carries to a new night (on DREAMS, one training night per fold, GSSC installed: a rung taken on
         them shipped 0.414 where the stager alone scored 0.471)."""
-        return bool(self._order == STAGER_FIRST and self.folds is not None and self.folds.kind == "blocks")
+        return bool(stager_applies(self.data) and self.folds is not None and self.folds.kind == "blocks")
 
     def climb(self, lpft: Callable[[ReadOutChoice], Any] | None = None) -> LadderResult:
         """Return the ladder's result: every rung of the task's order (:func:`~.rungs.rung_order`) tried in turn,
@@ -433,14 +427,14 @@ class Ladder:
         called only when the backbone rung was taken; returns an ``AdapterTraining`` (None: not offered).
         """
         start = time.perf_counter()
-        order = self._order = rung_order(self.data)
+        order = rung_order(self.data)
         if self.folds is None and stager_applies(self.data):  # nothing to score: the stager needs no proof
             stager = Scored("stager", None, np.array([]), [], setting={"prior": (self.prior_spec or {}).get("name"),
                                                                         **_channels(self.prior_spec)})
             rungs = [Rung("stager", False, True, "too few windows to cross-validate: the stager as it is, on the "
                           "channels the electrode positions pick", setting=stager.setting)]
             return LadderResult(self.metric, rungs, stager, None, None, None, min_effect=self.min_effect,
-                                base=stager, order=order, prior=self.prior, prior_spec=self.prior_spec,
+                                base=stager, order=order, prior_spec=self.prior_spec,
                                 seconds=time.perf_counter() - start)
         if self.folds is None:
             rungs = [Rung("bandpower", False, True, "too few windows to cross-validate: the textbook read-out "
@@ -460,7 +454,6 @@ class Ladder:
         result = LadderResult(self.metric, climb.rungs, incumbent, self.bandpower, self.folds,
                               decision.lpft_score if lpft_taken else incumbent.mean, lpft=decision,
                               min_effect=self.min_effect, base=base, order=order,
-                              prior=self.prior if reads_prior else None,
                               prior_spec=self.prior_spec if reads_prior else None)
         if incumbent.smoothed:
             result.smoothing = self._smoothing_spec(incumbent)
@@ -646,7 +639,7 @@ def fit_probe(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list
 def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
     """Return the ``selection`` block of adapter.json: the ladder's rungs, the shipped model and its expected score."""
     res = fit.result
-    r = (lambda v: None if v is None or not np.isfinite(v) else round(float(v), 4))
+    r = rounded
     band = res.bandpower.mean if res.bandpower is not None else None
     choice = res.fitted.as_dict()
     folds = res.folds.per_draw if res.folds else 0
@@ -683,10 +676,10 @@ def stager_summary(res: LadderResult) -> dict[str, Any]:
     stager = res.stager
     if stager is None:
         return out
-    r = (lambda v: None if v is None or not np.isfinite(v) else round(float(v), 4))
+    r = rounded
     setting = next((x.setting for x in res.rungs if x.name == "stager"), None) or {}
     out["stager"] = {"prior": setting.get("prior"), "channels": setting.get("channels"), "score": r(stager.mean),
-                     "spec": res.prior_spec if res.prior_spec is not None else None}
+                     "spec": res.prior_spec}
     out["stager_score"] = r(stager.mean)
     out["increment_over_stager"] = r(None if res.expected is None else res.expected - stager.mean)
     return out

@@ -71,17 +71,15 @@ def stager_options(windows: Any, name: str | None, channels: str | None = None
     from passport_kit.sleep.priors import ENSEMBLE_SEPARATOR
 
     names = stager_names(name)
-    if not names:
-        return [], "no prior asked for (--prior none)"
-    seconds = float(windows.config.window_seconds)
-    if abs(seconds - 30.0) > 1e-6:
-        return [], f"sleep priors score 30-s epochs; these windows are {seconds:g} s"
+    why = _why_no_prior(windows, bool(names))
+    if why:
+        return [], why
     montage = windows.montage
     ch_names, kinds = list(montage.ch_names), list(montage.kinds)
     picks = ([parse_prior_channels(channels, ch_names, kinds)] if channels else
              prior_channel_options(ch_names, montage.positions, kinds))
     if not picks:
-        return [], "the montage has no EEG channel with a position for the prior to read"
+        return [], NO_CHANNEL
     # the default first: several stagers' average (on the hidden nights it was within 0.01 of the best stager
     # alone, where the one to trust was unknown beforehand), then each stager
     stagers = ([ENSEMBLE_SEPARATOR.join(names)] if len(names) > 1 else []) + names
@@ -125,17 +123,30 @@ def dataset_prior(windows: Any, name: str | None) -> tuple[np.ndarray | None, di
     is none, why (``name`` 'none', windows not 30 s, no EEG channel with a position)."""
     from passport_kit.sleep import get_prior, pick_channels
 
-    if name is None or str(name).lower() == "none":
-        return None, None, "no prior asked for (--prior none)"
-    seconds = float(windows.config.window_seconds)
-    if abs(seconds - 30.0) > 1e-6:
-        return None, None, f"sleep priors score 30-s epochs; these windows are {seconds:g} s"
+    why = _why_no_prior(windows, not (name is None or str(name).lower() == "none"))
+    if why:
+        return None, None, why
     montage = windows.montage
     spec = pick_channels(list(montage.ch_names), montage.positions, list(montage.kinds))
     if spec is None:
-        return None, None, "the montage has no EEG channel with a position for the prior to read"
+        return None, None, NO_CHANNEL
     spec = spec.with_name(get_prior(str(name)).name if "+" not in str(name) else str(name))
     return spec_prior(windows, spec.as_dict()), spec.as_dict(), ""
+
+
+#: Why there is no prior where the montage gives a stager nothing to read.
+NO_CHANNEL = "the montage has no EEG channel with a position for the prior to read"
+
+
+def _why_no_prior(windows: Any, asked: bool) -> str:
+    """Return why no stager scores ``windows`` ('' when one may): none asked for, or windows that are not the
+    30-s epochs stagers score."""
+    if not asked:
+        return "no prior asked for (--prior none)"
+    seconds = float(windows.config.window_seconds)
+    if abs(seconds - 30.0) > 1e-6:
+        return f"sleep priors score 30-s epochs; these windows are {seconds:g} s"
+    return ""
 
 
 def labels_vary_within_recordings(windows: Any, rows: np.ndarray) -> bool:

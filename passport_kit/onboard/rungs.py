@@ -61,6 +61,11 @@ class Scored:
         return self.choice is None or self.choice.offset
 
 
+def rounded(value: float | None) -> float | None:
+    """Return a score as adapter.json records it: 4 decimals, None where there is none or it is not finite."""
+    return None if value is None or not np.isfinite(value) else round(float(value), 4)
+
+
 @dataclass
 class Rung:
     """One step of the ladder as adapter.json records it."""
@@ -76,7 +81,7 @@ class Rung:
     setting: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        r = (lambda v: None if v is None or not np.isfinite(v) else round(float(v), 4))
+        r = rounded
         return {"rung": self.name, "tried": self.tried, "taken": self.taken, "score": r(self.score),
                 "baseline": r(self.baseline), "gain": r(self.gain), "standard_error": r(self.standard_error),
                 "setting": self.setting, "reason": self.reason}
@@ -122,11 +127,15 @@ class LadderRung:
         raise NotImplementedError
 
     def run(self, ladder: Any, climb: Climb) -> None:
-        """Try the rung: record it and, when its best candidate clears the paired rule, make it the incumbent."""
+        """Try the rung (:meth:`attempt`), or record why it is skipped (:meth:`skip`)."""
         reason = self.skip(ladder, climb)
         if reason is not None:
             climb.rungs.append(Rung(self.name, False, False, reason))
             return
+        self.attempt(ladder, climb)
+
+    def attempt(self, ladder: Any, climb: Climb) -> None:
+        """Record the rung and, when its best candidate clears the paired rule, make it the incumbent."""
         climb.incumbent = ladder.step(self.name, climb.incumbent, self.candidates(ladder, climb), climb.rungs)
         if climb.incumbent.choice is not None:
             climb.template = climb.incumbent.choice
@@ -291,7 +300,7 @@ class ContextRung(LadderRung):
     def _variants(d: Any) -> list[tuple[int, str]]:
         return [(k, s) for k in d.contexts for s in d.scalings if (k, s) != (0, "none")]
 
-    def run(self, ladder: Any, climb: Climb) -> None:
+    def attempt(self, ladder: Any, climb: Climb) -> None:
         d = ladder.data
         if d.fixed_context and any(d.contexts):  # the user's --context: taken as given, its gain recorded
             before = climb.incumbent
@@ -301,7 +310,7 @@ class ContextRung(LadderRung):
                                     before.mean, gain, se, chosen.setting))
             climb.incumbent, climb.template = chosen, chosen.choice
             return
-        super().run(ladder, climb)
+        super().attempt(ladder, climb)
 
     def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
         return [ladder.score("context", self._on(t, k, s)) for t in with_band_power(climb.template)
@@ -377,11 +386,7 @@ class LpftRung(LadderRung):
                     "whole")
         return None
 
-    def run(self, ladder: Any, climb: Climb) -> None:
-        reason = self.skip(ladder, climb)
-        if reason is not None:
-            climb.rungs.append(Rung(self.name, False, False, reason))
-            return
+    def attempt(self, ladder: Any, climb: Climb) -> None:
         decision = climb.decision = climb.lpft(climb.incumbent.choice)
         if decision is None or decision.probe_score is None:
             climb.rungs.append(Rung("lpft", False, False, getattr(decision, "reason", "not offered")))
@@ -409,4 +414,4 @@ class SmoothingRung(LadderRung):
 
 
 __all__ = ["BACKBONE_WEIGHTS", "PRIOR_WEIGHTS", "STAGER_FIRST", "STAGER_TEMPLATE", "TEXTBOOK_FIRST", "Climb",
-           "LadderRung", "Rung", "Scored", "get_rung", "rung_label", "rung_labels", "rung_names", "rung_order", "stager_applies"]
+           "LadderRung", "Rung", "Scored", "get_rung", "rounded", "rung_label", "rung_labels", "rung_names", "rung_order", "stager_applies"]
