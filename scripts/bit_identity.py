@@ -4,6 +4,7 @@ A change that only moves code must leave every adapter tensor, every ``adapter.j
 time stamps and paths of this run) and every prediction output bit-identical. The script simulates
 three 30-minute nights on ``eesm19-ear`` (subject s03 with a noisy and a flat channel), runs
 
+- ``adapt --recipe auto`` (the default: the ladder, the sleep stager first),
 - ``adapt --recipe probe``,
 - ``adapt --recipe finetune --max-steps 4``,
 - ``adapt --recipe finetune --max-steps 4 --quality-gate`` (the noise-expert gate),
@@ -84,7 +85,8 @@ def main() -> None:
     night = next(p for p in sorted(data.rglob("*.edf")) if "s03" in p.name)
     common = ["--montage", "eesm19-ear", "--data", str(data), "--device", "cpu", "--precision", "fp32",
               "--threads", "1", "--no-progress", "--seed", "0", "-q"]
-    runs = {"probe": ["--recipe", "probe"],
+    runs = {"auto": ["--recipe", "auto"],  # the default: the ladder, stager first on these nights
+            "probe": ["--recipe", "probe"],
             "finetune": ["--recipe", "finetune", "--max-steps", "4", "--batch-size", "16"],
             "gated": ["--recipe", "finetune", "--max-steps", "4", "--batch-size", "16", "--quality-gate"]}
     if args.quick:
