@@ -434,8 +434,32 @@ def peak_memory(fn: Callable[[], None], device: torch.device) -> float | None:
     return float(torch.cuda.max_memory_allocated(device) - before)
 
 
+def compiled_inference(cont: Contenders) -> dict[str, Callable[[torch.Tensor], None]]:
+    """Return the three inference contenders compiled with ``torch.compile(mode="reduce-overhead")``.
+
+    On a GPU that mode records CUDA graphs: one replay launches the whole forward, which is what a
+    small batch needs when the host's kernel launches are the bottleneck (RESULTS.md: batch 64).
+    Ours runs under its bf16 autocast, braindecode in fp32 and under its bf16 autocast, as eager.
+    """
+    ours = torch.compile(cont.ours_eval, mode="reduce-overhead")
+    bd = torch.compile(cont.bd_eval, mode="reduce-overhead")
+
+    def run_ours(x: torch.Tensor) -> None:
+        with without_fast_path(), torch.inference_mode(), autocast(cont.device, cont.precision):  # type: ignore[arg-type]
+            ours(x, cont.meta)
+
+    def run_bd(bf16: bool) -> Callable[[torch.Tensor], None]:
+        def run(x: torch.Tensor) -> None:
+            with torch.inference_mode(), torch.autocast(cont.device.type, dtype=torch.bfloat16, enabled=bf16):
+                bd(x.flatten(2))
+        return run
+
+    return {f"ours infer {cont.precision} compiled": run_ours, "bd fp32 infer compiled": run_bd(False),
+            "bd bf16 infer compiled": run_bd(True)}
+
+
 def device_report(cont: Contenders, batch: int, *, repeats: int, iters: int, warmup: int = 3,
-                  echo: Callable[[str], None] = print) -> dict[str, float]:
+                  echo: Callable[[str], None] = print, compiled: bool = False) -> dict[str, float]:
     """Print (``echo``) and return the GPU comparison at ``batch``: samples/s medians and the two RATIO lines.
 
     Contenders, interleaved in every repeat: ours inference and adapter step as ``adapt`` and
@@ -462,9 +486,21 @@ def device_report(cont: Contenders, batch: int, *, repeats: int, iters: int, war
         "bd adapter fp32": lambda: cont.step_bd_adapter(x, y),
         "bd adapter bf16": lambda: cont.step_bd_adapter(x, y, bf16=True),
     }
-    for fn in contenders.values():  # kernel selection, cuDNN autotuning, AdamW state
-        for _ in range(warmup):
-            fn()
+    if compiled:  # --compile: the compiled forms beside the eager ones, after them in every repeat
+        contenders |= {name: (lambda fn=fn: fn(x)) for name, fn in compiled_inference(cont).items()}
+    for name, fn in list(contenders.items()):  # kernel selection, cuDNN autotuning, AdamW state, compilation
+        t0 = time.perf_counter()
+        try:
+            for _ in range(warmup):
+                fn()
+        except Exception as exc:  # a compiler failure drops that contender; the eager comparison stands
+            if not name.endswith("compiled"):
+                raise
+            echo(f"  {name}: compilation failed, left out ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})")
+            del contenders[name]
+            continue
+        if name.endswith("compiled"):
+            echo(f"  {name}: compiled and warmed in {time.perf_counter() - t0:.1f} s")
     memory = {name: peak_memory(fn, device) for name, fn in contenders.items()}
     rates: dict[str, list[float]] = {name: [] for name in contenders}
     infer_ratio, step_ratio = [], []
@@ -488,6 +524,11 @@ def device_report(cont: Contenders, batch: int, *, repeats: int, iters: int, war
          f" {statistics.median(infer_ratio):.2f}x median per repeat")
     echo(f"  RATIO adapter step ours / bd same-frozen {med[ours_step] / best_step:.2f}x of medians,"
          f" {statistics.median(step_ratio):.2f}x median per repeat (bd: the faster of fp32 and bf16 autocast)")
+    ours_c = f"ours infer {cont.precision} compiled"
+    if compiled and ours_c in med:
+        best_c = max(med.get("bd fp32 infer compiled", 0.0), med.get("bd bf16 infer compiled", 0.0), best_infer)
+        echo(f"  RATIO inference ours compiled / bd best of eager and compiled {med[ours_c] / best_c:.2f}x of medians;"
+             f" ours compiled / ours eager {med[ours_c] / med[ours_infer]:.2f}x")
     return {"infer": med[ours_infer] / best_infer, "adapter": med[ours_step] / best_step,
             **{f"{k} samples/s": v for k, v in med.items()}}
 
@@ -515,7 +556,8 @@ def main() -> None:
     parser.add_argument("--agree-timed-windows", type=int, default=512,
                         help="with native bf16: agreement also on --arch at the timed shapes (0: skip)")
     parser.add_argument("--compile", action="store_true",
-                        help="also time ours compiled by torch.compile (Inductor, freezing) without the fast path")
+                        help="also time ours compiled by torch.compile (Inductor, freezing) without the fast path;"
+                        " with --device cuda: ours and braindecode's inference compiled in reduce-overhead mode (CUDA graphs)")
     parser.add_argument("--onednn-ab", action="store_true", help="also time the opt-in oneDNN linear lever ('+L' rows)")
     parser.add_argument("--quick", action="store_true", help="smoke run: cbramod-tiny, batch 4, 1 repeat")
     parser.add_argument("--device", default="cpu", help="cpu (default: the CPU comparison) or cuda (the GPU "
@@ -742,7 +784,7 @@ def main_device(args: argparse.Namespace) -> None:
     print(f"model {args.arch} ({cont.ours_eval.backbone.config.n_layers} layers), {args.channels} channels × "
           f"{args.patches} patches; ours: precision auto → {cont.precision}, SDPA fused kernels only")
     for b in batch_sizes:
-        device_report(cont, b, repeats=args.repeats, iters=max(args.iters, 1))
+        device_report(cont, b, repeats=args.repeats, iters=max(args.iters, 1), compiled=args.compile)
 
 
 if __name__ == "__main__":
