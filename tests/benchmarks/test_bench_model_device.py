@@ -54,3 +54,27 @@ def test_the_agreement_interval_is_wilsons() -> None:
     assert bm.wilson_interval(1.0, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)  # not the degenerate (1, 1)
     narrow, wide = bm.wilson_interval(0.9, 1000), bm.wilson_interval(0.9, 100)
     assert narrow[1] - narrow[0] < wide[1] - wide[0]
+
+
+def test_compiled_contenders_join_the_report_and_a_failed_compile_is_left_out(
+        contenders: "bm.Contenders", monkeypatch: pytest.MonkeyPatch) -> None:
+    # The compiler itself is not run here (a minute on this CPU); the forms stand in for what it returns.
+    def broken(x: torch.Tensor) -> None:
+        raise RuntimeError("inductor could not lower an op\nmore detail")
+
+    stand_ins = {f"ours infer {contenders.precision} compiled": lambda x: contenders.infer_ours(x, None),
+                 "bd fp32 infer compiled": lambda x: contenders.infer_bd(x, None),
+                 "bd bf16 infer compiled": broken}
+    monkeypatch.setattr(bm, "compiled_inference", lambda cont: stand_ins)
+    lines: list[str] = []
+    result = bm.device_report(contenders, 2, repeats=1, iters=1, warmup=1, echo=lines.append, compiled=True)
+    text = "\n".join(lines)
+    assert "bd bf16 infer compiled: compilation failed, left out (RuntimeError: inductor could not lower an op)" in text
+    assert "RATIO inference ours compiled / bd best of eager and compiled" in text
+    assert "bd bf16 infer compiled samples/s" not in result and result["bd fp32 infer compiled samples/s"] > 0
+
+
+def test_an_eager_contender_that_fails_is_not_hidden(contenders: "bm.Contenders", monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(contenders, "infer_bd", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("eager broke")))
+    with pytest.raises(RuntimeError, match="eager broke"):
+        bm.device_report(contenders, 2, repeats=1, iters=1, warmup=1, echo=lambda line: None)
