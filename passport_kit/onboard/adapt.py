@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from passport_kit.checkpoint import DEFAULT_CHECKPOINT  # adapt's public name too (evaluate reads it here)
 from passport_kit.errors import ConfigError, DataError, PassportWarning
 from passport_kit.output_lock import output_lock
-from passport_kit.onboard.finetune import FitResult
+from passport_kit.onboard.fitting import FitResult
 from passport_kit.onboard.recipe import (  # noqa: F401 - DEFAULT_*, RecipeOptions: adapt's public names too
     DEFAULT_DISTRUST,
     DEFAULT_UNCORRELATED,
