@@ -396,9 +396,9 @@ _with_options_listed(adapt, AdaptConfig)
 
 def recording_setup_warnings(windows: Any, spec: Any, reader: Any, montage: Any, preprocess: Any) -> list[str]:
     """Return the warning ``check`` gives when the recordings' headers (rate, prefilters, units) tell the classes apart
-    (:func:`~passport_kit.onboard.check.header_confound`), as a list (empty: none, or a header cannot be read)."""
+    (:func:`~passport_kit.onboard.confounds.header_confound`), as a list (empty: none, or a header cannot be read)."""
     from passport_kit.errors import PassportError
-    from passport_kit.onboard.check import header_confound, recording_classes
+    from passport_kit.onboard.confounds import header_confound, recording_classes
 
     if len(set(recording_classes(windows).values())) < 2:  # classes vary within recordings (sleep): no header to read
         return []
