@@ -251,7 +251,8 @@ def product_features(task: Task, checkpoint: str, legacy: bool = False,
     from passport_kit.checkpoint import load_base_checkpoint
     from passport_kit.engine.forward import read_out_features
     from passport_kit.model.spectral import carried_bands
-    from passport_kit.onboard.probe import POOLINGS, plain_features
+    from passport_kit.onboard.ladder_inputs import POOLINGS
+    from passport_kit.onboard.probe import plain_features
     from passport_kit.onboard.run import PROBE_LAYER, build_classifier
 
     run = task.run
@@ -285,8 +286,8 @@ def ladder_of(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarra
               seed: int = 0, stager_first: bool = True) -> Any:
     """Return the product's ladder over the ``train`` rows (sleep: contexts, per-night scaling and the stager's
     options ``prior``: ``[(spec, (N, 5) log-probabilities), ...]`` as adapt computes them, or None)."""
-    from passport_kit.onboard.ladder import Ladder, LadderData
-    from passport_kit.onboard.probe import CONTEXTS
+    from passport_kit.onboard.ladder import Ladder
+    from passport_kit.onboard.ladder_inputs import CONTEXTS, LadderData
     from passport_kit.sleep import classes_to_stages
 
     sleep = len(task.classes) > 2
@@ -374,7 +375,7 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
     import copy
 
     from passport_kit.model.night import expected_calibration_error
-    from passport_kit.onboard.lpft import SE_MULTIPLE
+    from passport_kit.onboard.criteria import SE_MULTIPLE
     from passport_kit.onboard.ladder import zero_shot_proba
     from passport_kit.onboard.ladder_inputs import stager_options
     from passport_kit.sleep import classes_to_stages

@@ -73,10 +73,11 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
               ) -> dict[str, Any]:
     """Return the probe's, forced LP-FT's and (``decide_too``) auto's test probabilities of one outer fold."""
     from passport_kit.onboard.lpft import decide, lpft_settings, step_budget
-    from passport_kit.onboard.finetune import FitData
+    from passport_kit.onboard.fitting import FitData
     from passport_kit.onboard.lpft import train as train_lpft
     from passport_kit.onboard.ladder import fit_probe
-    from passport_kit.onboard.probe import CONTEXTS, ReadOutChoice
+    from passport_kit.onboard.ladder_inputs import CONTEXTS
+    from passport_kit.onboard.probe import ReadOutChoice
 
     run, w = task.run, task.run.windows
     sleep = len(task.classes) > 2

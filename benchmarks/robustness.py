@@ -127,7 +127,8 @@ def run_fold(variant: str, test_subject: str, loaded: dict[str, Any], args: argp
     from passport_kit.engine.forward import predict_proba
     from passport_kit.model import ChannelMeta
     from passport_kit.onboard.adapt import build_classifier, usable_windows
-    from passport_kit.onboard.finetune import FinetuneSettings, FitData, FitRun, fit
+    from passport_kit.onboard.finetune import FinetuneSettings, fit
+    from passport_kit.onboard.fitting import FitData, FitRun
     from passport_kit.onboard.metrics import classification_metrics
     from passport_kit.runtime import resolve_device, seed_everything
     from passport_kit.onboard.splits import SubjectSplit, with_validation

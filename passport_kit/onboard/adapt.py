@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from passport_kit.checkpoint import DEFAULT_CHECKPOINT  # adapt's public name too (evaluate reads it here)
 from passport_kit.errors import ConfigError, DataError, PassportWarning
 from passport_kit.output_lock import output_lock
-from passport_kit.onboard.finetune import FitResult
+from passport_kit.onboard.fitting import FitResult
 from passport_kit.onboard.recipe import (  # noqa: F401 - DEFAULT_*, RecipeOptions: adapt's public names too
     DEFAULT_DISTRUST,
     DEFAULT_UNCORRELATED,
@@ -396,9 +396,9 @@ _with_options_listed(adapt, AdaptConfig)
 
 def recording_setup_warnings(windows: Any, spec: Any, reader: Any, montage: Any, preprocess: Any) -> list[str]:
     """Return the warning ``check`` gives when the recordings' headers (rate, prefilters, units) tell the classes apart
-    (:func:`~passport_kit.onboard.check.header_confound`), as a list (empty: none, or a header cannot be read)."""
+    (:func:`~passport_kit.onboard.confounds.header_confound`), as a list (empty: none, or a header cannot be read)."""
     from passport_kit.errors import PassportError
-    from passport_kit.onboard.check import header_confound, recording_classes
+    from passport_kit.onboard.confounds import header_confound, recording_classes
 
     if len(set(recording_classes(windows).values())) < 2:  # classes vary within recordings (sleep): no header to read
         return []

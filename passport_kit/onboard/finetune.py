@@ -35,10 +35,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -47,19 +45,17 @@ from torch import Tensor, nn
 
 from passport_kit.errors import DataError, TrainingError
 from passport_kit.engine.forward import gate_meta, predict_proba
-from passport_kit.model.meta import ChannelMeta
 from passport_kit.engine.corruption import corrupt_windows, drop_channels
+from passport_kit.onboard.criteria import selection_score
+from passport_kit.onboard.fitting import Balance, FitData, FitResult, FitRun, class_weights
 from passport_kit.onboard.metrics import ClassificationMetrics, classification_metrics
-from passport_kit.runtime import Precision, autocast, step_seed
+from passport_kit.runtime import autocast, step_seed
 from passport_kit.engine.state import TrainingState, load_training_state, save_training_state
 
 #: Key of the corruption draws in :func:`~passport_kit.runtime.step_seed` (step, stream).
 _CORRUPTION_STREAM = 8
 #: Key of the channel-dropout draws (``drop_prob``), and of the head's dropout draws.
 _DROP_STREAM, _DROPOUT_STREAM = 9, 10
-
-TrainPolicy = Literal["adapter", "head", "full"]
-Balance = Literal["weights", "sampler", "none"]
 
 
 class FinetuneSettings(BaseModel):
@@ -92,96 +88,10 @@ class FinetuneSettings(BaseModel):
         return self.head_lr if self.head_lr is not None else 1e-3 * math.sqrt(self.batch_size / 256)
 
 
-@dataclass
-class FitResult:
-    """Outcome of one training run: best step, its validation metrics and the history."""
-
-    best_step: int
-    steps: int
-    best_score: float | None
-    validation: ClassificationMetrics | None
-    history: list[dict[str, Any]] = field(default_factory=list)
-    seconds: float = 0.0
-    stopped_early: bool = False
-
-
-@dataclass(frozen=True)
-class FitData:
-    """The windows one fit reads, row by row: signals, labels, and what is known about each window's channels.
-
-    Parameters
-    ----------
-    x : np.ndarray, shape (N, C, P, 200)
-        Windows (a read-only memmap is fine: batches are read from it one at a time, so a
-        dataset larger than memory is never copied whole).
-    y : np.ndarray, shape (N,)
-        Class indices (-1 = unlabeled; such windows must not be among the training rows); kept as int64.
-    meta : ChannelMeta
-        The channels of ``x``'s channel axis.
-    classes : list[str]
-        The class names, in index order.
-    channel_mask : np.ndarray, shape (N, C) bool, optional
-        Channels to replace by the mask token in each row of ``x``, in training and validation
-        alike (the channels ``predict --mask-bad-channels`` would mask), so the model is trained
-        the way it will be used.
-    distrust : np.ndarray, shape (N, C) bool, optional
-        Channels that keep their signal but not their say over their own channel code (expert
-        kinds; ``predict --distrust-bad-channels``), in training and validation alike.
-    sequence : np.ndarray, shape (N,), optional
-        The recording of every row: each batch is then a run of consecutive windows of one recording
-        (chunks of ``batch_size``, in a seeded order per epoch), as a probe head with temporal context
-        reads them (LP-FT, :mod:`passport_kit.onboard.lpft`). None: windows drawn across recordings.
-    """
-
-    x: np.ndarray
-    y: np.ndarray
-    meta: ChannelMeta
-    classes: list[str]
-    channel_mask: np.ndarray | None = None
-    distrust: np.ndarray | None = None
-    sequence: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "y", np.asarray(self.y, dtype=np.int64))
-
-
-@dataclass(frozen=True)
-class FitRun:
-    """Where one fit runs and what it reports and keeps on the way (none of it is the recipe).
-
-    ``state_path``: resumable training state, written at every evaluation; an existing file whose
-    ``run_config`` equals this run's is resumed. ``progress(step, total_steps, info)`` is called after
-    every step (progress bars, logs).
-    """
-
-    device: torch.device | None = None
-    precision: Precision = "fp32"
-    state_path: Path | None = None
-    run_config: dict[str, Any] | None = None
-    progress: Callable[[int, int, dict[str, Any]], None] | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "device", self.device or torch.device("cpu"))  # None: the CPU
-
-
 def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """Return copies of the trainable tensors (CPU), by state-dict name."""
     names = {n for n, p in model.named_parameters() if p.requires_grad}
     return {k: v.detach().cpu().clone() for k, v in model.state_dict().items() if k in names}
-
-
-#: The largest class weight (issue 18: an uncapped 28x on a 5-window class turned most N2 and N3
-#: epochs of a real night into that class).
-MAX_CLASS_WEIGHT = 5.0
-
-
-def class_weights(y: np.ndarray, n_classes: int, cap: float = MAX_CLASS_WEIGHT) -> np.ndarray:
-    """Return inverse-frequency weights n / (k · count_c) capped at ``cap``, 0 for classes absent from ``y``."""
-    counts = np.bincount(y[y >= 0], minlength=n_classes).astype(np.float64)
-    present = counts > 0
-    weights = np.zeros(n_classes)
-    weights[present] = np.minimum(counts[present].sum() / (present.sum() * counts[present]), cap)
-    return weights
 
 
 def _epoch_order(n: int, seed: int, epoch: int, y: np.ndarray | None) -> np.ndarray:
@@ -233,23 +143,6 @@ def batch_channel_mask(
     if not masked.any():
         return None
     return masked[:, :, None].expand(b, c, p)
-
-
-def selection_score(metrics: ClassificationMetrics) -> float:
-    """Return the model-selection score: kappa, or AUROC for two-class tasks (CBraMod)."""
-    if len(metrics.classes) == 2 and metrics.auroc is not None:
-        return metrics.auroc
-    return metrics.kappa
-
-
-def selection_metric(n_classes: int) -> str:
-    """Return the name of :func:`selection_score`'s metric for ``n_classes`` classes."""
-    return "auroc" if n_classes == 2 else "kappa"
-
-
-def near_chance(score: float, metric: str) -> bool:
-    """Return whether a selection score says the model barely beats chance (AUROC < 0.55, kappa < 0.05)."""
-    return score < (0.55 if metric == "auroc" else 0.05)
 
 
 def diverged(step: int, total: int, what: str, settings: FinetuneSettings) -> TrainingError:

@@ -47,12 +47,12 @@ from typing import Any
 import numpy as np
 
 from passport_kit.errors import DataError
-from passport_kit.onboard.finetune import near_chance, selection_metric
-from passport_kit.onboard.lpft import MIN_EFFECT, SE_MULTIPLE
+from passport_kit.onboard.criteria import MIN_EFFECT, SE_MULTIPLE, near_chance, selection_metric
+from passport_kit.onboard.ladder_inputs import POOLINGS, LadderData
 from passport_kit.onboard.metrics import ClassificationMetrics, classification_metrics
-from passport_kit.onboard.probe import (MAX_INNER_FOLDS, POOLINGS, ReadOutChoice, _fit_lr, _one_blas_thread, _proba,
-                                        _Standardiser, balanced_weights, class_warnings, column_weights, fit_head,
-                                        offset_inputs, plain_features, read_out_matrix, repeated_group_folds)
+from passport_kit.onboard.probe import (MAX_INNER_FOLDS, ReadOutChoice, Standardiser, balanced_weights, class_proba,
+                                        class_warnings, column_weights, fit_head, fit_lr, offset_inputs,
+                                        one_blas_thread, plain_features, read_out_matrix, repeated_group_folds)
 from passport_kit.onboard.rungs import (BACKBONE_WEIGHTS, PRIOR_WEIGHTS, STAGER_FIRST, TEXTBOOK_FIRST, Climb, Rung,
                                         Scored, get_rung, rounded, rung_order, stager_applies)
 
@@ -62,7 +62,8 @@ C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: the task metric (AUROC, kappa) as before: see docs/RESULTS.md § The ladder.
 C_BY = "metric"
 #: (``MIN_EFFECT``: the smallest paired inner-CV gain a step up must show besides its standard error; LP-FT's too.
-#: ``BACKBONE_WEIGHTS``, ``PRIOR_WEIGHTS``: the blocks' weights the rungs try, :mod:`.rungs`.)
+#: ``BACKBONE_WEIGHTS``, ``PRIOR_WEIGHTS``: the blocks' weights the rungs try, :mod:`.rungs`; the rule's constants,
+#: ``MIN_EFFECT`` and ``SE_MULTIPLE``, :mod:`.criteria`.)
 #: How many times the grouped folds are drawn (one draw above REPEAT_MAX_WINDOWS windows).
 INNER_REPEATS = 3
 REPEAT_MAX_WINDOWS = 4000
@@ -157,44 +158,6 @@ def paired_gain(challenger: np.ndarray, incumbent: np.ndarray, per_draw: int) ->
         return float("nan"), float("nan"), 0
     se = float(np.std(d, ddof=1) / math.sqrt(max(1, min(per_draw, len(d))))) if len(d) > 1 else float("inf")
     return float(d.mean()), se, len(d)
-
-
-@dataclass
-class LadderData:
-    """What the ladder reads, for its rows in time order within each recording.
-
-    ``plain``: per pooling, the head's inputs ``[pooled backbone (D or 2 D), band power (S)]`` ``(N, F)``;
-    ``prior``: the sleep prior's log-probabilities ``(N, 5)`` (None: no prior); ``prior_stages``: the
-    prior's stage index of every class (None: the classes are not the five stages, no zero-shot).
-    """
-
-    plain: dict[str, np.ndarray]
-    y: np.ndarray
-    groups: np.ndarray
-    recordings: np.ndarray
-    classes: list[str]
-    d_model: int
-    sleep: bool = False
-    contexts: tuple[int, ...] = (0,)
-    scalings: tuple[str, ...] = ("none",)
-    poolings: tuple[str, ...] = POOLINGS
-    prior: np.ndarray | None = None
-    prior_spec: dict[str, Any] | None = None
-    prior_stages: list[int] | None = None
-    backbone: bool = True
-    #: The context was given (``--context K``): the read-out has it, the context rung records it as the user's.
-    fixed_context: bool = False
-    #: Why the prior is absent (recorded as the prior rungs' reason), when it is.
-    prior_reason: str = "not a sleep-staging task"
-    #: The stager's options (channel choices; each installed stager and their average): ``(spec, (N, 5)
-    #: log-probabilities)`` each, the positions' best guess first. Empty: ``prior`` / ``prior_spec`` alone.
-    stager_options: list[tuple[dict[str, Any], np.ndarray]] = field(default_factory=list)
-    #: Sleep staging starts from the stager where one applies (issue 43); False: the textbook-first order (ablation).
-    stager_first: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.stager_options and self.prior is not None:
-            self.stager_options = [(dict(self.prior_spec or {}), self.prior)]
 
 
 @dataclass
@@ -296,13 +259,13 @@ class Ladder:
         oof = {c: [np.zeros((len(z), k)) for _ in self.folds.draws] for c in C_GRID}
         for r, draw in enumerate(self.folds.draws):
             for fit_rows, test_rows in draw:
-                standardise = _Standardiser(z[fit_rows], weight)
+                standardise = Standardiser(z[fit_rows], weight)
                 z_fit, z_test = standardise(z[fit_rows]), standardise(z[test_rows])
                 warm = None
                 for c in C_GRID:  # ascending: each fit starts from the previous C's solution
-                    lr = _fit_lr(z_fit, self.y[fit_rows], self.weights[fit_rows], c, self.seed, warm)
+                    lr = fit_lr(z_fit, self.y[fit_rows], self.weights[fit_rows], c, self.seed, warm)
                     warm = lr if hasattr(lr, "coef_") else None
-                    proba = _proba(lr, z_test, k)
+                    proba = class_proba(lr, z_test, k)
                     oof[c][r][test_rows] = proba
                     per_c[c].append(fold_score(self.y[test_rows], proba, self.metric))
                     loss[c].append(weighted_log_loss(self.y[test_rows], proba, self.weights[test_rows]))
@@ -339,7 +302,7 @@ class Ladder:
         ones = np.ones(len(z))
         for r, draw in enumerate(self.folds.draws):
             for fit_rows, test_rows in draw:
-                standardise = _Standardiser(z[fit_rows], weight)
+                standardise = Standardiser(z[fit_rows], weight)
                 z_fit, z_test = standardise(z[fit_rows]), standardise(z[test_rows])
                 warm = None
                 for c in OFFSET_C_GRID:  # ascending: each fit starts from the more strongly shrunk one
@@ -442,7 +405,7 @@ class Ladder:
             return LadderResult(self.metric, rungs, None, None, None, None, min_effect=self.min_effect,
                                 seconds=time.perf_counter() - start)
         climb = Climb(incumbent=None, template=FALLBACK, rungs=[], lpft=lpft)  # type: ignore[arg-type]
-        with _one_blas_thread():
+        with one_blas_thread():
             for step, name in enumerate(order):
                 self._at = (step, len(order))
                 get_rung(name).run(self, climb)
@@ -685,6 +648,6 @@ def stager_summary(res: LadderResult) -> dict[str, Any]:
     return out
 
 
-__all__ = ["BACKBONE_WEIGHTS", "C_GRID", "FALLBACK", "Folds", "Ladder", "LadderData", "LadderFit", "LadderResult",
-           "MIN_EFFECT", "PRIOR_WEIGHTS", "Rung", "Scored", "fit_ladder", "fit_probe", "fold_score", "inner_folds", "ladder_summary",
+__all__ = ["BACKBONE_WEIGHTS", "C_GRID", "FALLBACK", "Folds", "Ladder", "LadderFit", "LadderResult",
+           "PRIOR_WEIGHTS", "Rung", "Scored", "fit_ladder", "fit_probe", "fold_score", "inner_folds", "ladder_summary",
            "paired_gain", "set_zero_shot", "stager_summary", "zero_shot_proba", "STAGER_FIRST"]

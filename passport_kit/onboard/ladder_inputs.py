@@ -1,20 +1,65 @@
 """What the ladder reads for a dataset's rows (:mod:`passport_kit.onboard.ladder`): the task's contexts, scalings and
 poolings, and for sleep staging a pretrained stager's log-probabilities (:mod:`passport_kit.sleep`).
 
-:func:`ladder_data` is what the probe recipes hand the ladder; :func:`stager_options` scores every window of a
+:class:`LadderData` is what the ladder reads and :func:`ladder_data` what the probe recipes hand it (the contexts and
+poolings it tries, :data:`CONTEXTS` and :data:`POOLINGS`, with it); :func:`stager_options` scores every window of a
 WindowSet with each stager on each channel choice, night by night (:func:`spec_prior` keeps each with the WindowSet:
 evaluate's folds share it).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from passport_kit.model.heads import SCALINGS
-from passport_kit.onboard.ladder import LadderData
-from passport_kit.onboard.probe import CONTEXTS, POOLINGS
+from passport_kit.model.heads import PROBE_POOLINGS, SCALINGS
+
+#: Temporal context (windows on each side) the ladder tries for sleep staging: ±2 epochs (2.5 min) or ±7
+#: (7.5 min, YASA's longer rolling window); 0 is the rung below.
+CONTEXTS = (0, 2, 7)
+#: Pooling of the backbone features tried: those a ``ProbeHead`` knows (mean; mean and spread over
+#: the window's patches); the first is the fallback.
+POOLINGS = PROBE_POOLINGS
+
+
+@dataclass
+class LadderData:
+    """What the ladder reads, for its rows in time order within each recording.
+
+    ``plain``: per pooling, the head's inputs ``[pooled backbone (D or 2 D), band power (S)]`` ``(N, F)``;
+    ``prior``: the sleep prior's log-probabilities ``(N, 5)`` (None: no prior); ``prior_stages``: the
+    prior's stage index of every class (None: the classes are not the five stages, no zero-shot).
+    """
+
+    plain: dict[str, np.ndarray]
+    y: np.ndarray
+    groups: np.ndarray
+    recordings: np.ndarray
+    classes: list[str]
+    d_model: int
+    sleep: bool = False
+    contexts: tuple[int, ...] = (0,)
+    scalings: tuple[str, ...] = ("none",)
+    poolings: tuple[str, ...] = POOLINGS
+    prior: np.ndarray | None = None
+    prior_spec: dict[str, Any] | None = None
+    prior_stages: list[int] | None = None
+    backbone: bool = True
+    #: The context was given (``--context K``): the read-out has it, the context rung records it as the user's.
+    fixed_context: bool = False
+    #: Why the prior is absent (recorded as the prior rungs' reason), when it is.
+    prior_reason: str = "not a sleep-staging task"
+    #: The stager's options (channel choices; each installed stager and their average): ``(spec, (N, 5)
+    #: log-probabilities)`` each, the positions' best guess first. Empty: ``prior`` / ``prior_spec`` alone.
+    stager_options: list[tuple[dict[str, Any], np.ndarray]] = field(default_factory=list)
+    #: Sleep staging starts from the stager where one applies (issue 43); False: the textbook-first order (ablation).
+    stager_first: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.stager_options and self.prior is not None:
+            self.stager_options = [(dict(self.prior_spec or {}), self.prior)]
 
 
 def ladder_data(cfg: Any, windows: Any, plain: dict[str, np.ndarray], rows: np.ndarray, *,
@@ -160,5 +205,5 @@ def labels_vary_within_recordings(windows: Any, rows: np.ndarray) -> bool:
     return any(len(np.unique(y[rec == r])) > 1 for r in np.unique(rec))
 
 
-__all__ = ["dataset_prior", "labels_vary_within_recordings", "ladder_data", "spec_prior",
-           "stager_names", "stager_options"]
+__all__ = ["CONTEXTS", "POOLINGS", "LadderData", "dataset_prior", "labels_vary_within_recordings", "ladder_data",
+           "spec_prior", "stager_names", "stager_options"]

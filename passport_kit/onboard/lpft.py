@@ -16,7 +16,8 @@ of the mixture adapter and the read-out improves on it:
 3. **Decide** by inner cross-validation over training subjects (grouped folds): on each fold the start
    read-out is fitted on the fold's training subjects and scored at step 0, LP-FT after a quarter, half
    and all of the budget; the step count with the best mean paired gain is kept only if that gain exceeds
-   :data:`SE_MULTIPLE` standard errors and the minimum effect (:data:`MIN_EFFECT`), the ladder's rule.
+   :data:`~passport_kit.onboard.criteria.SE_MULTIPLE` standard errors and the minimum effect
+   (:data:`~passport_kit.onboard.criteria.MIN_EFFECT`), the ladder's rule.
    Then the adapter is trained on every training window for that many steps; otherwise the read-out is
    kept unchanged.
 
@@ -38,7 +39,9 @@ import torch
 from torch import nn
 
 from passport_kit.engine.forward import predict_proba
-from passport_kit.onboard.finetune import FinetuneSettings, FitData, FitRun, fit, selection_score
+from passport_kit.onboard.criteria import MIN_EFFECT, SE_MULTIPLE, selection_score
+from passport_kit.onboard.finetune import FinetuneSettings, fit
+from passport_kit.onboard.fitting import FitData, FitRun
 from passport_kit.onboard.metrics import classification_metrics
 from passport_kit.onboard.probe import MAX_INNER_FOLDS, ReadOutChoice, fit_head, repeated_group_folds
 
@@ -48,14 +51,6 @@ LPFT_LR = 1e-4
 LPFT_L2SP = 1e-2
 #: Step budget: this many passes over the training windows, within [MIN_STEPS, MAX_STEPS].
 BUDGET_EPOCHS, MIN_STEPS, MAX_STEPS = 4, 40, 400
-#: The smallest paired gain a step up must show besides its standard errors (the ladder's rule, LP-FT's too).
-MIN_EFFECT = {"auroc": 0.01, "kappa": 0.02}
-#: How many standard errors of the paired gain a step up (every rung of the ladder, LP-FT included) must clear.
-#: Two, because each rung's own best C and variant are picked on the same folds (its score is optimistic); measured
-#: on the dev tasks (docs/RESULTS.md § The ladder): one SE climbed on noise on eegmat-ear (outer AUROC 0.599 vs
-#: 0.616 with two; textbook 0.632) and two cost nothing elsewhere (sim-ear 0.943 vs 0.940); three lost sim-ear's
-#: backbone rung (0.901).
-SE_MULTIPLE = 2.0
 #: Fractions of the budget at which the inner cross-validation scores LP-FT.
 CHECKPOINTS = (0.25, 0.5, 1.0)
 

@@ -30,16 +30,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from passport_kit.model.heads import PROBE_POOLINGS, pooled_width, read_out_inputs
-from passport_kit.onboard.finetune import class_weights
+from passport_kit.model.heads import pooled_width, read_out_inputs
+from passport_kit.onboard.fitting import class_weights
 from passport_kit.onboard.read_out import ReadOutChoice
 
-#: Temporal context (windows on each side) the ladder tries for sleep staging: ±2 epochs (2.5 min) or ±7
-#: (7.5 min, YASA's longer rolling window); 0 is the rung below.
-CONTEXTS = (0, 2, 7)
-#: Pooling of the backbone features tried: those a ``ProbeHead`` knows (mean; mean and spread over
-#: the window's patches); the first is the fallback.
-POOLINGS = PROBE_POOLINGS
 #: Most inner folds (grouped by subject).
 MAX_INNER_FOLDS = 5
 #: A class with fewer training windows than this is flagged as too rare to learn reliably.
@@ -48,7 +42,7 @@ RARE_CLASS_WINDOWS = 20
 MAX_ITER = 2000
 
 
-class _Standardiser:
+class Standardiser:
     """scikit-learn's ``StandardScaler``, then each block scaled by its weight (0: the block is left out)."""
 
     def __init__(self, z: np.ndarray, weight: np.ndarray) -> None:
@@ -84,7 +78,7 @@ def balanced_weights(y: np.ndarray, n_classes: int) -> np.ndarray:
     return class_weights(y, n_classes, cap=np.inf)[y]
 
 
-def _fit_lr(z: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, c: float, seed: int, warm: Any = None) -> Any:
+def fit_lr(z: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, c: float, seed: int, warm: Any = None) -> Any:
     """Return a logistic regression fitted on ``z``; ``warm``: a fit on the same rows to start from (a path over C)."""
     from sklearn.linear_model import LogisticRegression
 
@@ -100,7 +94,7 @@ def _fit_lr(z: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, c: float, s
     return model
 
 
-def _proba(model: Any, z: np.ndarray, n_classes: int) -> np.ndarray:
+def class_proba(model: Any, z: np.ndarray, n_classes: int) -> np.ndarray:
     """Return ``(N, n_classes)`` probabilities; classes the fold never saw get 0."""
     out = np.zeros((len(z), n_classes))
     out[:, model.classes_] = model.predict_proba(z)
@@ -154,12 +148,12 @@ def column_weights(choice: ReadOutChoice, z: np.ndarray, n_backbone: int, n_plai
 def fit_read_out(
     plain: dict[str, np.ndarray], y: np.ndarray, choice: ReadOutChoice, n_classes: int, *, d_model: int,
     recordings: list[Any] | None = None, seed: int = 0, prior: np.ndarray | None = None,
-) -> tuple[Any, _Standardiser]:
+) -> tuple[Any, Standardiser]:
     """Return the logistic regression of ``choice`` fitted on every row (a cold start), and its standardisation."""
     z = read_out_matrix(plain, choice, prior, recordings)
     n_backbone = pooled_width(d_model, choice.pooling)
-    standardise = _Standardiser(z, column_weights(choice, z, n_backbone, plain[choice.pooling].shape[1]))
-    lr = _fit_lr(standardise(z), y, balanced_weights(y, n_classes), choice.c, seed)
+    standardise = Standardiser(z, column_weights(choice, z, n_backbone, plain[choice.pooling].shape[1]))
+    lr = fit_lr(standardise(z), y, balanced_weights(y, n_classes), choice.c, seed)
     return lr, standardise
 
 
@@ -207,17 +201,17 @@ def offset_inputs(plain: dict[str, np.ndarray], choice: ReadOutChoice, prior: np
 
 
 def fit_offset_read_out(plain: dict[str, np.ndarray], y: np.ndarray, choice: ReadOutChoice, prior: np.ndarray,
-                        stages: list[int], *, d_model: int, recordings: list[Any] | None = None) -> tuple[Any, _Standardiser]:
+                        stages: list[int], *, d_model: int, recordings: list[Any] | None = None) -> tuple[Any, Standardiser]:
     """Return the offset read-out of ``choice`` fitted on every row (:mod:`passport_kit.onboard.offset`), and its
     standardisation."""
     from passport_kit.onboard.offset import fit_offset
 
     z, weight, offset, mask = offset_inputs(plain, choice, prior, stages, recordings, d_model)
-    standardise = _Standardiser(z, weight)
+    standardise = Standardiser(z, weight)
     return fit_offset(standardise(z), y, offset, choice.c, mask=mask), standardise
 
 
-def _one_blas_thread() -> Any:
+def one_blas_thread() -> Any:
     """Return a context in which BLAS runs on one thread: the selection fits hundreds of small regressions, which
     gain nothing from threads, and OpenBLAS threads spinning on a busy 2-core machine made them 4x slower
     (measured: 117 s vs 26 s for one eegmat-sized selection under load)."""
@@ -240,7 +234,7 @@ def class_warnings(y_train: np.ndarray, classes: list[str]) -> list[str]:
     return notes
 
 
-def _fold_offset_into_linear(linear: nn.Linear, fit: Any, standardise: _Standardiser, stages: list[int],
+def _fold_offset_into_linear(linear: nn.Linear, fit: Any, standardise: Standardiser, stages: list[int],
                              n_prior: int, context: bool) -> None:
     """Write an offset read-out into ``linear``: its deviation on the raw inputs plus an identity from each class to
     its stage's log-probability in the (first, un-averaged) prior block."""
@@ -257,7 +251,7 @@ def _fold_offset_into_linear(linear: nn.Linear, fit: Any, standardise: _Standard
         linear.bias.copy_(torch.as_tensor(bias, dtype=linear.bias.dtype))
 
 
-def _fold_into_linear(linear: nn.Linear, lr: Any, standardise: _Standardiser, n_classes: int) -> None:
+def _fold_into_linear(linear: nn.Linear, lr: Any, standardise: Standardiser, n_classes: int) -> None:
     """Write ``lr`` (fitted on standardised inputs) into ``linear`` (which reads raw inputs)."""
     coef = np.zeros((n_classes, linear.in_features))
     bias = np.full(n_classes, -30.0)  # a class the regression never saw: never predicted
@@ -278,6 +272,6 @@ def _fold_into_linear(linear: nn.Linear, lr: Any, standardise: _Standardiser, n_
         linear.bias.copy_(torch.as_tensor(bias, dtype=linear.bias.dtype))
 
 
-__all__ = ["CONTEXTS", "MAX_INNER_FOLDS", "POOLINGS", "ReadOutChoice", "balanced_weights", "class_warnings", "column_weights",
-           "fit_head", "fit_offset_read_out", "fit_read_out", "offset_inputs", "plain_features", "read_out_matrix",
-           "repeated_group_folds"]
+__all__ = ["MAX_INNER_FOLDS", "ReadOutChoice", "Standardiser", "balanced_weights", "class_proba", "class_warnings",
+           "column_weights", "fit_head", "fit_lr", "fit_offset_read_out", "fit_read_out", "offset_inputs",
+           "one_blas_thread", "plain_features", "read_out_matrix", "repeated_group_folds"]

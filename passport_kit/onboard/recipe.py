@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from passport_kit.contacts import DEFAULT_DISTRUST, DEFAULT_UNCORRELATED, ContactPolicy
 from passport_kit.errors import ConfigError, validation_problem
+from passport_kit.onboard.criteria import selection_metric
 from passport_kit.onboard.recipes import (PROBE_LAYER, AutoRecipe, FinetuneRecipe, default_recipe, get_recipe,
                                           gradient_options_given, recipe_names)
 
@@ -30,8 +31,8 @@ _Options = TypeVar("_Options", bound=BaseModel)
 #: How ``adapt`` trains: the name of a registered recipe (:mod:`passport_kit.onboard.recipes`, docs/onboarding.md
 #: § Recipes): ``auto`` (the default), ``probe`` or ``finetune``.
 Recipe = str
-#: What gradient training trains and how it meets skewed classes: the values of onboard.finetune's TrainPolicy and
-#: Balance (the same Literals, kept equal by a test: finetune imports torch, this module must not).
+#: What gradient training trains and how it meets skewed classes: the values of onboard.fitting's TrainPolicy and
+#: Balance (the same Literals, kept equal by a test: fitting imports torch, this module must not).
 TrainPolicy = Literal["adapter", "head", "full"]
 Balance = Literal["weights", "sampler", "none"]
 #: Options only the ``finetune`` recipe uses, with the values that leave them unset (the recipe's own words there).
@@ -151,8 +152,6 @@ def naming_metric(progress: ProgressFn | None, n_classes: int) -> ProgressFn | N
     """
     if progress is None:
         return None
-    from passport_kit.onboard.finetune import selection_metric
-
     metric = selection_metric(n_classes)
     return lambda step, total, info: progress(step, total, {**info, "metric": metric})
 

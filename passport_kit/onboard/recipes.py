@@ -28,7 +28,7 @@ from passport_kit.errors import ConfigError
 from passport_kit.onboard.rungs import rung_labels
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where a model is fitted; the options import this module
-    from passport_kit.onboard.finetune import FitData, FitResult, FitRun
+    from passport_kit.onboard.fitting import FitData, FitResult, FitRun
 
 #: The options a recipe reads: :class:`passport_kit.onboard.recipe.RecipeOptions` (not imported: that module validates
 #: its ``recipe`` field against this registry).
@@ -44,9 +44,9 @@ class FitJob:
     """What one fit reads besides its options and model: the windows, the rows, and how to run.
 
     ``windows`` a :class:`~passport_kit.signals.WindowSet`; ``data`` its rows as a fit reads them
-    (:class:`~passport_kit.onboard.finetune.FitData`: signals, labels, channels, poor contacts, each
+    (:class:`~passport_kit.onboard.fitting.FitData`: signals, labels, channels, poor contacts, each
     row's recording); ``run`` where it runs, what it reports and keeps
-    (:class:`~passport_kit.onboard.finetune.FitRun`); ``train_idx`` / ``val_idx`` rows of ``windows``.
+    (:class:`~passport_kit.onboard.fitting.FitRun`); ``train_idx`` / ``val_idx`` rows of ``windows``.
     """
 
     windows: Any
@@ -148,7 +148,7 @@ class ProbeRecipe(Recipe):
         return {"kind": "probe", "n_channels": n_channels, "layer": probe_layer, "bands": bands}
 
     def fit(self, options: Options, model: Any, job: FitJob) -> Fitted:
-        from passport_kit.onboard.finetune import FitResult
+        from passport_kit.onboard.fitting import FitResult
         from passport_kit.onboard.ladder import fit_ladder, ladder_summary
         from passport_kit.onboard.ladder_inputs import ladder_data
 
@@ -294,7 +294,8 @@ class FinetuneRecipe(Recipe):
         return {"kind": "mlp", "dropout": dropout}
 
     def fit(self, options: Options, model: Any, job: FitJob) -> Fitted:
-        from passport_kit.onboard.finetune import fit, near_chance, selection_metric
+        from passport_kit.onboard.criteria import near_chance, selection_metric
+        from passport_kit.onboard.finetune import fit
         from passport_kit.onboard.probe import class_warnings
         from passport_kit.onboard.splits import unique_subjects
 

@@ -39,7 +39,7 @@ from passport_kit.signals.dataset_spec import DatasetSpec, load_dataset_spec
 from passport_kit.signals.quality import ChannelQuality, quality_summary, windowset_quality
 from passport_kit.signals.recording import KEEP, fit_preprocessing
 from passport_kit.signals.windows import FLAG_FLAT, FLAG_NAN
-from passport_kit.onboard.finetune import FitData, FitResult, FitRun
+from passport_kit.onboard.fitting import FitData, FitResult, FitRun
 from passport_kit.onboard.recipe import ProgressFn, Recipe, RecipeOptions
 from passport_kit.onboard.recipes import FitJob, get_recipe
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from passport_kit.onboard.ladder import LadderData, LadderFit, fit_ladder
+from passport_kit.onboard.ladder import LadderFit, fit_ladder
+from passport_kit.onboard.ladder_inputs import LadderData
 
 
 def stage_runs(rng: np.random.Generator, n_nights: int, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
-from passport_kit.onboard.check import metadata_confounds
+from passport_kit.onboard.confounds import metadata_confounds
 from tests.onboard.edf_helpers import prefilter_dataset
 
 RUN = CliRunner()

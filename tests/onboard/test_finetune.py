@@ -10,7 +10,8 @@ import torch
 
 from passport_kit.model import ChannelMeta, build_backbone, model_config
 from passport_kit.onboard.adapt import build_classifier
-from passport_kit.onboard.finetune import FinetuneSettings, FitData, FitRun, class_weights, fit
+from passport_kit.onboard.finetune import FinetuneSettings, fit
+from passport_kit.onboard.fitting import FitData, FitRun, class_weights
 
 C, P, N = 3, 4, 96
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from passport_kit.onboard.ladder import (MIN_EFFECT, Ladder, LadderData, fold_score, inner_folds, paired_gain,
-                                         set_zero_shot, zero_shot_proba)
+from passport_kit.onboard.criteria import MIN_EFFECT
+from passport_kit.onboard.ladder import Ladder, fold_score, inner_folds, paired_gain, set_zero_shot, zero_shot_proba
+from passport_kit.onboard.ladder_inputs import LadderData
 from passport_kit.onboard.probe import ReadOutChoice, fit_read_out
 from tests.onboard.ladder_helpers import stage_runs
 

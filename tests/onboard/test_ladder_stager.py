@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from tests.onboard.ladder_helpers import stage_runs
-from passport_kit.onboard.ladder import Ladder, LadderData, stager_summary
+from passport_kit.onboard.ladder import Ladder, stager_summary
+from passport_kit.onboard.ladder_inputs import LadderData
 from passport_kit.onboard.offset import OFFSET_C_GRID, diagonal_mask, fit_offset, softmax
 from passport_kit.onboard.probe import ReadOutChoice, fit_head, fit_offset_read_out, offset_inputs
 from passport_kit.onboard.rungs import STAGER_FIRST, TEXTBOOK_FIRST, LadderRung, rung_order

@@ -11,7 +11,8 @@ import torch
 
 from passport_kit.errors import ConfigError
 from passport_kit.model import ChannelMeta, build_backbone, model_config
-from passport_kit.onboard.finetune import FitData, _sequence_chunks, fit
+from passport_kit.onboard.finetune import _sequence_chunks, fit
+from passport_kit.onboard.fitting import FitData
 from passport_kit.onboard.lpft import MAX_STEPS, MIN_STEPS, decide, lpft_settings, step_budget
 from passport_kit.onboard.recipe import RecipeOptions
 from passport_kit.onboard.probe import ReadOutChoice, fit_head

@@ -17,7 +17,7 @@ from passport_kit.model.heads import Classifier, log_band_power
 from passport_kit.model.spectral import STANDARD_BANDS
 from passport_kit.onboard.adapt import make_config
 from passport_kit.engine.forward import read_out_features
-from passport_kit.onboard.finetune import MAX_CLASS_WEIGHT, class_weights
+from passport_kit.onboard.fitting import MAX_CLASS_WEIGHT, class_weights
 from tests.onboard.ladder_helpers import fit_read_out_ladder
 
 RUN = CliRunner()
@@ -267,11 +267,11 @@ def test_the_torch_free_recipe_options_name_what_the_trainer_takes() -> None:
     from typing import get_args
 
     from passport_kit.model.heads import PROBE_LAYER
-    from passport_kit.onboard import finetune, recipe
+    from passport_kit.onboard import fitting, recipe
 
     assert recipe.PROBE_LAYER == PROBE_LAYER == recipe.RecipeOptions().probe_layer
-    assert get_args(recipe.TrainPolicy) == get_args(finetune.TrainPolicy)
-    assert get_args(recipe.Balance) == get_args(finetune.Balance)
+    assert get_args(recipe.TrainPolicy) == get_args(fitting.TrainPolicy)
+    assert get_args(recipe.Balance) == get_args(fitting.Balance)
 
 
 def test_recording_scaling_is_per_recording_and_the_head_applies_it_as_fitted() -> None:
