@@ -12,7 +12,9 @@ from typing import Any
 
 from passport_kit.errors import ConfigError
 from passport_kit.inference import predict as prediction
-from passport_kit.inference.predict import PredictionResult
+from passport_kit.inference import zero_shot
+from passport_kit.inference.night_report import PredictionResult
+from passport_kit.inference.options import ContactOptions, OutputOptions, ReadOptions, RunOptions, ScorerFiles
 
 
 def predict(
@@ -118,8 +120,8 @@ def predict(
     """
     given = {"contacts": contacts, "run": run, "output": output, "reading": reading, "scorer": scorer}
     # Built in the order predict checked its options before: the contacts, the batch, the plot format.
-    kinds = {"contacts": prediction.ContactOptions, "run": prediction.RunOptions, "output": prediction.OutputOptions,
-             "reading": prediction.ReadOptions, "scorer": prediction.ScorerFiles}
+    kinds = {"contacts": ContactOptions, "run": RunOptions, "output": OutputOptions, "reading": ReadOptions,
+             "scorer": ScorerFiles}
     objects = _option_objects("predict", kinds, given, options)
     return prediction.predict(adapter, recordings, out, progress=progress, **objects)
 
@@ -139,7 +141,7 @@ def predict_zero_shot(
 ) -> list[PredictionResult]:
     """Return one result per recording staged by a pretrained sleep stager alone: no adapter, no labels.
 
-    The keyword form of :func:`passport_kit.inference.predict.predict_zero_shot`, in the order of
+    The keyword form of :func:`passport_kit.inference.zero_shot.predict_zero_shot`, in the order of
     :func:`predict`: what stages (``stager``: ``"yasa"``, built in, or ``"gssc"`` where installed,
     where :func:`predict` takes the adapter), the recordings, the output folder; ``montage`` (a
     registered name, a montage YAML or a Montage) says what the recordings' channels are. The
@@ -155,10 +157,10 @@ def predict_zero_shot(
         raise ConfigError("predict_zero_shot() needs montage=: the registered montage (or montage YAML) of the "
                           "recordings, e.g. predict_zero_shot('yasa', 'night.edf', montage='my-ear')")
     given = {"output": output, "reading": reading, "scorer": scorer}
-    kinds = {"output": prediction.OutputOptions, "reading": prediction.ReadOptions, "scorer": prediction.ScorerFiles}
+    kinds = {"output": OutputOptions, "reading": ReadOptions, "scorer": ScorerFiles}
     objects = _option_objects("predict_zero_shot", kinds, given, options)
-    return prediction.predict_zero_shot(montage, recordings, out, prior=stager, checkpoint=checkpoint,
-                                        progress=progress, **objects)
+    return zero_shot.predict_zero_shot(montage, recordings, out, prior=stager, checkpoint=checkpoint,
+                                       progress=progress, **objects)
 
 
 def _option_objects(function: str, kinds: dict[str, Any], given: dict[str, Any],
