@@ -3,7 +3,7 @@
 Simulates ear-EEG nights (``eesm17-ear``, 12 channels) of each length in ``--hours``, adapts a
 throw-away adapter on a small simulated dataset (``--recipe probe``, the default of ``adapt``;
 ``finetune``: ``--finetune-steps``, default 1: the weights do not matter for speed, but do for the bf16 agreement), then times, on ``--threads`` torch
-threads, the stages of :func:`passport_kit.inference.predict.read_for_prediction` and after it:
+threads, the stages of :func:`passport_kit.inference.recording.read_for_prediction` and after it:
 
 - ``read_recording + mapped_data``: open the EDF, map the montage channels, read their samples (the one read);
 - ``recording_quality``: :func:`channel_quality` of those same samples;
@@ -96,7 +96,8 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     from passport_kit.engine.forward import PROBE_PRECISION, predict_proba
     from passport_kit.inference.hypnogram import Hypnogram
     from passport_kit.contacts import ContactPolicy
-    from passport_kit.inference.predict import AdapterFacts, ChannelMasks, RunOptions, predict, write_prediction
+    from passport_kit.inference.night_report import AdapterFacts, ChannelMasks, write_prediction
+    from passport_kit.inference.predict import RunOptions, predict
     from passport_kit.inference.reports import plot_hypnogram
     from passport_kit.model import ChannelMeta
     from passport_kit.model.heads import ProbeHead

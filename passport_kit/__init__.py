@@ -33,8 +33,8 @@ _LAZY = {
     "simulate_dataset": "passport_kit.signals",
     "load_dataset": "passport_kit.signals",
     "PreprocessConfig": "passport_kit.signals",
-    "ReadOptions": "passport_kit.inference.predict",
-    "OutputOptions": "passport_kit.inference.predict",
+    "ReadOptions": "passport_kit.inference.options",
+    "OutputOptions": "passport_kit.inference.options",
 }
 
 __all__ = ["PassportError", "__version__", *_LAZY]

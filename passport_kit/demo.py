@@ -167,7 +167,9 @@ def run_demo(
 def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: int, threads: int | None,
          echo: Callable[[str], None], step_progress: ProgressFn | None) -> dict[str, Path]:
     """Return the demo's output files after running its four steps into the fresh folder ``out``."""
-    from passport_kit.inference.predict import ScorerFiles, predict, predict_zero_shot
+    from passport_kit.inference.options import ScorerFiles
+    from passport_kit.inference.predict import predict
+    from passport_kit.inference.zero_shot import predict_zero_shot
     from passport_kit.onboard.evaluate import BANDPOWER, adapter_folder, evaluate
     from passport_kit.onboard.recipes import shipped_read_out
     from passport_kit.signals import simulate_dataset

@@ -51,6 +51,14 @@ def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE)
                 "passport_kit.cli")),  # the floor under all three
     ("model", ("passport_kit.montage", "passport_kit.signals")),  # positions and quality arrive as tensors
     ("signals/simulator", ("passport_kit.inference",)),  # stage names live in signals.labels
+    # predict's options (issue 48): built by the CLI and pk.predict before any model, under every part that reads them
+    ("inference/options.py", ("torch", "passport_kit.engine", "passport_kit.model", "passport_kit.checkpoint",
+                              "passport_kit.inference.predict", "passport_kit.inference.recording",
+                              "passport_kit.inference.night_report")),
+    # the night report writes what the probabilities say: it runs no model, under the recording path that calls it
+    ("inference/night_report.py", ("torch", "passport_kit.engine", "passport_kit.model", "passport_kit.checkpoint",
+                                   "passport_kit.inference.predict", "passport_kit.inference.recording",
+                                   "passport_kit.inference.files", "passport_kit.inference.zero_shot")),
     ("sleep", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.pretrain", "passport_kit.cli",
                "passport_kit.model", "passport_kit.engine")),  # priors read windows, never a model (issue 33)
     ("runtime.py", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.model", "passport_kit.signals",

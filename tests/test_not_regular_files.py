@@ -58,7 +58,7 @@ def test_a_dataset_yaml_that_is_a_fifo_is_refused(fifo: Path) -> None:
 
 
 def test_a_recording_that_is_a_symlink_loop_is_named_so(tmp_path: Path) -> None:
-    from passport_kit.inference.predict import find_recordings
+    from passport_kit.inference.files import find_recordings
     from passport_kit.signals.readers import read_recording
 
     loop = tmp_path / "loop.edf"
@@ -124,7 +124,7 @@ def test_a_dataset_yaml_that_is_no_regular_file_in_a_folder_is_said(kind: str, s
 def test_a_fifo_named_like_a_recording_in_a_folder_is_said(tmp_path: Path) -> None:
     # Issue 46: it was skipped without a word.
     from passport_kit.errors import PassportWarning
-    from passport_kit.inference.predict import find_recordings
+    from passport_kit.inference.files import find_recordings
 
     (tmp_path / "s01.edf").write_bytes(b"")
     os.mkfifo(tmp_path / "s02.edf")

@@ -591,8 +591,10 @@ def predict_command(
 ) -> None:
     """Predict every window of new recordings with an adapter bundle (or a sleep stager alone); write CSV/TSV/JSON
     and a plot."""
+    from passport_kit.inference.files import find_recordings
     from passport_kit.inference.predict import (ContactOptions, OutputOptions, PredictionFailures, ReadOptions,
-                                                RunOptions, ScorerFiles, find_recordings, predict, predict_zero_shot)
+                                                RunOptions, ScorerFiles, predict)
+    from passport_kit.inference.zero_shot import predict_zero_shot
 
     failed = None
     if adapter is not None and zero_shot is not None:  # issue 46: this said "give one of them" to one who gave both

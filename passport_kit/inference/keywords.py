@@ -1,20 +1,52 @@
 """The keyword form of prediction, ``passport_kit.predict`` (a notebook's call): each keyword goes to its option object.
 
 :func:`passport_kit.inference.predict.predict` takes option objects, as the CLI builds them; this module builds
-them from keywords for a notebook (``pk.predict("runs/ear", "night.edf", units="uV")``).
+them from keywords for a notebook (``pk.predict("runs/ear", "night.edf", units="uV")``). The keywords are the
+option models' fields, declared once there: :func:`keywords_of` writes them into each function's signature (with
+their defaults), so ``help()`` and a notebook's completion list them, and a keyword no model has is refused
+naming those it has.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from passport_kit.errors import ConfigError
 from passport_kit.inference import predict as prediction
-from passport_kit.inference.predict import PredictionResult
+from passport_kit.inference import zero_shot
+from passport_kit.inference.night_report import PredictionResult
+from passport_kit.inference.options import ContactOptions, OutputOptions, ReadOptions, RunOptions, ScorerFiles
+
+Function = TypeVar("Function", bound=Callable[..., Any])
 
 
+def keywords_of(*models: type[BaseModel]) -> Callable[[Function], Function]:
+    """Return a decorator that puts the fields of ``models`` in the place of a function's ``**options`` in its
+    signature: one keyword-only parameter per field, with the field's default and annotation.
+
+    The function still receives them as ``**options`` (each goes to its option object there); the
+    signature is what ``inspect.signature``, ``help()`` and a notebook show, as the CLI shows its
+    options generated from the same fields (``cli/options.py``: ``options_in_place_of``).
+    """
+    def decorate(function: Function) -> Function:
+        signature = inspect.signature(function)
+        given = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        fields = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=field.default,
+                                    annotation=field.annotation)
+                  for model in models for name, field in model.model_fields.items()]
+        function.__signature__ = signature.replace(parameters=given + fields)  # type: ignore[attr-defined]
+        return function
+
+    return decorate
+
+
+@keywords_of(ReadOptions, OutputOptions, ContactOptions, RunOptions, ScorerFiles)
 def predict(
     adapter: str | Path,
     recordings: Sequence[str | Path] | str | Path,
@@ -56,6 +88,10 @@ def predict(
         still match).
     renames : dict, optional
         Montage channel name → name in the recordings, where aliases do not cover it.
+    device : str
+        ``"auto"`` (default: CUDA where available), ``"cpu"`` or ``"cuda"``.
+    precision : str
+        ``"auto"`` (default: bf16 where the hardware runs it fast), ``"fp32"`` or ``"bf16"``.
     batch_size : int
         Windows per forward pass. The probabilities do not depend on it; 32 ran fastest on the
         2-core CPU it was measured on (docs/RESULTS.md, issue 20: the activations of a batch
@@ -110,6 +146,9 @@ def predict(
     label_map : str, optional
         How to read ``labels``: ``aasm``, ``rk`` (R&K numbers, one per 5 s, as DREAMS) or
         ``eesm``; default AASM stage names or the adapter's class names.
+    edf_annotations : bool
+        Also write ``<stem>_annotations.edf``: the predictions as an annotation-only EDF+ that
+        opens next to the recording in EDFbrowser.
     plot_format : {"png", "svg", "pdf"}
         Format of the hypnogram plot (``<stem>_hypnogram.<plot_format>``); SVG and PDF are vector
         graphics, for a report or a paper.
@@ -118,12 +157,13 @@ def predict(
     """
     given = {"contacts": contacts, "run": run, "output": output, "reading": reading, "scorer": scorer}
     # Built in the order predict checked its options before: the contacts, the batch, the plot format.
-    kinds = {"contacts": prediction.ContactOptions, "run": prediction.RunOptions, "output": prediction.OutputOptions,
-             "reading": prediction.ReadOptions, "scorer": prediction.ScorerFiles}
+    kinds = {"contacts": ContactOptions, "run": RunOptions, "output": OutputOptions, "reading": ReadOptions,
+             "scorer": ScorerFiles}
     objects = _option_objects("predict", kinds, given, options)
     return prediction.predict(adapter, recordings, out, progress=progress, **objects)
 
 
+@keywords_of(ReadOptions, OutputOptions, ScorerFiles)
 def predict_zero_shot(
     stager: str,
     recordings: Sequence[str | Path] | str | Path,
@@ -139,7 +179,7 @@ def predict_zero_shot(
 ) -> list[PredictionResult]:
     """Return one result per recording staged by a pretrained sleep stager alone: no adapter, no labels.
 
-    The keyword form of :func:`passport_kit.inference.predict.predict_zero_shot`, in the order of
+    The keyword form of :func:`passport_kit.inference.zero_shot.predict_zero_shot`, in the order of
     :func:`predict`: what stages (``stager``: ``"yasa"``, built in, or ``"gssc"`` where installed,
     where :func:`predict` takes the adapter), the recordings, the output folder; ``montage`` (a
     registered name, a montage YAML or a Montage) says what the recordings' channels are. The
@@ -155,21 +195,23 @@ def predict_zero_shot(
         raise ConfigError("predict_zero_shot() needs montage=: the registered montage (or montage YAML) of the "
                           "recordings, e.g. predict_zero_shot('yasa', 'night.edf', montage='my-ear')")
     given = {"output": output, "reading": reading, "scorer": scorer}
-    kinds = {"output": prediction.OutputOptions, "reading": prediction.ReadOptions, "scorer": prediction.ScorerFiles}
+    kinds = {"output": OutputOptions, "reading": ReadOptions, "scorer": ScorerFiles}
     objects = _option_objects("predict_zero_shot", kinds, given, options)
-    return prediction.predict_zero_shot(montage, recordings, out, prior=stager, checkpoint=checkpoint,
-                                        progress=progress, **objects)
+    return zero_shot.predict_zero_shot(montage, recordings, out, prior=stager, checkpoint=checkpoint,
+                                       progress=progress, **objects)
 
 
 def _option_objects(function: str, kinds: dict[str, Any], given: dict[str, Any],
                     options: dict[str, Any]) -> dict[str, Any]:
     """Return ``{name: option object}`` of ``kinds`` built from the objects ``given`` whole, updated by the keyword
     ``options`` each names a field of; ConfigError for a keyword none of them has."""
-    unknown = sorted(set(options) - {f for kind in kinds.values() for f in kind.model_fields})
+    known = [f for kind in kinds.values() for f in kind.model_fields]
+    unknown = sorted(set(options) - set(known))
     if unknown:
-        raise ConfigError(f"{function}() takes no option {', '.join(map(repr, unknown))}; its options are the fields "
-                          f"of {', '.join(k.__name__ for k in kinds.values())} (help(passport_kit.{function}) lists "
-                          "them)")
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        raise ConfigError(f"{function}() takes no option {', '.join(map(repr, unknown))}"
+                          f"{f' (did you mean {close[0]!r}?)' if close else ''}; its options are "
+                          f"{', '.join(sorted(known))} (help(passport_kit.{function}) describes each)")
     return {name: kind(**{**(given[name].model_dump() if given[name] is not None else {}),
                           **{k: v for k, v in options.items() if k in kind.model_fields}})
             for name, kind in kinds.items()}

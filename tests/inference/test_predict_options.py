@@ -73,8 +73,47 @@ def test_the_keyword_form_routes_each_keyword_to_its_option_object(tmp_path: Pat
     from passport_kit.errors import ConfigError
     from passport_kit.inference.predict import RunOptions
 
-    with pytest.raises(ConfigError, match="predict\\(\\) takes no option 'batchsize'; its options are the fields of"):
+    with pytest.raises(ConfigError, match=r"predict\(\) takes no option 'batchsize' \(did you mean 'batch_size'\?\)"):
         pk.predict(tmp_path / "none", tmp_path, batchsize=8)
     # a keyword updates the object given whole, and is validated there, before any file is read
     with pytest.raises(ConfigError, match="batch_size \\(--batch-size\\) must be at least 1, got 0"):
         pk.predict(tmp_path / "none", tmp_path, run=RunOptions(batch_size=8, device="cpu"), batch_size=0)
+
+
+@pytest.mark.parametrize(("function", "models"), [
+    (pk.predict, (ReadOptions, OutputOptions, ContactOptions, RunOptions, ScorerFiles)),
+    (pk.predict_zero_shot, (ReadOptions, OutputOptions, ScorerFiles)),
+], ids=["predict", "predict_zero_shot"])
+def test_the_keyword_forms_signature_lists_each_option_field_with_its_default(function, models) -> None:  # noqa: ANN001
+    import inspect
+
+    fields = {name: field.default for model in models for name, field in model.model_fields.items()}
+    params = inspect.signature(function).parameters
+    keywords = {name: p.default for name, p in params.items() if name in fields}
+    assert keywords == fields
+    # the option keywords come last, keyword-only, after the named parameters; no **options is shown
+    assert list(params)[-len(fields):] == list(fields)
+    assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in fields)
+    assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+
+
+def test_the_keyword_forms_docstring_describes_each_option() -> None:
+    # the unknown-keyword error sends the user to help(passport_kit.predict): each option has its entry there
+    models = (ReadOptions, OutputOptions, ContactOptions, RunOptions, ScorerFiles)
+    described = {line.split(" : ")[0].strip() for line in pk.predict.__doc__.splitlines() if " : " in line}
+    assert {name for model in models for name in model.model_fields} <= described
+
+
+@pytest.mark.parametrize(("call", "names"), [
+    (lambda p: pk.predict(p / "none", p, plot="svg"), ["plot_format", "batch_size", "renames", "label_map"]),
+    (lambda p: pk.predict_zero_shot("yasa", p, montage="tuh-standard", batch_size=8), ["units", "plot_format"]),
+], ids=["predict", "predict_zero_shot"])
+def test_an_unknown_keyword_is_one_line_naming_the_valid_ones(tmp_path: Path, call,  # noqa: ANN001
+                                                              names: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        call(tmp_path)
+    message = str(caught.value)
+    assert "\n" not in message and "takes no option" in message
+    assert all(name in message for name in names)
+    assert not (tmp_path / "none").exists()
+

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from passport_kit.errors import DataError
-from passport_kit.inference.predict import AdapterFacts, OutputOptions, _stem, find_recordings, write_prediction
+from passport_kit.inference.files import find_recordings
+from passport_kit.inference.night_report import AdapterFacts, recording_stem, write_prediction
+from passport_kit.inference.options import OutputOptions
 
 SLEEP = ["W", "N1", "N2", "N3", "REM"]
 
@@ -66,7 +68,7 @@ def test_classification_gives_recording_class_and_no_hypnogram(tmp_path: Path, n
 @pytest.mark.parametrize(("name", "stem"), [("night1.edf", "night1"), ("sub-01_task-sleep_eeg.edf", "sub-01_task-sleep"),
                                             ("rec.fif.gz", "rec")])
 def test_output_stem(name: str, stem: str) -> None:
-    assert _stem(Path(name)) == stem
+    assert recording_stem(Path(name)) == stem
 
 
 def test_find_recordings_searches_folders(tmp_path: Path) -> None:
@@ -83,7 +85,7 @@ def test_missing_recording_is_a_data_error(tmp_path: Path) -> None:
 def test_plotting_is_imported_once_in_the_background() -> None:
     import sys
 
-    from passport_kit.inference.predict import import_plotting_soon
+    from passport_kit.inference.night_report import import_plotting_soon
 
     thread = import_plotting_soon()
     if thread is not None:

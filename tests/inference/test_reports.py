@@ -94,7 +94,7 @@ def test_hypnogram_plot_without_a_start_counts_minutes_of_a_short_recording(monk
 
 def test_predict_puts_the_recording_and_its_statistics_on_the_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    night_of) -> None:
-    from passport_kit.inference.predict import AdapterFacts, write_prediction
+    from passport_kit.inference.night_report import AdapterFacts, write_prediction
 
     titles = []
     real = reports.plot_hypnogram

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from passport_kit.inference.predict import AdapterFacts, write_prediction
+from passport_kit.inference.night_report import AdapterFacts, write_prediction
 from passport_kit.signals import PreprocessConfig
 from passport_kit.signals.recording import RecordingWindows
 
@@ -102,7 +102,7 @@ def test_predict_prints_a_classification_without_sleep_words_or_a_promised_plot(
 
 def test_zero_shot_says_which_channel_it_staged_and_warns_of_a_low_rate_in_its_own_words(tmp_path: Path) -> None:
     from passport_kit.errors import PassportWarning
-    from passport_kit.inference.predict import predict_zero_shot
+    from passport_kit.inference.zero_shot import predict_zero_shot
 
     names = ["F3", "F4", "C3", "C4", "O1", "O2"]
     signal = np.random.default_rng(0).standard_normal((6, 100 * 600)) * 20e-6   # volts, 10 min at 100 Hz
@@ -270,7 +270,7 @@ def test_quiet_hides_other_packages_warnings_and_mne_info(tmp_path: Path, monkey
     from sklearn.exceptions import InconsistentVersionWarning
     from typer.testing import CliRunner
 
-    import passport_kit.inference.predict as prediction
+    import passport_kit.inference.zero_shot as prediction
     from passport_kit.cli.app import app
     from passport_kit.errors import PassportWarning
 
@@ -301,7 +301,7 @@ def test_a_recording_of_another_device_is_named_so_not_given_a_rename_per_channe
     import mne
 
     from passport_kit.errors import ChannelMappingError
-    from passport_kit.inference.predict import read_for_prediction
+    from passport_kit.inference.recording import read_for_prediction
     from passport_kit.montage import resolve_montage
 
     raw = mne.io.RawArray(np.zeros((1, 200 * 60)), mne.create_info(["Fpz"], 200.0, "eeg"), verbose="error")

@@ -84,7 +84,7 @@ def test_one_flat_channel_does_not_flag_every_window(bundle: Path, tmp_path: Pat
                                                                         (1, 1, True), (1, 2, True)])
 def test_a_window_is_flagged_when_half_its_channels_carry_a_flag(flagged_channels: int, of: int,
                                                                  window_flagged: bool) -> None:
-    from passport_kit.inference.predict import signal_flagged_windows
+    from passport_kit.inference.night_report import signal_flagged_windows
 
     flags = np.zeros((3, of), dtype=np.uint8)
     flags[:, :flagged_channels] = 2  # flat
@@ -95,7 +95,7 @@ def test_half_the_channels_scoring_bad_flags_the_window() -> None:
     # Issue 35: half the channels noise staged 60/60 Wake at 0.991 (more than half was needed to flag).
     from types import SimpleNamespace
 
-    from passport_kit.inference.predict import mostly_bad_windows
+    from passport_kit.inference.night_report import mostly_bad_windows
 
     bad = np.zeros((4, 12), dtype=bool)
     bad[:, :6] = True
@@ -107,7 +107,7 @@ def test_half_the_channels_scoring_bad_flags_the_window() -> None:
 @pytest.mark.parametrize(("epochs", "meaningful"), [(10, False), (240, True)])
 def test_a_short_recordings_statistics_are_marked_not_meaningful(tmp_path: Path, night_of, epochs: int,
                                                                  meaningful: bool) -> None:
-    from passport_kit.inference.predict import AdapterFacts, write_prediction
+    from passport_kit.inference.night_report import AdapterFacts, write_prediction
 
     proba = np.tile(np.eye(5)[[0, 2, 2, 3, 4]], (epochs // 5, 1)) * 0.96 + 0.01   # confident
     onsets = np.arange(epochs) * 30.0

@@ -65,7 +65,7 @@ def test_check_amplitude_accepts_a_few_times_louder_or_quieter_not_40() -> None:
 
 
 def _write(tmp_path: Path, proba: np.ndarray, *, classes: list[str] | None = None):
-    from passport_kit.inference.predict import AdapterFacts, write_prediction
+    from passport_kit.inference.night_report import AdapterFacts, write_prediction
     from passport_kit.signals import PreprocessConfig
     from passport_kit.signals.recording import RecordingWindows
 
@@ -108,12 +108,12 @@ def test_recording_class_is_given_over_doubtful_windows(tmp_path: Path) -> None:
 
 def test_predict_cli_says_the_statistics_are_withheld(bundle: Path, dataset: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    import passport_kit.inference.predict as predict_module
+    import passport_kit.inference.recording as recording
 
     def undecided(model, x, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003 - predict_proba's signature
         return np.full((len(x), 5), 0.2)
 
-    monkeypatch.setattr(predict_module, "predict_proba", undecided)
+    monkeypatch.setattr(recording, "predict_proba", undecided)
     result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(dataset / "s01.edf"), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "statistics withheld: 10 of 10 windows are low confidence" in result.output

@@ -57,6 +57,6 @@ def test_a_10_hz_recording_is_flagged_and_its_statistics_withheld(bundle: Path, 
 
 @pytest.mark.parametrize(("h_freq", "trained", "refused"), [(4.5, 75.0, True), (45.0, 75.0, False), (75.0, 75.0, False)])
 def test_band_too_narrow_spares_100_hz_recordings(h_freq: float, trained: float, refused: bool) -> None:
-    from passport_kit.inference.predict import band_too_narrow
+    from passport_kit.inference.night_report import band_too_narrow
 
     assert (band_too_narrow(h_freq, trained) is not None) == refused

@@ -58,7 +58,7 @@ def test_a_single_bad_recording_gives_its_own_error(bundle: Path, folder: Path, 
 
 
 def test_a_file_and_its_folder_are_predicted_once(bundle: Path, dataset: Path, tmp_path: Path) -> None:
-    from passport_kit.inference.predict import find_recordings
+    from passport_kit.inference.files import find_recordings
 
     found = find_recordings([dataset / "s01.edf", dataset])
     assert [p.name for p in found].count("s01.edf") == 1 and len(found) == 4

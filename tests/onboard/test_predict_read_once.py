@@ -43,7 +43,7 @@ def test_prefetch_gives_the_same_predictions(bundle: Path, nights: Path, tmp_pat
 
 def test_read_for_prediction_matches_load_recording(bundle: Path, dataset: Path) -> None:
     from passport_kit.checkpoint import load_adapter_bundle
-    from passport_kit.inference.predict import read_for_prediction
+    from passport_kit.inference.recording import read_for_prediction
     from passport_kit.montage import Montage
     from passport_kit.signals import PreprocessConfig, load_recording, recording_quality
 
@@ -62,7 +62,7 @@ def test_read_for_prediction_matches_load_recording(bundle: Path, dataset: Path)
 
 def test_prefetched_keeps_order_and_each_files_error(tmp_path: Path) -> None:
     from passport_kit.errors import DataError
-    from passport_kit.inference.predict import _prefetched
+    from passport_kit.inference.recording import prefetched
 
     files = [tmp_path / f"r{i}.edf" for i in range(4)]
     prepared: list[str] = []
@@ -74,7 +74,7 @@ def test_prefetched_keeps_order_and_each_files_error(tmp_path: Path) -> None:
         return path.name.upper()
 
     seen = []
-    for path, get in _prefetched(files, prepare, ahead=True):
+    for path, get in prefetched(files, prepare, ahead=True):
         try:
             seen.append((path.name, get()))
         except DataError as exc:

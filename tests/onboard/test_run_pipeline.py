@@ -74,7 +74,8 @@ def test_channel_id_bundle_predicts_what_adapt_fitted(tmp_path: Path, montage_ya
     import numpy as np
 
     import passport_kit.checkpoint as checkpoint
-    import passport_kit.inference.predict as predicting
+    import passport_kit.inference.recording as recording
+    from passport_kit.inference.predict import predict
     from passport_kit.onboard.adapt import adapt
 
     fitted = {}
@@ -85,7 +86,7 @@ def test_channel_id_bundle_predicts_what_adapt_fitted(tmp_path: Path, montage_ya
         return save(classifier, *args, **kwargs)
 
     probabilities, of_fitted = [], []
-    predict_proba = predicting.predict_proba
+    predict_proba = recording.predict_proba
 
     def record(model, *args, **kwargs):
         of_fitted.append(predict_proba(fitted["model"], *args, **kwargs))
@@ -93,11 +94,11 @@ def test_channel_id_bundle_predicts_what_adapt_fitted(tmp_path: Path, montage_ya
         return probabilities[-1]
 
     monkeypatch.setattr(checkpoint, "save_adapter_bundle", keep_fitted)
-    monkeypatch.setattr(predicting, "predict_proba", record)
+    monkeypatch.setattr(recording, "predict_proba", record)
     name = make_tiny_checkpoint(f"tiny-channel-id-{train}", "channel-id")  # a name of its own: the home is shared
     result = adapt(montage=str(montage_yaml), data=dataset, out=tmp_path / "bundle", checkpoint=name, train=train)
     for run in ("first", "second"):  # each loads the bundle afresh
-        predicting.predict(result.bundle, dataset / "s01.edf", tmp_path / run)
+        predict(result.bundle, dataset / "s01.edf", tmp_path / run)
     assert len(probabilities) == 2
     np.testing.assert_array_equal(probabilities[0], probabilities[1])
     np.testing.assert_array_equal(probabilities[0], of_fitted[0])

@@ -11,7 +11,8 @@ import pytest
 @pytest.mark.parametrize("instance_norm", [False, True], ids=["plain", "instance-norm"])
 def test_adapt_and_predict_give_the_model_the_same_windows(montage_yaml: Path, dataset: Path, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch, instance_norm: bool) -> None:
-    import passport_kit.inference.predict as predict_module
+    import passport_kit.inference.recording as recording
+    from passport_kit.inference.predict import predict
     import passport_kit.onboard.run as run_module
     from passport_kit.onboard.adapt import adapt
 
@@ -24,10 +25,10 @@ def test_adapt_and_predict_give_the_model_the_same_windows(montage_yaml: Path, d
     (windows,) = trained
 
     given: list[np.ndarray] = []
-    predict_proba = predict_module.predict_proba
-    monkeypatch.setattr(predict_module, "predict_proba",
+    predict_proba = recording.predict_proba
+    monkeypatch.setattr(recording, "predict_proba",
                         lambda model, x, *a, **k: given.append(np.array(x)) or predict_proba(model, x, *a, **k))
-    predict_module.predict(out, [dataset / "s02.edf"], tmp_path / "pred")
+    predict(out, [dataset / "s02.edf"], tmp_path / "pred")
 
     rows = np.array([Path(r).name == "s02.edf" for r in windows.recording])
     assert rows.any() and len(given) == 1

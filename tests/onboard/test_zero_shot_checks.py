@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
-from passport_kit.inference.predict import stager_channel_note, zero_shot_unfit
+from passport_kit.inference.zero_shot import stager_channel_note, zero_shot_unfit
 
 RUN = CliRunner()
 

@@ -206,7 +206,7 @@ def test_a_recording_path_that_is_no_file_gets_the_right_message(tmp_path: Path,
 
 
 def test_predict_names_a_fifo_as_such(tmp_path: Path) -> None:
-    from passport_kit.inference.predict import find_recordings
+    from passport_kit.inference.files import find_recordings
 
     os.mkfifo(tmp_path / "night.edf")
     with pytest.raises(DataError, match="not a regular file"):

@@ -1,0 +1,137 @@
+"""predict's options, one model per concern: how each recording is read, what is written, the contact thresholds,
+how the model runs, and a scorer's labels to compare with.
+
+Each is checked when it is built, so a bad value is one line before any file is read. The
+CLI's options (``cli/onboard.py``) and the keywords of :func:`passport_kit.predict`
+(:mod:`passport_kit.inference.keywords`, whose signature is generated from these fields) put
+their values here; the workflow (:func:`passport_kit.inference.predict.predict`) takes the
+objects. No torch: a notebook or the CLI builds its options without loading a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+
+from passport_kit.contacts import THRESHOLDS, ContactPolicy, check_threshold
+from passport_kit.errors import ConfigError
+from passport_kit.reports import PLOT_FORMATS
+
+if TYPE_CHECKING:  # pragma: no cover - the labels arrive as an array, made where they are read
+    import numpy as np
+
+
+class ReadOptions(BaseModel):
+    """How predict reads each recording: channel names, header corrections, band and the amplitude check."""
+
+    model_config = ConfigDict(frozen=True)
+
+    renames: dict[str, str] | None = None   # montage channel -> name in the file (--rename)
+    sfreq: float | None = None              # Hz, for formats without a rate (DREAMS text, CSV)
+    units: str | None = None                # the unit of the numbers where a header is wrong
+    scale: float | None = None              # a factor for every sample after reading
+    h_freq: float | None = None             # band-pass top (Hz) instead of the bundle's
+    amplitude_check: bool = True            # refuse a unit error against the training amplitude
+
+
+class OutputOptions(BaseModel):
+    """What predict writes besides the reports every recording gets, and what it does with folders ``out`` holds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    edf_annotations: bool = False                    # <stem>_annotations.edf
+    plot_format: Literal["png", "svg", "pdf"] = "png"   # <stem>_hypnogram.<plot_format>
+    overwrite: bool = False   # replace the folders of recordings out already holds predictions for (default: refuse)
+    resume: bool = False      # keep the recordings out holds finished predictions for; predict only the others
+
+    @field_validator("plot_format", mode="before")
+    @classmethod
+    def _known_format(cls, value: Any) -> Any:
+        # A ConfigError is not a ValueError, so pydantic passes it on as is: the option's one line.
+        if value not in PLOT_FORMATS:
+            raise ConfigError(f"plot_format (--plot-format) must be one of {', '.join(PLOT_FORMATS)}, "
+                              f"got {value!r}")
+        return value
+
+
+class ContactOptions(BaseModel):
+    """Predict's contact thresholds (:class:`~passport_kit.contacts.ContactPolicy`'s), each a value in (0, 1), None
+    (off), or ``"bundle"``: the one the adapter was trained with (``training`` in its adapter.json)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mask_bad_channels: float | None | Literal["bundle"] = "bundle"
+    distrust_bad_channels: float | None | Literal["bundle"] = "bundle"
+    mask_uncorrelated_channels: float | None | Literal["bundle"] = "bundle"
+
+    @model_validator(mode="after")
+    def _in_range(self) -> ContactOptions:
+        # A bad option fails when it is given, not after the bundle is loaded (ConfigError passes pydantic as is).
+        for key in THRESHOLDS:
+            if getattr(self, key) != "bundle":
+                check_threshold(key, getattr(self, key))
+        return self
+
+    def policy(self, training: dict[str, Any], *, adapter: str | Path, reads_activity: bool) -> ContactPolicy:
+        """Return the policy predict applies: the adapter's ``training`` thresholds, these replacing those not
+        ``"bundle"``, for a model whose channel codes do or do not read channel activity."""
+        return ContactPolicy.of_bundle(training, adapter=adapter).given(**self.model_dump()).for_model(reads_activity)
+
+
+class RunOptions(BaseModel):
+    """How predict runs the adapter: its base checkpoint, the forward passes, and reading the next recording ahead."""
+
+    model_config = ConfigDict(frozen=True)
+
+    base: str | Path | None = None   # a base checkpoint instead of the bundle's (its SHA-256 must still match)
+    batch_size: int = 32             # windows per forward pass (the probabilities do not depend on it)
+    device: str = "auto"             # auto, cpu or cuda
+    precision: str = "auto"          # auto, fp32 or bf16
+    prefetch: bool = True            # read the next recording in a thread while the model works on this one
+
+    @field_validator("batch_size")
+    @classmethod
+    def _at_least_one(cls, value: int) -> int:
+        if value < 1:  # a ConfigError, not a ValueError: pydantic passes it on as the option's one line
+            raise ConfigError(f"batch_size (--batch-size) must be at least 1, got {value}")
+        return value
+
+
+@dataclass(frozen=True)
+class ScorerLabels:
+    """A scorer's labels of a recording, one class index per predicted window (-1: none), and their file."""
+
+    labels: np.ndarray
+    file: Path
+
+
+class ScorerFiles(BaseModel):
+    """A scorer's label files, one per recording in the order of the recordings, and how to read them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    labels: list[Path] | None = None   # --labels
+    label_map: str | None = None       # --label-map: aasm, rk or eesm (default: stage or class names)
+
+    def of(self, files: Sequence[Path]) -> dict[Path, Path]:
+        """Return each recording's label file (none without labels); a count other than ``files``' is a ConfigError."""
+        if self.labels is None:
+            return {}
+        if len(self.labels) != len(files):
+            raise ConfigError(f"give one --labels file per recording, in the same order: {len(files)} recording(s), "
+                              f"{len(self.labels)} label file(s)")
+        return dict(zip(files, self.labels))
+
+    def read(self, file: Path | None, classes: list[str], *, n_windows: int,
+             window_seconds: float) -> ScorerLabels | None:
+        """Return the labels of ``file`` on the grid of ``n_windows`` predicted windows (None without a file)."""
+        if file is None:
+            return None
+        from passport_kit.inference.agreement import scorer_labels
+
+        return ScorerLabels(scorer_labels(file, classes, n_windows=n_windows, window_seconds=window_seconds,
+                                          label_map=self.label_map), file)

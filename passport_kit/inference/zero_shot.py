@@ -1,0 +1,160 @@
+"""Zero-shot staging: a pretrained sleep stager alone reads the recordings, no adapter and no labels (issue 33).
+
+The same files as :func:`passport_kit.inference.predict.predict` are written
+(:mod:`passport_kit.inference.night_report`); there being no training data to refer to, the
+checks are judged against what the stager expects (:func:`zero_shot_unfit`), and a channel
+other than the central scalp EEG it was trained on is named in a warning
+(:func:`stager_channel_note`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from passport_kit.errors import ConfigError, PassportWarning
+from passport_kit.inference.files import (
+    check_outputs_free,
+    default_output_folder,
+    output_names,
+    split_recordings,
+    write_folder_whole,
+)
+from passport_kit.inference.night_report import MIN_BAND_SHARE, AdapterFacts, PredictionResult, write_prediction
+from passport_kit.inference.options import OutputOptions, ReadOptions, ScorerFiles
+from passport_kit.inference.recording import raw_in_memory, read_for_prediction
+from passport_kit.output_lock import output_lock
+from passport_kit.signals.recording import RecordingWindows, fit_preprocessing
+
+#: The sites the pretrained stagers were trained on (central scalp EEG against a mastoid).
+STAGER_SITES = ("C3", "C4", "CZ")
+
+
+def predict_zero_shot(
+    montage: str | Any, recordings: Sequence[str | Path] | str | Path, out: str | Path | None = None, *,
+    prior: str = "yasa", checkpoint: str | Path | None = None, reading: ReadOptions = ReadOptions(),
+    output: OutputOptions = OutputOptions(), scorer: ScorerFiles = ScorerFiles(),
+    progress: Callable[[str], None] | None = None,
+) -> list[PredictionResult]:
+    """Return one result per recording, staged by a pretrained sleep stager alone: no adapter, no labels (issue 33).
+
+    Each recording is read through ``montage`` with the preprocessing contract of ``checkpoint``
+    (the default base's without it: 200 Hz, its band-pass and notch), 30-s windows; the prior
+    (:func:`passport_kit.sleep.get_prior`) reads the montage channel nearest a central site
+    (:func:`~passport_kit.sleep.pick_channels`) and, where the montage has them, its first EOG and
+    EMG channel. The same files as :func:`~passport_kit.inference.predict.predict` are written.
+    There is no training data to refer to, so the adapter's checks are judged against what the
+    stager expects (issue 46, :func:`zero_shot_unfit`): a unit error (×30 off typical EEG) is refused unless
+    ``reading.amplitude_check`` is off; ×4 off, or a band narrower than half the stager's,
+    flags every window and withholds the statistics; a channel other than C3/C4/Cz is named in a
+    warning. ``output.resume`` is not taken: every recording is staged.
+    """
+    from passport_kit.checkpoint import InputContract, find_checkpoint
+    from passport_kit.montage import resolve_montage
+    from passport_kit.sleep import STAGES, get_prior, pick_channels, prior_log_proba
+
+    montage = resolve_montage(montage) if isinstance(montage, (str, Path)) else montage
+    stager = get_prior(prior)
+    spec = pick_channels(list(montage.ch_names), montage.positions, list(montage.kinds))
+    if spec is None:
+        raise ConfigError(f"montage {montage.name!r} has no EEG channel with a position for the sleep prior to read")
+    spec = type(spec)(stager.name, spec.eeg, spec.eog, spec.emg)
+    note = stager_channel_note(stager.name, spec.eeg)
+    if note is not None:
+        warnings.warn(PassportWarning(note), stacklevel=2)
+    contract = find_checkpoint(checkpoint).preprocessing if checkpoint is not None else InputContract()
+    # The contract's 200-Hz settings with 30-s windows; each recording's rate then fits the band (as predict does).
+    config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
+    files, memory = split_recordings(recordings)
+    label_files = scorer.of(files)
+    classes = list(STAGES)
+    facts = AdapterFacts(classes=classes, window_seconds=30.0, task="sleep-staging",
+                         adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})",
+                         zero_shot={"stager": stager.name, "eeg": spec.eeg, "eog": spec.eog, "emg": spec.emg})
+    out_dir = Path(out) if out is not None else default_output_folder()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    folder_of = dict(zip(files, output_names(files)))
+    results: list[PredictionResult] = []
+    with output_lock(out_dir, "predict"):
+        check_outputs_free(out_dir, list(folder_of.values()), overwrite=output.overwrite)
+        for path in files:
+            if progress is not None:
+                progress(str(path))
+            raw = raw_in_memory(path, memory, reading)
+            if raw is None:
+                from passport_kit.signals import read_recording
+
+                raw = read_recording(path, sfreq=reading.sfreq, units=reading.units, scale=reading.scale)
+            band = _zero_shot_band(path, float(raw.info["sfreq"]), config, reading, facts.zero_shot)
+            # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
+            night = read_for_prediction(path, montage, config, band, raw=raw)
+            labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
+            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
+            proba = np.exp(logp).astype(np.float32)
+            results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
+                write_prediction, recording=path, proba=proba, night=night, adapter=facts, scorer=labels,
+                output=output, band_short=zero_shot_unfit(night, stager.min_rate / 2, check=reading.amplitude_check))))
+    return results
+
+
+def zero_shot_unfit(night: RecordingWindows, stager_top_hz: float, *, check: bool = True) -> str | None:
+    """Return why a stager cannot be trusted on ``night`` (every window flagged, statistics withheld), or None.
+
+    Judged against what the stager expects, there being no training data: the recording's band
+    (``night.config.h_freq``) below :data:`MIN_BAND_SHARE` of the ``stager_top_hz`` it reads (a
+    20-Hz recording was staged with statistics: issue 46), or its median 1-40 Hz amplitude beyond
+    ``AMPLITUDE_LIMIT`` times typical EEG either way (``check``: the amplitude check is on).
+    """
+    from passport_kit.signals.amplitude import GENERIC_PROFILE, check_amplitude
+    from passport_kit.signals.distribution import AMPLITUDE_LIMIT
+
+    if night.config.h_freq < MIN_BAND_SHARE * stager_top_hz:
+        return (f"the recording's band reaches only {night.config.h_freq:g} Hz (its sampling rate, or --h-freq), less "
+                f"than half of the {stager_top_hz:g} Hz the stager reads: every window is flagged; record at a higher "
+                "rate")
+    if not check or night.quality is None:
+        return None
+    ratio = check_amplitude(night.quality, None) / float(GENERIC_PROFILE["median_uv"])
+    if 1.0 / AMPLITUDE_LIMIT <= ratio <= AMPLITUDE_LIMIT:
+        return None
+    return (f"its amplitude is {ratio:.2g}x that of typical EEG ({GENERIC_PROFILE['median_uv']:g} µV, beyond "
+            f"x{AMPLITUDE_LIMIT:g} either way): a wrong unit or scale (--units, --scale); the stager's statistics would "
+            "mislead")
+
+
+
+
+def stager_channel_note(stager: str, channel: str) -> str | None:
+    """Return the warning that a stager reads ``channel``, not the central scalp EEG it was trained on (None: it does)."""
+    site = re.split(r"[-:/ ]", channel.strip().upper().removeprefix("EEG "))[0]
+    if site in STAGER_SITES:
+        return None
+    return (f"zero-shot {stager}: the stager reads channel '{channel}', not the central scalp EEG (C3, C4 or Cz "
+            "against a mastoid) it was trained on; expect it to agree less with a scorer than on scalp EEG - check "
+            "against one with --labels")
+
+
+def _zero_shot_band(path: Path, sfreq: float, config: Any, reading: ReadOptions,
+                    stager: dict[str, str | None]) -> ReadOptions:
+    """Return ``reading`` with the band-pass top a recording at ``sfreq`` Hz carries, warning in a zero-shot's words.
+
+    The warning of predict speaks of the adapter's training band and the model's 200-Hz input; a
+    stager alone has neither (issue 45), so it says which channel the stager staged in which band.
+    """
+    from passport_kit.signals.preprocess import fit_band_to_rate
+
+    if reading.h_freq is not None:
+        return reading
+    fitted = fit_band_to_rate(config, sfreq, source=f"recording '{path}'")
+    if fitted.h_freq != config.h_freq:
+        warnings.warn(f"recording '{path}' is sampled at {sfreq:g} Hz: its band-pass top is lowered from "
+                      f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency; the stager "
+                      f"{stager['stager']} staged channel {stager['eeg']} in that band (--h-freq sets another top)",
+                      PassportWarning, stacklevel=3)
+    return reading.model_copy(update={"h_freq": fitted.h_freq})
