@@ -24,7 +24,8 @@ from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_
                                       optional_float, options_in_place_of, renames_option as _renames)
 from passport_kit.errors import ConfigError
 from passport_kit.onboard.recipe import AUTO_ACTS, FINETUNE_ONLY, RecipeOptions, option_flag
-from passport_kit.onboard.recipes import RUNG_NAMES, get_recipe, recipe_names
+from passport_kit.onboard.recipes import ProbeRecipe, describe_selection, get_recipe, near_chance_note, recipe_names
+from passport_kit.onboard.selection import LadderSelection, read_selection
 from passport_kit.wording import counted
 
 _RECIPE_HELP = ("; ".join(f"{name}: {get_recipe(name).help}" for name in recipe_names()) + ". Default: finetune if an "
@@ -72,130 +73,32 @@ def _given(ctx: typer.Context, parameter: str) -> bool:
 
 
 def fit_lines(metrics: dict[str, Any]) -> list[str]:
-    """Return the lines that say how a run was trained and selected, and its warnings (adapt's output)."""
+    """Return the lines that say how a run was trained and selected (the selection in its recipe's words,
+    :meth:`~passport_kit.onboard.recipes.Recipe.describe`), and its warnings (adapt's output)."""
     m = metrics
-    sel = m.get("selection") or {}
+    record = read_selection(m.get("selection"))
     lines = [f"trained on {counted(len(m['train_subjects']), 'subject')} ({counted(m['train_windows'], 'window')})"
              + (f", validated on {len(m['validation_subjects'])} ({counted(m['validation_windows'], 'window')}); "
-                f"{m['steps']} steps, best at step {m['best_step']}" if "best_step" in sel else "")]  # a step selected
-    if sel.get("ladder"):
-        lines += ladder_lines(sel, verbose=verbosity.level() >= verbosity.VERBOSE, validation=m.get("validation"))
-        lines += stager_lines(sel)
-    elif sel:  # the finetune recipe, and bundles written before the ladder
-        score = "n/a" if sel.get("score") is None else f"{sel['score']:.3f}"
-        lines.append(f"selected by {sel['metric']} {score}: {sel['method']}")
-        if m.get("validation"):
-            v = m["validation"]
-            auroc = f"AUROC {v['auroc']:.3f}  " if v.get("auroc") is not None else ""
-            lines.append(f"validation: {auroc}kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
-                         f"macro-F1 {v['macro_f1']:.3f}")
+                f"{m['steps']} steps, best at step {m['best_step']}" if record is not None and record.stepped else "")]
+    if record is not None:
+        lines += describe_selection(record, validation=m.get("validation"),
+                                    verbose=verbosity.level() >= verbosity.VERBOSE)
     lines += [f"warning: {w}" for w in m.get("warnings") or []]
     return lines
 
 
-#: What a stager-first ladder shipped, in words (issue 43), by the last rung taken.
-_STAGER_SHIPPED = {"stager": "{name} as it is", "recalibrated": "{name}, recalibrated on your nights",
-                   "stacked": "{name} with band power, fitted around its output", "bandpower": "band power alone"}
-
-
 def stager_lines(selection: dict[str, Any]) -> list[str]:
-    """Return adapt's account of a stager-first ladder (sleep): the stager's zero-shot score on your nights beside
-    the shipped model's, what it read, and in plain words whether your labels improved on it."""
-    stager = selection.get("stager")
-    if selection.get("base") != "stager" or not stager or stager.get("score") is None:
-        return []
-    metric, name = selection["metric"], str(stager.get("prior") or "the stager").upper().replace("+", " + ")
-    taken = [r["rung"] for r in selection["ladder"] if r["taken"]]
-    core = next((r for r in reversed(taken) if r in _STAGER_SHIPPED), "stager")
-    extra = [RUNG_NAMES[r].lstrip("+ ") for r in taken if r not in _STAGER_SHIPPED and r in RUNG_NAMES]
-    shipped = _STAGER_SHIPPED[core].format(name=name) + (f", with {', '.join(extra)}" if extra else "")
-    lines = [f"sleep stager {name} on {stager.get('channels') or 'its channel'}, zero-shot on your nights (same "
-             f"folds): {metric} {stager['score']:.3f}; the model shipped: {selection['score']:.3f}"
-             if selection.get("score") is not None else
-             f"sleep stager {name} on {stager.get('channels') or 'its channel'}: {metric} {stager['score']:.3f}"]
-    gain = selection.get("increment_over_stager")
-    if core == "stager" and not extra:
-        lines.append(f"your nights did not improve on {name}: shipped {shipped}")
-    elif core == "recalibrated" and not extra and gain is not None:
-        lines.append(f"your nights did not improve on {name} beyond recalibrating it ({gain:+.3f} {metric}): "
-                     f"shipped {shipped}")
-    elif core == "bandpower":
-        lines.append(f"your nights showed band power beats {name} here ({gain:+.3f} {metric}; a channel it cannot "
-                     f"read?): shipped {shipped}" if gain is not None else f"shipped {shipped}")
-    elif gain is not None:
-        lines.append(f"your nights improved on {name} by {gain:+.3f} {metric}: shipped {shipped}")
-    return lines
+    """Return adapt's account of a stager-first ladder from adapter.json's selection block
+    (:meth:`~passport_kit.onboard.recipes.ProbeRecipe.stager_lines` of its record)."""
+    return ProbeRecipe().stager_lines(LadderSelection.model_validate(selection))
 
 
 def ladder_lines(selection: dict[str, Any], *, verbose: bool = False,
                  validation: dict[str, Any] | None = None) -> list[str]:
-    """Return adapt's account of the ladder: which rungs were taken, and the expected scores of the model it ships.
-
-    With ``verbose``, one line per rung with its score, gain, standard error and reason, and the calibration.
-    ``validation``: the shipped model's out-of-fold decision scores (adapter.json's ``metrics.validation``):
-    its balanced accuracy and kappa stand next to the ranking metric, as ``evaluate`` reports them.
-    """
-    metric = selection["metric"]
-    rungs = selection["ladder"]
-    tried = [r for r in rungs if r["tried"]]
-    fmt = (lambda v: "n/a" if v is None else f"{v:.3f}")
-    # LP-FT is scored on its own folds against the read-out it starts from: its gain, not its score, compares.
-    steps = "; ".join(f"{RUNG_NAMES.get(r['rung'], r['rung'])} "
-                      + (f"{r['gain']:+.3f}" if r["rung"] == "lpft" and r["gain"] is not None else fmt(r["score"]))
-                      + ("" if r is rungs[0] else " taken" if r["taken"] else " not taken")
-                      for r in tried)
-    lines = [f"ladder ({metric}, {selection['method'].split(';')[0]}): {steps}"]
-    if verbose:
-        for r in rungs:
-            score = "" if r["score"] is None else f" {r['score']:.3f}"
-            lines.append(f"  {r['rung']}{score}: {'taken' if r['taken'] else 'not taken'}: {r['reason']}")
-        cal = selection.get("calibration") or {}
-        if cal.get("calibrated"):
-            lines.append(f"  calibration: temperature {cal['temperature']:g}; inner expected calibration error "
-                         f"{cal['ece_before']:.3f} before, {cal['ece_after']:.3f} after")
-    expected = selection.get("expected") or {}
-    shipped = RUNG_NAMES.get(selection.get("chosen", ""), selection.get("chosen", "")).lstrip("+ ")
-    if expected.get("score") is None:
-        lines.append("expected on new subjects: unknown (nothing to cross-validate over); the model shipped: "
-                     f"{shipped}")
-        return lines
-    folds = expected.get("folds", 0)
-    kind = "blocked folds within the training night(s)" if expected.get("kind") == "blocks" else "folds"
-    caveat = ("; with so few folds the score is a rough guide" if folds < 3 else "")
-    lines.append(f"expected on new subjects: {metric} {expected['score']:.3f}{decision_text(metric, validation)} "
-                 f"(cross-validated, {folds} {kind}; the model shipped: {shipped}{caveat})")
-    chance = near_chance_note(validation)
-    if chance:
-        lines.append(f"warning: {chance}")
-    band = selection.get("bandpower_score")
-    if band is not None and selection.get("chosen") != "bandpower":
-        lines.append(f"band power alone (the textbook, same folds): {metric} {band:.3f}")
-    return lines
-
-
-#: Decisions with a kappa under this agree with the labels only slightly (Landis & Koch's "slight": 0-0.20).
-NEAR_CHANCE_KAPPA = 0.2
-
-
-def decision_text(metric: str, validation: dict[str, Any] | None) -> str:
-    """Return ``', balanced accuracy 0.600, kappa 0.159 for its decisions'`` beside a ranking ``metric`` (AUROC), or
-    the decision metric beside kappa; '' without scores."""
-    if not validation or validation.get("kappa") is None:
-        return ""
-    bacc = validation.get("balanced_accuracy")
-    if metric == "kappa":
-        return "" if bacc is None else f", balanced accuracy {bacc:.3f}"
-    return (" to rank windows; its decisions: balanced accuracy "
-            + ("n/a" if bacc is None else f"{bacc:.3f}") + f", kappa {validation['kappa']:.3f}")
-
-
-def near_chance_note(validation: dict[str, Any] | None) -> str | None:
-    """Return the warning that the shipped model's class decisions are near chance, or None."""
-    if not validation or validation.get("kappa") is None or validation["kappa"] >= NEAR_CHANCE_KAPPA:
-        return None
-    return (f"the model's class decisions are near chance (cross-validated kappa {validation['kappa']:.3f}, under "
-            f"{NEAR_CHANCE_KAPPA:g}): most windows' classes are barely better than a guess; evaluate --protocol "
-            "loso shows them per subject")
+    """Return adapt's account of the ladder from adapter.json's selection block
+    (:meth:`~passport_kit.onboard.recipes.ProbeRecipe.ladder_lines` of its record)."""
+    return ProbeRecipe().ladder_lines(LadderSelection.model_validate(selection), verbose=verbose,
+                                      validation=validation)
 
 
 def recipe_line(cfg: Any) -> str:

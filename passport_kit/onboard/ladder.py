@@ -26,8 +26,9 @@ model's inner score is never below band power's, and where nothing pays the prod
 textbook. Then the shipped model's probabilities are calibrated by a temperature fitted on its
 out-of-fold predictions (the inner expected calibration error before and after is recorded).
 
-``adapter.json`` ``metrics.selection`` records every rung: tried or not, taken or not, the
-challenger's and the incumbent's scores, the gain, its standard error and the reason.
+``adapter.json`` ``metrics.selection`` (:func:`ladder_record`, a :class:`~.selection.LadderSelection`) records every
+rung: tried or not, taken or not, the challenger's and the incumbent's scores, the gain, its standard error and the
+reason.
 
 The standard error of a paired gain is the standard deviation of the per-fold differences over
 every draw divided by √(folds per draw): repeated draws reuse the same subjects, so dividing by
@@ -55,6 +56,7 @@ from passport_kit.onboard.probe import (MAX_INNER_FOLDS, ReadOutChoice, Standard
                                         one_blas_thread, plain_features, read_out_matrix, repeated_group_folds)
 from passport_kit.onboard.rungs import (BACKBONE_WEIGHTS, PRIOR_WEIGHTS, STAGER_FIRST, TEXTBOOK_FIRST, Climb, Rung,
                                         Scored, get_rung, rounded, rung_order, stager_applies)
+from passport_kit.onboard.selection import Calibration, ExpectedScore, LadderSelection
 
 #: Inverse L2 strengths every read-out is scored at (its best is kept, as ``LogisticRegressionCV`` does).
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -599,36 +601,41 @@ def fit_probe(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list
                       min_effect=min_effect)
 
 
-def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
-    """Return the ``selection`` block of adapter.json: the ladder's rungs, the shipped model and its expected score."""
+def ladder_record(fit: LadderFit, recipe: str) -> LadderSelection:
+    """Return the ladder's selection record (adapter.json's ``metrics.selection``): its rungs, the shipped model and
+    its expected score, the base it climbed from."""
     res = fit.result
     r = rounded
     band = res.bandpower.mean if res.bandpower is not None else None
-    choice = res.fitted.as_dict()
     folds = res.folds.per_draw if res.folds else 0
-    return {
-        "recipe": recipe,
-        "metric": res.metric,
-        "score": r(res.expected),
-        "chosen": res.chosen_rung,
-        "method": (res.folds.describe() + f"; a rung replaces the one below only on a paired gain above "
-                   f"{SE_MULTIPLE:g} standard errors and {res.min_effect:g} {res.metric}, then refit on all"
-                   if res.folds else
-                   "none (too few windows): the textbook fallback"),
-        **choice,
-        "zero_shot": bool(res.chosen is not None and res.chosen.choice is None),
-        "smoothing": res.smoothing is not None,
-        "calibration": res.calibration,
-        "expected": {"metric": res.metric, "score": r(res.expected), "folds": folds,
-                     "draws": len(res.folds.draws) if res.folds else 0,
-                     "kind": res.folds.kind if res.folds else None},
-        "bandpower_score": r(band),
-        "increment_over_bandpower": r(None if band is None or res.expected is None else res.expected - band),
+    return LadderSelection(
+        recipe=recipe,
+        metric=res.metric,
+        score=r(res.expected),
+        chosen=res.chosen_rung,
+        method=(res.folds.describe() + f"; a rung replaces the one below only on a paired gain above "
+                f"{SE_MULTIPLE:g} standard errors and {res.min_effect:g} {res.metric}, then refit on all"
+                if res.folds else
+                "none (too few windows): the textbook fallback"),
+        **res.fitted.as_dict(),
+        zero_shot=bool(res.chosen is not None and res.chosen.choice is None),
+        smoothing=res.smoothing is not None,
+        calibration=Calibration(**res.calibration),
+        expected=ExpectedScore(metric=res.metric, score=r(res.expected), folds=folds,
+                               draws=len(res.folds.draws) if res.folds else 0,
+                               kind=res.folds.kind if res.folds else None),
+        bandpower_score=r(band),
+        increment_over_bandpower=r(None if band is None or res.expected is None else res.expected - band),
         **stager_summary(res),
-        "min_effect": res.min_effect,
-        "ladder": [rung.as_dict() for rung in res.rungs],
-        "seconds": round(res.seconds, 2),
-    }
+        min_effect=res.min_effect,
+        ladder=[rung.record() for rung in res.rungs],
+        seconds=round(res.seconds, 2),
+    )
+
+
+def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
+    """Return the ``selection`` block of adapter.json: :func:`ladder_record` as the bundle stores it."""
+    return ladder_record(fit, recipe).as_dict()
 
 
 def stager_summary(res: LadderResult) -> dict[str, Any]:
@@ -649,5 +656,5 @@ def stager_summary(res: LadderResult) -> dict[str, Any]:
 
 
 __all__ = ["BACKBONE_WEIGHTS", "C_GRID", "FALLBACK", "Folds", "Ladder", "LadderFit", "LadderResult",
-           "PRIOR_WEIGHTS", "Rung", "Scored", "fit_ladder", "fit_probe", "fold_score", "inner_folds", "ladder_summary",
-           "paired_gain", "set_zero_shot", "stager_summary", "zero_shot_proba", "STAGER_FIRST"]
+           "PRIOR_WEIGHTS", "Rung", "Scored", "fit_ladder", "fit_probe", "fold_score", "inner_folds",
+           "ladder_record", "ladder_summary", "paired_gain", "set_zero_shot", "stager_summary", "zero_shot_proba", "STAGER_FIRST"]

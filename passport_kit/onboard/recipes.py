@@ -26,6 +26,7 @@ import numpy as np
 
 from passport_kit.errors import ConfigError
 from passport_kit.onboard.rungs import rung_labels
+from passport_kit.onboard.selection import LadderSelection, Selection
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where a model is fitted; the options import this module
     from passport_kit.onboard.fitting import FitData, FitResult, FitRun
@@ -64,8 +65,9 @@ class FitJob:
 
 @dataclass
 class Fitted:
-    """Return-value object of :meth:`Recipe.fit`: the fit, adapter.json's selection block, the warnings and the
-    band-power read-out fitted on the same rows (the reference ``evaluate`` scores; None where there is none)."""
+    """Return-value object of :meth:`Recipe.fit`: the fit, adapter.json's selection block (its record's
+    :meth:`~passport_kit.onboard.selection.Selection.as_dict`), the warnings and the band-power read-out fitted on
+    the same rows (the reference ``evaluate`` scores; None where there is none)."""
 
     result: FitResult
     selection: dict[str, Any]
@@ -129,6 +131,23 @@ class Recipe:
         """Return the line that says what was trained (``summary``: the trainable tensors of the policy)."""
         return summary
 
+    def describe(self, record: Selection, *, validation: dict[str, Any] | None = None,
+                 verbose: bool = False) -> list[str]:
+        """Return what adapt says of how ``record``'s model was selected, a line each: here, for a record of one
+        validation score, its metric, score and method, then the kept model's scores.
+
+        ``validation``: adapter.json's ``metrics.validation`` (the kept model's scores); ``verbose``: every step of
+        the selection too, where a recipe records steps (the ladder's rungs).
+        """
+        score = "n/a" if record.score is None else f"{record.score:.3f}"
+        lines = [f"selected by {record.metric} {score}: {record.method}"]
+        if validation:
+            v = validation
+            auroc = f"AUROC {v['auroc']:.3f}  " if v.get("auroc") is not None else ""
+            lines.append(f"validation: {auroc}kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
+                         f"macro-F1 {v['macro_f1']:.3f}")
+        return lines
+
 
 class ProbeRecipe(Recipe):
     """``probe``: the ladder without its gradient rung: read-outs fitted by a solver, chosen by cross-validation."""
@@ -149,7 +168,7 @@ class ProbeRecipe(Recipe):
 
     def fit(self, options: Options, model: Any, job: FitJob) -> Fitted:
         from passport_kit.onboard.fitting import FitResult
-        from passport_kit.onboard.ladder import fit_ladder, ladder_summary
+        from passport_kit.onboard.ladder import fit_ladder
         from passport_kit.onboard.ladder_inputs import ladder_data
 
         windows, progress, data = job.windows, job.run.progress, job.data
@@ -168,17 +187,17 @@ class ProbeRecipe(Recipe):
         steps = decision.steps if decision is not None and decision.trained else 0
         result = FitResult(best_step=steps, steps=steps, best_score=fitted.result.expected,
                            validation=fitted.validation, seconds=fitted.seconds)
-        return Fitted(result, self.selection(fitted), fitted.warnings, fitted.bandpower_head)
+        return Fitted(result, self.record(fitted).as_dict(), fitted.warnings, fitted.bandpower_head)
 
     def gradient_rung(self, options: Options, model: Any, job: FitJob, rows: np.ndarray) -> Any:
         """Return the ladder's LP-FT rung (a callable of the chosen read-out and its inputs), or None: not offered."""
         return None
 
-    def selection(self, fitted: Any) -> dict[str, Any]:
-        """Return adapter.json's selection block of a ladder fit."""
-        from passport_kit.onboard.ladder import ladder_summary
+    def record(self, fitted: Any) -> LadderSelection:
+        """Return the selection record of a ladder fit (adapter.json's ``metrics.selection``)."""
+        from passport_kit.onboard.ladder import ladder_record
 
-        return ladder_summary(fitted, self.name)
+        return ladder_record(fitted, self.name)
 
     def fitted_summary(self, model: Any, selection: dict[str, Any], summary: str) -> str:
         if (selection.get("adapter_training") or {}).get("trained"):
@@ -193,6 +212,93 @@ class ProbeRecipe(Recipe):
                     "not used by the model shipped (stored with it, as pretrained)")
         return (f"fitted: the read-out head.linear ({fitted:,} params); backbone, experts and mixture adapter as "
                 f"pretrained (stored with it: {summary})")
+
+    def describe(self, record: Selection, *, validation: dict[str, Any] | None = None,
+                 verbose: bool = False) -> list[str]:
+        """Return the ladder's account (:meth:`ladder_lines`, then :meth:`stager_lines`); a probe's record written
+        before the ladder (one validation score) in the base's words."""
+        if not isinstance(record, LadderSelection):
+            return super().describe(record, validation=validation, verbose=verbose)
+        return self.ladder_lines(record, verbose=verbose, validation=validation) + self.stager_lines(record)
+
+    def ladder_lines(self, record: LadderSelection, *, verbose: bool = False,
+                     validation: dict[str, Any] | None = None) -> list[str]:
+        """Return adapt's account of the ladder: which rungs were taken, and the expected scores of the model it ships.
+
+        With ``verbose``, one line per rung with its score, gain, standard error and reason, and the calibration.
+        ``validation``: the shipped model's out-of-fold decision scores (adapter.json's ``metrics.validation``):
+        its balanced accuracy and kappa stand next to the ranking metric, as ``evaluate`` reports them.
+        """
+        metric, rungs = record.metric, record.ladder
+        fmt = (lambda v: "n/a" if v is None else f"{v:.3f}")
+        # LP-FT is scored on its own folds against the read-out it starts from: its gain, not its score, compares.
+        steps = "; ".join(f"{RUNG_NAMES.get(r.rung, r.rung)} "
+                          + (f"{r.gain:+.3f}" if r.rung == "lpft" and r.gain is not None else fmt(r.score))
+                          + ("" if i == 0 else " taken" if r.taken else " not taken")
+                          for i, r in enumerate(rungs) if r.tried)
+        lines = [f"ladder ({metric}, {record.method.split(';')[0]}): {steps}"]
+        if verbose:
+            lines += self._rung_lines(record)
+        shipped = RUNG_NAMES.get(record.chosen, record.chosen).lstrip("+ ")
+        expected = record.expected
+        if expected.score is None:
+            lines.append("expected on new subjects: unknown (nothing to cross-validate over); the model shipped: "
+                         f"{shipped}")
+            return lines
+        kind = "blocked folds within the training night(s)" if expected.kind == "blocks" else "folds"
+        caveat = ("; with so few folds the score is a rough guide" if expected.folds < 3 else "")
+        lines.append(f"expected on new subjects: {metric} {expected.score:.3f}{decision_text(metric, validation)} "
+                     f"(cross-validated, {expected.folds} {kind}; the model shipped: {shipped}{caveat})")
+        chance = near_chance_note(validation)
+        if chance:
+            lines.append(f"warning: {chance}")
+        if record.bandpower_score is not None and record.chosen != "bandpower":
+            lines.append(f"band power alone (the textbook, same folds): {metric} {record.bandpower_score:.3f}")
+        return lines
+
+    @staticmethod
+    def _rung_lines(record: LadderSelection) -> list[str]:
+        """Return --verbose's lines of the ladder: each rung's score, whether it was taken and why; the calibration."""
+        lines = [f"  {r.rung}{'' if r.score is None else f' {r.score:.3f}'}: {'taken' if r.taken else 'not taken'}: "
+                 f"{r.reason}" for r in record.ladder]
+        cal = record.calibration
+        if cal.calibrated:
+            lines.append(f"  calibration: temperature {cal.temperature:g}; inner expected calibration error "
+                         f"{cal.ece_before:.3f} before, {cal.ece_after:.3f} after")
+        return lines
+
+    def stager_lines(self, record: LadderSelection) -> list[str]:
+        """Return adapt's account of a stager-first ladder (sleep): the stager's zero-shot score on your nights beside
+        the shipped model's, what it read, and in plain words whether your labels improved on it ([] for another
+        base)."""
+        stager = record.stager
+        if record.base != "stager" or stager is None or stager.score is None:
+            return []
+        metric, name = record.metric, str(stager.prior or "the stager").upper().replace("+", " + ")
+        taken = record.taken
+        core = next((r for r in reversed(taken) if r in _STAGER_SHIPPED), "stager")
+        extra = [RUNG_NAMES[r].lstrip("+ ") for r in taken if r not in _STAGER_SHIPPED and r in RUNG_NAMES]
+        shipped = _STAGER_SHIPPED[core].format(name=name) + (f", with {', '.join(extra)}" if extra else "")
+        read = f"sleep stager {name} on {stager.channels or 'its channel'}"
+        lines = [f"{read}, zero-shot on your nights (same folds): {metric} {stager.score:.3f}; the model shipped: "
+                 f"{record.score:.3f}" if record.score is not None else f"{read}: {metric} {stager.score:.3f}"]
+        gain = record.increment_over_stager
+        if core == "stager" and not extra:
+            lines.append(f"your nights did not improve on {name}: shipped {shipped}")
+        elif core == "recalibrated" and not extra and gain is not None:
+            lines.append(f"your nights did not improve on {name} beyond recalibrating it ({gain:+.3f} {metric}): "
+                         f"shipped {shipped}")
+        elif core == "bandpower":
+            lines.append(f"your nights showed band power beats {name} here ({gain:+.3f} {metric}; a channel it cannot "
+                         f"read?): shipped {shipped}" if gain is not None else f"shipped {shipped}")
+        elif gain is not None:
+            lines.append(f"your nights improved on {name} by {gain:+.3f} {metric}: shipped {shipped}")
+        return lines
+
+
+#: What a stager-first ladder shipped, in words (issue 43), by the last rung taken.
+_STAGER_SHIPPED = {"stager": "{name} as it is", "recalibrated": "{name}, recalibrated on your nights",
+                   "stacked": "{name} with band power, fitted around its output", "bandpower": "band power alone"}
 
 
 class AutoRecipe(ProbeRecipe):
@@ -246,14 +352,13 @@ class AutoRecipe(ProbeRecipe):
                        settings=settings.model_copy(update={"max_steps": decision.steps}), seed=job.seed, run=job.run)
         return decision
 
-    def selection(self, fitted: Any) -> dict[str, Any]:
+    def record(self, fitted: Any) -> LadderSelection:
         from passport_kit.onboard.lpft import not_tried
 
-        summary = super().selection(fitted)
         decision = fitted.result.lpft  # the LP-FT rung's decision, or why it was not tried
         lpft_rung = next(r for r in fitted.result.rungs if r.name == "lpft")
-        summary["adapter_training"] = (decision if decision is not None else not_tried(lpft_rung.reason)).as_dict()
-        return summary
+        training = (decision if decision is not None else not_tried(lpft_rung.reason)).as_dict()
+        return super().record(fitted).model_copy(update={"adapter_training": training})
 
 
 class FinetuneRecipe(Recipe):
@@ -310,14 +415,48 @@ class FinetuneRecipe(Recipe):
                          f"{len(val_idx)} windows of one person or none; its score says little")
         if result.best_score is not None and near_chance(result.best_score, metric):
             notes.append(f"validation {metric} {result.best_score:.3f} is near chance")
-        selection = {"recipe": self.name, "metric": metric,
-                     "score": None if result.best_score is None else round(result.best_score, 4),
-                     "method": f"best of every evaluation on {n_val} validation subject(s)",
-                     "best_step": result.best_step}
-        return Fitted(result, selection, notes)
+        record = Selection(recipe=self.name, metric=metric,
+                           score=None if result.best_score is None else round(result.best_score, 4),
+                           method=f"best of every evaluation on {n_val} validation subject(s)",
+                           best_step=result.best_step)
+        return Fitted(result, record.as_dict(), notes)
 
     def recorded_head_lr(self, options: Options, seed: int) -> float | None:
         return options.settings(seed).resolved_head_lr
+
+
+#: Decisions with a kappa under this agree with the labels only slightly (Landis & Koch's "slight": 0-0.20).
+NEAR_CHANCE_KAPPA = 0.2
+
+
+def decision_text(metric: str, validation: dict[str, Any] | None) -> str:
+    """Return ``', balanced accuracy 0.600, kappa 0.159 for its decisions'`` beside a ranking ``metric`` (AUROC), or
+    the decision metric beside kappa; '' without scores."""
+    if not validation or validation.get("kappa") is None:
+        return ""
+    bacc = validation.get("balanced_accuracy")
+    if metric == "kappa":
+        return "" if bacc is None else f", balanced accuracy {bacc:.3f}"
+    return (" to rank windows; its decisions: balanced accuracy "
+            + ("n/a" if bacc is None else f"{bacc:.3f}") + f", kappa {validation['kappa']:.3f}")
+
+
+def near_chance_note(validation: dict[str, Any] | None) -> str | None:
+    """Return the warning that the shipped model's class decisions are near chance, or None."""
+    if not validation or validation.get("kappa") is None or validation["kappa"] >= NEAR_CHANCE_KAPPA:
+        return None
+    return (f"the model's class decisions are near chance (cross-validated kappa {validation['kappa']:.3f}, under "
+            f"{NEAR_CHANCE_KAPPA:g}): most windows' classes are barely better than a guess; evaluate --protocol "
+            "loso shows them per subject")
+
+
+def describe_selection(record: Selection, *, validation: dict[str, Any] | None = None,
+                       verbose: bool = False) -> list[str]:
+    """Return ``record`` in its recipe's words (:meth:`Recipe.describe`). A record of a recipe not registered here,
+    or written before records named their recipe, is told by its kind: the ladder's words, else one score's."""
+    name = record.recipe if record.recipe in recipe_names() else (
+        ProbeRecipe.name if isinstance(record, LadderSelection) else FinetuneRecipe.name)
+    return get_recipe(name).describe(record, validation=validation, verbose=verbose)
 
 
 #: How each rung of the ladder is named to a user (adapt's ladder line, the demo's rows); a rung not here is named
@@ -363,5 +502,6 @@ def get_recipe(name: str) -> Recipe:
     return Recipe._by_name[name]()
 
 
-__all__ = ["PROBE_LAYER", "AutoRecipe", "FinetuneRecipe", "FitJob", "Fitted", "ProbeRecipe", "Recipe", "default_recipe",
-           "get_recipe", "gradient_options_given", "recipe_names"]
+__all__ = ["NEAR_CHANCE_KAPPA", "PROBE_LAYER", "AutoRecipe", "FinetuneRecipe", "FitJob", "Fitted", "ProbeRecipe",
+           "Recipe", "decision_text", "default_recipe", "describe_selection", "get_recipe", "gradient_options_given",
+           "near_chance_note", "recipe_names"]

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from passport_kit.onboard.read_out import ReadOutChoice
+from passport_kit.onboard.selection import RungRecord
 
 #: Weights of the backbone block the backbone rung tries (a smaller weight is a stronger penalty on it).
 BACKBONE_WEIGHTS = (0.1, 0.3)
@@ -80,11 +81,12 @@ class Rung:
     standard_error: float | None = None
     setting: dict[str, Any] | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def record(self) -> RungRecord:
+        """Return the rung as the selection record holds it (scores rounded)."""
         r = rounded
-        return {"rung": self.name, "tried": self.tried, "taken": self.taken, "score": r(self.score),
-                "baseline": r(self.baseline), "gain": r(self.gain), "standard_error": r(self.standard_error),
-                "setting": self.setting, "reason": self.reason}
+        return RungRecord(rung=self.name, tried=self.tried, taken=self.taken, score=r(self.score),
+                          baseline=r(self.baseline), gain=r(self.gain), standard_error=r(self.standard_error),
+                          setting=self.setting, reason=self.reason)
 
 
 @dataclass
