@@ -14,6 +14,7 @@ from passport_kit.model.backbone import Backbone
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.model.policy import FrozenStaysEval
 from passport_kit.model.spectral import band_power_features
+from passport_kit.registry import Registry
 
 Pooling = Literal["mean", "patches"]
 HeadKind = Literal["mlp", "probe"]
@@ -142,6 +143,10 @@ def fp32_head(t: Tensor) -> contextlib.AbstractContextManager:
     return torch.autocast(t.device.type, enabled=False)
 
 
+#: The head classes by kind, filled by subclassing :class:`Head` (an unknown kind: a ConfigError naming them).
+HEADS: Registry[type[Head]] = Registry("head kind", unknown=ConfigError)
+
+
 class Head(nn.Module):
     """Base of every classification head: a subclass that sets ``kind`` is registered under it.
 
@@ -151,10 +156,9 @@ class Head(nn.Module):
     head is one subclass here plus its keys in ``checkpoint``'s ``HeadSettings``.
     """
 
-    #: The head's name in adapter.json (``head.kind``, ``variant.head``): one of :data:`HeadKind`.
+    #: The head's name in adapter.json (``head.kind``, ``variant.head``): one of :data:`HeadKind`, and its name in
+    #: :data:`HEADS`.
     kind: str = ""
-    #: Filled by subclassing: kind → head class.
-    _by_kind: dict[str, type[Head]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -162,14 +166,12 @@ class Head(nn.Module):
         if kind:
             if kind not in get_args(HeadKind):
                 raise TypeError(f"{cls.__name__}.kind {kind!r} is not one of HeadKind; add it there")
-            Head._by_kind[kind] = cls
+            HEADS.add(kind, cls)
 
     @classmethod
     def of_kind(cls, kind: str) -> type[Head]:
         """Return the head class registered as ``kind`` (ConfigError naming the kinds for another)."""
-        if kind not in cls._by_kind:
-            raise ConfigError(f"unknown head kind {kind!r}; choose {' or '.join(repr(k) for k in cls._by_kind)}")
-        return cls._by_kind[kind]
+        return HEADS.lookup(kind)
 
     @classmethod
     def build(cls, backbone: Backbone, n_classes: int, **options: Any) -> Head:

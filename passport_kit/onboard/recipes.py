@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from passport_kit.errors import ConfigError
+from passport_kit.registry import Registry
 from passport_kit.onboard.rungs import rung_labels
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where a model is fitted; the options import this module
@@ -73,8 +74,13 @@ class Fitted:
     bandpower_head: Any = None
 
 
+#: The recipe classes by name, filled by subclassing :class:`Recipe`: the default (``auto``) first, then in the order
+#: defined; an unknown name is a ConfigError naming them.
+RECIPES: Registry[type[Recipe]] = Registry("recipe", unknown=ConfigError, default="auto")
+
+
 class Recipe:
-    """Base of every recipe; a subclass that sets ``name`` is registered under it."""
+    """Base of every recipe; a subclass that sets ``name`` is registered under it (:data:`RECIPES`)."""
 
     #: The value of ``--recipe`` / ``recipe:`` that names it.
     name: ClassVar[str] = ""
@@ -87,13 +93,11 @@ class Recipe:
     #: The gradient options (:attr:`FinetuneRecipe.only`) it acts on; the others given with it are refused
     #: (:meth:`refuse`).
     takes: ClassVar[tuple[str, ...]] = ()
-    #: Filled by subclassing, in definition order: name → recipe class.
-    _by_name: ClassVar[dict[str, type[Recipe]]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("name"):
-            Recipe._by_name[cls.name] = cls
+            RECIPES.add(cls.name, cls)
 
     # -- options ---------------------------------------------------------------------------------------------------
     def refuse(self, data: dict[str, Any], given: list[str]) -> str | None:
@@ -352,15 +356,13 @@ def default_recipe(given: list[str]) -> str:
 
 def recipe_names() -> tuple[str, ...]:
     """Return the registered recipes' names, the default first, then in the order they were defined."""
-    return (AutoRecipe.name, *(name for name in Recipe._by_name if name != AutoRecipe.name))
+    return RECIPES.names()
 
 
 def get_recipe(name: str) -> Recipe:
     """Return the recipe registered as ``name`` (ConfigError naming the recipes for another)."""
-    if name not in Recipe._by_name:
-        raise ConfigError(f"unknown recipe {name!r}; choose {', '.join(recipe_names())}")
-    return Recipe._by_name[name]()
+    return RECIPES.lookup(name)()
 
 
-__all__ = ["PROBE_LAYER", "AutoRecipe", "FinetuneRecipe", "FitJob", "Fitted", "ProbeRecipe", "Recipe", "default_recipe",
+__all__ = ["PROBE_LAYER", "RECIPES", "AutoRecipe", "FinetuneRecipe", "FitJob", "Fitted", "ProbeRecipe", "Recipe", "default_recipe",
            "get_recipe", "gradient_options_given", "recipe_names"]
