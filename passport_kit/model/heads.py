@@ -234,20 +234,13 @@ class ProbeHead(Head):
                    n_prior, prior, temperature, smoothing)
 
     def settings(self) -> dict[str, Any]:
-        """Return the keywords that rebuild this head; those of options a head predates only when set."""
-        out: dict[str, Any] = {"kind": "probe", "n_classes": self.linear.out_features, "n_channels": self.n_channels,
-                               "context": self.context}  # its context and pooling are chosen when it is fitted
-        if self.layer is not None:  # bundles written before the option existed read every layer
-            out |= {"layer": self.layer, "pooling_probe": self.pooling}
-        if self.bands is not None:  # heads written before issue 24 have the old spectral block
-            out |= {"bands": [list(b) for b in self.bands], "scaling": self.scaling}
-        if self.n_prior:  # heads written before issue 33 (and those without a prior) have no such keys
-            out |= {"n_prior": self.n_prior, "prior": dict(self.prior or {})}
-        if self.temperature != 1.0:
-            out |= {"temperature": self.temperature}
-        if self.smoothing is not None:
-            out |= {"smoothing": self.smoothing}
-        return out
+        """Return the keywords that rebuild this head, every one (the bundle leaves out what older heads lacked:
+        ``checkpoint.files.MIGRATIONS``)."""
+        return {"kind": "probe", "n_classes": self.linear.out_features, "n_channels": self.n_channels,
+                "context": self.context, "layer": self.layer, "pooling_probe": self.pooling,
+                "bands": None if self.bands is None else [list(b) for b in self.bands], "scaling": self.scaling,
+                "n_prior": self.n_prior, "prior": None if self.prior is None else dict(self.prior),
+                "temperature": self.temperature, "smoothing": self.smoothing}
 
     def logits(self, backbone: Backbone, x: Tensor, meta: ChannelMeta, mask: Tensor | None,
                distrust: Tensor | None) -> Tensor:
@@ -416,9 +409,9 @@ class ClassificationHead(Head):
                    dropout=dropout)
 
     def settings(self) -> dict[str, Any]:
-        """Return the keywords that rebuild this head (no "kind": bundles before the probe head read back unchanged)."""
+        """Return the keywords that rebuild this head (the bundle leaves out its kind, as it always has)."""
         first, dropout, last = self.net[0], self.net[2], self.net[-1]
-        return {"n_classes": last.out_features, "pooling": self.pooling, "n_patches": self.n_patches,
+        return {"kind": "mlp", "n_classes": last.out_features, "pooling": self.pooling, "n_patches": self.n_patches,
                 "hidden": first.out_features, "dropout": dropout.p}
 
     def logits(self, backbone: Backbone, x: Tensor, meta: ChannelMeta, mask: Tensor | None,
