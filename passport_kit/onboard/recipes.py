@@ -158,9 +158,8 @@ class ProbeRecipe(Recipe):
 
         windows, progress, data = job.windows, job.run.progress, job.data
         rows = np.sort(np.concatenate([job.train_idx, job.val_idx]))
-        forward = {"batch_size": max(options.batch_size, 64), "device": job.run.device,
-                   "channel_mask": data.channel_mask, "distrust": data.distrust}
-        fitted = fit_ladder(model, data.x, data.y, data.meta, data.classes, rows,
+        forward = {"batch_size": max(options.batch_size, 64), "device": job.run.device}
+        fitted = fit_ladder(model, data, rows,
                             lambda plain, r: ladder_data(options, windows, plain, r, head=model.head), seed=job.seed,
                             forward=forward, lpft=self.gradient_rung(options, model, job, rows),
                             min_effect=options.min_effect, progress=None if progress is None else (
@@ -244,7 +243,7 @@ class AutoRecipe(ProbeRecipe):
                                  seed=job.seed)
         data = replace(job.data, sequence=np.asarray(windows.recording))  # a read-out with context reads whole runs
         decision = decide(model, data, rows, windows.subject, chosen=start, start=start, plain=plain,
-                          settings=settings, run=job.run, seed=job.seed, min_effect=options.min_effect)
+                          settings=settings, run=job.run, min_effect=options.min_effect)
         if decision.trained:
             lpft_train(model, data, rows, start=start, plain=plain,
                        settings=settings.model_copy(update={"max_steps": decision.steps}), seed=job.seed, run=job.run)
