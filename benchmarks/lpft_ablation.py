@@ -82,8 +82,9 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
     run, w = task.run, task.run.windows
     sleep = len(task.classes) > 2
     model = copy.deepcopy(template)
-    probe = fit_probe(model, w.x, w.y, run.meta, task.classes, train, w.subject, seed=seed,
-                      forward={"channel_mask": run.channel_mask, "distrust": run.distrust}, recordings=w.recording,
+    windows = FitData(w.x, w.y, run.meta, task.classes, channel_mask=run.channel_mask, distrust=run.distrust,
+                      sequence=w.recording)
+    probe = fit_probe(model, windows, train, w.subject, seed=seed,
                       contexts=CONTEXTS if sleep else (0,), scalings=("none", "recording") if sleep else ("none",))
     out: dict[str, Any] = {"probe": proba_of(model, task, test)}
     # LP-FT's start: the backbone rung's read-out (forced here even where the ladder did not take it: the ablation)
@@ -112,7 +113,7 @@ def lpft_fold(task: Any, template: Any, train: np.ndarray, test: np.ndarray, see
             data = FitData(w.x, w.y, run.meta, task.classes, channel_mask=run.channel_mask, distrust=run.distrust,
                            sequence=np.asarray(w.recording))
             decision = decide(model, data, train, w.subject, chosen=probe.choice, start=start, plain=probe.features,
-                              settings=settings, seed=seed)
+                              settings=settings)  # seed: settings' (lpft_settings(seed=seed))
             out["auto trained"] = decision.trained
             out["decision"] = decision.as_dict()
             # The rule's margin, ablated: the product trains when gain > 1 SE; the best step count does not
@@ -137,6 +138,7 @@ def finetune_fold(task: Any, checkpoint: str, train: np.ndarray, test: np.ndarra
     from passport_kit.onboard.recipe import RecipeOptions
     from passport_kit.onboard.splits import SubjectSplit, with_validation
 
+    from passport_kit.onboard.fitting import FitRun
     from passport_kit.onboard.run import train_once
     from passport_kit.checkpoint import load_base_checkpoint
 
@@ -151,7 +153,7 @@ def finetune_fold(task: Any, checkpoint: str, train: np.ndarray, test: np.ndarra
         warnings.simplefilter("ignore")
         backbone, _ = load_base_checkpoint(checkpoint)
         trained = train_once(RecipeOptions(recipe="finetune"), backbone, task.run, tr, va, seed=seed,
-                             device=None, precision="fp32")
+                             where=FitRun(device=None, precision="fp32"))
     return proba_of(trained.model, task, test)
 
 

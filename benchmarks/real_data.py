@@ -230,6 +230,7 @@ def spectral_probe_proba(x: np.ndarray, y: np.ndarray, groups: np.ndarray, train
 
     from passport_kit.model.heads import ProbeHead
     from passport_kit.model.spectral import carried_bands
+    from passport_kit.onboard.fitting import FitData
     from passport_kit.onboard.ladder import fit_probe
 
     class SpectralOnly(nn.Module):
@@ -246,7 +247,7 @@ def spectral_probe_proba(x: np.ndarray, y: np.ndarray, groups: np.ndarray, train
             return self.head(xb.new_zeros(*xb.shape[:3], 0), xb)
 
     model = SpectralOnly(x.shape[1])
-    fit_probe(model, x, y, _NoMeta(), classes, train, groups, poolings=("mean",))
+    fit_probe(model, FitData(x, y, _NoMeta(), classes), train, groups, poolings=("mean",))
     with torch.inference_mode():
         logits = model(torch.from_numpy(np.array(x[test], dtype=np.float32)), None)
     return torch.softmax(logits.double(), dim=-1).numpy()

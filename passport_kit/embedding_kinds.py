@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from passport_kit.errors import ConfigError
+from passport_kit.registry import Registry
+
 
 @dataclass(frozen=True)
 class EmbeddingKindSpec:
@@ -29,8 +32,9 @@ class EmbeddingKindSpec:
     experts: bool = False
 
 
-#: The registry of channel embedding kinds: each is named here once.
-EMBEDDINGS: dict[str, EmbeddingKindSpec] = {spec.name: spec for spec in (
+#: The registry of channel embedding kinds: each is named here once (an unknown kind: a ConfigError naming them).
+EMBEDDINGS: Registry[EmbeddingKindSpec] = Registry("channel embedding", unknown=ConfigError)
+for _spec in (
     EmbeddingKindSpec("ape", "sinusoidal by channel index"),
     EmbeddingKindSpec("channel-id", "learned vector looked up by channel name"),
     EmbeddingKindSpec("xyz", "sinusoidal per axis of the electrode position", positions=True),
@@ -39,7 +43,8 @@ EMBEDDINGS: dict[str, EmbeddingKindSpec] = {spec.name: spec for spec in (
                       positions=True, experts=True),
     EmbeddingKindSpec("xattn-experts", "Device Passport: cross-attention over experts from activity and position",
                       positions=True, experts=True),
-)}
+):
+    EMBEDDINGS.add(_spec.name, _spec)
 EMBEDDING_KINDS: tuple[str, ...] = tuple(EMBEDDINGS)
 #: The Device Passport kinds (an expert bank and a mixture adapter).
 EXPERT_KINDS: tuple[str, ...] = tuple(k for k, spec in EMBEDDINGS.items() if spec.experts)

@@ -68,6 +68,7 @@ def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE)
     ("wording.py", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.model", "passport_kit.signals",
                     "passport_kit.montage", "passport_kit.checkpoint", "passport_kit.cli")),  # words of every part
     ("version.py", ("passport_kit",)),  # the version every writer records: imports nothing of the package
+    ("registry.py", ("passport_kit",)),  # the registry every part registers in: imports nothing of the package
     ("embedding_kinds.py", ("torch", "passport_kit.model", "passport_kit.checkpoint", "passport_kit.onboard",
                             "passport_kit.inference", "passport_kit.cli")),  # the CLI's help lists the kinds, torch-free
 ])

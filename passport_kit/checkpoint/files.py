@@ -2,16 +2,20 @@
 
 :class:`InputContract` is the signal a base checkpoint expects (its ``preprocessing`` block);
 :class:`BaseCheckpointConfig` and :class:`AdapterMeta` are the two JSON documents, validated
-strictly (``extra="forbid"``) when a folder is read.
+strictly (``extra="forbid"``) when a folder is read. Files written by earlier versions are read
+through :data:`MIGRATIONS`, one named entry per older form of a block.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, TypeAdapter, field_serializer,
+                      field_validator, model_validator)
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
 from passport_kit.version import __version__
@@ -24,6 +28,101 @@ from passport_kit.signals.preprocess import PreprocessConfig
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
+@dataclass(frozen=True)
+class Migration:
+    """One older form of a block of a checkpoint file, and how it reads as the current form.
+
+    ``since``: the change that brought the current form (files written before it have the older
+    one; ``format_version`` stayed 1 throughout, so the forms are told apart by their keys);
+    ``block``: ``"preprocessing"`` (config.json) or ``"head"`` (adapter.json); ``upgrade``: the
+    block as read → the current form (a current block passes unchanged); ``written``: the current
+    form → the form written, for a block whose older form is still written where it can say the
+    same (None: the current form is written).
+    """
+
+    name: str
+    since: str
+    block: str
+    upgrade: Callable[[dict[str, Any]], dict[str, Any]]
+    written: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+
+def _notch_freq(data: dict[str, Any]) -> dict[str, Any]:
+    """Return a preprocessing block with ``notch`` (a number or words) read as ``notch_freq``."""
+    # config.json before issue 29: 'notch', a number or a sentence ("mains frequency of the
+    # recording site (60 Hz for TUH)"), which is notch_freq None: each site's own.
+    if "notch" not in data or "notch_freq" in data:
+        return data
+    data = dict(data)
+    old = data.pop("notch")
+    data["notch_freq"] = old if isinstance(old, (int, float)) and not isinstance(old, bool) else None
+    return data
+
+
+def _head_keys(name: str, since: str, kind: str, keys: Mapping[str, Any]) -> Migration:
+    """Return the migration of a head block of ``kind`` written before ``keys`` existed.
+
+    Read, each key absent means its value in ``keys`` (what that head did before the key). Written,
+    the keys are left out while the first holds its value in ``keys``: a head read from an older
+    bundle writes the block it was read from, and a head that does not use the option (no sleep
+    prior, temperature 1) writes what such a head always wrote.
+    """
+    first = next(iter(keys))
+
+    def upgrade(head: dict[str, Any]) -> dict[str, Any]:
+        if head.get("kind") != kind:
+            return head
+        return {**head, **{key: value for key, value in keys.items() if key not in head}}
+
+    def written(head: dict[str, Any]) -> dict[str, Any]:
+        if head.get("kind") != kind or first not in head or head[first] != keys[first]:
+            return head
+        return {key: value for key, value in head.items() if key not in keys}
+
+    return Migration(name, since, "head", upgrade, written)
+
+
+def _head_kind(head: dict[str, Any]) -> dict[str, Any]:
+    """Return a head block with its kind: none is the paper's MLP head, the only one before the probe."""
+    return head if "kind" in head else {"kind": "mlp", **head}
+
+
+def _mlp_without_kind(head: dict[str, Any]) -> dict[str, Any]:
+    """Return an MLP head block without ``kind``, as every MLP head has been written."""
+    return {key: value for key, value in head.items() if key != "kind"} if head.get("kind") == "mlp" else head
+
+
+#: The older forms of the files, by block, in the order they are applied on reading (the reverse on writing).
+#: A new key of a block is one entry here with the value its absence meant, and a test reading such a block.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("notch-freq", "issue 29", "preprocessing", _notch_freq),
+    Migration("head-kind", "issue 18 (the probe head)", "head", _head_kind, _mlp_without_kind),
+    _head_keys("probe-layer", "issue 18 (the read-out layer)", "probe", {"layer": None, "pooling_probe": "mean"}),
+    _head_keys("probe-bands", "issue 24 (the spectral bands)", "probe", {"bands": None, "scaling": "none"}),
+    _head_keys("probe-prior", "issue 33 (the sleep prior block)", "probe", {"n_prior": 0, "prior": None}),
+    _head_keys("probe-temperature", "issue 33 (calibration)", "probe", {"temperature": 1.0}),
+    _head_keys("probe-smoothing", "issue 33 (the night's smoothing)", "probe", {"smoothing": None}),
+)
+
+
+def upgraded(block: str, data: Any) -> Any:
+    """Return ``data``, a ``block`` as a file holds it, in the current form (the block's migrations, in order)."""
+    if not isinstance(data, dict):  # not a block at all: validation says so
+        return data
+    for migration in MIGRATIONS:
+        if migration.block == block:
+            data = migration.upgrade(data)
+    return data
+
+
+def written(block: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Return ``data``, a ``block`` in the current form, as it is written (its migrations' written forms)."""
+    for migration in reversed(MIGRATIONS):
+        if migration.block == block and migration.written is not None:
+            data = migration.written(data)
+    return data
+
+
 class InputContract(BaseModel):
     """The input a base checkpoint's backbone was pretrained on (``config.json`` → ``preprocessing``).
 
@@ -33,7 +132,8 @@ class InputContract(BaseModel):
     own site's mains, never this one. ``adapt`` and ``predict`` preprocess new data by this
     contract (:func:`~passport_kit.signals.recording.fit_preprocessing`). The defaults are
     CBraMod's (cbramod.md §1.1, §3.1), which every shipped backbone expects. Files written
-    before issue 29 spell the notch ``notch`` (a number or words): read as ``notch_freq``.
+    before issue 29 spell the notch ``notch`` (a number or words): read as ``notch_freq``
+    (:data:`MIGRATIONS`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -48,14 +148,8 @@ class InputContract(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_notch_key(cls, data: Any) -> Any:
-        # config.json before issue 29: 'notch', a number or a sentence ("mains frequency of the
-        # recording site (60 Hz for TUH)"), which is notch_freq None: each site's own.
-        if isinstance(data, dict) and "notch" in data and "notch_freq" not in data:
-            data = dict(data)
-            old = data.pop("notch")
-            data["notch_freq"] = old if isinstance(old, (int, float)) and not isinstance(old, bool) else None
-        return data
+    def _current_form(cls, data: Any) -> Any:
+        return upgraded("preprocessing", data)
 
 
 #: The CBraMod input contract every shipped backbone expects, as a plain mapping.
@@ -151,11 +245,14 @@ class WindowSettings(TypedDict, total=False):
 
 class HeadSettings(TypedDict, total=False):
     """``adapter.json`` → ``head``: the keyword arguments of :class:`~passport_kit.model.Classifier` that rebuild the
-    head (``Classifier.head_settings``), exactly the keys written.
+    head (``Classifier.head_settings``).
 
-    A key absent is absent (not a default): bundles written before ``kind``, ``layer`` or ``bands``
-    existed read back as the head they were. The order is the order both kinds write their keys in,
-    so that a new bundle's JSON is what ``head_settings`` gave.
+    Read, a block written before ``kind``, ``layer``, ``bands``, the prior block, ``temperature``
+    or ``smoothing`` existed gains each with the value its absence meant (:data:`MIGRATIONS`), so
+    it rebuilds the head it was; written, those keys are left out again where they hold that value,
+    so a bundle's JSON keeps the form it always had. Any other key absent stays absent. The order
+    is the order both kinds write their keys in, so that a new bundle's JSON is what
+    ``head_settings`` gave.
     """
 
     __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc] - Classifier takes no other keyword
@@ -170,12 +267,12 @@ class HeadSettings(TypedDict, total=False):
     context: int  # probe
     layer: int | None  # probe
     pooling_probe: ProbePooling  # probe
-    bands: list[list[float]]  # probe: [low, high] in Hz per band
+    bands: list[list[float]] | None  # probe: [low, high] in Hz per band (None: the spectral block before issue 24)
     scaling: Scaling  # probe
-    n_prior: int  # probe with a sleep prior block (issue 33)
-    prior: dict[str, Any]  # probe: the prior's name and channels (passport_kit.sleep.priors.PriorSpec)
-    temperature: float  # probe: calibration temperature (absent: 1)
-    smoothing: dict[str, Any]  # probe: the night HMM's transitions and emission prior (absent: none)
+    n_prior: int  # probe: the sleep prior block's width (issue 33; 0: none)
+    prior: dict[str, Any] | None  # probe: the prior's name and channels (passport_kit.sleep.priors.PriorSpec)
+    temperature: float  # probe: calibration temperature (1: none)
+    smoothing: dict[str, Any] | None  # probe: the night HMM's transitions and emission prior (None: none)
 
 
 #: Validates a classifier's ``head_settings`` before a bundle records them.
@@ -222,6 +319,15 @@ class AdapterMeta(BaseModel):
     head: HeadSettings = Field(default_factory=HeadSettings)
     variant: AdapterVariant | None = None
     tensors: list[str] = Field(default_factory=list)
+
+    @field_validator("head", mode="before")
+    @classmethod
+    def _current_head(cls, value: Any) -> Any:
+        return upgraded("head", value)
+
+    @field_serializer("head", mode="wrap")
+    def _written_head(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        return written("head", handler(value))
 
     @field_validator("montage", "window", "training", mode="before")
     @classmethod

@@ -7,7 +7,7 @@ three see exactly the same numbers for the same model and windows.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,11 +45,13 @@ def gate_meta(model: nn.Module, xb: torch.Tensor, meta: ChannelMeta) -> ChannelM
 
 def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarray, *, batch_size: int,
              device: torch.device, precision: Precision, channel_mask: np.ndarray | None,
-             distrust: np.ndarray | None, call: Callable[..., torch.Tensor],
-             gate: bool = True) -> Iterator[torch.Tensor]:
-    """Yield ``call(xb, meta, **extra)`` for consecutive batches of ``rows`` of ``x`` (eval mode, no grad).
+             distrust: np.ndarray | None, gate: bool = True
+             ) -> Iterator[tuple[torch.Tensor, ChannelMeta, dict[str, torch.Tensor]]]:
+    """Yield ``(xb, meta, extra)`` for consecutive batches of ``rows`` of ``x``: a model's inputs, ``model`` in eval
+    mode, with no grad and under autocast at ``precision`` while the caller runs its forward pass on them.
 
-    ``gate`` False: the windows are not scored for a quality gate (a call that does not run the backbone).
+    ``xb`` ``(B, C, P, 200)`` on ``device``; ``meta`` scored for a quality gate unless ``gate`` is False (a call
+    that does not run the backbone); ``extra``: the batch's ``mask`` and ``distrust`` where given.
     """
     was_training = model.training
     model.eval()
@@ -67,7 +69,7 @@ def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarra
                 if distrust is not None:
                     extra["distrust"] = torch.from_numpy(np.asarray(distrust[batch], dtype=bool)).to(device)
                 with autocast(device, precision):
-                    yield call(xb.to(device), gate_meta(model, xb, meta) if gate else meta, **extra)
+                    yield xb.to(device), gate_meta(model, xb, meta) if gate else meta, extra
     finally:
         model.train(was_training)
 
@@ -75,7 +77,7 @@ def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarra
 def read_out_features(
     model: nn.Module, x: np.ndarray, meta: ChannelMeta, index: np.ndarray | None = None, *, batch_size: int = 64,
     device: torch.device | None = None, channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
-    on_batch: Callable[[int], None] | None = None, pooling: str | None = None, backbone: bool = True,
+    pooling: str | None = None, backbone: bool = True,
 ) -> np.ndarray:
     """Return a probe head's inputs ``(N, F)`` float64 for rows ``index`` of ``x`` ``(N, C, P, 200)`` (fp32 forward).
 
@@ -92,12 +94,10 @@ def read_out_features(
         call = model.read_out_features
     else:
         call = functools.partial(model.read_out_features, pooling=pooling)
-    for z in _batches(model, x, meta, rows, batch_size=batch_size, device=device or torch.device("cpu"),
-                      precision=PROBE_PRECISION, channel_mask=channel_mask, distrust=distrust, call=call,
-                      gate=backbone):
-        out.append(z.float().cpu().numpy())
-        if on_batch is not None:
-            on_batch(len(z))
+    for xb, batch_meta, extra in _batches(model, x, meta, rows, batch_size=batch_size,
+                                          device=device or torch.device("cpu"), precision=PROBE_PRECISION,
+                                          channel_mask=channel_mask, distrust=distrust, gate=backbone):
+        out.append(call(xb, batch_meta, **extra).float().cpu().numpy())
     return np.concatenate(out).astype(np.float64) if out else np.zeros((0, 0))
 
 
@@ -196,10 +196,10 @@ def predict_proba(
         proba = torch.softmax(logits.float(), dim=-1).cpu().numpy().astype(np.float32, copy=False)
         return finite_probabilities(head.postprocess(proba, runs))
     out: list[np.ndarray] = []
-    for logits in _batches(model, x, meta, rows, batch_size=batch_size, device=device, precision=precision,
-                           channel_mask=channel_mask, distrust=distrust, call=model):
+    for xb, batch_meta, extra in _batches(model, x, meta, rows, batch_size=batch_size, device=device,
+                                          precision=precision, channel_mask=channel_mask, distrust=distrust):
         # Softmax in fp32: bf16 probabilities round visibly in the CSV.
-        out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
+        out.append(torch.softmax(model(xb, batch_meta, **extra).float(), dim=-1).cpu().numpy())
     if not out:
         return np.zeros((0, 0), dtype=np.float32)
     return np.concatenate(out).astype(np.float32, copy=False)

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from passport_kit.errors import ChannelMappingError
 from passport_kit.model.config import EMBEDDINGS, ModelConfig
 from passport_kit.model.meta import ChannelMeta
+from passport_kit.registry import Registry
 
 #: Metres → decimetres: the expert kinds see positions on the scale of patch embeddings.
 DECIMETRES_PER_METRE = 10.0
@@ -31,6 +32,9 @@ XYZ_OFFSET_MM = 150.0
 XYZ_DIMS_PER_AXIS = 66
 #: Name of the quality gate's learned vector in the expert kinds (adapter bundles only).
 NOISE_EXPERT = "noise_expert"
+#: The module of each channel embedding kind, filled by subclassing :class:`ChannelEmbedding` (tests/model checks
+#: that every kind of :data:`~passport_kit.model.config.EMBEDDINGS` has one).
+EMBEDDING_MODULES: Registry[type[ChannelEmbedding]] = Registry("channel embedding module")
 
 
 def sinusoid(index: Tensor, dim: int) -> Tensor:
@@ -95,12 +99,11 @@ class ChannelEmbedding(nn.Module):
     """Base of every kind: ``forward(emb (B, C, P, D), meta, mask) -> (B, C, P, D)``."""
 
     #: The kind's name in the registry :data:`~passport_kit.model.config.EMBEDDINGS`; a subclass
-    #: that sets it is the module of that kind (:func:`build_channel_embedding` finds it by it).
+    #: that sets it is the module of that kind (:data:`EMBEDDING_MODULES`, where :func:`build_channel_embedding`
+    #: finds it).
     kind: str = ""
     #: Whether the channel codes read channel activity (the expert kinds), so ``distrust`` applies.
     reads_activity: bool = False
-    #: Filled by subclassing: kind → module class (tests/model checks every kind has one).
-    _modules_by_kind: dict[str, type[ChannelEmbedding]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -108,7 +111,7 @@ class ChannelEmbedding(nn.Module):
         if kind:
             if kind not in EMBEDDINGS:
                 raise TypeError(f"{cls.__name__}.kind {kind!r} is not a kind of model.config.EMBEDDINGS; add it there")
-            ChannelEmbedding._modules_by_kind[kind] = cls
+            EMBEDDING_MODULES.add(kind, cls)
 
     def __init__(self, d_model: int) -> None:
         super().__init__()
@@ -465,4 +468,4 @@ class XAttnExpertEmbedding(_ExpertEmbedding):
 
 def build_channel_embedding(config: ModelConfig) -> ChannelEmbedding:
     """Return the channel embedding named by ``config.embedding`` (the module registered under that kind)."""
-    return ChannelEmbedding._modules_by_kind[config.embedding].from_config(config)
+    return EMBEDDING_MODULES[config.embedding].from_config(config)

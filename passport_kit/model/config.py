@@ -74,10 +74,7 @@ def model_config(arch: str, embedding: str, **overrides: object) -> ModelConfig:
     """
     if arch not in ARCHITECTURES:
         raise ConfigError(f"unknown architecture {arch!r}; choose one of {sorted(ARCHITECTURES)}")
-    if embedding not in EMBEDDING_KINDS:
-        raise ConfigError(
-            f"unknown channel embedding {embedding!r}; choose one of {list(EMBEDDING_KINDS)}"
-        )
+    EMBEDDINGS.lookup(embedding)  # a ConfigError naming the kinds for another
     fields = {"arch": arch, "n_layers": ARCHITECTURES[arch], "embedding": embedding, **overrides}
     return parse_model_config(fields)
 

@@ -14,6 +14,7 @@ from passport_kit.model.backbone import Backbone
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.model.policy import FrozenStaysEval
 from passport_kit.model.spectral import band_power_features
+from passport_kit.registry import Registry
 
 Pooling = Literal["mean", "patches"]
 HeadKind = Literal["mlp", "probe"]
@@ -142,6 +143,10 @@ def fp32_head(t: Tensor) -> contextlib.AbstractContextManager:
     return torch.autocast(t.device.type, enabled=False)
 
 
+#: The head classes by kind, filled by subclassing :class:`Head` (an unknown kind: a ConfigError naming them).
+HEADS: Registry[type[Head]] = Registry("head kind", unknown=ConfigError)
+
+
 class Head(nn.Module):
     """Base of every classification head: a subclass that sets ``kind`` is registered under it.
 
@@ -151,10 +156,9 @@ class Head(nn.Module):
     head is one subclass here plus its keys in ``checkpoint``'s ``HeadSettings``.
     """
 
-    #: The head's name in adapter.json (``head.kind``, ``variant.head``): one of :data:`HeadKind`.
+    #: The head's name in adapter.json (``head.kind``, ``variant.head``): one of :data:`HeadKind`, and its name in
+    #: :data:`HEADS`.
     kind: str = ""
-    #: Filled by subclassing: kind → head class.
-    _by_kind: dict[str, type[Head]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -162,14 +166,12 @@ class Head(nn.Module):
         if kind:
             if kind not in get_args(HeadKind):
                 raise TypeError(f"{cls.__name__}.kind {kind!r} is not one of HeadKind; add it there")
-            Head._by_kind[kind] = cls
+            HEADS.add(kind, cls)
 
     @classmethod
     def of_kind(cls, kind: str) -> type[Head]:
         """Return the head class registered as ``kind`` (ConfigError naming the kinds for another)."""
-        if kind not in cls._by_kind:
-            raise ConfigError(f"unknown head kind {kind!r}; choose {' or '.join(repr(k) for k in cls._by_kind)}")
-        return cls._by_kind[kind]
+        return HEADS.lookup(kind)
 
     @classmethod
     def build(cls, backbone: Backbone, n_classes: int, **options: Any) -> Head:
@@ -232,20 +234,13 @@ class ProbeHead(Head):
                    n_prior, prior, temperature, smoothing)
 
     def settings(self) -> dict[str, Any]:
-        """Return the keywords that rebuild this head; those of options a head predates only when set."""
-        out: dict[str, Any] = {"kind": "probe", "n_classes": self.linear.out_features, "n_channels": self.n_channels,
-                               "context": self.context}  # its context and pooling are chosen when it is fitted
-        if self.layer is not None:  # bundles written before the option existed read every layer
-            out |= {"layer": self.layer, "pooling_probe": self.pooling}
-        if self.bands is not None:  # heads written before issue 24 have the old spectral block
-            out |= {"bands": [list(b) for b in self.bands], "scaling": self.scaling}
-        if self.n_prior:  # heads written before issue 33 (and those without a prior) have no such keys
-            out |= {"n_prior": self.n_prior, "prior": dict(self.prior or {})}
-        if self.temperature != 1.0:
-            out |= {"temperature": self.temperature}
-        if self.smoothing is not None:
-            out |= {"smoothing": self.smoothing}
-        return out
+        """Return the keywords that rebuild this head, every one (the bundle leaves out what older heads lacked:
+        ``checkpoint.files.MIGRATIONS``)."""
+        return {"kind": "probe", "n_classes": self.linear.out_features, "n_channels": self.n_channels,
+                "context": self.context, "layer": self.layer, "pooling_probe": self.pooling,
+                "bands": None if self.bands is None else [list(b) for b in self.bands], "scaling": self.scaling,
+                "n_prior": self.n_prior, "prior": None if self.prior is None else dict(self.prior),
+                "temperature": self.temperature, "smoothing": self.smoothing}
 
     def logits(self, backbone: Backbone, x: Tensor, meta: ChannelMeta, mask: Tensor | None,
                distrust: Tensor | None) -> Tensor:
@@ -414,9 +409,9 @@ class ClassificationHead(Head):
                    dropout=dropout)
 
     def settings(self) -> dict[str, Any]:
-        """Return the keywords that rebuild this head (no "kind": bundles before the probe head read back unchanged)."""
+        """Return the keywords that rebuild this head (the bundle leaves out its kind, as it always has)."""
         first, dropout, last = self.net[0], self.net[2], self.net[-1]
-        return {"n_classes": last.out_features, "pooling": self.pooling, "n_patches": self.n_patches,
+        return {"kind": "mlp", "n_classes": last.out_features, "pooling": self.pooling, "n_patches": self.n_patches,
                 "hidden": first.out_features, "dropout": dropout.p}
 
     def logits(self, backbone: Backbone, x: Tensor, meta: ChannelMeta, mask: Tensor | None,

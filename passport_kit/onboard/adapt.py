@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from passport_kit.checkpoint import DEFAULT_CHECKPOINT  # adapt's public name too (evaluate reads it here)
 from passport_kit.errors import ConfigError, DataError, PassportWarning
 from passport_kit.output_lock import output_lock
-from passport_kit.onboard.fitting import FitResult
+from passport_kit.onboard.fitting import FitResult, FitRun
 from passport_kit.onboard.recipe import (  # noqa: F401 - DEFAULT_*, RecipeOptions: adapt's public names too
     DEFAULT_DISTRUST,
     DEFAULT_UNCORRELATED,
@@ -321,9 +321,9 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     run_config = {"adapt": cfg.model_dump(mode="json", exclude=set(_RUN_ONLY)),
                   "base_sha256": info.weights_sha256, "montage_hash": montage.content_hash}
     check_resumable(state_path, run_config)
-    trained = train_once(cfg, backbone, run, train_idx, val_idx, seed=cfg.seed, device=device, precision=precision,
-                         state_path=state_path, run_config=run_config,
-                         progress=naming_metric(progress, len(windows.classes)))
+    trained = train_once(cfg, backbone, run, train_idx, val_idx, seed=cfg.seed, where=FitRun(
+        device=device, precision=precision, state_path=state_path, run_config=run_config,
+        progress=naming_metric(progress, len(windows.classes))))
     model = trained.model
     contacts = poor_contact_counts(run.channel_mask, run.distrust, np.concatenate([train_idx, val_idx]))
     metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx) | {

@@ -118,159 +118,246 @@ def check(
 
     ``h_freq``/``l_freq``: the band-pass top and bottom in Hz (None: dataset.yaml's, else the checkpoint's), as adapt.
     """
-    import torch
-
-    from passport_kit.checkpoint import load_base_checkpoint
-    from passport_kit.model import ChannelMeta
-    from passport_kit.model.config import EMBEDDINGS
-    from passport_kit.montage import resolve_montage
-    from passport_kit.signals import load_dataset
-    from passport_kit.signals.dataset import RecordingReader, missing_labels
-    from passport_kit.signals.dataset_spec import load_dataset_spec
-    from passport_kit.signals.recording import with_high_pass
-    from passport_kit.signals.windows import FLAG_NAMES, instance_normalise
-    from passport_kit.onboard.run import build_classifier, dataset_preprocess
-
     if batch_size < 1:  # issue 28: a batch of 0 windows crashed in the model
         raise ConfigError(f"batch_size (--batch-size) must be at least 1, got {batch_size}")
-    report = CheckReport()
-    mont = _guard(report, "montage", lambda: resolve_montage(montage))
-    if mont is None:
-        return report
-    loaded = _guard(report, "checkpoint", lambda: load_base_checkpoint(checkpoint))
-    if loaded is None:
-        return report
-    backbone, info = loaded
-    kind = info.model.embedding
-    missing_pos = [c.name for c, p in zip(mont.channels, mont.positions) if not np.isfinite(p).all()]
-    if missing_pos and EMBEDDINGS[kind].positions:
-        report.add("montage", "fail", f"the {kind} embedding needs positions; {missing_pos} have none")
-    else:
-        report.add("montage", "ok", f"'{mont.name}': {counted(len(mont.channels), 'channel')} ({', '.join(mont.ch_names[:6])}"
-                   f"{'...' if len(mont.channels) > 6 else ''}), hash {mont.content_hash[:12]}")
-    report.add("checkpoint", "ok", f"'{info.name}': {info.model.arch}, {kind} embedding, "
-               f"{info.n_parameters:,} parameters, SHA-256 {info.weights_sha256[:12]} verified")
+    return _Check(montage, data, checkpoint, instance_norm, notch_freq, batch_size, h_freq, l_freq).run()
 
-    # The spec is parsed once and each recording opened once (its header for the rate, then its samples).
-    spec = _guard(report, "preprocessing", lambda: load_dataset_spec(Path(data)))
-    if spec is None:
-        return report
-    reader = RecordingReader(spec)
-    with warnings.catch_warnings(record=True) as caught:
-        # Said in the report instead (a lowered band-pass top in 'sampling & shapes', below), not twice.
-        warnings.simplefilter("always", PassportWarning)
-        preprocess = _guard(report, "preprocessing", lambda: with_high_pass(dataset_preprocess(
-            info, spec, instance_norm=instance_norm, notch_freq=notch_freq, h_freq=h_freq, reader=reader), l_freq, spec))
-    if preprocess is None:
-        return report
-    for w in caught:
-        if not issubclass(w.category, PassportWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        elif str(w.message) != preprocess.h_freq_note:
-            report.add("preprocessing", "warn", str(w.message))
-    # Headers before the windows: the recordings the rate step opened are still open (read once). A recording
-    # that cannot be opened is reported once, by the channels step below, not here too.
-    try:
-        headers: dict[str, dict[str, Any]] | None = {rec.file: reader.header(rec, mont) for rec in spec.recordings}
-    except PassportError:
-        headers = None
-    try:  # from the spec and the headers just read: adapt's own words, before the windows are read
-        unlabelled = missing_labels(spec, reader)
-    except PassportError:
-        unlabelled = None
-    # Load without instance normalisation so the raw amplitude scale can be checked; the
-    # batch below is normalised as adapt would.
-    raw_config = preprocess.model_copy(update={"instance_norm": False})
-    windows = _guard(report, "channels", lambda: load_dataset(spec, mont, raw_config, reader=reader))
-    if windows is None:
-        return report
-    n_rec = len(set(windows.recording.tolist()))
-    report.add("channels", "ok", f"{counted(n_rec, 'recording')} map{'s' if n_rec == 1 else ''} onto '{mont.name}' "
-                                   f"({counted(len(mont.channels), 'channel')} each)")
 
-    n, c, p, s = windows.x.shape
-    expected = (len(mont.channels), int(preprocess.window_seconds), 200)
-    if (c, p, s) != expected:
-        report.add("sampling & shapes", "fail", f"windows are {(n, c, p, s)}, expected (N, {expected[0]}, "
-                   f"{expected[1]}, {expected[2]})")
-    else:
-        report.add("sampling & shapes", "warn" if preprocess.h_freq_note else "ok",
-                   f"{n} windows of shape ({c}, {p}, {s}) = {p} s at {preprocess.sfreq:g} Hz; band-pass "
-                   f"{preprocess.l_freq:g}-{preprocess.h_freq:g} Hz, {_notch_words(preprocess)}, "
-                   f"instance norm {'on' if preprocess.instance_norm else 'off'}"
-                   + (f"; {preprocess.h_freq_note}" if preprocess.h_freq_note else ""))
+@dataclass
+class _Check:
+    """One check run: its options, what each step read for the next, and the report the steps fill."""
 
-    sample = np.asarray(windows.x[np.linspace(0, n - 1, min(n, 256)).astype(int)], dtype=np.float64)
-    std_uv = sample.std(axis=(2, 3)) * preprocess.scale_uv  # (n_sample, C)
-    peak_uv = np.abs(sample).max(axis=(2, 3)) * preprocess.scale_uv
-    med = float(np.median(std_uv))
-    limit = pretraining_limit_uv(info)
-    over = float(np.mean(peak_uv.max(axis=1) > (limit or PRETRAIN_LIMIT_UV)))
-    detail = (f"median window SD {med:.1f} µV, {100 * over:.0f}% of windows peak above {limit or PRETRAIN_LIMIT_UV:g} µV "
-              + (f"(pretraining kept windows under {limit:g} µV)" if limit else
-                 "(this checkpoint was pretrained without an amplitude limit)"))
-    if not STD_RANGE_UV[0] <= med <= STD_RANGE_UV[1]:
-        hint = "volts read as µV?" if med < STD_RANGE_UV[0] else "µV read as volts, or heavy artefacts?"
-        report.add("amplitude", "warn", f"{detail}; expected {STD_RANGE_UV[0]:g}-{STD_RANGE_UV[1]:g} µV ({hint}) "
-                   "- check the unit in the recording header" + ("" if preprocess.instance_norm else
-                                                                 ", or use --instance-norm"))
-    else:
-        report.add("amplitude", "warn" if limit and over > 0.5 else "ok", detail)
+    montage: str
+    data: str | Path
+    checkpoint: str
+    instance_norm: bool | None
+    notch_freq: float | None | str
+    batch_size: int
+    h_freq: float | None
+    l_freq: float | None
+    report: CheckReport = field(default_factory=CheckReport)
+    #: Filled by the steps, in order: the montage, the base (backbone, info), the dataset spec and its reader, the
+    #: preprocessing, the headers and the recordings without labels (None: not readable), the windows, the batch.
+    mont: Any = None
+    base: Any = None
+    spec: Any = None
+    reader: Any = None
+    preprocess: Any = None
+    headers: dict[str, dict[str, Any]] | None = None
+    unlabelled: str | None = None
+    windows: Any = None
+    batch: Any = None
 
-    flags = np.asarray(windows.flags)
-    counts = {name: int(np.count_nonzero((flags & bit).any(axis=1))) for bit, name in FLAG_NAMES.items()}
-    bad_channels = [mont.ch_names[i] for i in range(c) if np.mean(flags[:, i] != 0) > 0.5]
-    flagged = float(np.mean(flags.any(axis=1)))
-    text = ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"
-    status: Status = "warn" if flagged > 0.05 or bad_channels else "ok"
-    report.add("quality flags", status, f"{100 * flagged:.1f}% of windows flagged ({text})"
-               + (f"; channels flagged in most windows (poor contact?): {bad_channels}" if bad_channels else ""))
+    def run(self) -> CheckReport:
+        """Return the report after the steps in data-flow order; a step that fails stops those that depend on it."""
+        steps = (self._montage_and_checkpoint, self._preprocessing, self._headers, self._windows, self._shapes,
+                 self._amplitude, self._flags, self._labels, self._forward_backward, self._probe_read_out)
+        for step in steps:
+            if step() is False:
+                break
+        return self.report
 
-    _check_quality(report, windows)
-    labels_ok = _check_labels(report, windows, unlabelled)
-    if not labels_ok:
-        return report
-    if headers is not None:
-        _check_metadata(report, windows, spec, headers, preprocess)
+    def _montage_and_checkpoint(self) -> bool:
+        """Resolve the montage and load the base; the montage's positions against what its embedding reads."""
+        from passport_kit.checkpoint import load_base_checkpoint
+        from passport_kit.model.config import EMBEDDINGS
+        from passport_kit.montage import resolve_montage
 
-    labeled = np.flatnonzero(windows.y >= 0)
-    pick = labeled[np.linspace(0, len(labeled) - 1, min(batch_size, len(labeled))).astype(int)]
-    xb = np.array(windows.x[pick], dtype=np.float32)
-    if preprocess.instance_norm:
-        xb = instance_normalise(xb)
-    try:
-        model = build_classifier(backbone, len(windows.classes), "adapter")
-        model.train()
-        logits = model(torch.from_numpy(xb), ChannelMeta.from_montage(mont))
-        loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(windows.y[pick]))
-        loss.backward()
-    except PassportError as exc:
-        report.add("forward/backward", "fail", str(exc))
-        return report
-    no_grad = [name for name, prm in model.named_parameters()
-               if prm.requires_grad and (prm.grad is None or not torch.isfinite(prm.grad).all())]
-    zero = [name for name, prm in model.named_parameters()
-            if prm.requires_grad and prm.grad is not None and float(prm.grad.abs().sum()) == 0.0]
-    n_train = sum(prm.numel() for prm in model.parameters() if prm.requires_grad)
-    if tuple(logits.shape) != (len(pick), len(windows.classes)) or not torch.isfinite(logits).all():
-        report.add("forward/backward", "fail", f"logits {tuple(logits.shape)} (finite: "
-                   f"{bool(torch.isfinite(logits).all())}), expected ({len(pick)}, {len(windows.classes)})")
-    elif no_grad:
-        report.add("forward/backward", "fail", f"no finite gradient for {no_grad[:4]}")
-    else:
-        report.add("forward/backward", "warn" if zero else "ok",
-                   f"batch {tuple(xb.shape)} -> logits {tuple(logits.shape)}, loss {loss.item():.3f}; "
-                   f"{n_train:,} trainable parameters get gradients"
-                   + (f" (zero gradient: {zero[:3]})" if zero else ""))
-    # The default recipe (probe) reads pooled features and band powers instead: check them too.
-    probe = build_classifier(backbone, len(windows.classes), "adapter", recipe="probe", n_channels=len(mont.channels))
-    with torch.no_grad():
-        z = probe.read_out_features(torch.from_numpy(xb), ChannelMeta.from_montage(mont))
-    finite = bool(torch.isfinite(z).all())
-    report.add("probe read-out", "ok" if finite else "fail",
-               f"batch -> read-out inputs {tuple(z.shape)} (pooled features + band powers)"
-               + ("" if finite else ": not finite; check the recordings for flat or NaN channels"))
-    return report
+        report = self.report
+        mont = self.mont = _guard(report, "montage", lambda: resolve_montage(self.montage))
+        if mont is None:
+            return False
+        self.base = _guard(report, "checkpoint", lambda: load_base_checkpoint(self.checkpoint))
+        if self.base is None:
+            return False
+        info = self.base[1]
+        kind = info.model.embedding
+        missing_pos = [c.name for c, p in zip(mont.channels, mont.positions) if not np.isfinite(p).all()]
+        if missing_pos and EMBEDDINGS[kind].positions:
+            report.add("montage", "fail", f"the {kind} embedding needs positions; {missing_pos} have none")
+        else:
+            report.add("montage", "ok", f"'{mont.name}': {counted(len(mont.channels), 'channel')} "
+                       f"({', '.join(mont.ch_names[:6])}{'...' if len(mont.channels) > 6 else ''}), "
+                       f"hash {mont.content_hash[:12]}")
+        report.add("checkpoint", "ok", f"'{info.name}': {info.model.arch}, {kind} embedding, "
+                   f"{info.n_parameters:,} parameters, SHA-256 {info.weights_sha256[:12]} verified")
+        return True
+
+    def _preprocessing(self) -> bool:
+        """Parse the spec once and fit adapt's preprocessing to it; its warnings become report lines."""
+        from passport_kit.signals.dataset import RecordingReader
+        from passport_kit.signals.dataset_spec import load_dataset_spec
+        from passport_kit.signals.recording import with_high_pass
+        from passport_kit.onboard.run import dataset_preprocess
+
+        # The spec is parsed once and each recording opened once (its header for the rate, then its samples).
+        spec = self.spec = _guard(self.report, "preprocessing", lambda: load_dataset_spec(Path(self.data)))
+        if spec is None:
+            return False
+        reader = self.reader = RecordingReader(spec)
+        with warnings.catch_warnings(record=True) as caught:
+            # Said in the report instead (a lowered band-pass top in 'sampling & shapes', below), not twice.
+            warnings.simplefilter("always", PassportWarning)
+            preprocess = self.preprocess = _guard(self.report, "preprocessing", lambda: with_high_pass(
+                dataset_preprocess(self.base[1], spec, instance_norm=self.instance_norm, notch_freq=self.notch_freq,
+                                   h_freq=self.h_freq, reader=reader), self.l_freq, spec))
+        if preprocess is None:
+            return False
+        for w in caught:
+            if not issubclass(w.category, PassportWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            elif str(w.message) != preprocess.h_freq_note:
+                self.report.add("preprocessing", "warn", str(w.message))
+        return True
+
+    def _headers(self) -> None:
+        """Read the headers and the recordings without labels before the windows, while the recordings are open.
+
+        A recording that cannot be opened is reported once, by the channels step, not here too.
+        """
+        from passport_kit.signals.dataset import missing_labels
+
+        try:
+            self.headers = {rec.file: self.reader.header(rec, self.mont) for rec in self.spec.recordings}
+        except PassportError:
+            self.headers = None
+        try:  # from the spec and the headers just read: adapt's own words, before the windows are read
+            self.unlabelled = missing_labels(self.spec, self.reader)
+        except PassportError:
+            self.unlabelled = None
+
+    def _windows(self) -> bool:
+        """Read every recording's windows onto the montage, without instance normalisation (the raw scale is
+        checked; the batch below is normalised as adapt would)."""
+        from passport_kit.signals import load_dataset
+
+        raw_config = self.preprocess.model_copy(update={"instance_norm": False})
+        mont = self.mont
+        windows = self.windows = _guard(self.report, "channels",
+                                        lambda: load_dataset(self.spec, mont, raw_config, reader=self.reader))
+        if windows is None:
+            return False
+        n_rec = len(set(windows.recording.tolist()))
+        self.report.add("channels", "ok", f"{counted(n_rec, 'recording')} map{'s' if n_rec == 1 else ''} onto "
+                                          f"'{mont.name}' ({counted(len(mont.channels), 'channel')} each)")
+        return True
+
+    def _shapes(self) -> None:
+        """The windows' shape against the montage and the window length, and the preprocessing that made them."""
+        preprocess = self.preprocess
+        n, c, p, s = self.windows.x.shape
+        expected = (len(self.mont.channels), int(preprocess.window_seconds), 200)
+        if (c, p, s) != expected:
+            self.report.add("sampling & shapes", "fail", f"windows are {(n, c, p, s)}, expected (N, {expected[0]}, "
+                            f"{expected[1]}, {expected[2]})")
+        else:
+            self.report.add("sampling & shapes", "warn" if preprocess.h_freq_note else "ok",
+                            f"{n} windows of shape ({c}, {p}, {s}) = {p} s at {preprocess.sfreq:g} Hz; band-pass "
+                            f"{preprocess.l_freq:g}-{preprocess.h_freq:g} Hz, {_notch_words(preprocess)}, "
+                            f"instance norm {'on' if preprocess.instance_norm else 'off'}"
+                            + (f"; {preprocess.h_freq_note}" if preprocess.h_freq_note else ""))
+
+    def _amplitude(self) -> None:
+        """The raw amplitude of a sample of windows against the scale the base was pretrained on."""
+        preprocess, x = self.preprocess, self.windows.x
+        n = x.shape[0]
+        sample = np.asarray(x[np.linspace(0, n - 1, min(n, 256)).astype(int)], dtype=np.float64)
+        std_uv = sample.std(axis=(2, 3)) * preprocess.scale_uv  # (n_sample, C)
+        peak_uv = np.abs(sample).max(axis=(2, 3)) * preprocess.scale_uv
+        med = float(np.median(std_uv))
+        limit = pretraining_limit_uv(self.base[1])
+        over = float(np.mean(peak_uv.max(axis=1) > (limit or PRETRAIN_LIMIT_UV)))
+        detail = (f"median window SD {med:.1f} µV, {100 * over:.0f}% of windows peak above "
+                  f"{limit or PRETRAIN_LIMIT_UV:g} µV " + (f"(pretraining kept windows under {limit:g} µV)" if limit else
+                                                          "(this checkpoint was pretrained without an amplitude limit)"))
+        if not STD_RANGE_UV[0] <= med <= STD_RANGE_UV[1]:
+            hint = "volts read as µV?" if med < STD_RANGE_UV[0] else "µV read as volts, or heavy artefacts?"
+            self.report.add("amplitude", "warn", f"{detail}; expected {STD_RANGE_UV[0]:g}-{STD_RANGE_UV[1]:g} µV "
+                            f"({hint}) - check the unit in the recording header"
+                            + ("" if preprocess.instance_norm else ", or use --instance-norm"))
+        else:
+            self.report.add("amplitude", "warn" if limit and over > 0.5 else "ok", detail)
+
+    def _flags(self) -> None:
+        """The windows' quality flags, and the channels flagged in most windows."""
+        from passport_kit.signals.windows import FLAG_NAMES
+
+        flags = np.asarray(self.windows.flags)
+        counts = {name: int(np.count_nonzero((flags & bit).any(axis=1))) for bit, name in FLAG_NAMES.items()}
+        bad_channels = [self.mont.ch_names[i] for i in range(flags.shape[1]) if np.mean(flags[:, i] != 0) > 0.5]
+        flagged = float(np.mean(flags.any(axis=1)))
+        text = ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"
+        status: Status = "warn" if flagged > 0.05 or bad_channels else "ok"
+        self.report.add("quality flags", status, f"{100 * flagged:.1f}% of windows flagged ({text})"
+                        + (f"; channels flagged in most windows (poor contact?): {bad_channels}"
+                           if bad_channels else ""))
+
+    def _labels(self) -> bool:
+        """Each channel's quality, the labels (the steps after need labeled windows) and the recordings' metadata."""
+        _check_quality(self.report, self.windows)
+        if not _check_labels(self.report, self.windows, self.unlabelled):
+            return False
+        if self.headers is not None:
+            _check_metadata(self.report, self.windows, self.spec, self.headers, self.preprocess)
+        return True
+
+    def _forward_backward(self) -> bool:
+        """One batch of labeled windows through the classifier under the ``adapter`` policy, and back."""
+        import torch
+
+        from passport_kit.model import ChannelMeta
+        from passport_kit.signals.windows import instance_normalise
+        from passport_kit.onboard.run import build_classifier
+
+        windows = self.windows
+        labeled = np.flatnonzero(windows.y >= 0)
+        pick = labeled[np.linspace(0, len(labeled) - 1, min(self.batch_size, len(labeled))).astype(int)]
+        xb = np.array(windows.x[pick], dtype=np.float32)
+        if self.preprocess.instance_norm:
+            xb = instance_normalise(xb)
+        self.batch = xb
+        try:
+            model = build_classifier(self.base[0], len(windows.classes), "adapter")
+            model.train()
+            logits = model(torch.from_numpy(xb), ChannelMeta.from_montage(self.mont))
+            loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(windows.y[pick]))
+            loss.backward()
+        except PassportError as exc:
+            self.report.add("forward/backward", "fail", str(exc))
+            return False
+        no_grad = [name for name, prm in model.named_parameters()
+                   if prm.requires_grad and (prm.grad is None or not torch.isfinite(prm.grad).all())]
+        zero = [name for name, prm in model.named_parameters()
+                if prm.requires_grad and prm.grad is not None and float(prm.grad.abs().sum()) == 0.0]
+        n_train = sum(prm.numel() for prm in model.parameters() if prm.requires_grad)
+        if tuple(logits.shape) != (len(pick), len(windows.classes)) or not torch.isfinite(logits).all():
+            self.report.add("forward/backward", "fail", f"logits {tuple(logits.shape)} (finite: "
+                            f"{bool(torch.isfinite(logits).all())}), expected ({len(pick)}, {len(windows.classes)})")
+        elif no_grad:
+            self.report.add("forward/backward", "fail", f"no finite gradient for {no_grad[:4]}")
+        else:
+            self.report.add("forward/backward", "warn" if zero else "ok",
+                            f"batch {tuple(xb.shape)} -> logits {tuple(logits.shape)}, loss {loss.item():.3f}; "
+                            f"{n_train:,} trainable parameters get gradients"
+                            + (f" (zero gradient: {zero[:3]})" if zero else ""))
+        return True
+
+    def _probe_read_out(self) -> None:
+        """The same batch through the probe recipe's read-out: pooled features and band powers, finite."""
+        import torch
+
+        from passport_kit.model import ChannelMeta
+        from passport_kit.onboard.run import build_classifier
+
+        # The default recipe (probe) reads pooled features and band powers instead: check them too.
+        probe = build_classifier(self.base[0], len(self.windows.classes), "adapter", recipe="probe",
+                                 n_channels=len(self.mont.channels))
+        with torch.no_grad():
+            z = probe.read_out_features(torch.from_numpy(self.batch), ChannelMeta.from_montage(self.mont))
+        finite = bool(torch.isfinite(z).all())
+        self.report.add("probe read-out", "ok" if finite else "fail",
+                        f"batch -> read-out inputs {tuple(z.shape)} (pooled features + band powers)"
+                        + ("" if finite else ": not finite; check the recordings for flat or NaN channels"))
 
 
 def pretraining_limit_uv(info: Any) -> float | None:

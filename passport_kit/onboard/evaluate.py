@@ -41,6 +41,7 @@ from passport_kit.signals.dataset import RecordingReader
 from passport_kit.signals.dataset_spec import load_dataset_spec
 from passport_kit.signals.recording import with_high_pass
 from passport_kit.onboard.adapt import DEFAULT_CHECKPOINT
+from passport_kit.onboard.fitting import FitRun
 from passport_kit.onboard.recipe import RecipeOptions, naming_metric, parse_options
 from passport_kit.onboard.recipes import get_recipe
 from passport_kit.onboard.ladder_inputs import spec_prior
@@ -207,8 +208,8 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
         test_idx = np.flatnonzero(test_mask & keep)
         seed_everything(seed)
         # A fresh copy per run: the adapter policy trains tensors inside the backbone.
-        trained = train_once(cfg, copy.deepcopy(backbone), run, train_idx, val_idx, seed=seed, device=device,
-                             precision=precision, progress=naming_metric(step_progress, len(windows.classes)))
+        trained = train_once(cfg, copy.deepcopy(backbone), run, train_idx, val_idx, seed=seed, where=FitRun(
+            device=device, precision=precision, progress=naming_metric(step_progress, len(windows.classes))))
         model = trained.model
         if cfg.save_adapters:
             _save_run_adapter(cfg, trained, run, method=method, checkpoint=ckpt, info=info, split=split, n=n, seed=seed,

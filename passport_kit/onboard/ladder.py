@@ -49,6 +49,7 @@ import numpy as np
 
 from passport_kit.errors import DataError
 from passport_kit.onboard.criteria import MIN_EFFECT, SE_MULTIPLE, near_chance, selection_metric
+from passport_kit.onboard.fitting import FitData
 from passport_kit.onboard.ladder_inputs import POOLINGS, LadderData
 from passport_kit.onboard.metrics import ClassificationMetrics, classification_metrics
 from passport_kit.onboard.probe import (MAX_INNER_FOLDS, ReadOutChoice, Standardiser, balanced_weights, class_proba,
@@ -517,31 +518,34 @@ class LadderFit:
         return self.result.fitted
 
 
-def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
+def fit_ladder(model: Any, windows: FitData, rows: np.ndarray,
                data: Callable[[dict[str, np.ndarray], np.ndarray], LadderData], *, seed: int = 0,
                forward: dict[str, Any] | None = None, lpft: Callable[[ReadOutChoice, dict[str, np.ndarray]], Any] | None = None,
                progress: Callable[[str, int, int], None] | None = None, min_effect: float | None = None) -> LadderFit:
-    """Return the ladder fitted on rows ``rows`` of ``x`` ``(N, C, P, 200)``; ``model.head`` holds the model it ships.
+    """Return the ladder fitted on rows ``rows`` of ``windows``; ``model.head`` holds the model it ships.
 
-    ``data(plain, rows)`` builds the :class:`LadderData` from the rows' read-out inputs (the prior,
-    the task's contexts and scalings are the caller's); ``forward``: keywords of
-    :func:`~passport_kit.engine.forward.read_out_features`; ``lpft(read_out, plain)``: the adapter-training
-    step (None: the probe recipe). The head ends with the chosen read-out (or LP-FT's trained one),
-    its smoothing and temperature; ``bandpower_head`` is a copy holding the band-power rung fitted on
-    the same rows (the reference ``evaluate`` scores).
+    ``windows``: the windows ``(N, C, P, 200)``, labels, channels and class names (its poor contacts are
+    read as the fit reads them); ``data(plain, rows)`` builds the :class:`LadderData` from the rows'
+    read-out inputs (the prior, the task's contexts and scalings are the caller's); ``forward``: the other
+    keywords of :func:`~passport_kit.engine.forward.read_out_features` (batch_size, device);
+    ``lpft(read_out, plain)``: the adapter-training step (None: the probe recipe). The head ends with the
+    chosen read-out (or LP-FT's trained one), its smoothing and temperature; ``bandpower_head`` is a copy
+    holding the band-power rung fitted on the same rows (the reference ``evaluate`` scores).
     """
     from passport_kit.engine.forward import read_out_features
 
     start = time.perf_counter()
+    classes = windows.classes
     rows = np.asarray(rows, dtype=np.int64)
-    y_rows = np.asarray(y, dtype=np.int64)[rows]
+    y_rows = windows.y[rows]
     if len(rows) == 0 or (y_rows < 0).any():
         raise DataError("no labeled training windows; check the labels and the training subjects")
     if len(np.unique(y_rows)) < 2:
         raise DataError(f"the training windows hold one class only ({classes[y_rows[0]]}); "
                         "adapt needs at least two classes")
     head = model.head
-    z_both = read_out_features(model, x, meta, rows, pooling="meanstd", **(forward or {}))
+    z_both = read_out_features(model, windows.x, windows.meta, rows, pooling="meanstd",
+                               channel_mask=windows.channel_mask, distrust=windows.distrust, **(forward or {}))
     plain = plain_features(z_both, head.d_model, POOLINGS)
     ladder_data = data(plain, rows)
     ladder = Ladder(ladder_data, seed=seed, progress=progress, min_effect=min_effect)
@@ -581,24 +585,22 @@ def fit_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: lis
     return LadderFit(result, notes, bandpower_head, plain, validation, time.perf_counter() - start)
 
 
-def fit_probe(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
-              groups: np.ndarray, *, recordings: np.ndarray | None = None, seed: int = 0, lpft: Any = None,
+def fit_probe(model: Any, windows: FitData, rows: np.ndarray, groups: np.ndarray, *, seed: int = 0, lpft: Any = None,
               forward: dict[str, Any] | None = None, **task: Any) -> LadderFit:
-    """Return :func:`fit_ladder` without a sleep prior: the read-out ladder on ``rows`` of windows ``x`` (benchmarks,
-    notebooks). ``recordings`` ``(N,)``: each row's recording (default: its group); ``forward``: keywords of
-    :func:`~passport_kit.engine.forward.read_out_features` (batch_size, device, channel_mask, distrust); ``task``:
-    :class:`LadderData`'s task settings (``sleep``, ``contexts``, ``scalings``, ``poolings``) and ``min_effect``."""
-    rec = np.asarray(recordings if recordings is not None else groups)
+    """Return :func:`fit_ladder` without a sleep prior: the read-out ladder on ``rows`` of ``windows`` (benchmarks,
+    notebooks). ``groups`` ``(N,)``: each row's subject; each row's recording is ``windows.sequence`` (None: its
+    group); ``forward``: :func:`fit_ladder`'s; ``task``: :class:`LadderData`'s task settings (``sleep``,
+    ``contexts``, ``scalings``, ``poolings``) and ``min_effect``."""
+    rec = np.asarray(windows.sequence if windows.sequence is not None else groups)
     min_effect = task.pop("min_effect", None)
     task = {"poolings": POOLINGS, **task}
 
     def data(plain: dict[str, np.ndarray], r: np.ndarray) -> LadderData:
-        return LadderData(plain=plain, y=np.asarray(y)[r], groups=np.asarray(groups)[r], recordings=rec[r],
-                          classes=list(classes), d_model=model.head.d_model, prior_reason="no prior offered "
+        return LadderData(plain=plain, y=windows.y[r], groups=np.asarray(groups)[r], recordings=rec[r],
+                          classes=list(windows.classes), d_model=model.head.d_model, prior_reason="no prior offered "
                           "(fit_probe)", **task)
 
-    return fit_ladder(model, x, y, meta, classes, rows, data, seed=seed, forward=forward, lpft=lpft,
-                      min_effect=min_effect)
+    return fit_ladder(model, windows, rows, data, seed=seed, forward=forward, lpft=lpft, min_effect=min_effect)
 
 
 def ladder_record(fit: LadderFit, recipe: str) -> LadderSelection:

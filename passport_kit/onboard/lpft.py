@@ -121,18 +121,20 @@ def _fold_score(model: nn.Module, x: np.ndarray, y: np.ndarray, meta: Any, class
 def decide(
     model: nn.Module, data: FitData, rows: np.ndarray, groups: np.ndarray, *, chosen: ReadOutChoice,
     start: ReadOutChoice, plain: dict[str, np.ndarray], settings: FinetuneSettings, run: FitRun | None = None,
-    seed: int = 0, folds: int = MAX_INNER_FOLDS, min_effect: float | None = None,
+    min_effect: float | None = None,
 ) -> AdapterTraining:
     """Return whether LP-FT beats the probe on grouped inner folds of ``rows`` (the module docstring's rule).
 
     ``data``: the windows (their ``sequence``: each row's recording, for a read-out with context);
-    ``groups``: each window's subject; ``plain``: the probe's read-out inputs of ``rows`` per pooling (row i
-    of each = ``rows[i]``); ``chosen``: the probe's read-out; ``start``: LP-FT's starting read-out; ``run``:
-    where it runs (only its device and precision are used: nothing is saved). ``model`` is not changed.
+    ``groups``: each window's subject (at most ``MAX_INNER_FOLDS`` folds); ``plain``: the probe's read-out
+    inputs of ``rows`` per pooling (row i of each = ``rows[i]``); ``chosen``: the probe's read-out; ``start``:
+    LP-FT's starting read-out; ``settings``: LP-FT's, its seed the folds' and fits'; ``run``: where it runs
+    (only its device and precision are used: nothing is saved). ``model`` is not changed.
     """
     rows = np.asarray(rows, dtype=np.int64)
     g = np.asarray(groups)[rows]
-    n_folds = min(folds, len(np.unique(g)))
+    seed = settings.seed
+    n_folds = min(MAX_INNER_FOLDS, len(np.unique(g)))
     budget = int(settings.max_steps or 0)
     every = max(1, budget // 4)
     marks = sorted({min(budget, every * round(budget * f / every)) for f in CHECKPOINTS})

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from passport_kit.contacts import DEFAULT_DISTRUST, DEFAULT_UNCORRELATED, ContactPolicy
 from passport_kit.errors import ConfigError, validation_problem
 from passport_kit.onboard.criteria import selection_metric
-from passport_kit.onboard.recipes import (PROBE_LAYER, AutoRecipe, FinetuneRecipe, default_recipe, get_recipe,
-                                          gradient_options_given, recipe_names)
+from passport_kit.onboard.recipes import (PROBE_LAYER, RECIPES, AutoRecipe, FinetuneRecipe, default_recipe,
+                                          get_recipe, gradient_options_given, recipe_names)
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where the settings are made
     from passport_kit.onboard.finetune import FinetuneSettings
@@ -121,7 +121,7 @@ class RecipeOptions(ContactPolicy):
     @classmethod
     def _known_recipe(cls, value: str) -> str:
         if value not in recipe_names():
-            raise ValueError(f"unknown recipe {value!r}; choose {', '.join(recipe_names())}")
+            raise ValueError(RECIPES.unknown_message(value))
         return value
 
     @field_validator("prior")

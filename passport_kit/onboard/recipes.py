@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from passport_kit.errors import ConfigError
+from passport_kit.registry import Registry
 from passport_kit.onboard.rungs import rung_labels
 from passport_kit.onboard.selection import LadderSelection, Selection
 
@@ -75,8 +76,13 @@ class Fitted:
     bandpower_head: Any = None
 
 
+#: The recipe classes by name, filled by subclassing :class:`Recipe`: the default (``auto``) first, then in the order
+#: defined; an unknown name is a ConfigError naming them.
+RECIPES: Registry[type[Recipe]] = Registry("recipe", unknown=ConfigError, default="auto")
+
+
 class Recipe:
-    """Base of every recipe; a subclass that sets ``name`` is registered under it."""
+    """Base of every recipe; a subclass that sets ``name`` is registered under it (:data:`RECIPES`)."""
 
     #: The value of ``--recipe`` / ``recipe:`` that names it.
     name: ClassVar[str] = ""
@@ -89,13 +95,11 @@ class Recipe:
     #: The gradient options (:attr:`FinetuneRecipe.only`) it acts on; the others given with it are refused
     #: (:meth:`refuse`).
     takes: ClassVar[tuple[str, ...]] = ()
-    #: Filled by subclassing, in definition order: name → recipe class.
-    _by_name: ClassVar[dict[str, type[Recipe]]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("name"):
-            Recipe._by_name[cls.name] = cls
+            RECIPES.add(cls.name, cls)
 
     # -- options ---------------------------------------------------------------------------------------------------
     def refuse(self, data: dict[str, Any], given: list[str]) -> str | None:
@@ -173,9 +177,8 @@ class ProbeRecipe(Recipe):
 
         windows, progress, data = job.windows, job.run.progress, job.data
         rows = np.sort(np.concatenate([job.train_idx, job.val_idx]))
-        forward = {"batch_size": max(options.batch_size, 64), "device": job.run.device,
-                   "channel_mask": data.channel_mask, "distrust": data.distrust}
-        fitted = fit_ladder(model, data.x, data.y, data.meta, data.classes, rows,
+        forward = {"batch_size": max(options.batch_size, 64), "device": job.run.device}
+        fitted = fit_ladder(model, data, rows,
                             lambda plain, r: ladder_data(options, windows, plain, r, head=model.head), seed=job.seed,
                             forward=forward, lpft=self.gradient_rung(options, model, job, rows),
                             min_effect=options.min_effect, progress=None if progress is None else (
@@ -346,7 +349,7 @@ class AutoRecipe(ProbeRecipe):
                                  seed=job.seed)
         data = replace(job.data, sequence=np.asarray(windows.recording))  # a read-out with context reads whole runs
         decision = decide(model, data, rows, windows.subject, chosen=start, start=start, plain=plain,
-                          settings=settings, run=job.run, seed=job.seed, min_effect=options.min_effect)
+                          settings=settings, run=job.run, min_effect=options.min_effect)
         if decision.trained:
             lpft_train(model, data, rows, start=start, plain=plain,
                        settings=settings.model_copy(update={"max_steps": decision.steps}), seed=job.seed, run=job.run)
@@ -492,16 +495,14 @@ def default_recipe(given: list[str]) -> str:
 
 def recipe_names() -> tuple[str, ...]:
     """Return the registered recipes' names, the default first, then in the order they were defined."""
-    return (AutoRecipe.name, *(name for name in Recipe._by_name if name != AutoRecipe.name))
+    return RECIPES.names()
 
 
 def get_recipe(name: str) -> Recipe:
     """Return the recipe registered as ``name`` (ConfigError naming the recipes for another)."""
-    if name not in Recipe._by_name:
-        raise ConfigError(f"unknown recipe {name!r}; choose {', '.join(recipe_names())}")
-    return Recipe._by_name[name]()
+    return RECIPES.lookup(name)()
 
 
-__all__ = ["NEAR_CHANCE_KAPPA", "PROBE_LAYER", "AutoRecipe", "FinetuneRecipe", "FitJob", "Fitted", "ProbeRecipe",
-           "Recipe", "decision_text", "default_recipe", "describe_selection", "get_recipe", "gradient_options_given",
-           "near_chance_note", "recipe_names"]
+__all__ = ["NEAR_CHANCE_KAPPA", "PROBE_LAYER", "RECIPES", "AutoRecipe", "FinetuneRecipe", "FitJob", "Fitted",
+           "ProbeRecipe", "Recipe", "decision_text", "default_recipe", "describe_selection", "get_recipe",
+           "gradient_options_given", "near_chance_note", "recipe_names"]

@@ -132,18 +132,15 @@ class TrainedRun:
     bandpower_head: Any = None
 
 
-def train_once(
-    options: RecipeOptions, backbone: Any, run: RunData, train_idx: np.ndarray, val_idx: np.ndarray, *, seed: int,
-    device: Any, precision: Any, state_path: Path | None = None, run_config: dict[str, Any] | None = None,
-    progress: ProgressFn | None = None,
-) -> TrainedRun:
+def train_once(options: RecipeOptions, backbone: Any, run: RunData, train_idx: np.ndarray, val_idx: np.ndarray, *,
+               seed: int, where: FitRun) -> TrainedRun:
     """Return a classifier over ``backbone`` built for ``run`` and trained by ``options.recipe`` on its rows.
 
     The one model step of ``adapt`` and ``evaluate``: a ``channel-id`` table gets freshly
     initialised rows for the montage's channels it has never seen (no-op for other kinds),
     the classifier is built under ``options.train`` (:func:`build_classifier`) and fitted
-    by the recipe (:meth:`~passport_kit.onboard.recipes.Recipe.fit`). ``backbone`` is changed
-    in place: pass a copy to keep it.
+    by the recipe (:meth:`~passport_kit.onboard.recipes.Recipe.fit`) where ``where`` says (device,
+    precision, resumable state, progress). ``backbone`` is changed in place: pass a copy to keep it.
     """
     backbone.add_channels(run.meta.names)
     model = build_classifier(backbone, len(run.windows.classes), options.train, dropout=options.dropout,
@@ -152,8 +149,6 @@ def train_once(
     windows = run.windows
     data = FitData(windows.x, windows.y, run.meta, list(windows.classes), channel_mask=run.channel_mask,
                    distrust=run.distrust)
-    where = FitRun(device=device, precision=precision, state_path=state_path, run_config=run_config,
-                   progress=progress)
     job = FitJob(windows, data, where, train_idx, val_idx, seed)
     fitted = get_recipe(options.recipe).fit(options, model, job)
     return TrainedRun(model=model, fit=fitted.result, selection=fitted.selection, warnings=fitted.warnings,

@@ -27,6 +27,7 @@ import numpy as np
 
 from passport_kit.onboard.read_out import ReadOutChoice
 from passport_kit.onboard.selection import RungRecord
+from passport_kit.registry import Registry
 
 #: Weights of the backbone block the backbone rung tries (a smaller weight is a stronger penalty on it).
 BACKBONE_WEIGHTS = (0.1, 0.3)
@@ -104,6 +105,10 @@ class Climb:
         return any(r.name == name and r.taken for r in self.rungs)
 
 
+#: The rung classes by name, filled by subclassing :class:`LadderRung` (the orders below name them).
+RUNGS: Registry[type[LadderRung]] = Registry("ladder rung")
+
+
 class LadderRung:
     """One rung (subclass, set ``name`` and ``label``, implement :meth:`candidates`; :meth:`skip` when it may not
     apply). ``ladder`` is the :class:`~passport_kit.onboard.ladder.Ladder` climbing."""
@@ -111,14 +116,11 @@ class LadderRung:
     name: ClassVar[str] = ""
     #: How adapt names the rung in its output.
     label: ClassVar[str] = ""
-    _by_name: ClassVar[dict[str, type[LadderRung]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("name"):
-            if cls.name in LadderRung._by_name:
-                raise ValueError(f"a ladder rung named {cls.name!r} is already registered")
-            LadderRung._by_name[cls.name] = cls
+            RUNGS.add(cls.name, cls)
 
     def skip(self, ladder: Any, climb: Climb) -> str | None:
         """Return why this rung is not tried here, None when it is."""
@@ -155,22 +157,17 @@ def with_band_power(template: ReadOutChoice) -> list[ReadOutChoice]:
 
 def get_rung(name: str) -> LadderRung:
     """Return the registered rung ``name``."""
-    return LadderRung._by_name[name]()
-
-
-def rung_names() -> list[str]:
-    """Return every registered rung's name."""
-    return sorted(LadderRung._by_name)
+    return RUNGS[name]()
 
 
 def rung_labels() -> dict[str, str]:
     """Return how adapt names every registered rung (``{"bandpower": "band power", ...}``)."""
-    return {name: cls.label or name for name, cls in LadderRung._by_name.items()}
+    return {name: cls.label or name for name, cls in RUNGS.items()}
 
 
 def rung_label(name: str) -> str:
     """Return how adapt prints rung ``name`` (its own name for one it does not know)."""
-    cls = LadderRung._by_name.get(name)
+    cls = RUNGS.get(name)
     return cls.label if cls is not None and cls.label else name
 
 
@@ -415,5 +412,6 @@ class SmoothingRung(LadderRung):
         return [ladder.smoothed(climb.incumbent)]
 
 
-__all__ = ["BACKBONE_WEIGHTS", "PRIOR_WEIGHTS", "STAGER_FIRST", "STAGER_TEMPLATE", "TEXTBOOK_FIRST", "Climb",
-           "LadderRung", "Rung", "Scored", "get_rung", "rounded", "rung_label", "rung_labels", "rung_names", "rung_order", "stager_applies"]
+__all__ = ["BACKBONE_WEIGHTS", "PRIOR_WEIGHTS", "RUNGS", "STAGER_FIRST", "STAGER_TEMPLATE", "TEXTBOOK_FIRST", "Climb",
+           "LadderRung", "Rung", "Scored", "get_rung", "rounded", "rung_label", "rung_labels", "rung_order",
+           "stager_applies"]

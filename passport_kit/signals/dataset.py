@@ -110,11 +110,36 @@ def _montage_identity(montage: Montage) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class _FileReading:
+    """How one recording file is read: its rate where the format has none (``sfreq``, DREAMS text and CSV files
+    without timestamps), through MNE-BIDS (``bids``), and a correction of its header's unit (``units``, ``scale``:
+    dataset.yaml's, :func:`~passport_kit.signals.readers.read_recording`)."""
+
+    sfreq: float | None = None
+    bids: bool = False
+    units: str | None = None
+    scale: float | None = None
+
+    @classmethod
+    def of(cls, rec: RecordingSpec, spec: DatasetSpec) -> _FileReading:
+        """Return how dataset ``spec`` reads its recording ``rec``."""
+        return cls(sfreq=rec.sfreq, bids=spec.origin == "bids", units=rec.units, scale=rec.scale)
+
+    def read(self, path: Path) -> mne.io.BaseRaw:
+        """Return the recording at ``path`` (data not loaded where the format allows)."""
+        if self.bids:
+            from passport_kit.signals.bids import read_bids_recording
+
+            return read_bids_recording(path)
+        return read_recording(path, sfreq=self.sfreq, units=self.units, scale=self.scale)
+
+
 def _recording_key(
-    path: Path, montage: Montage, config: PreprocessConfig, renames: dict[str, str] | None, sfreq: float | None, bids: bool,
-    units: str | None = None, scale: float | None = None,
+    path: Path, montage: Montage, config: PreprocessConfig, renames: dict[str, str] | None, reading: _FileReading,
 ) -> str:
     """Return the cache key of one recording's windows (content hash, config, montage, options)."""
+    sfreq, bids, units, scale = reading.sfreq, reading.bids, reading.units, reading.scale
     files = content_files(path)
     if bids:  # read_raw_bids applies the channels sidecar (names, types), so it shapes the data too
         sidecar = path.with_name(path.name[: path.name.rfind("_")] + "_channels.tsv")
@@ -133,9 +158,8 @@ def _recording_key(
 
 
 def _compute_windows(
-    path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None,
-    sfreq: float | None, bids: bool, raw: mne.io.BaseRaw | None = None, raw_quality: bool = False,
-    units: str | None = None, scale: float | None = None,
+    path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None, reading: _FileReading,
+    raw: mne.io.BaseRaw | None = None, raw_quality: bool = False,
 ) -> RecordingWindows:
     """Return the windows of the file at ``path`` (:func:`~passport_kit.signals.recording.read_windows`).
 
@@ -143,22 +167,9 @@ def _compute_windows(
     file is opened once; ``raw_quality``: also score the mapped raw samples, as ``predict`` does.
     """
     log.info("reading %s (not in the window cache)", path)
-    raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids, units=units, scale=scale)
+    raw = raw if raw is not None else reading.read(path)
     return read_windows(raw, montage, config, renames=renames, quality=raw_quality, source=f"recording '{path}'",
                         name=str(path))
-
-
-def _read(path: Path, *, sfreq: float | None, bids: bool, units: str | None = None,
-          scale: float | None = None) -> mne.io.BaseRaw:
-    """Return the recording at ``path`` (data not loaded where the format allows), through MNE-BIDS if ``bids``.
-
-    ``units``/``scale``: a recording's ``units:``/``scale:`` in dataset.yaml (:func:`read_recording`).
-    """
-    if bids:
-        from passport_kit.signals.bids import read_bids_recording
-
-        return read_bids_recording(path)
-    return read_recording(path, sfreq=sfreq, units=units, scale=scale)
 
 
 class RecordingReader:
@@ -187,8 +198,7 @@ class RecordingReader:
     def _open(self, rec: RecordingSpec) -> mne.io.BaseRaw:
         """Return ``rec`` opened (its header and annotations, no samples), kept open for :meth:`take`."""
         if rec.file not in self._opened:
-            raw = _read(self.spec.path_of(rec.file), sfreq=rec.sfreq, bids=self.spec.origin == "bids",
-                        units=rec.units, scale=rec.scale)
+            raw = _FileReading.of(rec, self.spec).read(self.spec.path_of(rec.file))
             self._opened[rec.file] = raw
             self._rates[rec.file] = float(raw.info["sfreq"])
         return self._opened[rec.file]
@@ -238,8 +248,8 @@ def lowest_sampling_rate(spec: DatasetSpec, reader: RecordingReader | None = Non
 
 def _recording_windows(
     path: Path, montage: Montage, config: PreprocessConfig, *, renames: dict[str, str] | None = None,
-    sfreq: float | None = None, bids: bool = False, cache: bool = True, raw: mne.io.BaseRaw | None = None,
-    raw_quality: bool = False, units: str | None = None, scale: float | None = None,
+    reading: _FileReading = _FileReading(), cache: bool = True, raw: mne.io.BaseRaw | None = None,
+    raw_quality: bool = False,
 ) -> _Windows:
     """Return one recording's windows, from the cache when an entry exists.
 
@@ -249,20 +259,19 @@ def _recording_windows(
     path = Path(path)
     if not path.is_file():
         raise DataError(f"recording '{path}' does not exist; check the path")
-    key = _recording_key(path, montage, config, renames, sfreq, bids, units, scale)
+    key = _recording_key(path, montage, config, renames, reading)
     if cache:
         entry = read_entry(key)
         if entry is not None:
             log.info("windows of %s from the cache (%s)", path, key[:12])
             quality = None
             if raw_quality:
-                raw = raw if raw is not None else _read(path, sfreq=sfreq, bids=bids, units=units, scale=scale)
+                raw = raw if raw is not None else reading.read(path)
                 quality = read_quality(raw, montage, config, renames=renames, source=f"recording '{path}'",
                                        name=str(path))
             return _Windows(key, entry.arrays["x"], entry.arrays["flags"],
                             [tuple(a) for a in entry.meta["annotations"]], quality)
-    read = _compute_windows(path, montage, config, renames=renames, sfreq=sfreq, bids=bids, raw=raw,
-                            raw_quality=raw_quality, units=units, scale=scale)
+    read = _compute_windows(path, montage, config, renames=renames, reading=reading, raw=raw, raw_quality=raw_quality)
     x, flags, annotations, quality = read.x, read.flags, read.annotations, read.quality
     if not cache:
         return _Windows(key, x, flags, annotations, quality)
@@ -303,8 +312,8 @@ def load_recording(
         return _memory_windows(path, montage, config, renames=renames, sfreq=sfreq, raw_quality=raw_quality,
                                units=units, scale=scale)
     path = Path(path)
-    w = _recording_windows(path, montage, config, renames=renames, sfreq=sfreq, cache=cache, raw_quality=raw_quality,
-                           units=units, scale=scale)
+    reading = _FileReading(sfreq=sfreq, units=units, scale=scale)
+    w = _recording_windows(path, montage, config, renames=renames, reading=reading, cache=cache, raw_quality=raw_quality)
     n = w.x.shape[0]
     return WindowSet(
         x=w.x, y=np.full(n, -1, dtype=np.int64), subject=np.full(n, path.stem), recording=np.full(n, str(path)),
@@ -504,8 +513,8 @@ def load_dataset(
     parts: list[tuple[RecordingSpec, _Windows, _RawLabels]] = []
     for rec in spec.recordings:
         windows = _recording_windows(spec.path_of(rec.file), montage, config, renames=rec.channels or None,
-                                     sfreq=rec.sfreq, bids=spec.origin == "bids", cache=cache, raw=reader.take(rec),
-                                     raw_quality=raw_quality, units=rec.units, scale=rec.scale)
+                                     reading=_FileReading.of(rec, spec), cache=cache, raw=reader.take(rec),
+                                     raw_quality=raw_quality)
         parts.append((rec, windows, _read_raw_labels(rec, spec, windows, window_seconds, label_map)))
         if progress is not None:
             progress(len(parts), len(spec.recordings), rec.file)

@@ -11,9 +11,9 @@ This room sits under onboarding and prediction and above the signals: it reads w
 a model.
 """
 
-from passport_kit.sleep.priors import (STAGES, PriorSpec, SleepPrior, available_priors, classes_to_stages,
+from passport_kit.sleep.priors import (PRIORS, STAGES, PriorSpec, SleepPrior, available_priors, classes_to_stages,
                                        combine_log_proba, get_prior, parse_prior_channels, pick_channels,
                                        prior_channel_options, prior_log_proba)
 
-__all__ = ["STAGES", "PriorSpec", "SleepPrior", "available_priors", "classes_to_stages", "combine_log_proba",
+__all__ = ["PRIORS", "STAGES", "PriorSpec", "SleepPrior", "available_priors", "classes_to_stages", "combine_log_proba",
            "get_prior", "parse_prior_channels", "pick_channels", "prior_channel_options", "prior_log_proba"]

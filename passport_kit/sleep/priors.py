@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from passport_kit.errors import ConfigError
+from passport_kit.registry import Registry
 
 #: The stages every prior scores, in this order (AASM).
 STAGES: tuple[str, ...] = ("W", "N1", "N2", "N3", "REM")
@@ -82,6 +83,11 @@ class PriorSpec:
         return PriorSpec(name, self.eeg, self.eog, self.emg, self.eeg_ref, self.eog_ref)
 
 
+#: The sleep priors by name, filled by subclassing :class:`SleepPrior` (the shipped plugins once
+#: :func:`available_priors` or :func:`get_prior` has loaded them); an unknown name is a ConfigError naming them.
+PRIORS: Registry[type[SleepPrior]] = Registry("sleep prior", unknown=ConfigError)
+
+
 class SleepPrior:
     """A pretrained sleep stager used as a prior (subclass, set ``name``, implement :meth:`night_log_proba`)."""
 
@@ -90,12 +96,11 @@ class SleepPrior:
     licence: ClassVar[str] = ""
     #: Lowest rate (Hz) the stager reads; slower signals are given to it upsampled.
     min_rate: ClassVar[float] = 100.0
-    _by_name: ClassVar[dict[str, type[SleepPrior]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("name"):
-            SleepPrior._by_name[cls.name] = cls
+            PRIORS.add(cls.name, cls)
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -111,7 +116,7 @@ class SleepPrior:
 def available_priors() -> dict[str, str | None]:
     """Return ``{name: None if it can run here, else why not}`` for every registered prior."""
     _load_builtins()
-    return {name: cls.unavailable() for name, cls in sorted(SleepPrior._by_name.items())}
+    return {name: cls.unavailable() for name, cls in sorted(PRIORS.items())}
 
 
 def get_prior(name: str) -> SleepPrior:
@@ -120,9 +125,7 @@ def get_prior(name: str) -> SleepPrior:
     _load_builtins()
     if ENSEMBLE_SEPARATOR in name:
         return MeanPrior([get_prior(part) for part in name.split(ENSEMBLE_SEPARATOR)])
-    cls = SleepPrior._by_name.get(name)
-    if cls is None:
-        raise ConfigError(f"unknown sleep prior {name!r}; choose one of {', '.join(sorted(SleepPrior._by_name))}")
+    cls = PRIORS.lookup(name)
     reason = cls.unavailable()
     if reason is not None:
         raise ConfigError(f"sleep prior {name!r} cannot run here: {reason}")
@@ -366,6 +369,6 @@ def floored_log(proba: np.ndarray) -> np.ndarray:
     return np.log(p / p.sum(axis=1, keepdims=True))
 
 
-__all__ = ["ENSEMBLE_SEPARATOR", "MAX_CHANNEL_OPTIONS", "PROBABILITY_FLOOR", "STAGES", "MeanPrior", "PriorSpec",
+__all__ = ["ENSEMBLE_SEPARATOR", "MAX_CHANNEL_OPTIONS", "PRIORS", "PROBABILITY_FLOOR", "STAGES", "MeanPrior", "PriorSpec",
            "SleepPrior", "available_priors", "classes_to_stages", "combine_log_proba", "floored_log", "get_prior",
            "night_signal", "parse_prior_channels", "pick_channels", "prior_channel_options", "prior_log_proba"]

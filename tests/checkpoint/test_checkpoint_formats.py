@@ -334,9 +334,9 @@ def test_a_mistyped_head_or_window_is_a_one_line_error(tmp_path: Path, block: st
         load_adapter_bundle(folder, base=base_path)
 
 
-def test_a_head_written_with_fewer_keys_reads_back_as_written(tmp_path: Path) -> None:
-    # Bundles older than the probe head store no "kind" (and older probe heads no layer or bands): nothing is
-    # filled in on reading, so Classifier rebuilds them with its own defaults, as it always did.
+def test_a_head_written_with_fewer_keys_reads_back_with_only_its_migrations_filled_in(tmp_path: Path) -> None:
+    # An MLP head is written without "kind" (bundles older than the probe head had none): read, it gains its kind
+    # (checkpoint.files.MIGRATIONS); any other key absent stays absent, and Classifier rebuilds it with its default.
     _, folder, base_path, _ = _adapter(tmp_path, "mlp-experts")
     path = folder / ADAPTER_CONFIG_FILE
     doc = json.loads(path.read_text())
@@ -344,4 +344,7 @@ def test_a_head_written_with_fewer_keys_reads_back_as_written(tmp_path: Path) ->
     doc["head"] = {k: v for k, v in doc["head"].items() if k != "dropout"}
     path.write_text(json.dumps(doc))
     loaded, meta = load_adapter_bundle(folder, base=base_path)
-    assert meta.head == doc["head"] and loaded.head_settings["dropout"] == 0.1
+    assert meta.head == {"kind": "mlp", **doc["head"]} and loaded.head_settings["dropout"] == 0.1
+    from passport_kit.checkpoint.folders import dump_json
+
+    assert json.loads(dump_json(meta))["head"] == doc["head"]  # written back in the form it was read

@@ -153,10 +153,10 @@ def test_expert_codes_start_similar_for_neighbouring_electrodes(kind: str, seed:
 @pytest.mark.parametrize("kind", EMBEDDING_KINDS)
 def test_each_registered_kind_builds_its_own_module(kind: str) -> None:
     # One registry (model.config.EMBEDDINGS) names the kinds; each module registers under its kind.
-    from passport_kit.model.channel_embedding import ChannelEmbedding
+    from passport_kit.model.channel_embedding import EMBEDDING_MODULES
     from passport_kit.model.config import EMBEDDINGS
 
-    assert set(ChannelEmbedding._modules_by_kind) == set(EMBEDDINGS)
+    assert set(EMBEDDING_MODULES) == set(EMBEDDINGS) == set(EMBEDDING_KINDS)
     built = build_backbone(model_config("cbramod-tiny", kind)).channel_embedding
     assert built.kind == kind and built.reads_activity == EMBEDDINGS[kind].experts
 
@@ -166,3 +166,18 @@ def test_a_module_for_an_unregistered_kind_is_refused() -> None:
 
     with pytest.raises(TypeError, match="not a kind of model.config.EMBEDDINGS"):
         type("Stray", (ChannelEmbedding,), {"kind": "stray"})
+
+
+def test_a_second_module_for_a_kind_is_refused() -> None:
+    from passport_kit.model.channel_embedding import EMBEDDING_MODULES, ChannelEmbedding
+
+    with pytest.raises(ValueError, match="a channel embedding module named 'ape' is already registered"):
+        type("Again", (ChannelEmbedding,), {"kind": "ape"})
+    assert EMBEDDING_MODULES["ape"].__name__ != "Again"
+
+
+def test_a_second_embedding_kind_of_a_taken_name_is_refused() -> None:
+    from passport_kit.model.config import EMBEDDINGS, EmbeddingKindSpec
+
+    with pytest.raises(ValueError, match="a channel embedding named 'xyz' is already registered"):
+        EMBEDDINGS.add("xyz", EmbeddingKindSpec("xyz", "another"))

@@ -117,3 +117,14 @@ def test_patch_pooling_head_refuses_another_window_length() -> None:
     assert model(torch.randn(2, 3, 4, 200), make_meta(3)).shape == (2, 5)
     with pytest.raises(DataError, match="expects 4 patches"):
         model(torch.randn(2, 3, 6, 200), make_meta(3))
+
+
+def test_heads_are_registered_by_kind_and_a_second_head_of_a_kind_is_refused() -> None:
+    from passport_kit.model.heads import HEADS, ClassificationHead, Head, ProbeHead
+
+    assert HEADS.names() == ("probe", "mlp") and Head.of_kind("mlp") is ClassificationHead
+    with pytest.raises(ValueError, match="a head kind named 'probe' is already registered"):
+        type("AnotherProbe", (Head,), {"kind": "probe"})
+    assert HEADS["probe"] is ProbeHead
+    with pytest.raises(ConfigError, match="unknown head kind 'rnn'; choose one of probe, mlp"):
+        Head.of_kind("rnn")

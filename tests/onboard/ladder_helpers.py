@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from passport_kit.onboard.fitting import FitData
 from passport_kit.onboard.ladder import LadderFit, fit_ladder
 from passport_kit.onboard.ladder_inputs import LadderData
 
@@ -35,4 +36,4 @@ def fit_read_out_ladder(model: Any, x: np.ndarray, y: np.ndarray, meta: Any, cla
         return LadderData(plain=plain, y=np.asarray(y)[r], groups=np.asarray(groups)[r], recordings=rec[r],
                           classes=classes, d_model=model.head.d_model, **options)
 
-    return fit_ladder(model, x, y, meta, classes, rows, data, lpft=lpft)
+    return fit_ladder(model, FitData(x, y, meta, classes), rows, data, lpft=lpft)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +14,7 @@ from passport_kit.onboard.ladder_inputs import LadderData
 from passport_kit.onboard.offset import OFFSET_C_GRID, diagonal_mask, fit_offset, softmax
 from passport_kit.onboard.probe import ReadOutChoice, fit_head, fit_offset_read_out, offset_inputs
 from passport_kit.onboard.rungs import STAGER_FIRST, TEXTBOOK_FIRST, LadderRung, rung_order
+from passport_kit.sleep import SleepPrior
 
 CLASSES = ["W", "N1", "N2", "N3", "REM"]
 
@@ -122,8 +125,12 @@ def test_the_base_is_the_best_stager_option_on_the_users_nights() -> None:
 
 
 def test_rungs_are_registered_and_a_duplicate_name_is_refused() -> None:
-    with pytest.raises(ValueError, match="already registered"):
+    from passport_kit.onboard.rungs import RUNGS
+
+    assert set(STAGER_FIRST) | set(TEXTBOOK_FIRST) <= set(RUNGS)
+    with pytest.raises(ValueError, match="a ladder rung named 'stager' is already registered"):
         type("Again", (LadderRung,), {"name": "stager"})
+    assert RUNGS["stager"].__name__ != "Again"
 
 
 # -- the offset read-out ------------------------------------------------------------------------------------------
@@ -231,27 +238,31 @@ def test_with_too_few_windows_to_cross_validate_the_stager_ships_as_it_is() -> N
     assert stager_summary(result)["base"] == "stager" and stager_summary(result)["stager_score"] is None
 
 
+class _Flat(SleepPrior):
+    """A test stager: every stage equally likely (registered once, when this module is imported)."""
+
+    name: ClassVar[str] = "flat-test"
+
+    def night_log_proba(self, eeg_uv, sfreq, *, eog_uv=None, emg_uv=None):  # noqa: ANN001, ANN201
+        return np.log(np.full((int(len(eeg_uv) // (30 * sfreq)), 5), 0.2))
+
+
+class _Wake(_Flat):
+    """A test stager: Wake more likely than the rest."""
+
+    name: ClassVar[str] = "wake-test"
+
+    def night_log_proba(self, eeg_uv, sfreq, *, eog_uv=None, emg_uv=None):  # noqa: ANN001, ANN201
+        p = np.full((int(len(eeg_uv) // (30 * sfreq)), 5), 0.1)
+        p[:, 0] = 0.6
+        return np.log(p)
+
+
 def test_auto_offers_every_channel_choice_of_every_stager_and_their_average(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 43 item 3: with two stagers installed the options include their averaged log-probabilities."""
     from types import SimpleNamespace
-    from typing import ClassVar
 
     import passport_kit.onboard.ladder_inputs as inputs
-    from passport_kit.sleep import SleepPrior
-
-    class _Flat(SleepPrior):
-        name: ClassVar[str] = "flat-test"
-
-        def night_log_proba(self, eeg_uv, sfreq, *, eog_uv=None, emg_uv=None):  # noqa: ANN001, ANN201
-            return np.log(np.full((int(len(eeg_uv) // (30 * sfreq)), 5), 0.2))
-
-    class _Wake(_Flat):
-        name: ClassVar[str] = "wake-test"
-
-        def night_log_proba(self, eeg_uv, sfreq, *, eog_uv=None, emg_uv=None):  # noqa: ANN001, ANN201
-            p = np.full((int(len(eeg_uv) // (30 * sfreq)), 5), 0.1)
-            p[:, 0] = 0.6
-            return np.log(p)
 
     monkeypatch.setattr(inputs, "AUTO_STAGERS", ("flat-test", "wake-test"))
     montage = SimpleNamespace(ch_names=["L", "R"], positions=np.array([[-0.08, 0.0, 0.0], [0.08, 0.0, 0.0]]),

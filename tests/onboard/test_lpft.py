@@ -99,8 +99,9 @@ def test_decide_scores_lpft_against_the_probe_on_paired_folds_and_leaves_the_mod
     x, y, subjects, meta, model, probe, start = _probed()
     rows = np.arange(len(y))
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    decision = decide(model, FitData(x, y, meta, ["rest", "task"]), rows, subjects, chosen=start,
-                      start=start, plain=probe.features, settings=lpft_settings(steps=8, batch_size=8), folds=3)
+    three = np.array([f"s{k % 3}" for k in range(len(y))])  # three subjects: three folds
+    decision = decide(model, FitData(x, y, meta, ["rest", "task"]), rows, three, chosen=start,
+                      start=start, plain=probe.features, settings=lpft_settings(steps=8, batch_size=8))
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
     assert decision.folds == 3 and decision.budget == 8
     assert [c["steps"] for c in decision.curve] == [2, 4, 8]

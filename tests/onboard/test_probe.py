@@ -134,11 +134,11 @@ def test_probe_head_settings_keep_layer_and_pooling_and_old_bundles_read_every_l
     assert settings["bands"] == [list(b) for b in STANDARD_BANDS] and rebuilt.head.bands == STANDARD_BANDS
     # A bundle written before issue 24 stores no "bands": its head keeps the old spectral block (6 per channel).
     legacy = Classifier(backbone, 2, kind="probe", n_channels=2, context=2, layer=0, pooling_probe="meanstd")
-    assert legacy.head.bands is None and "bands" not in legacy.head_settings
+    assert legacy.head.bands is None and legacy.head_settings["bands"] is None  # written without (checkpoint tests)
     assert legacy.head.linear.in_features == 2 * (400 + 12)
     # A bundle written before the read-out layer existed stores no "layer": its head reads the output.
     old = Classifier(backbone, 2, kind="probe", n_channels=2, context=0)
-    assert old.head.layer is None and "layer" not in old.head_settings
+    assert old.head.layer is None and old.head_settings["layer"] is None
     with pytest.raises(ConfigError, match="beyond this backbone's 2 layers"):
         build_classifier(backbone, 2, "adapter", recipe="probe", n_channels=2, probe_layer=3)
 

@@ -11,7 +11,7 @@ import pytest
 
 from passport_kit.errors import ConfigError
 from passport_kit.onboard.recipe import RecipeOptions, parse_options
-from passport_kit.onboard.recipes import Fitted, FitJob, Recipe, get_recipe, recipe_names
+from passport_kit.onboard.recipes import RECIPES, Fitted, FitJob, Recipe, get_recipe, recipe_names
 
 PACKAGE = Path(__file__).resolve().parents[2] / "passport_kit"
 
@@ -61,7 +61,7 @@ def test_every_recipe_fits_a_registered_head_and_is_an_option() -> None:
         recipe = get_recipe(name)
         assert Head.of_kind(recipe.head).kind == recipe.head
         assert RecipeOptions(recipe=name).recipe == name
-    with pytest.raises(ConfigError, match="unknown recipe 'nope'; choose auto, probe, finetune"):
+    with pytest.raises(ConfigError, match="unknown recipe 'nope'; choose one of auto, probe, finetune"):
         get_recipe("nope")
     with pytest.raises(ConfigError, match="invalid adapt option --recipe \\(recipe\\): unknown recipe 'nope'"):
         parse_options(RecipeOptions, "adapt", None, {"recipe": "nope"})
@@ -89,7 +89,7 @@ def extra_recipe() -> Iterator[type[Recipe]]:
     try:
         yield HeadOnly
     finally:
-        Recipe._by_name.pop("head-only")
+        RECIPES.remove("head-only")
 
 
 def test_a_new_recipe_is_one_subclass(extra_recipe: type[Recipe]) -> None:
@@ -103,6 +103,12 @@ def test_a_new_recipe_is_one_subclass(extra_recipe: type[Recipe]) -> None:
     assert "head-only" in repr(annotation)  # the CLI's choices are the registry's names
     assert get_recipe("head-only").validation_fraction(RecipeOptions()) is None
     assert get_recipe("head-only").chosen_by(RecipeOptions()) == []
+
+
+def test_a_second_recipe_of_a_taken_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="a recipe named 'probe' is already registered"):
+        type("AnotherProbe", (Recipe,), {"name": "probe"})
+    assert get_recipe("probe").help.startswith("the same ladder")  # the shipped one stays
 
 
 def test_recipes_record_what_they_use() -> None:
@@ -122,9 +128,11 @@ def test_heads_rebuild_from_their_settings_and_refuse_another_heads_keywords() -
     from passport_kit.model.config import model_config
 
     backbone = build_backbone(model_config("cbramod-tiny", "mlp-experts"))
-    for settings in ({"n_classes": 3, "pooling": "mean", "n_patches": None, "hidden": 50, "dropout": 0.2},
+    for settings in ({"kind": "mlp", "n_classes": 3, "pooling": "mean", "n_patches": None, "hidden": 50,
+                      "dropout": 0.2},
                      {"kind": "probe", "n_classes": 2, "n_channels": 4, "context": 0, "layer": 1,
-                      "pooling_probe": "meanstd", "bands": [[1.0, 4.0]], "scaling": "none"}):
+                      "pooling_probe": "meanstd", "bands": [[1.0, 4.0]], "scaling": "none", "n_prior": 0,
+                      "prior": None, "temperature": 1.0, "smoothing": None}):
         assert Classifier(backbone, **settings).head_settings == settings
     with pytest.raises(ConfigError, match="head 'mlp' does not take these settings"):
         Classifier(backbone, 2, kind="mlp", n_channels=4)

@@ -68,6 +68,14 @@ def test_unknown_priors_name_the_known_ones() -> None:
         get_prior("nope")
 
 
+def test_a_second_prior_of_a_taken_name_is_refused() -> None:
+    from passport_kit.sleep import PRIORS
+
+    with pytest.raises(ValueError, match="a sleep prior named 'echo-test' is already registered"):
+        type("AnotherEcho", (SleepPrior,), {"name": "echo-test"})
+    assert PRIORS["echo-test"] is _Echo
+
+
 def test_yasa_scores_a_simulated_night_with_finite_log_probabilities(tmp_path: Path) -> None:
     from passport_kit.montage import resolve_montage
     from passport_kit.signals.simulator.simulate import simulate_dataset
