@@ -21,8 +21,6 @@ WIDER: dict[str, str] = {
     "passport_kit/engine/forward.py::predict_proba": "the forward pass every room calls: each keyword an optional "
                                                      "per-row input (index, masks, recordings, prior, dead channels) "
                                                      "documented with its shape, or how the batches run",
-    "passport_kit/inference/predict.py::write_prediction": "being split by issue 48c",
-    "passport_kit/inference/predict.py::_sleep_reports": "being split by issue 48c",
 }
 
 

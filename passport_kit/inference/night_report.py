@@ -89,8 +89,22 @@ class AdapterFacts(BaseModel):
 
 
 @dataclass(frozen=True)
+class TrainingChecks:
+    """How one recording compares with the adapter's training data, which the summary reports and the withholding
+    rules read (:func:`~passport_kit.inference.recording.training_checks` makes it; zero-shot: ``band_short`` only).
+
+    ``band_short``: why the recording cannot be staged by this model at all (its band too narrow for the adapter's,
+    :func:`band_too_narrow`; zero-shot: :func:`zero_shot_unfit`), or None; ``distribution``: how far it lies from the
+    training data (:func:`~passport_kit.signals.distribution.score_recording`), None when not guarded;
+    ``in_sample``: the recording is among the adapter's training data.
+    """
+
+    band_short: str | None = None
+    distribution: DistributionVerdict | None = None
+    in_sample: bool = False
 
 
+@dataclass(frozen=True)
 class ChannelMasks:
     """The contact policy applied to one recording, the ``(N, C)`` channel-windows it masked and distrusted, and the
     dead ones (:mod:`passport_kit.signals.dead_channels`); ``imputed``: the read-out took their band powers from a
@@ -134,9 +148,9 @@ def _import_plotting() -> None:
 
 
 def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: RecordingWindows, *,
-                     adapter: AdapterFacts, contacts: ChannelMasks | None = None, band_short: str | None = None,
-                     scorer: ScorerLabels | None = None, output: OutputOptions = OutputOptions(),
-                     distribution: DistributionVerdict | None = None, in_sample: bool = False) -> PredictionResult:
+                     adapter: AdapterFacts, contacts: ChannelMasks | None = None, scorer: ScorerLabels | None = None,
+                     output: OutputOptions = OutputOptions(), checks: TrainingChecks = TrainingChecks()
+                     ) -> PredictionResult:
     """Return the result after writing every report of one recording into ``folder``.
 
     ``proba`` (N, n_classes) are class probabilities of the windows of ``night`` (the recording
@@ -159,6 +173,7 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     meaningful (``statistics_meaningful`` false, ``statistics_note``).
     """
     classes, window_seconds = adapter.classes, adapter.window_seconds
+    band_short, distribution, in_sample = checks.band_short, checks.distribution, checks.in_sample
     stem = recording_stem(recording)
     mostly_bad = mostly_bad_windows(night.quality, night.onset_s, window_seconds)
     flagged = signal_flagged_windows(night.flags) | mostly_bad | (band_short is not None)
@@ -200,7 +215,7 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     # Before the plot: its note marks statistics of a short recording as the terminal does.
     summary |= _night_length_note(len(night.onset_s) * window_seconds / 3600.0, withheld, staged)
     if staged:
-        events = _sleep_reports(folder, stem, recording, proba, night, adapter, summary, files, scorer=scorer,
+        events = _sleep_reports(folder, recording, proba, night, adapter, summary, files, scorer=scorer,
                                 withheld=withheld, plot_format=output.plot_format)
     else:
         events = _class_reports(proba, night, adapter, summary, unsure=unsure, withheld=withheld)
@@ -259,12 +274,13 @@ def stages_night(adapter: AdapterFacts) -> bool:
     return sleep and is_sleep_staging(classes)
 
 
-def _sleep_reports(folder: Path, stem: str, recording: Path, proba: np.ndarray, night: RecordingWindows,
+def _sleep_reports(folder: Path, recording: Path, proba: np.ndarray, night: RecordingWindows,
                    adapter: AdapterFacts, summary: dict[str, Any], files: dict[str, Path], *,
                    scorer: ScorerLabels | None, withheld: str | None, plot_format: str) -> list[dict[str, Any]]:
     """Write the hypnogram (JSON and plot) of a staged night into ``folder`` as ``<stem>_hypnogram.*``; add its sleep
     statistics and caveat to ``summary`` and its files to ``files``; return the night's events."""
     classes, window_seconds, onsets_s, start = adapter.classes, adapter.window_seconds, night.onset_s, night.start
+    stem = recording_stem(recording)
     hyp = _hypnogram(proba.argmax(1), proba, onsets_s, classes, window_seconds, start)
     events = [e | {"low_confidence": int(u)} for e, u in zip(hyp.as_events(), hyp.low_confidence())]
     summary["sleep_statistics"] = None if withheld else hyp.sleep_statistics()

@@ -32,6 +32,7 @@ from passport_kit.inference.night_report import (
     band_too_narrow,
     distribution_verdict,
     import_plotting_soon,
+    TrainingChecks,
     stages_night,
     write_prediction,
 )
@@ -190,13 +191,13 @@ def predict_recording(path: Path, night: RecordingWindows, loaded: LoadedAdapter
     # leaves the earlier one or none, never a part (issue 28).
     return write_folder_whole(folder, functools.partial(
         write_prediction, recording=path, proba=proba, night=night, adapter=loaded.facts, contacts=contacts,
-        scorer=labels, output=output, **checks))
+        scorer=labels, output=output, checks=checks))
 
 
 def training_checks(path: Path, night: RecordingWindows, proba: np.ndarray, loaded: LoadedAdapter, *, guard: bool,
-                    in_memory: bool) -> dict[str, Any]:
+                    in_memory: bool) -> TrainingChecks:
     """Return how recording ``path`` (read as ``night``, predicted as ``proba``) compares with the adapter's training
-    data, as :func:`~passport_kit.inference.night_report.write_prediction`'s keywords.
+    data, for :func:`~passport_kit.inference.night_report.write_prediction`.
 
     ``band_short``: why its band is too narrow for the adapter's (or None); ``distribution``: how
     far it lies from the training data, None unless ``guard`` (withhold the statistics of a
@@ -213,7 +214,7 @@ def training_checks(path: Path, night: RecordingWindows, proba: np.ndarray, load
     distribution = distribution_verdict(loaded.meta.metrics.get("distribution"), night,
                                         predicted=predicted) if guard else None
     in_sample = hashed or same_signal(night.x, loaded.meta.metrics.get("fingerprints")) is not None
-    return {"band_short": band_short, "distribution": distribution, "in_sample": in_sample}
+    return TrainingChecks(band_short=band_short, distribution=distribution, in_sample=in_sample)
 
 
 def window_probabilities(loaded: LoadedAdapter, night: RecordingWindows, *,

@@ -26,7 +26,8 @@ from passport_kit.inference.files import (
     split_recordings,
     write_folder_whole,
 )
-from passport_kit.inference.night_report import MIN_BAND_SHARE, AdapterFacts, PredictionResult, write_prediction
+from passport_kit.inference.night_report import (MIN_BAND_SHARE, AdapterFacts, PredictionResult, TrainingChecks,
+                                                  write_prediction)
 from passport_kit.inference.options import OutputOptions, ReadOptions, ScorerFiles
 from passport_kit.inference.recording import raw_in_memory, read_for_prediction
 from passport_kit.output_lock import output_lock
@@ -99,7 +100,9 @@ def predict_zero_shot(
             proba = np.exp(logp).astype(np.float32)
             results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
                 write_prediction, recording=path, proba=proba, night=night, adapter=facts, scorer=labels,
-                output=output, band_short=zero_shot_unfit(night, stager.min_rate / 2, check=reading.amplitude_check))))
+                output=output,
+                checks=TrainingChecks(band_short=zero_shot_unfit(night, stager.min_rate / 2,
+                                                                 check=reading.amplitude_check)))))
     return results
 
 

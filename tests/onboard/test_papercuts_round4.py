@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from passport_kit.inference.night_report import AdapterFacts, write_prediction
+from passport_kit.inference.night_report import AdapterFacts, TrainingChecks, write_prediction
 from passport_kit.signals import PreprocessConfig
 from passport_kit.signals.recording import RecordingWindows
 
@@ -197,7 +197,7 @@ def _short_night_with_clock(folder: Path, proba: np.ndarray, withheld_by_distrib
                              start=datetime(1985, 1, 1, 14, 45, 33))
     verdict = DistributionVerdict(distance=0.1, channel_distance={}, amplitude_ratio=1.0, correlation_distance=2.5)
     return write_prediction(folder, Path("rec.edf"), proba, night, output=OutputOptions(plot_format="svg"),
-                            distribution=verdict if withheld_by_distribution else None,
+                            checks=TrainingChecks(distribution=verdict if withheld_by_distribution else None),
                             adapter=AdapterFacts(classes=["W", "N1", "N2", "N3", "REM"], window_seconds=30.0,
                                                  task="sleep-staging", adapter=Path("a"), base_name="b"))
 
