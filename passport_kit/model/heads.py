@@ -351,7 +351,8 @@ class ProbeHead(Head):
         pooling = pooling or self.pooling
         self.n_prior, self.prior = (int(n_prior), dict(prior)) if n_prior and prior else (0, None)
         self.temperature, self.smoothing = 1.0, None
-        self.linear = nn.Linear(self._width(context, pooling), self.linear.out_features)
+        # Where the old layer was: a head on a GPU keeps its read-out there (evaluate --device cuda scored a CPU layer).
+        self.linear = nn.Linear(self._width(context, pooling), self.linear.out_features, device=self.linear.weight.device)
         self.context, self.pooling, self.scaling = context, pooling, scaling or self.scaling
         nn.init.zeros_(self.linear.weight)
         nn.init.zeros_(self.linear.bias)

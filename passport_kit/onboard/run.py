@@ -146,6 +146,9 @@ def train_once(options: RecipeOptions, backbone: Any, run: RunData, train_idx: n
     model = build_classifier(backbone, len(run.windows.classes), options.train, dropout=options.dropout,
                              recipe=options.recipe, n_channels=len(run.meta.names), probe_layer=options.probe_layer,
                              bands=carried_bands(run.preprocess.h_freq))
+    # On the fit's device from the start: the ladder's read-outs run the backbone where ``where`` says, before any
+    # gradient step would move it (``adapt --device cuda`` failed in the backbone rung with the model on the CPU).
+    model.to(where.device)
     windows = run.windows
     data = FitData(windows.x, windows.y, run.meta, list(windows.classes), channel_mask=run.channel_mask,
                    distrust=run.distrust)

@@ -309,3 +309,16 @@ def test_per_recording_scaling_is_offered_only_where_labels_vary_within_a_record
     night = SimpleNamespace(y=np.array([0, 1, 2, 1]), recording=np.array(["n", "n", "n", "n"]))
     assert not labels_vary_within_recordings(eegmat_like, np.arange(4))
     assert labels_vary_within_recordings(night, np.arange(4))
+
+
+def test_a_new_read_out_layer_is_made_where_the_head_lives() -> None:
+    # A head on a GPU kept its read-out on the CPU after set_read_out, and evaluate --device cuda failed in its first
+    # scoring; the "meta" device stands in for the GPU here (no data, the same placement rule).
+    from passport_kit.model.heads import ProbeHead
+
+    head = ProbeHead(4, 3, 1, bands=((0.5, 4.0),)).to("meta")
+    head.set_read_out(1, "mean")
+    assert head.linear.weight.device.type == "meta" and head.linear.bias.device.type == "meta"
+    cpu = ProbeHead(4, 3, 1, bands=((0.5, 4.0),))
+    cpu.set_read_out(1, "mean")
+    assert cpu.linear.weight.device.type == "cpu" and not cpu.linear.weight.any()
