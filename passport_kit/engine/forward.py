@@ -76,18 +76,25 @@ def read_out_features(
     model: nn.Module, x: np.ndarray, meta: ChannelMeta, index: np.ndarray | None = None, *, batch_size: int = 64,
     device: torch.device | None = None, channel_mask: np.ndarray | None = None, distrust: np.ndarray | None = None,
     on_batch: Callable[[int], None] | None = None, pooling: str | None = None, backbone: bool = True,
+    spectral: bool = True,
 ) -> np.ndarray:
     """Return a probe head's inputs ``(N, F)`` float64 for rows ``index`` of ``x`` ``(N, C, P, 200)`` (fp32 forward).
 
     ``pooling`` overrides the head's pooling of the backbone features (``ProbeHead.features``).
     ``backbone`` False: the backbone block is zeros and the backbone does not run
-    (:meth:`ProbeHead.features_without_backbone`): only for scoring a head that does not read it.
+    (:meth:`ProbeHead.features_without_backbone`): only for scoring a head that does not read it;
+    with ``spectral`` False too, the band-power block as well (a head that reads neither).
     """
     rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
     out = []
+    if not backbone and not spectral:  # nothing to compute from the windows: not one is read
+        head = model.head
+        if on_batch is not None:
+            on_batch(len(rows))
+        return np.zeros((len(rows), head.n_backbone_features + head.n_spectral_features))
     if not backbone:
         head = model.head
-        call = lambda xb, meta, **extra: head.features_without_backbone(xb)  # noqa: E731  (masks: backbone only)
+        call = lambda xb, meta, **extra: head.features_without_backbone(xb, spectral=spectral)  # noqa: E731
     elif pooling is None:
         call = model.read_out_features
     else:
@@ -137,7 +144,8 @@ def predict_proba(
     whatever ``precision`` says (``PROBE_PRECISION``); one with temporal context reads the
     rows as consecutive windows of the recordings ``groups`` names (None: one recording); one
     whose weights on the backbone block are all 0 (``ProbeHead.reads_backbone`` False) is
-    scored without running the backbone.
+    scored without running the backbone, and one whose weights on the band-power block are all 0 too
+    (``ProbeHead.reads_spectral`` False: the sleep stager's read-outs) without computing band power.
 
     Parameters
     ----------
@@ -178,7 +186,7 @@ def predict_proba(
         # A read-out that gives the backbone no weight (the band-power, context and prior rungs) cannot be
         # changed by it: its inputs are computed without the backbone's forward pass, the same logits.
         z = read_out_features(model, x, meta, rows, batch_size=batch_size, device=device, channel_mask=channel_mask,
-                              distrust=distrust, backbone=head.reads_backbone)
+                              distrust=distrust, backbone=head.reads_backbone, spectral=head.reads_spectral)
         if len(z) == 0:
             return np.zeros((0, 0), dtype=np.float32)
         if dead is not None:
