@@ -30,8 +30,9 @@ def window_fingerprint(x: np.ndarray) -> list[float]:
     n = min(len(x), LENGTH)
     out = np.empty(n)
     for start in range(0, n, _CHUNK):
-        chunk = np.asarray(x[start:min(n, start + _CHUNK)], dtype=np.float64)
-        chunk = np.where(np.isfinite(chunk), chunk, 0.0)
+        chunk = np.array(x[start:min(n, start + _CHUNK)], dtype=np.float64)
+        if not np.isfinite(chunk.sum()):  # non-finite samples (rare) count as 0
+            chunk[~np.isfinite(chunk)] = 0.0
         out[start:start + len(chunk)] = np.log10(np.sqrt((chunk ** 2).mean(axis=(1, 2, 3))) + 1e-12)
     return np.round(out, 4).tolist()
 

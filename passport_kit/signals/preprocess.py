@@ -239,32 +239,76 @@ def overlap_add_lengths(n_signal: int, n_kernel: int) -> tuple[int, int, int] | 
     return block, step, blocks
 
 
-def fir_filter(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
-    """Return ``x`` (C, T) float32 convolved with the odd float32 ``kernel`` (L,) after odd-reflection padding by L // 2
-    per side: ``oaconvolve(_odd_reflect_pad(x, L // 2), kernel[None, :], mode="valid", axes=-1)``, the same bytes.
+class _Filtering:
+    """One overlap-add FIR filtering of ``(C, n)`` samples: the padded input laid out in whole blocks, filtered once,
+    read back as the signal or as windows.
 
-    Why not that call: it pads the signal twice more on the way (to whole blocks, then every block to the FFT
-    length), three copies of a night's samples in all (issue 47: most of a night's filtering that was not an
-    FFT). Here the blocks are laid out once, in the FFT buffer itself, from which the same transforms,
+    Why not :func:`scipy.signal.oaconvolve`: it pads the signal twice more on the way (to whole blocks, then every
+    block to the FFT length), and the caller had padded and converted it before: four copies of a night's
+    samples (issue 47: most of a night's filtering that was not an FFT). Here the samples are written once into
+    the padded signal (:attr:`middle`), which is laid out once into the FFT buffer, and the same transforms,
     products and overlap-add as scipy's give the very same numbers (tested against it).
     """
-    half = len(kernel) // 2
-    n_channels, n = x.shape
-    lengths = overlap_add_lengths(n + 2 * half, len(kernel))
-    if lengths is None:
-        return oaconvolve(_odd_reflect_pad(x, half), kernel[None, :], mode="valid", axes=-1)
-    block, step, blocks = lengths
-    padded = np.zeros((n_channels, blocks * step), dtype=np.float32)  # the padded signal, whole blocks long
-    padded[:, half:half + n] = x
-    _reflect_edges(padded, half, n)
-    spectrum = _block_spectrum(padded.reshape(n_channels, blocks, step), block)
-    del padded
-    spectrum *= scipy.fft.rfft(kernel, n=block)
-    out = scipy.fft.irfft(spectrum, n=block, axis=-1)       # (C, blocks, block)
-    del spectrum
-    overlap = len(kernel) - 1
-    out[:, 1:, :overlap] += out[:, :-1, step:]             # overlap-add, as scipy adds
-    return out[:, :, :step].reshape(n_channels, blocks * step)[:, overlap:overlap + n]
+
+    def __init__(self, n_channels: int, n: int, kernel: np.ndarray, lengths: tuple[int, int, int]) -> None:
+        self.kernel, self.n = kernel, n
+        self.block, self.step, self.blocks = lengths
+        self.half = len(kernel) // 2
+        self.padded = np.zeros((n_channels, self.blocks * self.step), dtype=np.float32)  # whole blocks long
+
+    @classmethod
+    def of(cls, n_channels: int, n: int, kernel: np.ndarray) -> _Filtering | None:
+        """Return the filtering of ``n`` samples per channel by ``kernel``, or None where scipy's one FFT applies."""
+        lengths = overlap_add_lengths(n + 2 * (len(kernel) // 2), len(kernel))
+        return None if lengths is None else cls(n_channels, n, kernel, lengths)
+
+    @property
+    def middle(self) -> np.ndarray:
+        """Return the view ``(C, n)`` of the padded signal where the samples go (float32)."""
+        return self.padded[:, self.half:self.half + self.n]
+
+    def run(self) -> np.ndarray:
+        """Return the overlap-added blocks ``(C, blocks, block)`` of the samples in :attr:`middle` (padded here)."""
+        _reflect_edges(self.padded, self.half, self.n)
+        c = self.padded.shape[0]
+        spectrum = _block_spectrum(self.padded.reshape(c, self.blocks, self.step), self.block)
+        self.padded = np.zeros((0, 0), dtype=np.float32)  # no longer needed: free it before the inverse
+        spectrum *= scipy.fft.rfft(self.kernel, n=self.block)
+        out = scipy.fft.irfft(spectrum, n=self.block, axis=-1)       # (C, blocks, block)
+        del spectrum
+        overlap = len(self.kernel) - 1
+        out[:, 1:, :overlap] += out[:, :-1, self.step:]            # overlap-add, as scipy adds
+        return out
+
+    def signal(self, out: np.ndarray) -> np.ndarray:
+        """Return the filtered signal ``(C, n)`` from :meth:`run`'s blocks."""
+        overlap = len(self.kernel) - 1
+        return out[:, :, :self.step].reshape(out.shape[0], -1)[:, overlap:overlap + self.n]
+
+    def windows(self, out: np.ndarray, count: int, length: int) -> np.ndarray:
+        """Return the first ``count`` windows of ``length`` filtered samples, ``(count, C, length)``, from :meth:`run`'s
+        blocks: written once in window order, without the ``(C, n)`` signal between."""
+        overlap = len(self.kernel) - 1
+        x = np.empty((count, out.shape[0], length), dtype=out.dtype)
+        for w in range(count):
+            at, done = overlap + w * length, 0
+            while done < length:  # a window spans one block, or two
+                b, offset = divmod(at + done, self.step)
+                take = min(length - done, self.step - offset)
+                x[w, :, done:done + take] = out[:, b, offset:offset + take]
+                done += take
+        return x
+
+
+def fir_filter(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """Return ``x`` (C, T) float32 convolved with the odd float32 ``kernel`` (L,) after odd-reflection padding by L // 2
+    per side: ``oaconvolve(_odd_reflect_pad(x, L // 2), kernel[None, :], mode="valid", axes=-1)``, the same bytes
+    (:class:`_Filtering` says why not that call)."""
+    filtering = _Filtering.of(*x.shape, kernel)
+    if filtering is None:
+        return oaconvolve(_odd_reflect_pad(x, len(kernel) // 2), kernel[None, :], mode="valid", axes=-1)
+    filtering.middle[:] = x
+    return filtering.signal(filtering.run())
 
 
 def _block_spectrum(blocks: np.ndarray, block: int) -> np.ndarray:
@@ -281,21 +325,53 @@ def preprocess_array(data: np.ndarray, sfreq: float, config: PreprocessConfig, *
     before filtering (a NaN would spread over a whole kernel length); find them first with
     :func:`passport_kit.signals.windows.window_flags`, which flags them.
     """
+    filtering, out = _preprocessed(data, sfreq, config, source=source)
+    return out if filtering is None else filtering.signal(out)
+
+
+def preprocess_windows(data: np.ndarray, sfreq: float, config: PreprocessConfig, *,
+                       source: str = "recording") -> np.ndarray:
+    """Return :func:`preprocess_array`'s signal cut into ``config``'s windows, ``(N, C, P, S)`` float32 (before any
+    instance normalisation): the same numbers as :func:`~passport_kit.signals.windows.make_windows` of it, written
+    once in window order."""
+    from passport_kit.signals.windows import check_length, make_windows
+
+    filtering, out = _preprocessed(data, sfreq, config, source=source)
+    plain = config.model_copy(update={"instance_norm": False})
+    if filtering is None:
+        return make_windows(out, plain)
+    n = check_length(filtering.n, config.sfreq, config)
+    x = filtering.windows(out, n, config.window_samples)
+    return x.reshape(n, x.shape[1], config.n_patches, config.samples_per_patch)
+
+
+def _preprocessed(data: np.ndarray, sfreq: float, config: PreprocessConfig, *,
+                  source: str) -> tuple[_Filtering | None, np.ndarray]:
+    """Return ``(filtering, its blocks)`` of ``data`` (:class:`_Filtering`), or ``(None, the filtered signal (C, T'))``
+    where scipy's one FFT applies."""
     check_sampling_rate(sfreq, config, source=source)
-    # µV / scale first: float32 then holds numbers near 1 instead of 1e-5.
-    # One float32 array, scaled in place (a night is hundreds of MB; each new array costs page faults).
-    x = np.array(data, dtype=np.float32)
+    kernel = filter_kernel(config.sfreq, config.l_freq, config.h_freq, config.notch_freq).astype(np.float32)
+    resampled = sfreq != config.sfreq
+    n = data.shape[1] if not resampled else None
+    filtering = _Filtering.of(data.shape[0], n, kernel) if n is not None else None
+    # µV / scale first: float32 then holds numbers near 1 instead of 1e-5. Written once, into the padded signal
+    # where there is no resampling (a night is hundreds of MB; each new array costs page faults).
+    x = filtering.middle if filtering is not None else np.empty(data.shape, dtype=np.float32)
+    x[:] = data
     x *= np.float32(1e6 / config.scale_uv)
     if not np.isfinite(x.sum()):  # NaN or inf anywhere makes the sum so (as would overflow: then none is found)
         x[~np.isfinite(x)] = 0.0
-    if sfreq != config.sfreq:
+    if resampled:
         up, down = resample_ratio(sfreq, config.sfreq)
         # padtype='line' keeps a DC offset from ringing at the edges like zero padding would.
         x = resample_poly(x, up, down, axis=-1, padtype="line").astype(np.float32, copy=False)
-    kernel = filter_kernel(config.sfreq, config.l_freq, config.h_freq, config.notch_freq)
+        filtering = _Filtering.of(*x.shape, kernel)
+        if filtering is not None:
+            filtering.middle[:] = x
     with scipy.fft.set_workers(FFT_WORKERS):
-        filtered = fir_filter(x, kernel.astype(np.float32))
-    return filtered.astype(np.float32, copy=False)
+        if filtering is None:
+            return None, fir_filter(x, kernel).astype(np.float32, copy=False)
+        return filtering, filtering.run()
 
 
 def preprocess(raw: mne.io.BaseRaw, config: PreprocessConfig) -> np.ndarray:
