@@ -118,8 +118,8 @@ def window_flags(
             # Saturation pins the signal at one extreme; count each extreme on its own, since a
             # quantised signal can touch its maximum once and its minimum twice by chance.
             # The samples at an extreme are few: count them per window from their indices.
-            at_max = _per_window((sig == high) & finite, starts, n)
-            at_min = _per_window((sig == low) & finite, starts, n)
+            at_max = _per_window(sig == high if all_finite else (sig == high) & finite, starts, n)
+            at_min = _per_window(sig == low if all_finite else (sig == low) & finite, starts, n)
             clipped = np.maximum(at_max, at_min) >= CLIP_MIN_SAMPLES
             flags[:, c] |= np.where(clipped, FLAG_CLIPPED, 0).astype(np.uint8)
     if config.amplitude_limit_uv is not None:
