@@ -69,3 +69,23 @@ def test_a_memo_without_room_keeps_nothing() -> None:
     memo = FrozenMemo(x, np.arange(len(x)), budget=0)
     memo._keep("spectral", torch.zeros(3, 5), np.array([0, 1, 2]))
     assert not memo.filled["spectral"].any() and memo.used == 0
+
+
+def test_a_batch_changed_in_place_is_looked_up_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    import passport_kit.model.heads as heads
+
+    x, y, subjects, meta, model, probe, start = _probed()
+    memo = FrozenMemo(x, np.arange(len(x)))
+    calls: list[int] = []
+    plain = heads.band_power_features
+    monkeypatch.setattr(heads, "band_power_features", lambda xb, *a: (calls.append(len(xb)), plain(xb, *a))[1])
+    batch = torch.from_numpy(x[[0, 1]].copy())
+    with memo.installed(model):
+        first = model.head.spectral(batch)
+        model.head.spectral(batch)          # the same tensor, unchanged: served
+        batch[1] = torch.from_numpy(x[5])   # now row 5 in place of row 1: looked up again, computed
+        changed = model.head.spectral(batch)
+        batch[0] += 1.0                     # not a row of x any more: computed
+        model.head.spectral(batch)
+    assert calls == [2, 1, 1]
+    assert torch.equal(changed, torch.cat([first[:1], plain(torch.from_numpy(x[[5]]), model.head.bands)]))
