@@ -112,6 +112,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     from passport_kit.signals.quality import channel_quality
     from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, recording_start, windows_from_data
 
+    shutil.rmtree(out, ignore_errors=True)  # predictions of an earlier run (--reuse) would refuse the new ones
     loaded = P.load_for_prediction(bundle, P.ContactOptions(), P.RunOptions(device=device, precision=precision))
     model, meta, montage, config = loaded.model, loaded.meta, loaded.montage, loaded.config
     torch_device, prec = loaded.device, loaded.precision

@@ -20,8 +20,8 @@ LENGTH = 240
 MIN_WINDOWS = 10
 #: Correlation of the log RMS sequences above which two recordings are the same signal.
 SAME_R = 0.99
-#: Windows read at once (the training windows are often a memmap).
-_CHUNK = 256
+#: Windows read at once (the training windows are often a memmap); small buffers, reused (issue 47).
+_CHUNK = 32
 
 
 def window_fingerprint(x: np.ndarray) -> list[float]:

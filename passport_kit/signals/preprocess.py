@@ -23,6 +23,7 @@ exactly as ``adapt`` did.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 
@@ -240,75 +241,74 @@ def overlap_add_lengths(n_signal: int, n_kernel: int) -> tuple[int, int, int] | 
 
 
 class _Filtering:
-    """One overlap-add FIR filtering of ``(C, n)`` samples: the padded input laid out in whole blocks, filtered once,
-    read back as the signal or as windows.
+    """The overlap-add FIR filtering of one channel of ``n`` samples: its padded input laid out in whole blocks,
+    filtered once, read back as the signal or as windows.
 
     Why not :func:`scipy.signal.oaconvolve`: it pads the signal twice more on the way (to whole blocks, then every
-    block to the FFT length), and the caller had padded and converted it before: four copies of a night's
-    samples (issue 47: most of a night's filtering that was not an FFT). Here the samples are written once into
-    the padded signal (:attr:`middle`), which is laid out once into the FFT buffer, and the same transforms,
-    products and overlap-add as scipy's give the very same numbers (tested against it).
+    block to the FFT length), after the caller had converted and padded it: four copies of a night's samples,
+    each a fresh allocation the kernel must map and zero (issue 47: most of a night's filtering that was not an
+    FFT). Here the samples are written once into the padded signal, which is laid out once into the FFT buffer,
+    one channel at a time (buffers of tens of MB, reused, instead of hundreds), and the same transforms, products
+    and overlap-add as scipy's give the very same numbers (tested against it).
     """
 
-    def __init__(self, n_channels: int, n: int, kernel: np.ndarray, lengths: tuple[int, int, int]) -> None:
+    def __init__(self, n: int, kernel: np.ndarray, lengths: tuple[int, int, int]) -> None:
         self.kernel, self.n = kernel, n
         self.block, self.step, self.blocks = lengths
         self.half = len(kernel) // 2
-        self.padded = np.zeros((n_channels, self.blocks * self.step), dtype=np.float32)  # whole blocks long
+        self.kernel_spectrum = scipy.fft.rfft(kernel, n=self.block)
 
     @classmethod
-    def of(cls, n_channels: int, n: int, kernel: np.ndarray) -> _Filtering | None:
-        """Return the filtering of ``n`` samples per channel by ``kernel``, or None where scipy's one FFT applies."""
+    def of(cls, n: int, kernel: np.ndarray) -> _Filtering | None:
+        """Return the filtering of ``n`` samples by ``kernel``, or None where scipy takes one FFT of the whole signal."""
         lengths = overlap_add_lengths(n + 2 * (len(kernel) // 2), len(kernel))
-        return None if lengths is None else cls(n_channels, n, kernel, lengths)
+        return None if lengths is None else cls(n, kernel, lengths)
 
-    @property
-    def middle(self) -> np.ndarray:
-        """Return the view ``(C, n)`` of the padded signal where the samples go (float32)."""
-        return self.padded[:, self.half:self.half + self.n]
-
-    def run(self) -> np.ndarray:
-        """Return the overlap-added blocks ``(C, blocks, block)`` of the samples in :attr:`middle` (padded here)."""
-        _reflect_edges(self.padded, self.half, self.n)
-        c = self.padded.shape[0]
-        spectrum = _block_spectrum(self.padded.reshape(c, self.blocks, self.step), self.block)
-        self.padded = np.zeros((0, 0), dtype=np.float32)  # no longer needed: free it before the inverse
-        spectrum *= scipy.fft.rfft(self.kernel, n=self.block)
-        out = scipy.fft.irfft(spectrum, n=self.block, axis=-1)       # (C, blocks, block)
+    def run(self, fill: Callable[[np.ndarray], None]) -> np.ndarray:
+        """Return the overlap-added blocks ``(1, blocks, block)`` of the samples ``fill(view)`` writes into the ``(1, n)``
+        float32 view of the padded signal (then padded by odd reflection here)."""
+        padded = np.zeros((1, self.blocks * self.step), dtype=np.float32)  # whole blocks long
+        fill(padded[:, self.half:self.half + self.n])
+        _reflect_edges(padded, self.half, self.n)
+        spectrum = _block_spectrum(padded.reshape(1, self.blocks, self.step), self.block)
+        del padded
+        spectrum *= self.kernel_spectrum
+        out = scipy.fft.irfft(spectrum, n=self.block, axis=-1)       # (1, blocks, block)
         del spectrum
         overlap = len(self.kernel) - 1
         out[:, 1:, :overlap] += out[:, :-1, self.step:]            # overlap-add, as scipy adds
         return out
 
     def signal(self, out: np.ndarray) -> np.ndarray:
-        """Return the filtered signal ``(C, n)`` from :meth:`run`'s blocks."""
+        """Return the filtered signal ``(n,)`` from :meth:`run`'s blocks (a view)."""
         overlap = len(self.kernel) - 1
-        return out[:, :, :self.step].reshape(out.shape[0], -1)[:, overlap:overlap + self.n]
+        return out[0, :, :self.step].reshape(-1)[overlap:overlap + self.n]
 
-    def windows(self, out: np.ndarray, count: int, length: int) -> np.ndarray:
-        """Return the first ``count`` windows of ``length`` filtered samples, ``(count, C, length)``, from :meth:`run`'s
-        blocks: written once in window order, without the ``(C, n)`` signal between."""
+    def windows(self, out: np.ndarray, x: np.ndarray) -> None:
+        """Write the filtered samples from :meth:`run`'s blocks into ``x`` ``(count, length)``: the first ``count`` windows
+        of ``length`` samples, without the signal between."""
         overlap = len(self.kernel) - 1
-        x = np.empty((count, out.shape[0], length), dtype=out.dtype)
+        count, length = x.shape
         for w in range(count):
             at, done = overlap + w * length, 0
             while done < length:  # a window spans one block, or two
                 b, offset = divmod(at + done, self.step)
                 take = min(length - done, self.step - offset)
-                x[w, :, done:done + take] = out[:, b, offset:offset + take]
+                x[w, done:done + take] = out[0, b, offset:offset + take]
                 done += take
-        return x
 
 
 def fir_filter(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     """Return ``x`` (C, T) float32 convolved with the odd float32 ``kernel`` (L,) after odd-reflection padding by L // 2
     per side: ``oaconvolve(_odd_reflect_pad(x, L // 2), kernel[None, :], mode="valid", axes=-1)``, the same bytes
     (:class:`_Filtering` says why not that call)."""
-    filtering = _Filtering.of(*x.shape, kernel)
+    filtering = _Filtering.of(x.shape[1], kernel)
     if filtering is None:
         return oaconvolve(_odd_reflect_pad(x, len(kernel) // 2), kernel[None, :], mode="valid", axes=-1)
-    filtering.middle[:] = x
-    return filtering.signal(filtering.run())
+    out = np.empty(x.shape, dtype=np.float32)
+    for c in range(len(x)):
+        out[c] = filtering.signal(filtering.run(lambda view, c=c: view.__setitem__(slice(None), x[c:c + 1])))
+    return out
 
 
 def _block_spectrum(blocks: np.ndarray, block: int) -> np.ndarray:
@@ -325,8 +325,13 @@ def preprocess_array(data: np.ndarray, sfreq: float, config: PreprocessConfig, *
     before filtering (a NaN would spread over a whole kernel length); find them first with
     :func:`passport_kit.signals.windows.window_flags`, which flags them.
     """
-    filtering, out = _preprocessed(data, sfreq, config, source=source)
-    return out if filtering is None else filtering.signal(out)
+    channels = _Channels(data, sfreq, config, source=source)
+    if channels.filtering is None:
+        return channels.filtered()
+    out = np.empty((len(data), channels.filtering.n), dtype=np.float32)
+    for c in range(len(data)):
+        out[c] = channels.filtering.signal(channels.run(c))
+    return out
 
 
 def preprocess_windows(data: np.ndarray, sfreq: float, config: PreprocessConfig, *,
@@ -336,42 +341,59 @@ def preprocess_windows(data: np.ndarray, sfreq: float, config: PreprocessConfig,
     once in window order."""
     from passport_kit.signals.windows import check_length, make_windows
 
-    filtering, out = _preprocessed(data, sfreq, config, source=source)
-    plain = config.model_copy(update={"instance_norm": False})
-    if filtering is None:
-        return make_windows(out, plain)
-    n = check_length(filtering.n, config.sfreq, config)
-    x = filtering.windows(out, n, config.window_samples)
-    return x.reshape(n, x.shape[1], config.n_patches, config.samples_per_patch)
+    channels = _Channels(data, sfreq, config, source=source)
+    if channels.filtering is None:
+        return make_windows(channels.filtered(), config.model_copy(update={"instance_norm": False}))
+    n = check_length(channels.filtering.n, config.sfreq, config)
+    x = np.empty((n, len(data), config.window_samples), dtype=np.float32)
+    for c in range(len(data)):
+        channels.filtering.windows(channels.run(c), x[:, c, :])
+    return x.reshape(n, len(data), config.n_patches, config.samples_per_patch)
 
 
-def _preprocessed(data: np.ndarray, sfreq: float, config: PreprocessConfig, *,
-                  source: str) -> tuple[_Filtering | None, np.ndarray]:
-    """Return ``(filtering, its blocks)`` of ``data`` (:class:`_Filtering`), or ``(None, the filtered signal (C, T'))``
-    where scipy's one FFT applies."""
-    check_sampling_rate(sfreq, config, source=source)
-    kernel = filter_kernel(config.sfreq, config.l_freq, config.h_freq, config.notch_freq).astype(np.float32)
-    resampled = sfreq != config.sfreq
-    n = data.shape[1] if not resampled else None
-    filtering = _Filtering.of(data.shape[0], n, kernel) if n is not None else None
-    # µV / scale first: float32 then holds numbers near 1 instead of 1e-5. Written once, into the padded signal
-    # where there is no resampling (a night is hundreds of MB; each new array costs page faults).
-    x = filtering.middle if filtering is not None else np.empty(data.shape, dtype=np.float32)
-    x[:] = data
-    x *= np.float32(1e6 / config.scale_uv)
-    if not np.isfinite(x.sum()):  # NaN or inf anywhere makes the sum so (as would overflow: then none is found)
-        x[~np.isfinite(x)] = 0.0
-    if resampled:
-        up, down = resample_ratio(sfreq, config.sfreq)
-        # padtype='line' keeps a DC offset from ringing at the edges like zero padding would.
-        x = resample_poly(x, up, down, axis=-1, padtype="line").astype(np.float32, copy=False)
-        filtering = _Filtering.of(*x.shape, kernel)
-        if filtering is not None:
-            filtering.middle[:] = x
-    with scipy.fft.set_workers(FFT_WORKERS):
-        if filtering is None:
-            return None, fir_filter(x, kernel).astype(np.float32, copy=False)
-        return filtering, filtering.run()
+class _Channels:
+    """The channels of ``data`` on their way to the filter: in µV / ``scale_uv`` as float32, non-finite samples 0,
+    resampled to ``config.sfreq``; at the model's rate each channel is converted straight into the filter's buffer.
+    """
+
+    def __init__(self, data: np.ndarray, sfreq: float, config: PreprocessConfig, *, source: str) -> None:
+        check_sampling_rate(sfreq, config, source=source)
+        self.data, self.scale = data, np.float32(1e6 / config.scale_uv)
+        self.kernel = filter_kernel(config.sfreq, config.l_freq, config.h_freq, config.notch_freq).astype(np.float32)
+        self.resampled: np.ndarray | None = None
+        if sfreq != config.sfreq:
+            x = np.empty(data.shape, dtype=np.float32)
+            self.scaled(x, data)
+            up, down = resample_ratio(sfreq, config.sfreq)
+            # padtype='line' keeps a DC offset from ringing at the edges like zero padding would.
+            self.resampled = resample_poly(x, up, down, axis=-1, padtype="line").astype(np.float32, copy=False)
+        self.filtering = _Filtering.of(data.shape[1] if self.resampled is None else self.resampled.shape[1],
+                                       self.kernel)
+
+    def scaled(self, out: np.ndarray, samples: np.ndarray) -> None:
+        """Write ``samples`` (volts) into the float32 ``out`` in µV / scale, non-finite samples as 0 (µV / scale
+        first: float32 then holds numbers near 1 instead of 1e-5)."""
+        out[:] = samples
+        out *= self.scale
+        if not np.isfinite(out.sum()):  # NaN or inf anywhere makes the sum so (as would overflow: then none is found)
+            out[~np.isfinite(out)] = 0.0
+
+    def run(self, c: int) -> np.ndarray:
+        """Return the filter's overlap-added blocks of channel ``c``."""
+        assert self.filtering is not None
+        with scipy.fft.set_workers(FFT_WORKERS):
+            if self.resampled is not None:
+                return self.filtering.run(lambda view: view.__setitem__(slice(None), self.resampled[c:c + 1]))
+            return self.filtering.run(lambda view: self.scaled(view, self.data[c:c + 1]))
+
+    def filtered(self) -> np.ndarray:
+        """Return every channel filtered ``(C, T')`` by scipy's one FFT (a signal too short for blocks)."""
+        x = self.resampled
+        if x is None:
+            x = np.empty(self.data.shape, dtype=np.float32)
+            self.scaled(x, self.data)
+        with scipy.fft.set_workers(FFT_WORKERS):
+            return fir_filter(x, self.kernel).astype(np.float32, copy=False)
 
 
 def preprocess(raw: mne.io.BaseRaw, config: PreprocessConfig) -> np.ndarray:

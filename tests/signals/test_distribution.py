@@ -155,3 +155,14 @@ def test_the_guards_features_are_their_definitions_to_round_off() -> None:
                        / whole[..., None] + 1e-9)
     rel[~(whole > 1e-12)] = np.nan
     np.testing.assert_allclose(spectral_features(x), rel, rtol=1e-12, atol=1e-12)
+
+
+def test_the_chunk_of_windows_changes_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    import passport_kit.signals.distribution as distribution
+
+    x = _windows(5, n=11)
+    got = {}
+    for chunk in (3, 256):
+        monkeypatch.setattr(distribution, "_CHUNK", chunk)
+        got[chunk] = (distribution.spectral_features(x), distribution.correlation_features(x))
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got[3], got[256]))
