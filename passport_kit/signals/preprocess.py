@@ -325,52 +325,54 @@ def preprocess_array(data: np.ndarray, sfreq: float, config: PreprocessConfig, *
     before filtering (a NaN would spread over a whole kernel length); find them first with
     :func:`passport_kit.signals.windows.window_flags`, which flags them.
     """
-    channels = _Channels(data, sfreq, config, source=source)
-    if channels.filtering is None:
-        return channels.filtered()
-    out = np.empty((len(data), channels.filtering.n), dtype=np.float32)
-    for c in range(len(data)):
-        out[c] = channels.filtering.signal(channels.run(c))
-    return out
+    return Preprocessing(data, sfreq, config, source=source).signal()
 
 
-def preprocess_windows(data: np.ndarray, sfreq: float, config: PreprocessConfig, *,
-                       source: str = "recording") -> np.ndarray:
-    """Return :func:`preprocess_array`'s signal cut into ``config``'s windows, ``(N, C, P, S)`` float32 (before any
-    instance normalisation): the same numbers as :func:`~passport_kit.signals.windows.make_windows` of it, written
-    once in window order."""
-    from passport_kit.signals.windows import check_length, make_windows
+class Preprocessing:
+    """The preprocessing of one recording's samples ``data`` ``(C, T)`` (volts at ``sfreq`` Hz), read out as the
+    signal (:meth:`signal`, what :func:`preprocess_array` returns) or as windows (:meth:`windows`).
 
-    channels = _Channels(data, sfreq, config, source=source)
-    if channels.filtering is None:
-        return make_windows(channels.filtered(), config.model_copy(update={"instance_norm": False}))
-    n = check_length(channels.filtering.n, config.sfreq, config)
-    x = np.empty((n, len(data), config.window_samples), dtype=np.float32)
-    for c in range(len(data)):
-        channels.filtering.windows(channels.run(c), x[:, c, :])
-    return x.reshape(n, len(data), config.n_patches, config.samples_per_patch)
-
-
-class _Channels:
-    """The channels of ``data`` on their way to the filter: in µV / ``scale_uv`` as float32, non-finite samples 0,
-    resampled to ``config.sfreq``; at the model's rate each channel is converted straight into the filter's buffer.
+    On their way to the filter the channels are put in µV / ``scale_uv`` as float32 (non-finite samples 0) and
+    resampled to ``config.sfreq``; at the model's rate each channel is converted straight into the filter's
+    buffer, and filtered on its own (:class:`_Filtering`).
     """
 
-    def __init__(self, data: np.ndarray, sfreq: float, config: PreprocessConfig, *, source: str) -> None:
+    def __init__(self, data: np.ndarray, sfreq: float, config: PreprocessConfig, *, source: str = "recording") -> None:
         check_sampling_rate(sfreq, config, source=source)
         self.data, self.scale = data, np.float32(1e6 / config.scale_uv)
         self.kernel = filter_kernel(config.sfreq, config.l_freq, config.h_freq, config.notch_freq).astype(np.float32)
         self.resampled: np.ndarray | None = None
         if sfreq != config.sfreq:
             x = np.empty(data.shape, dtype=np.float32)
-            self.scaled(x, data)
+            self._scaled(x, data)
             up, down = resample_ratio(sfreq, config.sfreq)
             # padtype='line' keeps a DC offset from ringing at the edges like zero padding would.
             self.resampled = resample_poly(x, up, down, axis=-1, padtype="line").astype(np.float32, copy=False)
-        self.filtering = _Filtering.of(data.shape[1] if self.resampled is None else self.resampled.shape[1],
-                                       self.kernel)
+        #: Samples per channel at ``config.sfreq``, as preprocessed.
+        self.n_samples = data.shape[1] if self.resampled is None else self.resampled.shape[1]
+        self.filtering = _Filtering.of(self.n_samples, self.kernel)
 
-    def scaled(self, out: np.ndarray, samples: np.ndarray) -> None:
+    def signal(self) -> np.ndarray:
+        """Return the preprocessed signal ``(C, T')`` float32."""
+        if self.filtering is None:
+            return self._filtered_whole()
+        out = np.empty((len(self.data), self.n_samples), dtype=np.float32)
+        for c in range(len(self.data)):
+            out[c] = self.filtering.signal(self._run(c))
+        return out
+
+    def windows(self, count: int, length: int) -> np.ndarray:
+        """Return the first ``count`` windows of ``length`` preprocessed samples, ``(count, C, length)`` float32, written
+        once in window order (no ``(C, T')`` signal between)."""
+        if self.filtering is None:
+            signal = self._filtered_whole()[:, :count * length]
+            return np.ascontiguousarray(signal.reshape(len(signal), count, length).transpose(1, 0, 2))
+        x = np.empty((count, len(self.data), length), dtype=np.float32)
+        for c in range(len(self.data)):
+            self.filtering.windows(self._run(c), x[:, c, :])
+        return x
+
+    def _scaled(self, out: np.ndarray, samples: np.ndarray) -> None:
         """Write ``samples`` (volts) into the float32 ``out`` in µV / scale, non-finite samples as 0 (µV / scale
         first: float32 then holds numbers near 1 instead of 1e-5)."""
         out[:] = samples
@@ -378,20 +380,20 @@ class _Channels:
         if not np.isfinite(out.sum()):  # NaN or inf anywhere makes the sum so (as would overflow: then none is found)
             out[~np.isfinite(out)] = 0.0
 
-    def run(self, c: int) -> np.ndarray:
+    def _run(self, c: int) -> np.ndarray:
         """Return the filter's overlap-added blocks of channel ``c``."""
         assert self.filtering is not None
         with scipy.fft.set_workers(FFT_WORKERS):
             if self.resampled is not None:
                 return self.filtering.run(lambda view: view.__setitem__(slice(None), self.resampled[c:c + 1]))
-            return self.filtering.run(lambda view: self.scaled(view, self.data[c:c + 1]))
+            return self.filtering.run(lambda view: self._scaled(view, self.data[c:c + 1]))
 
-    def filtered(self) -> np.ndarray:
+    def _filtered_whole(self) -> np.ndarray:
         """Return every channel filtered ``(C, T')`` by scipy's one FFT (a signal too short for blocks)."""
         x = self.resampled
         if x is None:
             x = np.empty(self.data.shape, dtype=np.float32)
-            self.scaled(x, self.data)
+            self._scaled(x, self.data)
         with scipy.fft.set_workers(FFT_WORKERS):
             return fir_filter(x, self.kernel).astype(np.float32, copy=False)
 

@@ -43,14 +43,19 @@ def test_the_memo_changes_no_number_of_lpft(monkeypatch: pytest.MonkeyPatch, pre
     assert all(torch.equal(memo_tensors[n], plain_tensors[n]) for n in plain_tensors)
 
 
-def test_the_memo_serves_a_window_from_its_content_and_computes_each_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def _counted(monkeypatch: pytest.MonkeyPatch) -> tuple:
+    """Return windows, a model, a memo of the windows, the batch sizes band power is computed for, and band power."""
     import passport_kit.model.heads as heads
 
     x, y, subjects, meta, model, probe, start = _probed()
-    memo = FrozenMemo(x, np.arange(len(x)))
     calls: list[int] = []
     plain = heads.band_power_features
     monkeypatch.setattr(heads, "band_power_features", lambda xb, *a: (calls.append(len(xb)), plain(xb, *a))[1])
+    return x, model, FrozenMemo(x, np.arange(len(x))), calls, plain
+
+
+def test_the_memo_serves_a_window_from_its_content_and_computes_each_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, model, memo, calls, _ = _counted(monkeypatch)
     with memo.installed(model):
         first = model.head.spectral(torch.from_numpy(x[[4, 2, 9]]))
         again = model.head.spectral(torch.from_numpy(x[[9, 4, 7]].copy()))
@@ -72,13 +77,7 @@ def test_a_memo_without_room_keeps_nothing() -> None:
 
 
 def test_a_batch_changed_in_place_is_looked_up_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    import passport_kit.model.heads as heads
-
-    x, y, subjects, meta, model, probe, start = _probed()
-    memo = FrozenMemo(x, np.arange(len(x)))
-    calls: list[int] = []
-    plain = heads.band_power_features
-    monkeypatch.setattr(heads, "band_power_features", lambda xb, *a: (calls.append(len(xb)), plain(xb, *a))[1])
+    x, model, memo, calls, plain = _counted(monkeypatch)
     batch = torch.from_numpy(x[[0, 1]].copy())
     with memo.installed(model):
         first = model.head.spectral(batch)

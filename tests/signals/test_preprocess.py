@@ -179,16 +179,18 @@ def test_a_channel_of_infinities_is_zeroed_like_nan() -> None:
 @pytest.mark.parametrize(("sfreq", "seconds"), [(200.0, 3 * 3600), (200.0, 95), (256.0, 1800), (1000.0, 150),
                                                 (200.0, 61), (100.0, 600)])
 def test_windows_written_once_are_the_windows_of_the_signal(sfreq: float, seconds: int) -> None:
-    """preprocess_windows (issue 47: no (C, T) signal between) gives make_windows' windows to the byte."""
-    from passport_kit.signals.preprocess import preprocess_windows
+    """windows_from_data (issue 47: no (C, T) signal between) gives make_windows' windows to the byte."""
+    from passport_kit.signals.recording import windows_from_data
     from passport_kit.signals.windows import make_windows
 
     data = np.random.default_rng(int(sfreq + seconds)).standard_normal((3, int(sfreq * seconds))) * 30e-6
     data[1, 100:120] = np.nan
     config = PreprocessConfig(h_freq=45.0 if sfreq < 150 else 75.0, instance_norm=True)
-    windows = preprocess_windows(data, sfreq, config)
+    windows, _ = windows_from_data(data, sfreq, config.model_copy(update={"instance_norm": False}))
     expected = make_windows(preprocess_array(data, sfreq, config), config.model_copy(update={"instance_norm": False}))
     assert windows.shape == expected.shape and windows.tobytes() == expected.tobytes()
+    normalised, _ = windows_from_data(data, sfreq, config)
+    assert normalised.tobytes() == make_windows(preprocess_array(data, sfreq, config), config).tobytes()
 
 
 def test_preprocess_array_is_the_scaled_samples_through_scipys_filter_to_the_byte() -> None:
