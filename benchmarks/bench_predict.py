@@ -35,6 +35,9 @@ Run::
 
     .venv/bin/python benchmarks/bench_predict.py [--hours 1,8] [--threads 2] [--out bench-out/predict]
     .venv/bin/python benchmarks/bench_predict.py --plot-only      # the hypnogram PNG alone, 3 calls
+
+Before and after a change, paired: run it with ``PYTHONPATH`` set to each package tree in turn (e.g. an
+export of the commit before, then this checkout), the same ``--out`` and ``--reuse`` (docs/RESULTS.md, issue 47).
 """
 
 from __future__ import annotations

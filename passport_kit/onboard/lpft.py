@@ -160,7 +160,7 @@ class FrozenMemo:
     def installed(self, model: nn.Module) -> Iterator[None]:
         """Within: ``model``'s patch embedding (before position) and probe head's band-power block served from here."""
         patches, head = model.backbone.patch_embedding, model.head
-        plain_patches, plain_spectral = patches.embed_patches, head.spectral
+        plain_patches, plain_spectral = patches.embed_patches, getattr(head, "spectral", None)
 
         def embed_patches(x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
             # Where it runs decides which form computes it (the bf16 fast path applies in some contexts only):
@@ -173,8 +173,9 @@ class FrozenMemo:
             fresh = mask.reshape(mask.shape[0], -1).any(dim=1).cpu().numpy()
             return self.serve(block, lambda todo: plain_patches(_rows(x, todo), _rows(mask, todo)), x, fresh)
 
-        served = {(patches, "embed_patches"): embed_patches,
-                  (head, "spectral"): lambda x: self.serve("spectral", lambda todo: plain_spectral(_rows(x, todo)), x)}
+        served: dict[tuple[Any, str], Callable[..., torch.Tensor]] = {(patches, "embed_patches"): embed_patches}
+        if plain_spectral is not None:  # a probe head (LP-FT's): its band-power block
+            served[(head, "spectral")] = lambda x: self.serve("spectral", lambda todo: plain_spectral(_rows(x, todo)), x)
         before = {key: vars(key[0]).get(key[1]) for key in served}  # an instance's own attribute, if it had one
         for (owner, name), fn in served.items():
             setattr(owner, name, fn)
