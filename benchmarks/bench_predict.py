@@ -3,17 +3,23 @@
 Simulates ear-EEG nights (``eesm17-ear``, 12 channels) of each length in ``--hours``, adapts a
 throw-away adapter on a small simulated dataset (``--recipe probe``, the default of ``adapt``;
 ``finetune``: ``--finetune-steps``, default 1: the weights do not matter for speed, but do for the bf16 agreement), then times, on ``--threads`` torch
-threads, the stages of :func:`passport_kit.inference.recording.read_for_prediction` and after it:
+threads, the stages of :func:`passport_kit.inference.predict.read_for_prediction` and after it:
 
 - ``read_recording + mapped_data``: open the EDF, map the montage channels, read their samples (the one read);
 - ``recording_quality``: :func:`channel_quality` of those same samples;
 - ``load_recording`` stage: :func:`windows_from_data` (filter, windows, flags; no cache);
-- ``predict_proba``: the model over every window, with the masks predict derives from the quality;
+- ``night_prior``: the sleep stager's log-probabilities, where the read-out stacks them (the default bundle
+  of ``adapt`` on sleep data since issue 43: the stager rung);
+- ``predict_proba``: the model over every window, with the masks predict derives from the quality (and the
+  prior); a probe read-out that gives the backbone (or band power) no weight does not compute it;
   where ``--precision`` resolves to bf16 and the head is not a probe (whose inputs are fp32 by
   design), also two warm pairs of the same call in bf16 and in fp32, and the share of windows
   whose predicted stage is the same in both;
+- ``distribution_verdict``: the training-distribution guard (spectra and correlations of the windows);
+- ``same_signal``: the fingerprint against the training recordings;
 - ``plot_hypnogram``: the hypnogram + hypnodensity PNG alone;
 - ``write_prediction``: every report (CSV, TSV, JSON, PNG);
+- each stage's CPU seconds (this process, all threads), and their sum;
 - ``predict()``: the whole call as the CLI makes it (every report written), the median of
   ``--repeats`` calls in a warm process (imports done), so the figure is the call's own; its wall
   time and its CPU time (this process, all threads);
@@ -29,6 +35,9 @@ Run::
 
     .venv/bin/python benchmarks/bench_predict.py [--hours 1,8] [--threads 2] [--out bench-out/predict]
     .venv/bin/python benchmarks/bench_predict.py --plot-only      # the hypnogram PNG alone, 3 calls
+
+Before and after a change, paired: run it with ``PYTHONPATH`` set to each package tree in turn (e.g. an
+export of the commit before, then this checkout), the same ``--out`` and ``--reuse`` (docs/RESULTS.md, issue 47).
 """
 
 from __future__ import annotations
@@ -48,11 +57,14 @@ from machine import machine_line
 MONTAGE = "eesm17-ear"
 
 
-def timed(label: str, fn, rows: list[tuple[str, float]]):
-    """Run ``fn()``, append ``(label, seconds)`` to ``rows`` and return its result."""
-    start = time.perf_counter()
+def timed(label: str, fn, rows: list[tuple[str, float]], cpu: list[tuple[str, float]] | None = None):
+    """Run ``fn()``, append ``(label, seconds)`` to ``rows`` (and its CPU seconds, all threads, to ``cpu``); return
+    its result."""
+    start, start_cpu = time.perf_counter(), time.process_time()
     out = fn()
     rows.append((label, time.perf_counter() - start))
+    if cpu is not None:
+        cpu.append((label, time.process_time() - start_cpu))
     return out
 
 
@@ -88,92 +100,96 @@ def night(out: Path, hours: float, *, reuse: bool) -> Path:
 
 def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: str, batch_size: int,
                repeats: int) -> tuple[list[tuple[str, float]], int]:
-    """Return the ``(stage, seconds)`` rows of one night and its number of windows."""
+    """Return the ``(stage, seconds)`` rows of one night (wall, then CPU per stage) and its number of windows."""
     import numpy as np
     import torch
 
-    from passport_kit.checkpoint import load_adapter_bundle
     from passport_kit.engine.forward import PROBE_PRECISION, predict_proba
+    from passport_kit.inference import night_report as N
+    from passport_kit.inference import recording as R
+    from passport_kit.inference.options import ContactOptions, RunOptions
+    from passport_kit.inference.predict import predict
     from passport_kit.inference.hypnogram import Hypnogram
-    from passport_kit.contacts import ContactPolicy
-    from passport_kit.inference.night_report import AdapterFacts, ChannelMasks, write_prediction
-    from passport_kit.inference.predict import RunOptions, predict
     from passport_kit.inference.reports import plot_hypnogram
-    from passport_kit.model import ChannelMeta
     from passport_kit.model.heads import ProbeHead
-    from passport_kit.montage import Montage
-    from passport_kit.runtime import resolve_device, resolve_precision
-    from passport_kit.signals import PreprocessConfig, read_recording
+    from passport_kit.signals import read_recording
     from passport_kit.signals.channels import mapped_data
-    from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, recording_start, windows_from_data
+    from passport_kit.signals.fingerprint import same_signal
     from passport_kit.signals.quality import channel_quality
+    from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, recording_start, windows_from_data
 
-    model, meta = load_adapter_bundle(bundle)
-    montage, config = Montage.from_dict(meta.montage), PreprocessConfig.from_dict(meta.preprocessing)
-    torch_device = resolve_device(device)
-    prec = resolve_precision(precision, torch_device)
-    model.to(torch_device)
+    shutil.rmtree(out, ignore_errors=True)  # predictions of an earlier run (--reuse) would refuse the new ones
+    loaded = R.load_for_prediction(bundle, ContactOptions(), RunOptions(device=device, precision=precision))
+    model, meta, montage, config = loaded.model, loaded.meta, loaded.montage, loaded.config
+    torch_device, prec = loaded.device, loaded.precision
     rows: list[tuple[str, float]] = []
+    cpu: list[tuple[str, float]] = []
 
     def read():
         raw = read_recording(edf)
         return raw, mapped_data(raw, montage)
 
-    raw, data = timed("read_recording + mapped_data (the one read)", read, rows)
+    raw, data = timed("read_recording + mapped_data (the one read)", read, rows, cpu)
     sfreq = float(raw.info["sfreq"])
     quality = timed("recording_quality: channel_quality of the same samples",
                     lambda: channel_quality(data, sfreq, montage, window_seconds=config.window_seconds,
-                                            notch_freq=config.notch_freq), rows)
+                                            notch_freq=config.notch_freq), rows, cpu)
     rec_config = fit_preprocessing(config, rate=lambda: (sfreq, str(edf)))
     x, flags = timed("load_recording stage: windows_from_data (filter, windows, flags)",
-                     lambda: windows_from_data(data, sfreq, rec_config), rows)
+                     lambda: windows_from_data(data, sfreq, rec_config), rows, cpu)
     del data
     onsets = np.arange(len(x)) * config.window_seconds
     night = RecordingWindows(x=x, flags=flags, onset_s=onsets, quality=quality, config=rec_config,
                              start=recording_start(raw))
-    policy = ContactPolicy.of_bundle(meta.training, adapter=bundle).for_model(
-        model.backbone.channel_embedding.reads_activity)
-    masked, distrusted = policy.masks(quality, onsets, config.window_seconds)
-    if isinstance(getattr(model, "head", None), ProbeHead):
-        prec_label = f"{PROBE_PRECISION}: a probe head's inputs"
-    else:
-        prec_label = prec
+    prior = timed("night_prior (the sleep stager, where the read-out stacks it)",
+                  lambda: R.night_prior(model.head, night, montage), rows, cpu)
+    masked, distrusted = loaded.policy.masks(quality, onsets, config.window_seconds)
+    probe = isinstance(getattr(model, "head", None), ProbeHead)
+    prec_label = f"{PROBE_PRECISION}: a probe head's inputs" if probe else prec
+    if probe:
+        prec_label += (", backbone skipped" if not model.head.reads_backbone else "") + (
+            ", band power skipped" if not getattr(model.head, "reads_spectral", True) else "")
+    mask = masked if masked is not None and masked.any() else None
     proba = timed(f"predict_proba (model, batch {batch_size}, {prec_label})",
-                  lambda: predict_proba(model, x, ChannelMeta.from_montage(montage), batch_size=batch_size,
-                                        device=torch_device, precision=prec,
-                                        channel_mask=masked if masked is not None and masked.any() else None,
-                                        distrust=distrusted), rows)
-    if prec == "bf16" and not isinstance(getattr(model, "head", None), ProbeHead):
+                  lambda: predict_proba(model, x, loaded.channel_meta, batch_size=batch_size, device=torch_device,
+                                        precision=prec, channel_mask=mask, distrust=distrusted, prior=prior), rows, cpu)
+    if prec == "bf16" and not probe:
         # The same call in fp32 beside it, and how often the two pick the same stage.
         for i in range(2):  # bf16 again, then fp32: a warm pair after the first (cold) bf16 call
             run = {}
             for p_name in ("bf16", "fp32"):
                 start = time.perf_counter()
-                run[p_name] = predict_proba(model, x, ChannelMeta.from_montage(montage), batch_size=batch_size,
-                                            device=torch_device, precision=p_name,
-                                            channel_mask=masked if masked is not None and masked.any() else None,
+                run[p_name] = predict_proba(model, x, loaded.channel_meta, batch_size=batch_size,
+                                            device=torch_device, precision=p_name, channel_mask=mask,
                                             distrust=distrusted)
                 rows.append((f"predict_proba {p_name} (warm pair {i + 1})", time.perf_counter() - start))
         agree = float((run["bf16"].argmax(1) == run["fp32"].argmax(1)).mean())
         n_stages = len(set(run["fp32"].argmax(1).tolist()))
         rows.append((f"fp32 vs bf16 predicted stages agree (%, {len(x)} windows, {n_stages} stages predicted in fp32)",
                      100 * agree))
+    verdict = timed("distribution_verdict (the guard: spectra, correlations)",
+                    lambda: N.distribution_verdict(meta.metrics.get("distribution"), night,
+                                                   predicted=proba.argmax(1)), rows, cpu)
+    timed("same_signal (fingerprint)", lambda: same_signal(x, meta.metrics.get("fingerprints")), rows, cpu)
     hyp = Hypnogram([str(meta.classes[k]) for k in proba.argmax(1)], epoch_seconds=config.window_seconds,
                     classes=[str(c) for c in meta.classes], proba=proba)
     timed("plot_hypnogram (PNG alone)", lambda: plot_hypnogram(out / "hypnogram.png", hyp, title="bench"), rows)
     timed("write_prediction (CSV, TSV, JSON, PNG)",
-          lambda: write_prediction(out / "reports", edf, proba, night, adapter=AdapterFacts(
-              classes=list(meta.classes), window_seconds=config.window_seconds, task="sleep-staging", adapter=bundle,
-              base_name=meta.base_name), contacts=ChannelMasks(policy, masked, distrusted)), rows)
-    times, cpu = [], []
+          lambda: N.write_prediction(out / "reports", edf, proba, night, adapter=loaded.facts,
+                                     checks=N.TrainingChecks(distribution=verdict),
+                                     contacts=N.ChannelMasks(loaded.policy, masked, distrusted)), rows, cpu)
+    times, cpus = [], []
     for i in range(repeats):
         start, start_cpu = time.perf_counter(), time.process_time()
         predict(bundle, [edf], out / f"predictions-{i}",
-                run=RunOptions(device=device, precision=precision, batch_size=batch_size))
+                  run=RunOptions(device=device, precision=precision, batch_size=batch_size))
         times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
+        cpus.append(time.process_time() - start_cpu)
     rows.append((f"predict() (all of it; median of {repeats})", statistics.median(times)))
-    rows.append((f"predict() CPU seconds (this process, all threads; median of {repeats})", statistics.median(cpu)))
+    rows += [(f"CPU s: {label}", seconds) for label, seconds in cpu]
+    rows.append((f"CPU s: the stages above, summed", sum(seconds for _, seconds in cpu)))
+    rows.append((f"predict() CPU seconds (this process, all threads; median of {repeats}; each: "
+                 f"{' '.join(f'{c:.2f}' for c in cpus)})", statistics.median(cpus)))
     return rows, len(x)
 
 

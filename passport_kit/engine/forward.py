@@ -137,7 +137,8 @@ def predict_proba(
     whatever ``precision`` says (``PROBE_PRECISION``); one with temporal context reads the
     rows as consecutive windows of the recordings ``groups`` names (None: one recording); one
     whose weights on the backbone block are all 0 (``ProbeHead.reads_backbone`` False) is
-    scored without running the backbone.
+    scored without running the backbone, and one whose weights on the band-power block are all 0 too
+    (``ProbeHead.reads_spectral`` False: the sleep stager's read-outs) without computing band power.
 
     Parameters
     ----------
@@ -177,8 +178,11 @@ def predict_proba(
     if isinstance(head, ProbeHead):
         # A read-out that gives the backbone no weight (the band-power, context and prior rungs) cannot be
         # changed by it: its inputs are computed without the backbone's forward pass, the same logits.
-        z = read_out_features(model, x, meta, rows, batch_size=batch_size, device=device, channel_mask=channel_mask,
-                              distrust=distrust, backbone=head.reads_backbone)
+        if head.reads_backbone or head.reads_spectral:
+            z = read_out_features(model, x, meta, rows, batch_size=batch_size, device=device,
+                                  channel_mask=channel_mask, distrust=distrust, backbone=head.reads_backbone)
+        else:  # the sleep stager's read-outs: nothing the windows give is read, the zeros meet zero weights
+            z = np.zeros((len(rows), head.n_backbone_features + head.n_spectral_features))
         if len(z) == 0:
             return np.zeros((0, 0), dtype=np.float32)
         if dead is not None:

@@ -310,9 +310,25 @@ class ProbeHead(Head):
         the backbone (:func:`~passport_kit.engine.forward.predict_proba`). A NaN weight counts as
         read: it would have poisoned the logits.
         """
+        return self._reads(0, self.n_backbone_features)
+
+    @property
+    def reads_spectral(self) -> bool:
+        """Return whether any read-out weight falls on the band-power block (or its running-mean copy).
+
+        False for the sleep stager's read-outs (the ladder's ``stager`` and ``recalibrated`` rungs read the
+        prior block alone; issue 47: a night's band power was a third of such a bundle's ``predict``): the
+        band powers cannot change their logits, so scoring them need not compute them. As
+        :attr:`reads_backbone`, a NaN weight counts as read.
+        """
+        start = self.n_backbone_features
+        return self._reads(start, start + self.n_spectral_features)
+
+    def _reads(self, start: int, stop: int) -> bool:
+        """Return whether a read-out weight on input columns ``start:stop`` (or their running-mean copy) is not 0."""
         weight = self.linear.weight.detach()
-        width, n = weight.shape[1] // (2 if self.context else 1), self.n_backbone_features
-        blocks = [weight[:, :n]] + ([weight[:, width:width + n]] if self.context else [])
+        width = weight.shape[1] // (2 if self.context else 1)
+        blocks = [weight[:, start:stop]] + ([weight[:, width + start:width + stop]] if self.context else [])
         return any(bool(block.ne(0).any()) for block in blocks)
 
     def features_without_backbone(self, x: Tensor) -> Tensor:
@@ -321,13 +337,14 @@ class ProbeHead(Head):
         For a head that does not read the backbone (:attr:`reads_backbone` False): the zeros meet
         weights that are exactly 0, as the pooled features would, so the logits are those of
         :meth:`features` (same widths, same product; tested byte for byte), without the backbone's
-        forward pass.
+        forward pass. A head that reads band power neither (:attr:`reads_spectral` False) needs no
+        features at all: :func:`~passport_kit.engine.forward.predict_proba` gives it zeros, by the same argument.
         """
         if x.shape[1] != self.n_channels:
             raise DataError(f"this head was fitted on {self.n_channels} channels, got {x.shape[1]}; "
                             "predict with the montage the adapter was trained on")
-        zeros = torch.zeros(x.shape[0], self.n_backbone_features, dtype=torch.float32, device=x.device)
-        return torch.cat([zeros, self.spectral(x)], dim=1)
+        n = self.n_backbone_features
+        return torch.cat([torch.zeros(x.shape[0], n, dtype=torch.float32, device=x.device), self.spectral(x)], dim=1)
 
     def features(self, feats: Tensor, x: Tensor, pooling: ProbePooling | None = None) -> Tensor:
         """Return the read-out's input ``(B, F)`` for backbone features ``(B, C, P, D)`` and windows ``x``.

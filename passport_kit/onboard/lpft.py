@@ -29,8 +29,10 @@ recording or stacking the sleep prior (a batch cannot carry the whole night). ``
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,6 +55,140 @@ LPFT_L2SP = 1e-2
 BUDGET_EPOCHS, MIN_STEPS, MAX_STEPS = 4, 40, 400
 #: Fractions of the budget at which the inner cross-validation scores LP-FT.
 CHECKPOINTS = (0.25, 0.5, 1.0)
+
+
+#: Memory (bytes) the frozen blocks' memo may hold: windows beyond it are computed at every use, as before.
+MEMO_BYTES = 512 * 2**20
+#: Every how many-th sample of a window makes its memo key (the key only finds candidates; equality decides).
+_KEY_STRIDE = 997
+
+
+class FrozenMemo:
+    """The per-window outputs of the blocks LP-FT does not train, computed once per window of ``x``.
+
+    LP-FT trains the mixture adapter and the read-out; the patch embedding before position
+    (:meth:`~passport_kit.model.patch_embedding.PatchEmbedding.embed_patches`: convolutions, spectrum, frozen
+    and in eval mode) and the read-out's band-power block (:meth:`~passport_kit.model.heads.ProbeHead.spectral`)
+    read the window alone. Yet the training loop and its validation compute them for every window of every
+    batch: on 3 half-hour nights about two thirds of LP-FT's CPU time. Within :meth:`installed` the model's
+    two blocks are served from here: a batch's window is found among the rows of ``x`` by its content (a key
+    of sampled values finds candidates, exact equality with the row decides), its output computed on the first
+    use and kept. Both blocks compute each window on its own (per-window convolution, group norm and FFT), so a
+    window's output is the same bytes whatever batch it came in (tested); windows not found, or with a masked
+    patch (the mask enters the patch embedding), are computed as before.
+    """
+
+    def __init__(self, x: np.ndarray, rows: np.ndarray, budget: int | None = None) -> None:
+        self.x, self.budget = x, MEMO_BYTES if budget is None else budget
+        rows = list(dict.fromkeys(np.asarray(rows, dtype=np.int64).tolist()))
+        self.slot = {r: k for k, r in enumerate(rows)}  # row of x -> its place in each block's store
+        self.keys: dict[bytes, list[int]] = {}
+        for i in rows:
+            self.keys.setdefault(self._key(np.asarray(x[i])), []).append(i)
+        # Per block: one tensor (rows kept, ...) filled as windows come, and which of its places are filled.
+        self.store: dict[Any, torch.Tensor] = {}
+        self.filled: dict[Any, np.ndarray] = {}
+        self.used = 0  # bytes of the stores
+        self._last: tuple[torch.Tensor, int, np.ndarray] | None = None
+
+    @staticmethod
+    def _key(window: np.ndarray) -> bytes:
+        return np.ascontiguousarray(window.reshape(-1)[::_KEY_STRIDE], dtype=np.float32).tobytes()
+
+    def slots_of(self, xb: torch.Tensor) -> np.ndarray:
+        """Return the store place of each window of ``xb`` ``(B, C, P, S)``: that of the row of ``x`` it equals, bit for
+        bit (-1: none). In training the last batch's answer is kept while that very tensor, unchanged (its version
+        counter; inference tensors have none), is asked again: a forward pass asks for both blocks of one batch."""
+        tracked = not xb.is_inference()
+        if tracked and self._last is not None and self._last[0] is xb and self._last[1] == xb._version:
+            return self._last[2].copy()
+        found = np.full(len(xb), -1, dtype=np.int64)
+        for b, window in enumerate(xb.detach().cpu().numpy()):
+            for i in self.keys.get(self._key(window), ()):
+                row = np.asarray(self.x[i], dtype=np.float32)
+                if row.shape == window.shape and np.array_equal(window.view(np.uint32), row.view(np.uint32)):
+                    found[b] = self.slot[i]
+                    break
+        if tracked:  # holding xb: its memory cannot pass to another tensor while it is kept here
+            self._last = (xb, xb._version, found.copy())
+        return found
+
+    def serve(self, block: Any, compute: Callable[[np.ndarray], torch.Tensor], xb: torch.Tensor,
+              fresh: np.ndarray | None = None) -> torch.Tensor:
+        """Return block ``block``'s output ``(B, ...)`` for windows ``xb`` ``(B, C, P, S)``: kept windows from the
+        memo, the others by ``compute(positions in xb)``; ``fresh`` ``(B,)`` bool: windows never kept (masked)."""
+        slots = self.slots_of(xb)
+        if fresh is not None:
+            slots[fresh] = -1
+        filled = self.filled.get(block)
+        hit = (slots >= 0) & (filled[np.maximum(slots, 0)] if filled is not None else False)
+        todo = np.flatnonzero(~hit)
+        if not len(todo):  # the common case once every window was seen: one gather
+            return self.store[block][torch.from_numpy(slots)].to(xb.device)
+        computed = compute(todo)
+        if len(todo) == len(xb):
+            out = computed
+        else:
+            out = torch.empty((len(xb), *computed.shape[1:]), dtype=computed.dtype, device=computed.device)
+            out[torch.from_numpy(np.flatnonzero(hit))] = self.store[block][torch.from_numpy(slots[hit])].to(out.device)
+            out[torch.from_numpy(todo)] = computed
+        self._keep(block, computed, slots[todo])
+        return out
+
+    def _keep(self, block: Any, computed: torch.Tensor, slots: np.ndarray) -> None:
+        """Keep rows of ``computed`` at store places ``slots`` (-1: not kept), within the memory budget."""
+        # Plain tensors, also when made under torch.inference_mode (validation): kept there, read in training.
+        with torch.inference_mode(False):
+            if block not in self.store:
+                per_row = computed[0].numel() * computed.element_size() if len(computed) else 1
+                places = min(len(self.slot), (self.budget - self.used) // max(per_row, 1))
+                self.store[block] = torch.empty((places, *computed.shape[1:]), dtype=computed.dtype)
+                self.used += places * per_row
+                self.filled[block] = np.zeros(len(self.slot), dtype=bool)
+            store, filled = self.store[block], self.filled[block]
+            keep = np.flatnonzero((slots >= 0) & (slots < len(store)))
+            if len(keep):
+                store[torch.from_numpy(slots[keep])] = computed[torch.from_numpy(keep)].detach().to(store.device)
+            filled[slots[keep]] = True
+
+    @contextlib.contextmanager
+    def installed(self, model: nn.Module) -> Iterator[None]:
+        """Within: ``model``'s patch embedding (before position) and probe head's band-power block served from here."""
+        patches, head = model.backbone.patch_embedding, model.head
+        plain_patches, plain_spectral = patches.embed_patches, getattr(head, "spectral", None)
+
+        def embed_patches(x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+            # Where it runs decides which form computes it (the bf16 fast path applies in some contexts only):
+            # a store per context.
+            device = x.device.type
+            block = ("patches", torch.is_autocast_enabled(device), torch.get_autocast_dtype(device),
+                     torch.is_grad_enabled(), patches.training)
+            if mask is None:
+                return self.serve(block, lambda todo: plain_patches(_rows(x, todo)), x)
+            fresh = mask.reshape(mask.shape[0], -1).any(dim=1).cpu().numpy()
+            return self.serve(block, lambda todo: plain_patches(_rows(x, todo), _rows(mask, todo)), x, fresh)
+
+        served: dict[tuple[Any, str], Callable[..., torch.Tensor]] = {(patches, "embed_patches"): embed_patches}
+        if plain_spectral is not None:  # a probe head (LP-FT's): its band-power block
+            served[(head, "spectral")] = lambda x: self.serve("spectral", lambda todo: plain_spectral(_rows(x, todo)), x)
+        before = {key: vars(key[0]).get(key[1]) for key in served}  # an instance's own attribute, if it had one
+        for (owner, name), fn in served.items():
+            setattr(owner, name, fn)
+        try:
+            yield
+        finally:
+            for (owner, name), old in before.items():
+                if old is None:
+                    del vars(owner)[name]
+                else:
+                    setattr(owner, name, old)
+
+
+def _rows(t: torch.Tensor, positions: np.ndarray) -> torch.Tensor:
+    """Return rows ``positions`` of ``t`` (``t`` itself when they are all of its rows, in order)."""
+    if len(positions) == len(t):
+        return t
+    return t[torch.from_numpy(positions)]
 
 
 def step_budget(n_windows: int, batch_size: int) -> int:
@@ -100,16 +236,20 @@ def not_tried(reason: str) -> AdapterTraining:
 
 def train(model: nn.Module, data: FitData, rows: np.ndarray, *, start: ReadOutChoice, plain: dict[str, np.ndarray],
           settings: FinetuneSettings, seed: int = 0, val_index: np.ndarray | None = None,
-          run: FitRun | None = None) -> Any:
+          run: FitRun | None = None, memo: FrozenMemo | None = None) -> Any:
     """Return the fit of LP-FT on ``rows``: the head set to read-out ``start`` fitted on ``plain`` (the read-out
     inputs of ``rows``), then adapter and read-out trained by ``settings`` (batches of consecutive windows of one
     recording, ``data.sequence``, when ``start`` has temporal context). ``val_index``, ``run``:
-    :func:`~passport_kit.onboard.finetune.fit`'s."""
+    :func:`~passport_kit.onboard.finetune.fit`'s; ``memo``: the frozen blocks' outputs (:class:`FrozenMemo`; None:
+    one for these rows)."""
     seq = None if data.sequence is None else np.asarray(data.sequence)
     fit_head(model.head, plain, data.y[rows], start, len(data.classes),
              recordings=None if seq is None else list(seq[rows]), seed=seed)
-    return fit(model, data if start.context else replace(data, sequence=None), settings, train_index=rows,
-               val_index=val_index, run=run)
+    if memo is None:
+        memo = FrozenMemo(data.x, rows if val_index is None else np.concatenate([rows, val_index]))
+    with memo.installed(model):
+        return fit(model, data if start.context else replace(data, sequence=None), settings, train_index=rows,
+                   val_index=val_index, run=run)
 
 
 def _fold_score(model: nn.Module, x: np.ndarray, y: np.ndarray, meta: Any, classes: list[str], rows: np.ndarray,
@@ -147,6 +287,7 @@ def decide(
     gains: dict[int, list[float]] = {m: [] for m in marks}
     probe_scores: list[float] = []
     lpft_scores: dict[int, list[float]] = {m: [] for m in marks}
+    memo = FrozenMemo(x, rows)  # one for every fold: the frozen blocks are the same in every copy of the model
     for fit_pos, test_pos in repeated_group_folds(g, n_folds, 1, seed)[0]:
         fit_rows, test_rows = rows[fit_pos], rows[test_pos]
         if len(np.unique(y[fit_rows])) < 2 or (n_classes == 2 and len(np.unique(y[test_rows])) < 2):
@@ -156,13 +297,14 @@ def decide(
         probe = copy.deepcopy(model)
         fit_head(probe.head, sub, y[fit_rows], chosen, n_classes, recordings=seq, seed=seed)
         probe.eval()
-        base = _fold_score(probe, x, y, meta, classes, test_rows, **forward)
+        with memo.installed(probe):
+            base = _fold_score(probe, x, y, meta, classes, test_rows, **forward)
         del probe
         tuned = copy.deepcopy(model)
         # One run, scored on the fold's test subjects at every mark (its kept state is not used).
         result = train(tuned, data, fit_rows, start=start, plain=sub,
                        settings=settings.model_copy(update={"eval_every": every}), seed=seed, val_index=test_rows,
-                       run=run)
+                       run=run, memo=memo)
         scores = {int(r["step"]): float(r["val_score"]) for r in result.history if "val_score" in r}
         del tuned
         probe_scores.append(base)

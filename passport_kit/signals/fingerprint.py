@@ -20,8 +20,8 @@ LENGTH = 240
 MIN_WINDOWS = 10
 #: Correlation of the log RMS sequences above which two recordings are the same signal.
 SAME_R = 0.99
-#: Windows read at once (the training windows are often a memmap).
-_CHUNK = 256
+#: Windows read at once (the training windows are often a memmap); small buffers, reused (issue 47).
+_CHUNK = 32
 
 
 def window_fingerprint(x: np.ndarray) -> list[float]:
@@ -30,8 +30,9 @@ def window_fingerprint(x: np.ndarray) -> list[float]:
     n = min(len(x), LENGTH)
     out = np.empty(n)
     for start in range(0, n, _CHUNK):
-        chunk = np.asarray(x[start:min(n, start + _CHUNK)], dtype=np.float64)
-        chunk = np.where(np.isfinite(chunk), chunk, 0.0)
+        chunk = np.array(x[start:min(n, start + _CHUNK)], dtype=np.float64)
+        if not np.isfinite(chunk.sum()):  # non-finite samples (rare) count as 0
+            chunk[~np.isfinite(chunk)] = 0.0
         out[start:start + len(chunk)] = np.log10(np.sqrt((chunk ** 2).mean(axis=(1, 2, 3))) + 1e-12)
     return np.round(out, 4).tolist()
 

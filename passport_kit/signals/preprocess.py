@@ -23,6 +23,7 @@ exactly as ``adapt`` did.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 
@@ -197,12 +198,124 @@ def _odd_reflect_pad(x: np.ndarray, n_pad: int) -> np.ndarray:
 
     Beyond one signal length the padding continues with zeros, as MNE's ``reflect_limited``.
     """
-    n = x.shape[-1]
+    out = np.empty((x.shape[0], x.shape[1] + 2 * n_pad), dtype=x.dtype)
+    out[:, n_pad:n_pad + x.shape[1]] = x
+    _reflect_edges(out, n_pad, x.shape[1])
+    return out
+
+
+def _reflect_edges(buf: np.ndarray, n_pad: int, n: int) -> None:
+    """Fill ``buf[:, :n_pad]`` and ``buf[:, n_pad + n:n + 2 n_pad]`` by odd reflection of ``buf[:, n_pad:n_pad + n]``."""
+    x = buf[:, n_pad:n_pad + n]
     reach = min(n_pad, n - 1)
-    left = 2 * x[:, :1] - x[:, reach:0:-1]
-    right = 2 * x[:, -1:] - x[:, -2:-reach - 2:-1]
-    zeros = np.zeros((x.shape[0], n_pad - reach), dtype=x.dtype)
-    return np.concatenate([zeros, left, x, right, zeros], axis=-1)
+    zeros = n_pad - reach
+    buf[:, :zeros] = 0
+    buf[:, zeros:n_pad] = 2 * x[:, :1] - x[:, reach:0:-1]
+    buf[:, n_pad + n:n_pad + n + reach] = 2 * x[:, -1:] - x[:, -2:-reach - 2:-1]
+    buf[:, n_pad + n + reach:n + 2 * n_pad] = 0
+
+
+def overlap_add_lengths(n_signal: int, n_kernel: int) -> tuple[int, int, int] | None:
+    """Return ``(block, step, blocks)`` of :func:`scipy.signal.oaconvolve` for a padded signal of ``n_signal`` samples
+    and an odd kernel of ``n_kernel`` taps (FFT length, new samples per block, blocks), or None where scipy takes one
+    FFT of the whole signal (a signal shorter than a few kernels).
+
+    scipy's rule (``_calc_oa_lens``): the block length that minimises FFT work per output sample,
+    ``-K W₋₁(-1 / (2 e K))`` for ``K = n_kernel - 1`` (Lambert W), rounded up to a fast FFT length.
+    """
+    import math
+
+    from scipy.special import lambertw
+
+    overlap = n_kernel - 1
+    if n_kernel == 1 or n_signal == n_kernel or n_kernel >= n_signal / 2:
+        return None
+    block = scipy.fft.next_fast_len(math.ceil(-overlap * lambertw(-1 / (2 * math.e * overlap), k=-1).real))
+    if block >= n_signal:
+        return None
+    step = block - n_kernel + 1
+    blocks = math.ceil((n_signal + 1) / step)
+    if step * blocks < n_signal + n_kernel - 1:
+        blocks += 1
+    return block, step, blocks
+
+
+class _Filtering:
+    """The overlap-add FIR filtering of one channel of ``n`` samples: its padded input laid out in whole blocks,
+    filtered once, read back as the signal or as windows.
+
+    Why not :func:`scipy.signal.oaconvolve`: it pads the signal twice more on the way (to whole blocks, then every
+    block to the FFT length), after the caller had converted and padded it: four copies of a night's samples,
+    each a fresh allocation the kernel must map and zero (issue 47: most of a night's filtering that was not an
+    FFT). Here the samples are written once into the padded signal, which is laid out once into the FFT buffer,
+    one channel at a time (buffers of tens of MB, reused, instead of hundreds), and the same transforms, products
+    and overlap-add as scipy's give the very same numbers (tested against it).
+    """
+
+    def __init__(self, n: int, kernel: np.ndarray, lengths: tuple[int, int, int]) -> None:
+        self.kernel, self.n = kernel, n
+        self.block, self.step, self.blocks = lengths
+        self.half = len(kernel) // 2
+        self.kernel_spectrum = scipy.fft.rfft(kernel, n=self.block)
+
+    @classmethod
+    def of(cls, n: int, kernel: np.ndarray) -> _Filtering | None:
+        """Return the filtering of ``n`` samples by ``kernel``, or None where scipy takes one FFT of the whole signal."""
+        lengths = overlap_add_lengths(n + 2 * (len(kernel) // 2), len(kernel))
+        return None if lengths is None else cls(n, kernel, lengths)
+
+    def run(self, fill: Callable[[np.ndarray], None]) -> np.ndarray:
+        """Return the overlap-added blocks ``(1, blocks, block)`` of the samples ``fill(view)`` writes into the ``(1, n)``
+        float32 view of the padded signal (then padded by odd reflection here)."""
+        padded = np.zeros((1, self.blocks * self.step), dtype=np.float32)  # whole blocks long
+        fill(padded[:, self.half:self.half + self.n])
+        _reflect_edges(padded, self.half, self.n)
+        spectrum = _block_spectrum(padded.reshape(1, self.blocks, self.step), self.block)
+        del padded
+        spectrum *= self.kernel_spectrum
+        out = scipy.fft.irfft(spectrum, n=self.block, axis=-1)       # (1, blocks, block)
+        del spectrum
+        overlap = len(self.kernel) - 1
+        out[:, 1:, :overlap] += out[:, :-1, self.step:]            # overlap-add, as scipy adds
+        return out
+
+    def signal(self, out: np.ndarray) -> np.ndarray:
+        """Return the filtered signal ``(n,)`` from :meth:`run`'s blocks (a view)."""
+        overlap = len(self.kernel) - 1
+        return out[0, :, :self.step].reshape(-1)[overlap:overlap + self.n]
+
+    def windows(self, out: np.ndarray, x: np.ndarray) -> None:
+        """Write the filtered samples from :meth:`run`'s blocks into ``x`` ``(count, length)``: the first ``count`` windows
+        of ``length`` samples, without the signal between."""
+        overlap = len(self.kernel) - 1
+        count, length = x.shape
+        for w in range(count):
+            at, done = overlap + w * length, 0
+            while done < length:  # a window spans one block, or two
+                b, offset = divmod(at + done, self.step)
+                take = min(length - done, self.step - offset)
+                x[w, done:done + take] = out[0, b, offset:offset + take]
+                done += take
+
+
+def fir_filter(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """Return ``x`` (C, T) float32 convolved with the odd float32 ``kernel`` (L,) after odd-reflection padding by L // 2
+    per side: ``oaconvolve(_odd_reflect_pad(x, L // 2), kernel[None, :], mode="valid", axes=-1)``, the same bytes
+    (:class:`_Filtering` says why not that call)."""
+    filtering = _Filtering.of(x.shape[1], kernel)
+    if filtering is None:
+        return oaconvolve(_odd_reflect_pad(x, len(kernel) // 2), kernel[None, :], mode="valid", axes=-1)
+    out = np.empty(x.shape, dtype=np.float32)
+    for c in range(len(x)):
+        out[c] = filtering.signal(filtering.run(lambda view, c=c: view.__setitem__(slice(None), x[c:c + 1])))
+    return out
+
+
+def _block_spectrum(blocks: np.ndarray, block: int) -> np.ndarray:
+    """Return the rfft of every block ``(C, B, step)`` zero-padded to ``block`` samples, ``(C, B, block // 2 + 1)``."""
+    buf = np.zeros((*blocks.shape[:2], block), dtype=np.float32)
+    buf[:, :, :blocks.shape[2]] = blocks
+    return scipy.fft.rfft(buf, axis=-1)
 
 
 def preprocess_array(data: np.ndarray, sfreq: float, config: PreprocessConfig, *, source: str = "recording") -> np.ndarray:
@@ -212,24 +325,77 @@ def preprocess_array(data: np.ndarray, sfreq: float, config: PreprocessConfig, *
     before filtering (a NaN would spread over a whole kernel length); find them first with
     :func:`passport_kit.signals.windows.window_flags`, which flags them.
     """
-    check_sampling_rate(sfreq, config, source=source)
-    # µV / scale first: float32 then holds numbers near 1 instead of 1e-5.
-    # One float32 array, scaled in place (a night is hundreds of MB; each new array costs page faults).
-    x = np.array(data, dtype=np.float32)
-    x *= np.float32(1e6 / config.scale_uv)
-    bad = ~np.isfinite(x)  # one pass; nan_to_num makes three
-    if bad.any():
-        x[bad] = 0.0
-    if sfreq != config.sfreq:
-        up, down = resample_ratio(sfreq, config.sfreq)
-        # padtype='line' keeps a DC offset from ringing at the edges like zero padding would.
-        x = resample_poly(x, up, down, axis=-1, padtype="line").astype(np.float32, copy=False)
-    kernel = filter_kernel(config.sfreq, config.l_freq, config.h_freq, config.notch_freq)
-    half = len(kernel) // 2
-    padded = _odd_reflect_pad(x, half)
-    with scipy.fft.set_workers(FFT_WORKERS):
-        filtered = oaconvolve(padded, kernel.astype(np.float32)[None, :], mode="valid", axes=-1)
-    return filtered.astype(np.float32, copy=False)
+    return Preprocessing(data, sfreq, config, source=source).signal()
+
+
+class Preprocessing:
+    """The preprocessing of one recording's samples ``data`` ``(C, T)`` (volts at ``sfreq`` Hz), read out as the
+    signal (:meth:`signal`, what :func:`preprocess_array` returns) or as windows (:meth:`windows`).
+
+    On their way to the filter the channels are put in µV / ``scale_uv`` as float32 (non-finite samples 0) and
+    resampled to ``config.sfreq``; at the model's rate each channel is converted straight into the filter's
+    buffer, and filtered on its own (:class:`_Filtering`).
+    """
+
+    def __init__(self, data: np.ndarray, sfreq: float, config: PreprocessConfig, *, source: str = "recording") -> None:
+        check_sampling_rate(sfreq, config, source=source)
+        self.data, self.scale = data, np.float32(1e6 / config.scale_uv)
+        self.kernel = filter_kernel(config.sfreq, config.l_freq, config.h_freq, config.notch_freq).astype(np.float32)
+        self.resampled: np.ndarray | None = None
+        if sfreq != config.sfreq:
+            x = np.empty(data.shape, dtype=np.float32)
+            self._scaled(x, data)
+            up, down = resample_ratio(sfreq, config.sfreq)
+            # padtype='line' keeps a DC offset from ringing at the edges like zero padding would.
+            self.resampled = resample_poly(x, up, down, axis=-1, padtype="line").astype(np.float32, copy=False)
+        #: Samples per channel at ``config.sfreq``, as preprocessed.
+        self.n_samples = data.shape[1] if self.resampled is None else self.resampled.shape[1]
+        self.filtering = _Filtering.of(self.n_samples, self.kernel)
+
+    def signal(self) -> np.ndarray:
+        """Return the preprocessed signal ``(C, T')`` float32."""
+        if self.filtering is None:
+            return self._filtered_whole()
+        out = np.empty((len(self.data), self.n_samples), dtype=np.float32)
+        for c in range(len(self.data)):
+            out[c] = self.filtering.signal(self._run(c))
+        return out
+
+    def windows(self, count: int, length: int) -> np.ndarray:
+        """Return the first ``count`` windows of ``length`` preprocessed samples, ``(count, C, length)`` float32, written
+        once in window order (no ``(C, T')`` signal between)."""
+        if self.filtering is None:
+            signal = self._filtered_whole()[:, :count * length]
+            return np.ascontiguousarray(signal.reshape(len(signal), count, length).transpose(1, 0, 2))
+        x = np.empty((count, len(self.data), length), dtype=np.float32)
+        for c in range(len(self.data)):
+            self.filtering.windows(self._run(c), x[:, c, :])
+        return x
+
+    def _scaled(self, out: np.ndarray, samples: np.ndarray) -> None:
+        """Write ``samples`` (volts) into the float32 ``out`` in µV / scale, non-finite samples as 0 (µV / scale
+        first: float32 then holds numbers near 1 instead of 1e-5)."""
+        out[:] = samples
+        out *= self.scale
+        if not np.isfinite(out.sum()):  # NaN or inf anywhere makes the sum so (as would overflow: then none is found)
+            out[~np.isfinite(out)] = 0.0
+
+    def _run(self, c: int) -> np.ndarray:
+        """Return the filter's overlap-added blocks of channel ``c``."""
+        assert self.filtering is not None
+        with scipy.fft.set_workers(FFT_WORKERS):
+            if self.resampled is not None:
+                return self.filtering.run(lambda view: view.__setitem__(slice(None), self.resampled[c:c + 1]))
+            return self.filtering.run(lambda view: self._scaled(view, self.data[c:c + 1]))
+
+    def _filtered_whole(self) -> np.ndarray:
+        """Return every channel filtered ``(C, T')`` by scipy's one FFT (a signal too short for blocks)."""
+        x = self.resampled
+        if x is None:
+            x = np.empty(self.data.shape, dtype=np.float32)
+            self._scaled(x, self.data)
+        with scipy.fft.set_workers(FFT_WORKERS):
+            return fir_filter(x, self.kernel).astype(np.float32, copy=False)
 
 
 def preprocess(raw: mne.io.BaseRaw, config: PreprocessConfig) -> np.ndarray:

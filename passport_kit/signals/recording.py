@@ -35,9 +35,9 @@ import numpy as np
 
 from passport_kit.errors import PassportWarning
 from passport_kit.signals.channels import mapped_data
-from passport_kit.signals.preprocess import PreprocessConfig, check_sampling_rate, fit_band_to_rate, preprocess_array
+from passport_kit.signals.preprocess import PreprocessConfig, Preprocessing, check_sampling_rate, fit_band_to_rate
 from passport_kit.signals.quality import ChannelQuality, channel_quality
-from passport_kit.signals.windows import check_length, instance_normalise, make_windows, window_flags
+from passport_kit.signals.windows import check_length, instance_normalise, window_flags
 
 #: Mains power frequencies (Hz): a notch elsewhere removes EEG and leaves the hum.
 MAINS_HZ = (50.0, 60.0)
@@ -160,9 +160,11 @@ def windows_from_data(data: np.ndarray, sfreq: float, config: PreprocessConfig, 
     instance normalisation follow ``config``. The one path from samples to windows of
     :func:`read_windows`, and so of ``load_dataset``, ``load_recording`` and ``predict``.
     """
-    signal = preprocess_array(data, sfreq, config, source=source)
-    x = make_windows(signal, config.model_copy(update={"instance_norm": False}))
-    del signal  # (C, T) float32: as large as x, and no longer needed
+    preprocessing = Preprocessing(data, sfreq, config, source=source)
+    # The windows written straight from the filter (a night's (C, T) signal is never made).
+    n = check_length(preprocessing.n_samples, config.sfreq, config)
+    x = preprocessing.windows(n, config.window_samples).reshape(n, len(data), config.n_patches,
+                                                                config.samples_per_patch)
     # Flags look at the raw samples and at µV amplitudes, so before instance normalisation.
     flags = window_flags(data, sfreq, x, config)
     if config.instance_norm:

@@ -108,8 +108,7 @@ def window_flags(
             bad = ~finite
             flags[:, c] |= np.where(np.add.reduceat(bad, starts) > 0, FLAG_NAN, 0).astype(np.uint8)
             clean = np.where(bad, 0.0, sig)
-        total = np.add.reduceat(clean, starts)
-        total_sq = np.add.reduceat(clean * clean, starts)
+        total, total_sq = _window_sums(clean, bounds)
         var = np.maximum(total_sq / counts - (total / counts) ** 2, 0.0)
         flags[:, c] |= np.where(np.sqrt(var) < FLAT_STD_V, FLAG_FLAT, 0).astype(np.uint8)
         values = sig if all_finite else sig[finite]
@@ -118,14 +117,31 @@ def window_flags(
             # Saturation pins the signal at one extreme; count each extreme on its own, since a
             # quantised signal can touch its maximum once and its minimum twice by chance.
             # The samples at an extreme are few: count them per window from their indices.
-            at_max = _per_window((sig == high) & finite, starts, n)
-            at_min = _per_window((sig == low) & finite, starts, n)
+            at_max = _per_window(sig == high if all_finite else (sig == high) & finite, starts, n)
+            at_min = _per_window(sig == low if all_finite else (sig == low) & finite, starts, n)
             clipped = np.maximum(at_max, at_min) >= CLIP_MIN_SAMPLES
             flags[:, c] |= np.where(clipped, FLAG_CLIPPED, 0).astype(np.uint8)
     if config.amplitude_limit_uv is not None:
         peak_uv = np.abs(windows).max(axis=(2, 3)) * config.scale_uv
         flags |= np.where(peak_uv > config.amplitude_limit_uv, FLAG_OVER_LIMIT, 0).astype(np.uint8)
     return flags
+
+
+#: Windows whose sums are taken at once: the squares of a night's channel would be tens of MB, mapped afresh
+#: per channel; a few MB at a time are reused (the same sums: each window is summed on its own either way).
+_SUM_WINDOWS = 64
+
+
+def _window_sums(sig: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(sum, sum of squares)`` of ``sig`` over each window ``bounds[i]:bounds[i + 1]``, each ``(n,)``."""
+    n = len(bounds) - 1
+    total, total_sq = np.empty(n), np.empty(n)
+    for w0 in range(0, n, _SUM_WINDOWS):
+        w1 = min(n, w0 + _SUM_WINDOWS)
+        part, at = sig[bounds[w0]:bounds[w1]], bounds[w0:w1] - bounds[w0]
+        total[w0:w1] = np.add.reduceat(part, at)
+        total_sq[w0:w1] = np.add.reduceat(part * part, at)
+    return total, total_sq
 
 
 def _per_window(hits: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:

@@ -347,7 +347,8 @@ def prior_log_proba(prior: SleepPrior, x: np.ndarray, onset_s: np.ndarray, names
     if missing:
         raise ConfigError(f"the sleep prior reads channel(s) {', '.join(missing)}, which this montage lacks")
     order = np.argsort(onset_s, kind="stable")
-    xs, onsets = x[order], np.asarray(onset_s, dtype=float)[order]
+    in_order = bool((order == np.arange(len(order))).all())  # a recording read in time order: no copy of its windows
+    xs, onsets = (x, np.asarray(onset_s, dtype=float)) if in_order else (x[order], np.asarray(onset_s, dtype=float)[order])
 
     def read(channel: str | None, ref: str | None = None) -> np.ndarray | None:
         if channel is None:

@@ -58,11 +58,43 @@ class YasaPrior(SleepPrior):
                 warnings.simplefilter("ignore")  # scikit-learn's version note on YASA's pickled label encoder
                 staging = yasa.SleepStaging(raw, eeg_name="EEG", eog_name="EOG" if eog_uv is not None else None,
                                             emg_name="EMG" if emg_uv is not None else None)
-                proba = staging.predict().proba
+                proba, names = _stage_probabilities(staging)
         finally:
             quiet.setLevel(level)
-        columns = [next(c for c in _YASA_COLUMNS[s] if c in proba.columns) for s in STAGES]
-        return floored_log(proba[columns].to_numpy())
+        columns = [next(names.index(c) for c in _YASA_COLUMNS[s] if c in names) for s in STAGES]
+        return floored_log(proba[:, columns])
+
+
+def _stage_probabilities(staging: object) -> tuple[np.ndarray, list[str]]:
+    """Return ``(proba (n_epochs, K), stage names)``: what ``staging.predict().proba`` holds, from YASA's classifier
+    loaded once per process.
+
+    Why not ``predict()``: YASA 0.8 loads its classifier from its pickle at every call (0.15 s of CPU, half of
+    a half-hour night's staging, and ``adapt`` stages every night once per channel option) and then runs it
+    twice, for the stages and for their probabilities. The same classifier's ``predict_proba`` on the same
+    features (``get_features``, in the classifier's feature order) gives the very numbers ``predict`` puts
+    in its table (tested), under the classifier's own stage names (``W``/``R`` where the table says
+    ``WAKE``/``REM``). A YASA without the private loader this relies on is asked through ``predict()``.
+    """
+    load = getattr(staging, "_load_model", None)
+    if load is None:  # pragma: no cover - another YASA: its public path
+        table = staging.predict().proba  # type: ignore[attr-defined]
+        return table.to_numpy(), [str(c) for c in table.columns]
+    features = staging.get_features()  # type: ignore[attr-defined]  # first: loading checks the feature names
+    clf = _classifier(tuple(staging.ch_types), staging.metadata is not None, load)  # type: ignore[attr-defined]
+    staging._validate_predict(clf)  # type: ignore[attr-defined]  # as predict() does on every load
+    return np.asarray(clf.predict_proba(features[clf.feature_name_])), [str(c) for c in clf.classes_]
+
+
+_CLASSIFIERS: dict[tuple[tuple[str, ...], bool], object] = {}
+
+
+def _classifier(channel_types: tuple[str, ...], demographics: bool, load: object) -> object:
+    """Return YASA's classifier for these channel types (and demographics), loaded once per process by ``load``."""
+    key = (channel_types, demographics)
+    if key not in _CLASSIFIERS:
+        _CLASSIFIERS[key] = load("auto")  # type: ignore[operator]
+    return _CLASSIFIERS[key]
 
 
 def import_antropy_cached() -> None:

@@ -65,3 +65,50 @@ def test_a_weight_on_the_running_mean_copy_of_the_backbone_block_counts_as_read(
     with torch.no_grad():
         head.linear.weight[0, head.linear.in_features // 2] = 0.5  # the running mean's first backbone column
     assert head.reads_backbone
+
+
+def _stager_model(context: int) -> Classifier:
+    """Return a probe classifier stacking a 5-stage prior whose read-out weights the prior block alone."""
+    torch.manual_seed(0)
+    model = Classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 5, kind="probe",
+                       n_channels=N_CHANNELS, layer=0, bands=STANDARD_BANDS, context=context, n_prior=5,
+                       prior={"name": "yasa", "eeg": "C0"})
+    head = model.head
+    with torch.no_grad():
+        weight = torch.zeros_like(head.linear.weight)
+        width = weight.shape[1] // (2 if context else 1)
+        for start in (0, width) if context else (0,):
+            prior = start + head.n_backbone_features + head.n_spectral_features
+            weight[:, prior:prior + 5] = torch.randn(5, 5)
+        head.linear.weight.copy_(weight)
+        head.linear.bias.copy_(torch.randn_like(head.linear.bias))
+    return model.eval()
+
+
+@pytest.mark.parametrize("context", [0, 2])
+def test_a_read_out_of_the_prior_alone_computes_no_band_power_and_gives_the_same_bytes(
+        monkeypatch: pytest.MonkeyPatch, context: int) -> None:
+    model, x, meta = _stager_model(context), _windows(), make_meta(N_CHANNELS)
+    prior = np.log(np.random.default_rng(2).dirichlet(np.ones(5), len(x)))
+    head = model.head
+    assert not head.reads_backbone and not head.reads_spectral
+    monkeypatch.setattr(ProbeHead, "reads_spectral", property(lambda self: True))
+    with_band_power = predict_proba(model, x, meta, batch_size=4, prior=prior)
+    monkeypatch.undo()
+
+    def no_band_power(*args: object, **kwargs: object) -> None:
+        raise AssertionError("band power was computed for a read-out that does not read it")
+
+    monkeypatch.setattr(head, "spectral", no_band_power)
+    without = predict_proba(model, x, meta, batch_size=4, prior=prior)
+    assert without.dtype == with_band_power.dtype and without.tobytes() == with_band_power.tobytes()
+
+
+@pytest.mark.parametrize("context", [0, 2])
+def test_a_read_out_that_weights_band_power_reads_it(context: int) -> None:
+    model = _stager_model(context)
+    head = model.head
+    width = head.linear.weight.shape[1] // (2 if context else 1)
+    with torch.no_grad():
+        head.linear.weight[0, (width if context else 0) + head.n_backbone_features + 3] = 1e-6
+    assert head.reads_spectral and not head.reads_backbone

@@ -127,3 +127,42 @@ def test_many_channels_store_a_diagonal_and_stay_compact() -> None:
     assert len(json.dumps(profile)) < 100_000
     verdict = score_recording(profile, _windows(4, n=10, channels=30), None, top_hz=75.0)
     assert verdict is not None and verdict.correlation_distance is not None
+
+
+def test_the_guards_features_are_their_definitions_to_round_off() -> None:
+    """Issue 47 computes them with less work: the same numbers as the plain definitions, to ~1e-12."""
+    from passport_kit.signals.distribution import correlation_features
+
+    x = _windows(4, n=6, channels=5)
+    x[2, 1] = 0.0  # a flat channel-window: NaN in both
+    x[3, 2] += 3.0  # an offset: the patch means are not read
+    signal = x.astype(np.float64).reshape(6, 5, -1)
+    centred = signal - signal.mean(axis=-1, keepdims=True)
+    sd = centred.std(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.einsum("nct,ndt->ncd", centred, centred) / centred.shape[-1] / (sd[:, :, None] * sd[:, None, :])
+    upper = np.triu_indices(5, 1)
+    r[(sd < 1e-6)[:, :, None] | (sd < 1e-6)[:, None, :]] = np.nan
+    expected = np.arctanh(np.clip(r[:, upper[0], upper[1]], -0.999, 0.999))
+    np.testing.assert_allclose(correlation_features(x), expected, rtol=1e-12, atol=1e-12)
+    patches = x.astype(np.float64) - x.astype(np.float64).mean(axis=-1, keepdims=True)
+    power = (np.abs(np.fft.rfft(patches, axis=-1)) ** 2).mean(axis=2)
+    freqs = np.fft.rfftfreq(200, 1 / 200.0)
+    bands = [(1.0, 4.0), (4.0, 8.0), (8.0, 12.0), (12.0, 16.0), (16.0, 30.0), (30.0, 40.0)]
+    whole = power[..., (freqs >= 1.0) & (freqs < 40.0)].sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.log10(np.stack([power[..., (freqs >= lo) & (freqs < hi)].sum(-1) for lo, hi in bands], -1)
+                       / whole[..., None] + 1e-9)
+    rel[~(whole > 1e-12)] = np.nan
+    np.testing.assert_allclose(spectral_features(x), rel, rtol=1e-12, atol=1e-12)
+
+
+def test_the_chunk_of_windows_changes_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    import passport_kit.signals.distribution as distribution
+
+    x = _windows(5, n=11)
+    got = {}
+    for chunk in (3, 256):
+        monkeypatch.setattr(distribution, "_CHUNK", chunk)
+        got[chunk] = (distribution.spectral_features(x), distribution.correlation_features(x))
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got[3], got[256]))

@@ -146,3 +146,63 @@ def test_filter_threads_give_the_same_numbers(monkeypatch: pytest.MonkeyPatch) -
     one = preprocess_array(data, 250.0, PreprocessConfig())
     monkeypatch.setattr(module, "FFT_WORKERS", 3)
     np.testing.assert_array_equal(preprocess_array(data, 250.0, PreprocessConfig()), one)
+
+
+@pytest.mark.parametrize("n", [400, 3000, 6001, 20_000, 100_003, 250_000])
+@pytest.mark.parametrize(("sfreq", "l_freq", "notch"), [(200.0, 0.3, 50.0), (200.0, 1.0, None), (200.0, 0.5, 60.0)])
+def test_the_filter_gives_scipys_overlap_add_to_the_byte(n: int, sfreq: float, l_freq: float,
+                                                          notch: float | None) -> None:
+    """fir_filter lays the blocks out once (issue 47) and still computes what oaconvolve computed before."""
+    from scipy.signal import oaconvolve
+
+    from passport_kit.signals.preprocess import _odd_reflect_pad, filter_kernel, fir_filter
+
+    kernel = filter_kernel(sfreq, l_freq, 75.0, notch).astype(np.float32)
+    x = (np.random.default_rng(n).standard_normal((3, n)) * 0.4).astype(np.float32)
+    x[1] += np.linspace(0.0, 2.0, n, dtype=np.float32)  # a drift: the reflection's edges matter
+    ours = fir_filter(x, kernel)
+    scipys = oaconvolve(_odd_reflect_pad(x, len(kernel) // 2), kernel[None, :], mode="valid", axes=-1)
+    assert ours.shape == x.shape and ours.dtype == np.float32
+    assert ours.tobytes() == scipys.astype(np.float32, copy=False).tobytes()
+
+
+def test_a_channel_of_infinities_is_zeroed_like_nan() -> None:
+    data = _tone(10, 200.0, 60, 50)
+    data[0, 100:105] = np.inf
+    out = preprocess_array(data, 200.0, PreprocessConfig())
+    assert np.isfinite(out).all()
+    clean = _tone(10, 200.0, 60, 50)
+    clean[0, 100:105] = 0.0
+    np.testing.assert_array_equal(out, preprocess_array(clean, 200.0, PreprocessConfig()))
+
+
+@pytest.mark.parametrize(("sfreq", "seconds"), [(200.0, 3 * 3600), (200.0, 95), (256.0, 1800), (1000.0, 150),
+                                                (200.0, 61), (100.0, 600)])
+def test_windows_written_once_are_the_windows_of_the_signal(sfreq: float, seconds: int) -> None:
+    """windows_from_data (issue 47: no (C, T) signal between) gives make_windows' windows to the byte."""
+    from passport_kit.signals.recording import windows_from_data
+    from passport_kit.signals.windows import make_windows
+
+    data = np.random.default_rng(int(sfreq + seconds)).standard_normal((3, int(sfreq * seconds))) * 30e-6
+    data[1, 100:120] = np.nan
+    config = PreprocessConfig(h_freq=45.0 if sfreq < 150 else 75.0, instance_norm=True)
+    windows, _ = windows_from_data(data, sfreq, config.model_copy(update={"instance_norm": False}))
+    expected = make_windows(preprocess_array(data, sfreq, config), config.model_copy(update={"instance_norm": False}))
+    assert windows.shape == expected.shape and windows.tobytes() == expected.tobytes()
+    normalised, _ = windows_from_data(data, sfreq, config)
+    assert normalised.tobytes() == make_windows(preprocess_array(data, sfreq, config), config).tobytes()
+
+
+def test_preprocess_array_is_the_scaled_samples_through_scipys_filter_to_the_byte() -> None:
+    from scipy.signal import oaconvolve
+
+    from passport_kit.signals.preprocess import _odd_reflect_pad, filter_kernel
+
+    data = np.random.default_rng(7).standard_normal((2, 200 * 1200)) * 30e-6
+    data[0, 50:60] = np.nan
+    x = np.array(data, dtype=np.float32)
+    x *= np.float32(1e6 / 100.0)
+    x[~np.isfinite(x)] = 0.0
+    kernel = filter_kernel(200.0, 0.3, 75.0, 50.0).astype(np.float32)
+    expected = oaconvolve(_odd_reflect_pad(x, len(kernel) // 2), kernel[None, :], mode="valid", axes=-1)
+    assert preprocess_array(data, 200.0, PreprocessConfig()).tobytes() == expected.astype(np.float32).tobytes()

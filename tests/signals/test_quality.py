@@ -286,3 +286,28 @@ def test_cli_notch_sets_or_skips_the_line_noise_statistic(sim_folder: Path, notc
     assert result.exit_code == 0, result.output
     values = [row["line_ratio"] for r in json.loads(result.output)["recordings"] for row in r["channels"]]
     assert values and (all(v is not None for v in values) if line_ratio else all(v is None for v in values))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_non_finite_samples_count_as_zero(dtype: type) -> None:
+    data, m = _simulated("eesm23-ear", 1)
+    broken = data.astype(dtype)
+    broken[1, 300:340] = np.nan
+    broken[2, 9000] = np.inf
+    zeroed = broken.copy()
+    zeroed[~np.isfinite(zeroed)] = 0.0
+    a, b = channel_quality(broken, 200.0, m), channel_quality(zeroed, 200.0, m)
+    for name, values in b.window_statistics.items():
+        np.testing.assert_array_equal(a.window_statistics[name], values, err_msg=name)
+
+
+def test_the_chunk_of_windows_changes_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    import passport_kit.signals.quality as quality
+
+    data, m = _simulated("eesm23-ear", 2)
+    by_chunk = {}
+    for chunk in (1, 5, 64):
+        monkeypatch.setattr(quality, "_CHUNK_WINDOWS", chunk)
+        by_chunk[chunk] = channel_quality(data, 200.0, m).window_statistics
+    for name, values in by_chunk[64].items():
+        assert all(np.array_equal(by_chunk[c][name], values, equal_nan=True) for c in (1, 5)), name

@@ -88,3 +88,16 @@ def test_clipped_samples_count_in_the_window_they_fall_in(before: int, after: in
     flags = _flags(data, PreprocessConfig())
     assert [w for w in range(3) if flags[w, 0] & FLAG_CLIPPED] == flagged
     assert flags[0, 0] & FLAG_NAN and not (flags[1:, 0] & FLAG_NAN).any()
+
+
+def test_window_sums_taken_a_few_windows_at_a_time_are_those_of_the_whole_channel(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import passport_kit.signals.windows as windows
+
+    sig = np.random.default_rng(0).standard_normal(50_000) * 3e-5
+    bounds = np.round(np.arange(17) * 30.0 * 100.3).astype(np.int64)  # irregular: 3009 samples, then 3009 or 3008
+    expected = (np.add.reduceat(sig[:bounds[-1]], bounds[:-1]), np.add.reduceat(sig[:bounds[-1]] ** 2, bounds[:-1]))
+    for chunk in (1, 5, 64):
+        monkeypatch.setattr(windows, "_SUM_WINDOWS", chunk)
+        got = windows._window_sums(sig, bounds)
+        assert all(g.tobytes() == e.tobytes() for g, e in zip(got, expected))

@@ -127,3 +127,30 @@ def test_antropy_is_imported_with_numbas_cache_so_a_process_does_not_recompile_i
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() != "NullCache"
+
+
+@pytest.mark.parametrize("with_eog", [False, True])
+def test_yasa_prior_gives_the_probabilities_of_yasas_own_predict_to_the_byte(with_eog: bool) -> None:
+    """The classifier loaded once and asked for probabilities alone (issue 47) reads what predict() would have."""
+    import warnings
+
+    import mne
+    import yasa
+
+    from passport_kit.sleep.priors import floored_log
+    from passport_kit.sleep.yasa_prior import _YASA_COLUMNS
+
+    rng = np.random.default_rng(3)
+    t = np.arange(20 * 60 * 200) / 200.0
+    eeg = 20 * rng.standard_normal(len(t)) + 30 * np.sin(2 * np.pi * 1.5 * t) * (t > 600)  # slow waves later
+    eog = 30 * rng.standard_normal(len(t)) if with_eog else None
+    prior = get_prior("yasa")
+    got = [prior.night_log_proba(eeg, 200.0, eog_uv=eog) for _ in range(2)]  # the second with the kept classifier
+    names = ["EEG", "EOG"] if with_eog else ["EEG"]
+    data = np.vstack([eeg, eog] if with_eog else [eeg]) * 1e-6
+    raw = mne.io.RawArray(data, mne.create_info(names, 200.0, ["eeg", "eog"][:len(names)]), verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = yasa.SleepStaging(raw, eeg_name="EEG", eog_name="EOG" if with_eog else None).predict().proba
+    expected = floored_log(table[[next(c for c in _YASA_COLUMNS[s] if c in table.columns) for s in STAGES]].to_numpy())
+    assert all(g.tobytes() == expected.tobytes() for g in got)
