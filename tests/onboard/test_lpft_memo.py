@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import passport_kit.onboard.lpft as lpft
-from passport_kit.onboard.finetune import FitData, FitRun
+from passport_kit.onboard.fitting import FitData, FitRun
 from passport_kit.onboard.lpft import FrozenMemo, decide, lpft_settings
 from passport_kit.onboard.probe import fit_head
 from tests.onboard.test_lpft import _probed
@@ -21,7 +21,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, budget: int, precision: str, mask: np.
     rows, run = np.arange(len(y)), FitRun(precision=precision)
     settings = lpft_settings(steps=8, batch_size=8)
     decision = decide(model, data, rows, subjects, chosen=start, start=start, plain=probe.features,
-                      settings=settings, run=run, folds=3)
+                      settings=settings, run=run)
     lpft.train(model, data, rows[:-6], start=start, plain={k: v[:-6] for k, v in probe.features.items()},
                settings=settings, val_index=rows[-6:], run=run)
     trained = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
