@@ -284,6 +284,13 @@ class _Filtering:
         overlap = len(self.kernel) - 1
         return out[0, :, :self.step].reshape(-1)[overlap:overlap + self.n]
 
+    def signals(self, n_channels: int, fill: Callable[[int, np.ndarray], None]) -> np.ndarray:
+        """Return ``(n_channels, n)`` float32: each channel ``c`` whose samples ``fill(c, view)`` writes, filtered."""
+        out = np.empty((n_channels, self.n), dtype=np.float32)
+        for c in range(n_channels):
+            out[c] = self.signal(self.run(lambda view, c=c: fill(c, view)))
+        return out
+
     def windows(self, out: np.ndarray, x: np.ndarray) -> None:
         """Write the filtered samples from :meth:`run`'s blocks into ``x`` ``(count, length)``: the first ``count`` windows
         of ``length`` samples, without the signal between."""
@@ -305,10 +312,7 @@ def fir_filter(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     filtering = _Filtering.of(x.shape[1], kernel)
     if filtering is None:
         return oaconvolve(_odd_reflect_pad(x, len(kernel) // 2), kernel[None, :], mode="valid", axes=-1)
-    out = np.empty(x.shape, dtype=np.float32)
-    for c in range(len(x)):
-        out[c] = filtering.signal(filtering.run(lambda view, c=c: view.__setitem__(slice(None), x[c:c + 1])))
-    return out
+    return filtering.signals(len(x), lambda c, view: view.__setitem__(slice(None), x[c:c + 1]))
 
 
 def _block_spectrum(blocks: np.ndarray, block: int) -> np.ndarray:
@@ -356,10 +360,8 @@ class Preprocessing:
         """Return the preprocessed signal ``(C, T')`` float32."""
         if self.filtering is None:
             return self._filtered_whole()
-        out = np.empty((len(self.data), self.n_samples), dtype=np.float32)
-        for c in range(len(self.data)):
-            out[c] = self.filtering.signal(self._run(c))
-        return out
+        with scipy.fft.set_workers(FFT_WORKERS):
+            return self.filtering.signals(len(self.data), self._fill)
 
     def windows(self, count: int, length: int) -> np.ndarray:
         """Return the first ``count`` windows of ``length`` preprocessed samples, ``(count, C, length)`` float32, written
@@ -380,13 +382,18 @@ class Preprocessing:
         if not np.isfinite(out.sum()):  # NaN or inf anywhere makes the sum so (as would overflow: then none is found)
             out[~np.isfinite(out)] = 0.0
 
+    def _fill(self, c: int, view: np.ndarray) -> None:
+        """Write channel ``c``'s samples at the model's rate into the filter's ``(1, n)`` float32 ``view``."""
+        if self.resampled is not None:
+            view[:] = self.resampled[c:c + 1]
+        else:
+            self._scaled(view, self.data[c:c + 1])
+
     def _run(self, c: int) -> np.ndarray:
         """Return the filter's overlap-added blocks of channel ``c``."""
         assert self.filtering is not None
         with scipy.fft.set_workers(FFT_WORKERS):
-            if self.resampled is not None:
-                return self.filtering.run(lambda view: view.__setitem__(slice(None), self.resampled[c:c + 1]))
-            return self.filtering.run(lambda view: self._scaled(view, self.data[c:c + 1]))
+            return self.filtering.run(lambda view: self._fill(c, view))
 
     def _filtered_whole(self) -> np.ndarray:
         """Return every channel filtered ``(C, T')`` by scipy's one FFT (a signal too short for blocks)."""
@@ -394,8 +401,9 @@ class Preprocessing:
         if x is None:
             x = np.empty(self.data.shape, dtype=np.float32)
             self._scaled(x, self.data)
-        with scipy.fft.set_workers(FFT_WORKERS):
-            return fir_filter(x, self.kernel).astype(np.float32, copy=False)
+        with scipy.fft.set_workers(FFT_WORKERS):  # what fir_filter does without blocks
+            filtered = oaconvolve(_odd_reflect_pad(x, len(self.kernel) // 2), self.kernel[None, :], mode="valid", axes=-1)
+        return filtered.astype(np.float32, copy=False)
 
 
 def preprocess(raw: mne.io.BaseRaw, config: PreprocessConfig) -> np.ndarray:
