@@ -238,11 +238,12 @@ def prior_channel_options(names: list[str], positions: np.ndarray, kinds: list[s
            and np.isfinite(np.asarray(p, dtype=float)).all()}
     options = [first]
 
-    def add(spec: PriorSpec) -> None:
+    def electrodes(spec: PriorSpec) -> tuple[frozenset, frozenset]:
         # A derivation and its reverse give the stager the same night with the sign flipped: one of them.
-        key = (frozenset((spec.eeg, spec.eeg_ref)), frozenset((spec.eog, spec.eog_ref)))
-        if key not in [(frozenset((o.eeg, o.eeg_ref)), frozenset((o.eog, o.eog_ref))) for o in options] \
-                and len(options) < MAX_CHANNEL_OPTIONS:
+        return frozenset((spec.eeg, spec.eeg_ref)), frozenset((spec.eog, spec.eog_ref))
+
+    def add(spec: PriorSpec) -> None:
+        if electrodes(spec) not in map(electrodes, options) and len(options) < MAX_CHANNEL_OPTIONS:
             options.append(spec)
 
     centre = pos[first.eeg]
