@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from passport_kit.engine.batch_rows import note
 from passport_kit.errors import CheckpointError, ConfigError
 from passport_kit.model.heads import ProbeHead
 from passport_kit.model.meta import ChannelMeta
@@ -69,7 +70,7 @@ def _batches(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarra
                 if distrust is not None:
                     extra["distrust"] = torch.from_numpy(np.asarray(distrust[batch], dtype=bool)).to(device)
                 with autocast(device, precision):
-                    yield xb.to(device), gate_meta(model, xb, meta) if gate else meta, extra
+                    yield note(xb.to(device), x, batch), gate_meta(model, xb, meta) if gate else meta, extra
     finally:
         model.train(was_training)
 

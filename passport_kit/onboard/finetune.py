@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from passport_kit.errors import DataError, TrainingError
+from passport_kit.engine.batch_rows import note
 from passport_kit.engine.forward import gate_meta, predict_proba
 from passport_kit.engine.corruption import corrupt_windows, drop_channels
 from passport_kit.onboard.criteria import selection_score
@@ -274,7 +275,7 @@ def _training_batch(data: FitData, idx: np.ndarray, step: int, settings: Finetun
     The input regularisers act here, each drawing from its own seeded stream: synthetic channel
     faults (``corrupt_prob``) and channel dropout (``drop_prob``) among the channels not masked already.
     """
-    xb = torch.from_numpy(np.ascontiguousarray(data.x[idx], dtype=np.float32))
+    read = xb = torch.from_numpy(np.ascontiguousarray(data.x[idx], dtype=np.float32))
     if settings.corrupt_prob > 0:
         xb, _ = corrupt_windows(xb, settings.corrupt_prob, torch.Generator().manual_seed(
             step_seed(settings.seed, step, _CORRUPTION_STREAM)))
@@ -285,7 +286,10 @@ def _training_batch(data: FitData, idx: np.ndarray, step: int, settings: Finetun
         extra["mask"] = mb.to(device)
     if data.distrust is not None:
         extra["distrust"] = torch.from_numpy(np.asarray(data.distrust[idx], dtype=bool)).to(device)
-    return xb.to(device), torch.from_numpy(data.y[idx]).to(device), extra
+    on_device = xb.to(device)
+    if xb is read:  # the windows as read (no synthetic fault): a cache keyed by row may serve them
+        note(on_device, data.x, idx)
+    return on_device, torch.from_numpy(data.y[idx]).to(device), extra
 
 
 def _loss_function(y_train: np.ndarray, n_classes: int, settings: FinetuneSettings,

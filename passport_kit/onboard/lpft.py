@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from passport_kit.engine.batch_rows import rows_of
 from passport_kit.engine.forward import predict_proba
 from passport_kit.onboard.criteria import MIN_EFFECT, SE_MULTIPLE, selection_score
 from passport_kit.onboard.finetune import FinetuneSettings, fit
@@ -59,8 +60,6 @@ CHECKPOINTS = (0.25, 0.5, 1.0)
 
 #: Memory (bytes) the frozen blocks' memo may hold: windows beyond it are computed at every use, as before.
 MEMO_BYTES = 512 * 2**20
-#: Every how many-th sample of a window makes its memo key (the key only finds candidates; equality decides).
-_KEY_STRIDE = 997
 
 
 class FrozenMemo:
@@ -71,47 +70,30 @@ class FrozenMemo:
     and in eval mode) and the read-out's band-power block (:meth:`~passport_kit.model.heads.ProbeHead.spectral`)
     read the window alone. Yet the training loop and its validation compute them for every window of every
     batch: on 3 half-hour nights about two thirds of LP-FT's CPU time. Within :meth:`installed` the model's
-    two blocks are served from here: a batch's window is found among the rows of ``x`` by its content (a key
-    of sampled values finds candidates, exact equality with the row decides), its output computed on the first
-    use and kept. Both blocks compute each window on its own (per-window convolution, group norm and FFT), so a
-    window's output is the same bytes whatever batch it came in (tested); windows not found, or with a masked
-    patch (the mask enters the patch embedding), are computed as before.
+    two blocks are served from here, keyed by row: the batch makers note which rows of ``x`` a batch holds, as
+    read (:mod:`passport_kit.engine.batch_rows`); a window's output is computed on its first use and kept.
+    Both blocks compute each window on its own (per-window convolution, group norm and FFT), so a window's
+    output is the same bytes whatever batch it came in (tested); a batch without rows of ``x`` (changed since
+    it was read, a synthetic fault, another array) and windows with a masked patch (the mask enters the patch
+    embedding) are computed as before.
     """
 
     def __init__(self, x: np.ndarray, rows: np.ndarray, budget: int | None = None) -> None:
         self.x, self.budget = x, MEMO_BYTES if budget is None else budget
         rows = list(dict.fromkeys(np.asarray(rows, dtype=np.int64).tolist()))
         self.slot = {r: k for k, r in enumerate(rows)}  # row of x -> its place in each block's store
-        self.keys: dict[bytes, list[int]] = {}
-        for i in rows:
-            self.keys.setdefault(self._key(np.asarray(x[i])), []).append(i)
         # Per block: one tensor (rows kept, ...) filled as windows come, and which of its places are filled.
         self.store: dict[Any, torch.Tensor] = {}
         self.filled: dict[Any, np.ndarray] = {}
         self.used = 0  # bytes of the stores
-        self._last: tuple[torch.Tensor, int, np.ndarray] | None = None
-
-    @staticmethod
-    def _key(window: np.ndarray) -> bytes:
-        return np.ascontiguousarray(window.reshape(-1)[::_KEY_STRIDE], dtype=np.float32).tobytes()
 
     def slots_of(self, xb: torch.Tensor) -> np.ndarray:
-        """Return the store place of each window of ``xb`` ``(B, C, P, S)``: that of the row of ``x`` it equals, bit for
-        bit (-1: none). In training the last batch's answer is kept while that very tensor, unchanged (its version
-        counter; inference tensors have none), is asked again: a forward pass asks for both blocks of one batch."""
-        tracked = not xb.is_inference()
-        if tracked and self._last is not None and self._last[0] is xb and self._last[1] == xb._version:
-            return self._last[2].copy()
-        found = np.full(len(xb), -1, dtype=np.int64)
-        for b, window in enumerate(xb.detach().cpu().numpy()):
-            for i in self.keys.get(self._key(window), ()):
-                row = np.asarray(self.x[i], dtype=np.float32)
-                if row.shape == window.shape and np.array_equal(window.view(np.uint32), row.view(np.uint32)):
-                    found[b] = self.slot[i]
-                    break
-        if tracked:  # holding xb: its memory cannot pass to another tensor while it is kept here
-            self._last = (xb, xb._version, found.copy())
-        return found
+        """Return the store place of each window of ``xb`` ``(B, C, P, S)`` (-1: none): that of the row of ``x`` it was
+        read from, where the batch maker noted it (:func:`~passport_kit.engine.batch_rows.rows_of`)."""
+        rows = rows_of(xb, self.x)
+        if rows is None:
+            return np.full(len(xb), -1, dtype=np.int64)
+        return np.fromiter((self.slot.get(int(r), -1) for r in rows), dtype=np.int64, count=len(rows))
 
     def serve(self, block: Any, compute: Callable[[np.ndarray], torch.Tensor], xb: torch.Tensor,
               fresh: np.ndarray | None = None) -> torch.Tensor:
