@@ -7,18 +7,13 @@ import torch
 
 from passport_kit.engine.batch_rows import note, rows_of
 from passport_kit.engine.forward import _batches
-from passport_kit.model.meta import ChannelMeta
 from passport_kit.onboard.finetune import FinetuneSettings, _training_batch
 from passport_kit.onboard.fitting import FitData
+from tests.onboard.test_lpft import _meta
 
 
 def _windows(n: int = 6, c: int = 3) -> np.ndarray:
     return np.random.default_rng(0).normal(size=(n, c, 2, 200)).astype(np.float32)
-
-
-def _meta(n: int = 3) -> ChannelMeta:
-    positions = torch.tensor([[0.07 * np.cos(k), 0.07 * np.sin(k), 0.05] for k in range(n)], dtype=torch.float32)
-    return ChannelMeta.create([f"C{k}" for k in range(n)], positions, torch.full((n, 3), float("nan")))
 
 
 def test_rows_hold_for_the_same_array_while_the_tensor_is_unchanged() -> None:
@@ -42,7 +37,7 @@ def test_an_inference_batch_keeps_its_rows() -> None:
 def test_the_inference_batch_maker_notes_its_rows() -> None:
     x = _windows()
     model = torch.nn.Linear(1, 1)
-    seen = [rows_of(xb, x).tolist() for xb, _, _ in _batches(model, x, _meta(), np.array([5, 0, 3]), batch_size=2,
+    seen = [rows_of(xb, x).tolist() for xb, _, _ in _batches(model, x, _meta(3), np.array([5, 0, 3]), batch_size=2,
                                                              device=torch.device("cpu"), precision="fp32",
                                                              channel_mask=None, distrust=None, gate=False)]
     assert seen == [[5, 0], [3]]
@@ -50,7 +45,7 @@ def test_the_inference_batch_maker_notes_its_rows() -> None:
 
 def test_a_training_batch_is_noted_unless_given_synthetic_faults() -> None:
     x = _windows()
-    data = FitData(x, np.zeros(len(x), dtype=np.int64), _meta(), ["a"])
+    data = FitData(x, np.zeros(len(x), dtype=np.int64), _meta(3), ["a"])
     idx = np.array([0, 2, 5])
     plain, _, _ = _training_batch(data, idx, 0, FinetuneSettings(), torch.device("cpu"))
     assert rows_of(plain, x).tolist() == [0, 2, 5]

@@ -88,13 +88,15 @@ def test_a_batch_changed_in_place_is_computed(monkeypatch: pytest.MonkeyPatch) -
         model.head.spectral(batch)          # the same tensor, unchanged: served
         batch[1] = torch.from_numpy(x[5])   # changed in place: its noted rows no longer hold, so computed
         changed = model.head.spectral(batch)
-    assert calls == [2, 2]
+        batch[0] += 1.0                     # not a row of x any more: computed
+        model.head.spectral(batch)
+    assert calls == [2, 2, 2]
     assert torch.equal(changed, torch.cat([first[:1], plain(torch.from_numpy(x[[5]]), model.head.bands)]))
 
 
 def test_lpft_batches_are_served_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    """LP-FT's own loop (training steps and validation) notes its batches: each window's band power is computed
-    once per context, however many steps and validations read it."""
+    """LP-FT's own loop (training steps and validation) notes its batches: each window's band power is computed at
+    most once, however many steps and validations read it."""
     x, y, subjects, meta, model, probe, start = _probed()
     import passport_kit.model.heads as heads
 
