@@ -102,6 +102,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _head_keys("probe-prior", "issue 33 (the sleep prior block)", "probe", {"n_prior": 0, "prior": None}),
     _head_keys("probe-temperature", "issue 33 (calibration)", "probe", {"temperature": 1.0}),
     _head_keys("probe-smoothing", "issue 33 (the night's smoothing)", "probe", {"smoothing": None}),
+    _head_keys("probe-prior-scaling", "issue 55 (the stager's block unscaled)", "probe", {"scales_prior": True}),
 )
 
 
@@ -247,8 +248,8 @@ class HeadSettings(TypedDict, total=False):
     """``adapter.json`` → ``head``: the keyword arguments of :class:`~passport_kit.model.Classifier` that rebuild the
     head (``Classifier.head_settings``).
 
-    Read, a block written before ``kind``, ``layer``, ``bands``, the prior block, ``temperature``
-    or ``smoothing`` existed gains each with the value its absence meant (:data:`MIGRATIONS`), so
+    Read, a block written before ``kind``, ``layer``, ``bands``, the prior block, ``temperature``,
+    ``smoothing`` or ``scales_prior`` existed gains each with the value its absence meant (:data:`MIGRATIONS`), so
     it rebuilds the head it was; written, those keys are left out again where they hold that value,
     so a bundle's JSON keeps the form it always had. Any other key absent stays absent. The order
     is the order both kinds write their keys in, so that a new bundle's JSON is what
@@ -273,6 +274,7 @@ class HeadSettings(TypedDict, total=False):
     prior: dict[str, Any] | None  # probe: the prior's name and channels (passport_kit.sleep.priors.PriorSpec)
     temperature: float  # probe: calibration temperature (1: none)
     smoothing: dict[str, Any] | None  # probe: the night HMM's transitions and emission prior (None: none)
+    scales_prior: bool  # probe: per-recording scaling scales the prior block too (absent: True, before issue 55)
 
 
 #: Validates a classifier's ``head_settings`` before a bundle records them.

@@ -105,10 +105,16 @@ def recording_scaled(z: Tensor, groups: Sequence[Any] | None = None) -> Tensor:
     return out
 
 
-def read_out_inputs(z: Tensor, context: int, scaling: str = "none", groups: Sequence[Any] | None = None) -> Tensor:
-    """Return what a probe head's linear layer reads for features ``z`` ``(N, F)``: scaled, then with context."""
+def read_out_inputs(z: Tensor, context: int, scaling: str = "none", groups: Sequence[Any] | None = None,
+                    unscaled: int = 0) -> Tensor:
+    """Return what a probe head's linear layer reads for features ``z`` ``(N, F)``: scaled, then with context.
+
+    ``unscaled``: how many trailing columns keep their values under ``scaling`` "recording" (the sleep stager's
+    log-probabilities, issue 55: an offset read-out adds them unscaled, so its inputs must hold them unscaled).
+    """
     if scaling == "recording":
-        z = recording_scaled(z, groups)
+        cut = z.shape[1] - int(unscaled)
+        z = torch.cat([recording_scaled(z[:, :cut], groups), z[:, cut:]], dim=1) if unscaled else recording_scaled(z, groups)
     return sequence_features(z, context, groups)
 
 
@@ -223,7 +229,7 @@ class ProbeHead(Head):
               layer: int | None = None, pooling_probe: ProbePooling = "mean",
               bands: Sequence[Sequence[float]] | None = None, scaling: Scaling = "none", n_prior: int = 0,
               prior: dict[str, Any] | None = None, temperature: float = 1.0,
-              smoothing: dict[str, Any] | None = None) -> ProbeHead:
+              smoothing: dict[str, Any] | None = None, scales_prior: bool = True) -> ProbeHead:
         """Return a probe head over ``backbone`` (``n_channels``: the montage's; ``layer`` at most its layers)."""
         if not n_channels:
             raise ConfigError("a probe head needs n_channels (the montage's channel count)")
@@ -231,7 +237,7 @@ class ProbeHead(Head):
         if layer is not None and layer > n_layers:  # here, not at the first forward: adapt reads data first
             raise ConfigError(f"probe_layer {layer} is beyond this backbone's {n_layers} layers; choose 0..{n_layers}")
         return cls(backbone.config.d_model, n_classes, n_channels, context, layer, pooling_probe, bands, scaling,
-                   n_prior, prior, temperature, smoothing)
+                   n_prior, prior, temperature, smoothing, scales_prior)
 
     def settings(self) -> dict[str, Any]:
         """Return the keywords that rebuild this head, every one (the bundle leaves out what older heads lacked:
@@ -240,7 +246,7 @@ class ProbeHead(Head):
                 "context": self.context, "layer": self.layer, "pooling_probe": self.pooling,
                 "bands": None if self.bands is None else [list(b) for b in self.bands], "scaling": self.scaling,
                 "n_prior": self.n_prior, "prior": None if self.prior is None else dict(self.prior),
-                "temperature": self.temperature, "smoothing": self.smoothing}
+                "temperature": self.temperature, "smoothing": self.smoothing, "scales_prior": self.scales_prior}
 
     def logits(self, backbone: Backbone, x: Tensor, meta: ChannelMeta, mask: Tensor | None,
                distrust: Tensor | None) -> Tensor:
@@ -250,7 +256,7 @@ class ProbeHead(Head):
     def __init__(self, d_model: int, n_classes: int, n_channels: int, context: int = 0, layer: int | None = None,
                  pooling: ProbePooling = "mean", bands: Sequence[Sequence[float]] | None = None,
                  scaling: Scaling = "none", n_prior: int = 0, prior: dict[str, Any] | None = None,
-                 temperature: float = 1.0, smoothing: dict[str, Any] | None = None) -> None:
+                 temperature: float = 1.0, smoothing: dict[str, Any] | None = None, scales_prior: bool = True) -> None:
         super().__init__()
         if n_prior < 0 or (n_prior and not prior) or not temperature > 0:
             raise ConfigError(f"a probe head's prior block needs a prior spec and a positive temperature, got "
@@ -259,6 +265,11 @@ class ProbeHead(Head):
         #: names (:class:`passport_kit.sleep.priors.PriorSpec` as a dict), appended to the read-out's inputs by
         #: the caller (the head reads windows, not nights). 0: no prior block.
         self.n_prior, self.prior = int(n_prior), (dict(prior) if prior else None)
+        #: Whether ``scaling`` "recording" scales the prior block too (issue 55). True: heads written before, whose
+        #: fits saw the block scaled (an offset read-out's among them, whose identity then read the scaled block:
+        #: not the model its fit scored). New read-outs with a prior block keep it unscaled (False), in the fit
+        #: and here alike; the value is moot without a prior block or per-recording scaling.
+        self.scales_prior = bool(scales_prior)
         #: What follows the read-out (:mod:`passport_kit.model.night`): the night's HMM smoothing (None: none) with
         #: ``transitions`` (K, K) and ``emission_prior`` (K,), then the temperature (1: none).
         self.temperature = float(temperature)
@@ -367,6 +378,7 @@ class ProbeHead(Head):
         inputs from ``prior``); a new, zero read-out layer, no smoothing, temperature 1."""
         pooling = pooling or self.pooling
         self.n_prior, self.prior = (int(n_prior), dict(prior)) if n_prior and prior else (0, None)
+        self.scales_prior = not self.n_prior  # a new prior block stays unscaled (issue 55); without one, as ever
         self.temperature, self.smoothing = 1.0, None
         # Where the old layer was: a head on a GPU keeps its read-out there (evaluate --device cuda scored a CPU layer).
         self.linear = nn.Linear(self._width(context, pooling), self.linear.out_features, device=self.linear.weight.device)
@@ -380,7 +392,14 @@ class ProbeHead(Head):
         In fp32 also under bf16 autocast (:func:`fp32_head`).
         """
         with fp32_head(z):
-            return self.linear(read_out_inputs(z.to(self.linear.weight.dtype), self.context, self.scaling, groups))
+            return self.linear(read_out_inputs(z.to(self.linear.weight.dtype), self.context, self.scaling, groups,
+                                               self.unscaled_inputs))
+
+    @property
+    def unscaled_inputs(self) -> int:
+        """Return how many trailing read-out inputs per-recording scaling leaves as they are (the prior block of a
+        head written since issue 55; 0 otherwise)."""
+        return 0 if self.scales_prior else self.n_prior
 
     def forward(self, feats: Tensor, x: Tensor) -> Tensor:
         """Return logits ``(B, n_classes)`` (with ``context`` or ``scaling``: the batch is one recording's windows)."""

@@ -52,6 +52,7 @@ from passport_kit.onboard.criteria import MIN_EFFECT, SE_MULTIPLE, near_chance, 
 from passport_kit.onboard.fitting import FitData
 from passport_kit.onboard.ladder_inputs import POOLINGS, LadderData
 from passport_kit.onboard.metrics import ClassificationMetrics, classification_metrics
+from passport_kit.onboard.parity import check_parity, fitted_probabilities, head_probabilities
 from passport_kit.onboard.probe import (MAX_INNER_FOLDS, ReadOutChoice, Standardiser, balanced_weights, class_proba,
                                         class_warnings, column_weights, fit_head, fit_lr, offset_inputs,
                                         one_blas_thread, plain_features, read_out_matrix, repeated_group_folds)
@@ -512,6 +513,9 @@ class LadderFit:
     features: dict[str, np.ndarray]
     validation: ClassificationMetrics | None
     seconds: float
+    #: The largest probability difference between the fit and the head that ships, on the training windows (None:
+    #: LP-FT trained the head itself, so there is no separate fit to compare with).
+    parity: float | None = None
 
     @property
     def choice(self) -> ReadOutChoice:
@@ -565,14 +569,20 @@ def fit_ladder(model: Any, windows: FitData, rows: np.ndarray,
     elif result.expected is not None and near_chance(result.expected, result.metric):
         notes.append(f"cross-validated {result.metric} {result.expected:.3f} is near chance: the classes may not be "
                      "separable with this montage and these labels")
+    parity = None
     if not lpft_trained:  # LP-FT's step trained the head and adapter itself
         if chosen is not None and chosen.choice is None:
             set_zero_shot(head, ladder_data.prior_stages or [], prior_spec or {}, n_prior)
+            fit_proba = zero_shot_proba(prior, ladder_data.prior_stages or [])
         else:
-            fit_head(head, plain, y_rows, result.fitted, len(classes), recordings=seq, seed=seed,
-                     prior=prior, prior_spec=prior_spec, stages=ladder_data.prior_stages)
+            fit_proba = fit_head(head, plain, y_rows, result.fitted, len(classes), recordings=seq, seed=seed,
+                                 prior=prior, prior_spec=prior_spec, stages=ladder_data.prior_stages)
         head.smoothing = result.smoothing
         head.temperature = float(result.temperature)
+        model.eval()
+        # Issue 55: what ships must be what was scored - the head run as predict runs it, against the fit.
+        parity = check_parity(fitted_probabilities(fit_proba, result.smoothing, result.temperature, seq),
+                              head_probabilities(model, windows, rows, seq, prior, forward), result.chosen_rung)
     model.eval()
     bandpower_head = copy.deepcopy(head)
     band = result.bandpower.choice if result.bandpower is not None else FALLBACK
@@ -582,7 +592,7 @@ def fit_ladder(model: Any, windows: FitData, rows: np.ndarray,
     if chosen is not None and not lpft_trained:
         proba = chosen.oof[0]
         validation = classification_metrics(y_rows, proba.argmax(1), classes, proba)
-    return LadderFit(result, notes, bandpower_head, plain, validation, time.perf_counter() - start)
+    return LadderFit(result, notes, bandpower_head, plain, validation, time.perf_counter() - start, parity)
 
 
 def fit_probe(model: Any, windows: FitData, rows: np.ndarray, groups: np.ndarray, *, seed: int = 0, lpft: Any = None,

@@ -125,13 +125,15 @@ def read_out_matrix(plain: dict[str, np.ndarray], choice: ReadOutChoice, prior: 
                     recordings: list[Any] | None = None) -> np.ndarray:
     """Return the head's read-out inputs ``(N, F)`` for ``choice``: ``[backbone, band power, prior]`` scaled and
     with context as the head computes them (the prior block only where ``choice.prior_weight`` > 0)."""
-    z = plain[choice.pooling]
+    z, n_prior = plain[choice.pooling], 0
     if choice.reads_prior:
         if prior is None:
             raise ValueError("a read-out with a prior block needs the prior's log-probabilities")
-        z = np.concatenate([z, prior], axis=1)
+        z, n_prior = np.concatenate([z, prior], axis=1), prior.shape[1]
+    # The stager's block is never scaled per recording (issue 55): an offset read-out adds it as it is, and the
+    # folded head (ProbeHead.unscaled_inputs) reads it as the fit did.
     return read_out_inputs(torch.from_numpy(np.ascontiguousarray(z)), choice.context, choice.scaling,
-                           recordings).numpy()
+                           recordings, unscaled=n_prior).numpy()
 
 
 def column_weights(choice: ReadOutChoice, z: np.ndarray, n_backbone: int, n_plain: int) -> np.ndarray:
@@ -165,9 +167,13 @@ def plain_features(z_both: np.ndarray, d_model: int, poolings: tuple[str, ...]) 
 
 def fit_head(head: nn.Module, plain: dict[str, np.ndarray], y: np.ndarray, choice: ReadOutChoice, n_classes: int,
              *, recordings: list[Any] | None, seed: int, prior: np.ndarray | None = None,
-             prior_spec: dict[str, Any] | None = None, stages: list[int] | None = None) -> None:
+             prior_spec: dict[str, Any] | None = None, stages: list[int] | None = None) -> np.ndarray:
     """Give ``head`` the read-out of ``choice`` fitted on every row (context, pooling, scaling, prior block set);
-    ``stages``: each class's stage in the prior block (an offset read-out needs it)."""
+    ``stages``: each class's stage in the prior block (an offset read-out needs it).
+
+    Return the fit's own probabilities ``(N, n_classes)`` of those rows, computed by the solver's model on the
+    inputs it was fitted on (not by the head): what the head must reproduce (issue 55's parity check).
+    """
     n_prior = prior.shape[1] if choice.reads_prior and prior is not None else 0
     head.set_read_out(choice.context, choice.pooling, choice.scaling, prior=prior_spec, n_prior=n_prior)
     if choice.offset:
@@ -176,10 +182,12 @@ def fit_head(head: nn.Module, plain: dict[str, np.ndarray], y: np.ndarray, choic
         fit, standardise = fit_offset_read_out(plain, y, choice, prior, stages, d_model=head.d_model,
                                                recordings=recordings)
         _fold_offset_into_linear(head.linear, fit, standardise, stages, n_prior, bool(choice.context))
-        return
+        z, _, offset, _ = offset_inputs(plain, choice, prior, stages, recordings, head.d_model)
+        return fit.predict_proba(standardise(z), offset)
     lr, standardise = fit_read_out(plain, y, choice, n_classes, d_model=head.d_model, recordings=recordings,
                                    seed=seed, prior=prior)
     _fold_into_linear(head.linear, lr, standardise, n_classes)
+    return class_proba(lr, standardise(read_out_matrix(plain, choice, prior, recordings)), n_classes)
 
 
 def offset_inputs(plain: dict[str, np.ndarray], choice: ReadOutChoice, prior: np.ndarray, stages: list[int],

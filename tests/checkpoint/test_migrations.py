@@ -21,7 +21,7 @@ from passport_kit.model.spectral import STANDARD_BANDS
 CURRENT = {"kind": "probe", "n_classes": 5, "n_channels": 2, "context": 2, "layer": 0, "pooling_probe": "meanstd",
            "bands": [list(b) for b in STANDARD_BANDS], "scaling": "recording", "n_prior": 5,
            "prior": {"name": "yasa", "eeg": "C3", "eog": None, "emg": None}, "temperature": 1.3,
-           "smoothing": {"transitions": [[0.2] * 5] * 5, "emission_prior": [0.2] * 5}}
+           "smoothing": {"transitions": [[0.2] * 5] * 5, "emission_prior": [0.2] * 5}, "scales_prior": False}
 #: Each head migration: the keys a block written before it lacks, and the values that absence means.
 OLDER = {
     "head-kind": {"kind": "mlp"},
@@ -30,6 +30,7 @@ OLDER = {
     "probe-prior": {"n_prior": 0, "prior": None},
     "probe-temperature": {"temperature": 1.0},
     "probe-smoothing": {"smoothing": None},
+    "probe-prior-scaling": {"scales_prior": True},
 }
 MLP = {"n_classes": 5, "pooling": "mean", "n_patches": None, "hidden": 20, "dropout": 0.1}
 

@@ -35,14 +35,16 @@ channels:
 """
 
 
-def write_recording(path: Path, labels: list[str], names: list[str], *, seed: int, sfreq: float = 200.0) -> Path:
-    """Write an EDF whose 30-s epochs oscillate at the frequency of their label (µV scale)."""
+def write_recording(path: Path, labels: list[str], names: list[str], *, seed: int, sfreq: float = 200.0,
+                    noise: float = 3.0) -> Path:
+    """Write an EDF whose 30-s epochs oscillate at the frequency of their label (µV scale; ``noise``: µV of white
+    noise)."""
     rng = np.random.default_rng(seed)
     t = np.arange(int(30 * sfreq)) / sfreq
     epochs = [20 * np.sin(2 * np.pi * FREQ[lab] * t + rng.uniform(0, 6)) for lab in labels]
     base = np.concatenate(epochs)
     signals = [
-        edfio.EdfSignal(base * (0.8 + 0.2 * i) + 3 * rng.standard_normal(base.size), sampling_frequency=sfreq,
+        edfio.EdfSignal(base * (0.8 + 0.2 * i) + noise * rng.standard_normal(base.size), sampling_frequency=sfreq,
                         label=name, physical_dimension="uV", physical_range=(-500, 500))
         for i, name in enumerate(names)
     ]
@@ -50,7 +52,8 @@ def write_recording(path: Path, labels: list[str], names: list[str], *, seed: in
     return path
 
 
-def make_dataset(root: Path, *, n_subjects: int = 4, n_epochs: int = 10, names: list[str] | None = None) -> Path:
+def make_dataset(root: Path, *, n_subjects: int = 4, n_epochs: int = 10, names: list[str] | None = None,
+                 noise: float = 3.0) -> Path:
     """Write a labeled sleep dataset folder (EDF + CSV labels + dataset.yaml); return it."""
     names = names or ["EL1", "ER1", "EL2"]
     root.mkdir(parents=True, exist_ok=True)
@@ -58,7 +61,7 @@ def make_dataset(root: Path, *, n_subjects: int = 4, n_epochs: int = 10, names: 
     for s in range(n_subjects):
         subject = f"s{s + 1:02d}"
         labels = [CLASSES[(i + s) % len(CLASSES)] for i in range(n_epochs)]
-        write_recording(root / f"{subject}.edf", labels, names, seed=s)
+        write_recording(root / f"{subject}.edf", labels, names, seed=s, noise=noise)
         (root / f"{subject}.csv").write_text("\n".join(labels) + "\n")
         lines += [f"  - subject: {subject}", f"    file: {subject}.edf", f"    labels: {subject}.csv"]
     (root / "dataset.yaml").write_text("\n".join(lines) + "\n")
