@@ -74,6 +74,7 @@ def load_for_prediction(adapter: str | Path, contacts: ContactOptions, run: RunO
     precision = resolve_precision(run.precision, device)
     set_threads(None)  # torch's own choice, logged (--verbose) as adapt and evaluate log theirs
     model.to(device)
+    _warn_if_skewed(model.head, meta.metrics.get("selection") or {}, adapter)
     # Classes without a training window: the adapter has never learned them, so it (nearly) never outputs them.
     not_learned = [c for c, n in (meta.metrics.get("train_class_counts") or {}).items() if n == 0]
     facts = AdapterFacts(classes=list(meta.classes), window_seconds=config.window_seconds,
@@ -82,6 +83,21 @@ def load_for_prediction(adapter: str | Path, contacts: ContactOptions, run: RunO
     return LoadedAdapter(model=model, meta=meta, montage=montage, config=config,
                          channel_meta=ChannelMeta.from_montage(montage), policy=policy, facts=facts, device=device,
                          precision=precision)
+
+
+def _warn_if_skewed(head: Any, selection: dict[str, Any], adapter: str | Path) -> None:
+    """Warn where a bundle written before issue 55 runs another model than adapt scored: a read-out fitted around the
+    stager with per-night scaling, whose head scales the stager's block per night (its fit had it unscaled)."""
+    import warnings
+
+    from passport_kit.errors import PassportWarning
+
+    if (getattr(head, "n_prior", 0) and getattr(head, "scaling", "none") == "recording"
+            and getattr(head, "scales_prior", False) and isinstance(selection, dict) and selection.get("offset") is True):
+        warnings.warn(PassportWarning(
+            f"adapter '{adapter}' was written by a passport-kit whose per-night scaled read-outs around the sleep "
+            "stager ran another model than adapt scored (far below the stager on real nights); re-run adapt with "
+            "this version to get the model it selected"), stacklevel=2)
 
 
 def read_night(path: Path, loaded: LoadedAdapter, reading: ReadOptions, memory: dict[Path, Any]) -> RecordingWindows:

@@ -290,3 +290,18 @@ def test_adapt_refuses_to_write_a_bundle_that_disagrees_with_its_fit(tmp_path: P
     lines = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "does not reproduce its own fit" in lines[0], result.output
     assert not (tmp_path / "adapter" / "adapter.json").exists()
+
+
+def test_predict_warns_about_a_bundle_written_with_the_skew() -> None:
+    from passport_kit.errors import PassportWarning
+    from passport_kit.inference.recording import _warn_if_skewed
+
+    old = SimpleNamespace(n_prior=5, scaling="recording", scales_prior=True)
+    with pytest.warns(PassportWarning, match="re-run adapt"):
+        _warn_if_skewed(old, {"offset": True}, "runs/ear")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_if_skewed(old, {"offset": False}, "runs/ear")  # stacked, not an offset: fit and head agreed
+        _warn_if_skewed(SimpleNamespace(n_prior=5, scaling="recording", scales_prior=False), {"offset": True}, "a")
