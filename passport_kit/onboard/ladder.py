@@ -52,6 +52,7 @@ from passport_kit.onboard.criteria import MIN_EFFECT, SE_MULTIPLE, near_chance, 
 from passport_kit.onboard.fitting import FitData
 from passport_kit.onboard.ladder_inputs import POOLINGS, LadderData
 from passport_kit.onboard.metrics import ClassificationMetrics, classification_metrics
+from passport_kit.onboard.offset import OFFSET_C_GRID
 from passport_kit.onboard.parity import check_parity, fitted_probabilities, head_probabilities
 from passport_kit.onboard.probe import (MAX_INNER_FOLDS, ReadOutChoice, Standardiser, balanced_weights, class_proba,
                                         class_warnings, column_weights, fit_head, fit_lr, offset_inputs,
@@ -185,6 +186,8 @@ class LadderResult:
     order: tuple[str, ...] = TEXTBOOK_FIRST
     #: The spec of the stager option the read-out reads, when it reads one.
     prior_spec: dict[str, Any] | None = None
+    #: How many candidates the shipped model was chosen from (:attr:`Ladder.n_candidates`).
+    candidates: int = 0
 
     @property
     def chosen_rung(self) -> str:
@@ -229,6 +232,9 @@ class Ladder:
         #: Each tried rung's best candidate (the benchmarks score every rung on outer folds).
         self.candidates: dict[str, Scored] = {}
         self._memo: dict[tuple[ReadOutChoice, int], Scored] = {}
+        #: How many candidates were scored on the folds (each read-out at each C, each stager option, each step):
+        #: what the shipped model was chosen from (issue 55: its inner score is optimistic by that selection).
+        self.n_candidates = 0
         #: The stager option the read-outs read (the stager rung picks it; the first by default).
         self.option = 0
         #: Its spec and log-probabilities (LadderData's __post_init__ lists a lone prior as the one option).
@@ -251,6 +257,7 @@ class Ladder:
             return dataclasses.replace(self._memo[key], name=name)
         if self._progress is not None:
             self._progress(name, *self._at)
+        self.n_candidates += len(OFFSET_C_GRID if choice.offset else C_GRID)
         if choice.offset:
             self._memo[key] = self._score_offset(name, choice)
             return self._memo[key]
@@ -294,7 +301,7 @@ class Ladder:
     def _score_offset(self, name: str, choice: ReadOutChoice) -> Scored:
         """Return an offset read-out (fitted around the stager, :mod:`.offset`) scored at every strength of
         :data:`~passport_kit.onboard.offset.OFFSET_C_GRID`, rows unweighted, keeping the best."""
-        from passport_kit.onboard.offset import OFFSET_C_GRID, fit_offset
+        from passport_kit.onboard.offset import fit_offset
 
         assert self.folds is not None and self.prior is not None and self.stages is not None
         k = len(self.data.classes)
@@ -322,6 +329,7 @@ class Ladder:
         (its probabilities mapped onto the classes)."""
         spec, prior = (self.prior_spec, self.prior) if option is None else self.data.stager_options[option]
         assert self.folds is not None and prior is not None and self.stages is not None
+        self.n_candidates += 1
         proba = zero_shot_proba(prior, self.stages)
         scores = [fold_score(self.y[test], proba[test], self.metric) for draw in self.folds.draws for _, test in draw]
         return Scored("zero-shot", None, np.asarray(scores), [proba for _ in self.folds.draws],
@@ -332,6 +340,7 @@ class Ladder:
         from passport_kit.model.night import smooth, transition_counts, transition_matrix
 
         assert self.folds is not None
+        self.n_candidates += 1
         k = len(self.data.classes)
         scores, oof = [], []
         for r, draw in enumerate(self.folds.draws):
@@ -422,6 +431,7 @@ class Ladder:
                               decision.lpft_score if lpft_taken else incumbent.mean, lpft=decision,
                               min_effect=self.min_effect, base=base, order=order,
                               prior_spec=self.prior_spec if reads_prior else None)
+        result.candidates = self.n_candidates
         if incumbent.smoothed:
             result.smoothing = self._smoothing_spec(incumbent)
         if lpft_taken:
@@ -635,7 +645,8 @@ def ladder_record(fit: LadderFit, recipe: str) -> LadderSelection:
         calibration=Calibration(**res.calibration),
         expected=ExpectedScore(metric=res.metric, score=r(res.expected), folds=folds,
                                draws=len(res.folds.draws) if res.folds else 0,
-                               kind=res.folds.kind if res.folds else None),
+                               kind=res.folds.kind if res.folds else None, interval=expected_interval(res),
+                               candidates=res.candidates or None),
         bandpower_score=r(band),
         increment_over_bandpower=r(None if band is None or res.expected is None else res.expected - band),
         **stager_summary(res),
@@ -643,6 +654,25 @@ def ladder_record(fit: LadderFit, recipe: str) -> LadderSelection:
         ladder=[rung.record() for rung in res.rungs],
         seconds=round(res.seconds, 2),
     )
+
+
+def expected_interval(res: LadderResult) -> list[float] | None:
+    """Return a 95 % interval of the shipped model's inner score: its mean over every fold ± t(0.975, k - 1) times the
+    ladder's standard error (the per-fold spread over √k, k the folds of one draw: repeated draws reuse the same
+    subjects). None where there is no per-fold score (no folds, or LP-FT's own folds)."""
+    from scipy.stats import t
+
+    if res.chosen is None or res.folds is None or res.expected is None or (res.lpft is not None and
+                                                                          getattr(res.lpft, "trained", False)):
+        return None
+    scores = np.asarray(res.chosen.scores, dtype=np.float64)
+    scores = scores[np.isfinite(scores)]
+    k = min(res.folds.per_draw, len(scores))
+    if k < 2:
+        return None
+    half = float(t.ppf(0.975, k - 1) * np.std(scores, ddof=1) / math.sqrt(k))
+    low = 0.0 if res.metric == "auroc" else -1.0  # within the metric's own range
+    return [round(max(low, float(res.expected) - half), 4), round(min(1.0, float(res.expected) + half), 4)]
 
 
 def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:

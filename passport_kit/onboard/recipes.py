@@ -252,6 +252,12 @@ class ProbeRecipe(Recipe):
         caveat = ("; with so few folds the score is a rough guide" if expected.folds < 3 else "")
         lines.append(f"expected on new subjects: {metric} {expected.score:.3f}{decision_text(metric, validation)} "
                      f"(cross-validated, {expected.folds} {kind}; the model shipped: {shipped}{caveat})")
+        if expected.interval is not None or expected.candidates:
+            spread = ("" if expected.interval is None else
+                      f"95 % interval over the folds {expected.interval[0]:.3f} to {expected.interval[1]:.3f}; ")
+            chosen = (f"the best of {expected.candidates} candidates scored on the same folds, so the score is "
+                      "optimistic by that choice" if expected.candidates else "")
+            lines.append(f"how sure: {spread}{chosen}".rstrip("; "))
         chance = near_chance_note(validation)
         if chance:
             lines.append(f"warning: {chance}")

@@ -74,6 +74,11 @@ class ExpectedScore(_Record):
     folds: int = 0
     draws: int = 0
     kind: str | None = None
+    #: A 95 % interval of the score over the folds (t over the folds of a draw, the ladder's standard error;
+    #: issue 55), and how many candidates (read-outs at each C, stager options, steps) the shipped model was chosen
+    #: from on those folds: the score is optimistic by that selection.
+    interval: list[float] | None = None
+    candidates: int | None = None
 
 
 class StagerRecord(_Record):

@@ -218,3 +218,26 @@ def test_c_by_log_loss_picks_the_grids_smallest_inner_log_loss() -> None:
     scored = ladder.score("bandpower", ReadOutChoice(1.0))
     losses = {g["C"]: g["log_loss"] for g in scored.grid}
     assert losses[scored.choice.c] == min(losses.values())
+
+
+def test_the_expected_score_says_how_sure_it_is_and_how_many_candidates_it_beat() -> None:
+    """Issue 55 item 3: the shipped model's inner score comes with its interval over the folds and the number of
+    candidates it was chosen from (adapt prints both)."""
+    from passport_kit.onboard.ladder import C_GRID, expected_interval
+    from passport_kit.onboard.recipes import ProbeRecipe
+    from passport_kit.onboard.selection import ExpectedScore, LadderSelection
+
+    plain, y, subjects = _blocks("backbone")
+    ladder = Ladder(_data(plain, y, subjects), seed=0)
+    res = ladder.climb()
+    low, high = expected_interval(res)
+    assert low < res.expected < high and high - low > 0
+    scores = res.chosen.scores
+    assert high == pytest.approx(min(1.0, res.expected + 2.776 * scores.std(ddof=1) / np.sqrt(5)), abs=2e-4)  # t(.975, 4)
+    assert high <= 1.0  # a score's own range
+    assert res.candidates >= 2 * len(C_GRID)  # band power and the backbone rung's read-outs, each at every C
+    record = LadderSelection(recipe="probe", metric="auroc", score=0.9, chosen="backbone", ladder=[],
+                             expected=ExpectedScore(metric="auroc", score=0.9, folds=5, draws=3, kind="subjects",
+                                                    interval=[0.8, 0.95], candidates=40))
+    lines = ProbeRecipe().ladder_lines(record)
+    assert any("0.800 to 0.950" in line and "best of 40 candidates" in line for line in lines)
