@@ -353,6 +353,22 @@ class Ladder:
             oof.append(out)
         return Scored("smoothing", base.choice, np.asarray(scores), oof, setting={"over": base.name}, smoothed=True)
 
+    def textbook_path(self) -> Scored:
+        """Return the final model of the textbook-first order climbed on the same folds (no LP-FT), named
+        ``textbook``, its setting naming the rungs it took; the ladder's record of each rung's best candidate is
+        left as the main climb made it."""
+        saved = dict(self.candidates), self.bandpower, self._at
+        sub = Climb(incumbent=None, template=FALLBACK, rungs=[], lpft=None)  # type: ignore[arg-type]
+        try:
+            for name in TEXTBOOK_FIRST:
+                get_rung(name).run(self, sub)
+        finally:
+            self.candidates, self.bandpower, self._at = saved
+        path = " -> ".join(r.name for r in sub.rungs if r.taken)
+        base = sub.incumbent
+        setting = {"path": path, **(base.choice.as_dict() if base.choice is not None else base.setting)}
+        return dataclasses.replace(base, name="textbook", setting=setting)
+
     # -- climbing -----------------------------------------------------------------------------------------------
     def gain(self, challenger: Scored, incumbent: Scored) -> tuple[float, float, int]:
         """Return :func:`paired_gain` of ``challenger`` over ``incumbent`` on the ladder's folds."""

@@ -286,7 +286,8 @@ class ProbeRecipe(Recipe):
         metric, name = record.metric, str(stager.prior or "the stager").upper().replace("+", " + ")
         taken = record.taken
         core = next((r for r in reversed(taken) if r in _STAGER_SHIPPED), "stager")
-        extra = [RUNG_NAMES[r].lstrip("+ ") for r in taken if r not in _STAGER_SHIPPED and r in RUNG_NAMES]
+        extra = ([] if core == "textbook" else  # the textbook path replaced what the climb from the stager added
+                 [RUNG_NAMES[r].lstrip("+ ") for r in taken if r not in _STAGER_SHIPPED and r in RUNG_NAMES])
         shipped = _STAGER_SHIPPED[core].format(name=name) + (f", with {', '.join(extra)}" if extra else "")
         read = f"sleep stager {name} on {stager.channels or 'its channel'}"
         lines = [f"{read}, zero-shot on your nights (same folds): {metric} {stager.score:.3f}; the model shipped: "
@@ -297,6 +298,11 @@ class ProbeRecipe(Recipe):
         elif core == "recalibrated" and not extra and gain is not None:
             lines.append(f"your nights did not improve on {name} beyond recalibrating it ({gain:+.3f} {metric}): "
                          f"shipped {shipped}")
+        elif core == "textbook":
+            path = next((r.setting or {} for r in record.ladder if r.rung == "textbook"), {}).get("path", "band power")
+            lines.append(f"your nights showed the textbook path beats the climb from {name} here"
+                         + (f" ({gain:+.3f} {metric} over {name} alone)" if gain is not None else "")
+                         + f": shipped {shipped} ({path.replace('->', '→')})")
         elif core == "bandpower":
             lines.append(f"your nights showed band power beats {name} here ({gain:+.3f} {metric}; a channel it cannot "
                          f"read?): shipped {shipped}" if gain is not None else f"shipped {shipped}")
@@ -307,7 +313,8 @@ class ProbeRecipe(Recipe):
 
 #: What a stager-first ladder shipped, in words (issue 43), by the last rung taken.
 _STAGER_SHIPPED = {"stager": "{name} as it is", "recalibrated": "{name}, recalibrated on your nights",
-                   "stacked": "{name} with band power, fitted around its output", "bandpower": "band power alone"}
+                   "stacked": "{name} with band power, fitted around its output", "bandpower": "band power alone",
+                   "textbook": "the model the textbook-first order climbs to"}
 
 
 class AutoRecipe(ProbeRecipe):
@@ -476,7 +483,13 @@ RUNG_NAMES: dict[str, str] = rung_labels()
 def shipped_read_out(selection: dict[str, Any]) -> str:
     """Return what the model a bundle ships is made of, from adapter.json's ``metrics.selection``: the ladder's taken
     rungs in order ('band power + sleep prior + night smoothing'), else its chosen rung; '' without a record."""
-    taken = [r["rung"] for r in selection.get("ladder") or [] if r.get("taken")]
+    ladder = selection.get("ladder") or []
+    taken = [r["rung"] for r in ladder if r.get("taken")]
+    if "textbook" in taken:  # the textbook-first order's model replaced the climb from the stager (issue 55)
+        path = next((r.get("setting") or {} for r in ladder if r.get("rung") == "textbook"), {}).get("path") or ""
+        words = [RUNG_NAMES.get(r, r) for r in path.split(" -> ") if r]
+        return (" ".join([words[0].lstrip("+ ")] + [w if w.startswith("+") else f"+ {w}" for w in words[1:]])
+                + " (the textbook-first order's model)") if words else RUNG_NAMES["textbook"]
     if not taken:
         chosen = selection.get("chosen") or ""
         return RUNG_NAMES.get(chosen, chosen).lstrip("+ ")

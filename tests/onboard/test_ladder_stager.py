@@ -292,3 +292,44 @@ def test_with_one_training_night_nothing_replaces_the_stager_on_folds_within_it(
     assert result.chosen_rung == "stager" and result.chosen.choice is None
     band = next(r for r in result.rungs if r.name == "bandpower")
     assert band.gain > 0.2 and not band.taken and "the stager stays" in band.reason
+
+
+def test_the_textbook_path_is_what_the_textbook_first_order_ships_on_the_same_folds() -> None:
+    """Issue 55 item 5: the composite challenger is the whole textbook-first climb (no LP-FT), on the same folds."""
+    alone = Ladder(_nights(2, stager="useless", stager_first=False)).climb()
+    ladder = Ladder(_nights(2, stager="useless"))
+    ladder.candidates["context"] = marker = object()
+    path = ladder.textbook_path()
+    assert path.name == "textbook" and path.choice == alone.chosen.choice and path.mean == pytest.approx(alone.expected)
+    assert " -> ".join(r.name for r in alone.rungs if r.taken) == path.setting["path"]
+    assert ladder.candidates["context"] is marker  # the main climb's record of each rung is left as it was
+
+
+def _composite(incumbent: float, challenger: float, stager: float = 0.3, holds_base: bool = False):
+    """Return the climb after the textbook rung, where per-fold scores are the given means plus the same small noise."""
+    from types import SimpleNamespace
+
+    from passport_kit.onboard.ladder import paired_gain
+    from passport_kit.onboard.rungs import Climb, Scored, TextbookPathRung
+
+    noise = np.array([0.01, -0.02, 0.015, -0.005, 0.0])
+
+    def scored(name: str, mean: float) -> Scored:
+        return Scored(name, ReadOutChoice(1.0, context=2) if name != "stager" else None, mean + noise, [])
+
+    base, top, mine = scored("stager", stager), scored("backbone", incumbent), scored("textbook", challenger)
+    ladder = SimpleNamespace(candidates={"stager": base}, textbook_path=lambda: mine, holds_base=holds_base,
+                             se_multiple=2.0, min_effect=0.02, gain=lambda a, b: paired_gain(a.scores, b.scores, 5),
+                             clears=lambda g, se: not holds_base and g > 2 * se and g >= 0.02)
+    climb = Climb(incumbent=top, template=top.choice, rungs=[])
+    TextbookPathRung().run(ladder, climb)
+    return climb
+
+
+def test_the_textbook_paths_model_ships_where_it_left_the_stager_and_scores_above_the_climb_from_it() -> None:
+    taken = _composite(incumbent=0.85, challenger=0.90)
+    assert taken.rungs[-1].taken and taken.incumbent.name == "textbook" and "better of the two" in taken.rungs[-1].reason
+    assert not _composite(incumbent=0.85, challenger=0.80).rungs[-1].taken  # the climb from the stager did better
+    kept = _composite(incumbent=0.31, challenger=0.315)  # not clear of the stager: the burden of leaving it
+    assert not kept.rungs[-1].taken and "over the stager" in kept.rungs[-1].reason
+    assert not _composite(incumbent=0.85, challenger=0.95, holds_base=True).rungs[-1].taken
