@@ -38,13 +38,6 @@ def _build(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
-@pytest.fixture
-def no_library_cache():  # noqa: ANN201
-    loader.ops.cache_clear()
-    yield
-    loader.ops.cache_clear()
-
-
 def test_on_a_cpu_without_avx512_the_build_says_so_in_one_line_and_exits_2(tmp_path: Path) -> None:
     done = _build(tmp_path, **{CPU_FLAGS_ENV: AVX2_ONLY})
     assert done.returncode == 2, done.stderr
@@ -95,20 +88,9 @@ def test_a_failed_compile_or_self_test_leaves_no_library(tmp_path: Path, monkeyp
     assert sorted(tmp_path.iterdir()) == [tmp_path / "b"]
 
 
-def _stamped_library(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001
-    library, stamp = tmp_path / "_loader.so", tmp_path / "_loader.so.torch"
-    library.write_bytes(b"a library whose code this CPU cannot run")
-    stamp.write_text(f"{loader.library_key()}\n{loader.library_stamp(library)}\n")
-    monkeypatch.delenv(loader.SWITCH, raising=False)
-    monkeypatch.setattr(loader, "LIBRARY", library)
-    monkeypatch.setattr(loader, "TORCH_STAMP", stamp)
-    monkeypatch.setenv(CPU_FLAGS_ENV, RUNS_IT)
-    return library
-
-
-def test_a_self_test_killed_by_a_signal_keeps_the_eager_path_and_is_not_retried(no_library_cache, tmp_path,  # noqa: ANN001
-                                                                                  monkeypatch) -> None:
-    library = _stamped_library(tmp_path, monkeypatch)
+def test_a_self_test_killed_by_a_signal_keeps_the_eager_path_and_is_not_retried(stamped_library: Path,
+                                                                                  monkeypatch) -> None:  # noqa: ANN001
+    library = stamped_library
     monkeypatch.setenv(probe.CHILD_SIGNAL_ENV, "SIGBUS")
     with mock.patch.object(torch.ops, "load_library") as load, warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
@@ -125,8 +107,8 @@ def test_a_self_test_killed_by_a_signal_keeps_the_eager_path_and_is_not_retried(
     assert child.call_count == 0
 
 
-def test_a_passed_self_test_is_reused_for_the_same_library_and_cpu_only(tmp_path, monkeypatch) -> None:  # noqa: ANN001
-    library = _stamped_library(tmp_path, monkeypatch)
+def test_a_passed_self_test_is_reused_for_the_same_library_and_cpu_only(stamped_library: Path, monkeypatch) -> None:  # noqa: ANN001
+    library = stamped_library
     line = loader.library_stamp(library)
     with mock.patch.object(probe, "run_child", return_value=None) as child:
         assert probe.verified(library, line) is None and probe.verified(library, line) is None

@@ -29,13 +29,6 @@ BF16 = torch.bfloat16
 RUNS_IT = " ".join(sorted(probe.REQUIRED_FLAGS))
 
 
-@pytest.fixture
-def no_library_cache():  # noqa: ANN201
-    loader.ops.cache_clear()
-    yield
-    loader.ops.cache_clear()
-
-
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.double() - b.double()).norm() / b.double().norm())
 
@@ -224,16 +217,8 @@ def test_no_usable_library_means_the_eager_path(no_library_cache, tmp_path, monk
         assert not lines
 
 
-def test_a_library_without_the_expected_ops_falls_back_with_one_line(no_library_cache, tmp_path,  # noqa: ANN001
-                                                                     monkeypatch) -> None:
+def test_a_library_without_the_expected_ops_falls_back_with_one_line(stamped_library, monkeypatch) -> None:  # noqa: ANN001
     # Issue 46: another valid shared library in its place gave a 104-line AttributeError at the first op.
-    library, stamp = tmp_path / "_loader.so", tmp_path / "_loader.so.torch"
-    library.write_bytes(b"another library")
-    stamp.write_text(f"{loader.library_key()}\n{loader.library_stamp(library)}\n")
-    monkeypatch.delenv(loader.SWITCH, raising=False)
-    monkeypatch.setattr(loader, "LIBRARY", library)
-    monkeypatch.setattr(loader, "TORCH_STAMP", stamp)
-    monkeypatch.setenv(CPU_FLAGS_ENV, RUNS_IT)
     monkeypatch.setattr(probe, "verified", lambda library, line: None)  # as if its self-test had passed
     monkeypatch.setattr(loader, "missing_ops", lambda namespace: ["criss_cross_attention", "layer_norm"])
     with mock.patch.object(torch.ops, "load_library") as load, \
