@@ -51,6 +51,8 @@ AMX_FLAGS = frozenset({"amx_tile", "amx_bf16"})
 #: Tests only: a child started by :func:`run_child` first sends itself this signal (e.g. ``SIGILL``), as
 #: a library that runs an instruction this CPU lacks would.
 CHILD_SIGNAL_ENV = "PASSPORT_KIT_LOWP_CHILD_SIGNAL"
+#: The self-test child's exit status where the library is at fault (its verdict, recorded; another status is not).
+VERDICT = 3
 #: Seconds a self-test child may take (importing torch on a loaded machine); one that takes longer is not recorded.
 PROBE_TIMEOUT_S = 300
 
@@ -90,23 +92,32 @@ def _signal_name(number: int) -> str:
     return f"{sig.name} ({signal.strsignal(sig) or sig.name})"
 
 
+def _child(args: list[str], *, timeout: float, show_output: bool = False) -> tuple[int | None, str | None]:
+    """Return (the exit status, None: a timeout; one line saying how it ended, None where it succeeded) of ``python args...``.
+
+    The child imports what this process imports (its ``sys.path``, as ``PYTHONPATH``).
+    """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path or os.getcwd() for path in sys.path)}
+    try:
+        done = subprocess.run([sys.executable, *args], stdout=None if show_output else subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, errors="replace", timeout=timeout, check=False, env=env)
+    except subprocess.TimeoutExpired:
+        return None, f"did not finish in {timeout:.0f} s"
+    if done.returncode < 0:
+        return done.returncode, f"killed by {_signal_name(-done.returncode)} on {cpu_name()}"
+    if done.returncode != 0:
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        return done.returncode, lines[-1] if lines else f"exited with status {done.returncode}"
+    return 0, None
+
+
 def run_child(args: list[str], *, timeout: float, show_output: bool = False) -> str | None:
     """Return None when ``python args...`` succeeds in a child process, else one line saying how it ended.
 
     Killed by a signal: "killed by SIGILL (Illegal instruction) on <CPU>"; an exit status: the
     child's last line on stderr. ``show_output`` passes the child's stdout through (``--verbose``).
     """
-    try:
-        done = subprocess.run([sys.executable, *args], stdout=None if show_output else subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True, errors="replace", timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return f"did not finish in {timeout:.0f} s"
-    if done.returncode < 0:
-        return f"killed by {_signal_name(-done.returncode)} on {cpu_name()}"
-    if done.returncode != 0:
-        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-        return lines[-1] if lines else f"exited with status {done.returncode}"
-    return None
+    return _child(args, timeout=timeout, show_output=show_output)[1]
 
 
 def child_start() -> None:
@@ -139,9 +150,11 @@ def verified(library: Path, library_line: str) -> str | None:
     if text.startswith(key):
         result = text[len(key):].strip()
         return None if result == "ok" else result.removeprefix("failed: ")
-    problem = run_child(["-m", "passport_kit.model.lowp.probe", str(library)], timeout=PROBE_TIMEOUT_S)
-    if problem is not None and problem.startswith("did not finish"):
-        return f"its self-test {problem}"
+    status, problem = _child(["-m", "passport_kit.model.lowp.probe", str(library)], timeout=PROBE_TIMEOUT_S)
+    if status not in (0, VERDICT) and (status is None or status > 0):
+        # a timeout (a loaded machine) or a child that failed before its verdict (a traceback): not the library's
+        # result, so not recorded, and tried again in the next process
+        return f"its self-test {problem}" if status is None else f"its self-test could not run ({problem})"
     try:
         atomic_write_text(record, key + ("ok" if problem is None else f"failed: {problem}") + "\n")
     except OSError as err:  # a read-only install: the child runs again in the next process
@@ -266,13 +279,13 @@ def self_test(library: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child: test the library named in ``argv``; 0, or 1 with one line on stderr saying what is wrong."""
+    """The child: test the library named in ``argv``; 0, or :data:`VERDICT` with one line on stderr saying what is wrong."""
     child_start()
     args = sys.argv[1:] if argv is None else argv
     problem = self_test(Path(args[0]))
     if problem is not None:
         print(problem, file=sys.stderr)
-        return 1
+        return VERDICT
     return 0
 
 

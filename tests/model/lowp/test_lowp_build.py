@@ -102,7 +102,7 @@ def test_a_self_test_killed_by_a_signal_keeps_the_eager_path_and_is_not_retried(
     assert record.startswith(loader.library_stamp(library)) and "failed: killed by SIGBUS" in record
     # the next process reads the result: no second child
     loader.ops.cache_clear()
-    with mock.patch.object(probe, "run_child") as child, pytest.warns(PassportWarning, match="killed by SIGBUS"):
+    with mock.patch.object(probe, "_child") as child, pytest.warns(PassportWarning, match="killed by SIGBUS"):
         assert loader.ops() is None
     assert child.call_count == 0
 
@@ -110,18 +110,22 @@ def test_a_self_test_killed_by_a_signal_keeps_the_eager_path_and_is_not_retried(
 def test_a_passed_self_test_is_reused_for_the_same_library_and_cpu_only(stamped_library: Path, monkeypatch) -> None:  # noqa: ANN001
     library = stamped_library
     line = loader.library_stamp(library)
-    with mock.patch.object(probe, "run_child", return_value=None) as child:
+    with mock.patch.object(probe, "_child", return_value=(0, None)) as child:
         assert probe.verified(library, line) is None and probe.verified(library, line) is None
         assert child.call_count == 1
         monkeypatch.setenv(CPU_FLAGS_ENV, RUNS_IT + " amx_tile amx_bf16")  # another CPU (the checkout on shared disk)
         assert probe.verified(library, line) is None and child.call_count == 2
         library.write_bytes(b"rebuilt")
         assert probe.verified(library, loader.library_stamp(library)) is None and child.call_count == 3
-    with mock.patch.object(probe, "run_child", return_value="did not finish in 300 s") as child:
-        library.write_bytes(b"rebuilt again")
-        for _ in range(2):  # a timeout (a loaded machine) is not recorded: tried again
-            assert probe.verified(library, loader.library_stamp(library)) == "its self-test did not finish in 300 s"
-        assert child.call_count == 2
+    # not the library's verdict, so not recorded and tried again: a timeout (a loaded machine), a child that
+    # failed before its verdict (a traceback)
+    for status, said, why in ((None, "did not finish in 300 s", "its self-test did not finish in 300 s"),
+                              (1, "ModuleNotFoundError: x", "its self-test could not run (ModuleNotFoundError: x)")):
+        library.write_bytes(f"rebuilt for {status}".encode())
+        with mock.patch.object(probe, "_child", return_value=(status, said)) as child:
+            for _ in range(2):
+                assert probe.verified(library, loader.library_stamp(library)) == why
+            assert child.call_count == 2
 
 
 def test_the_self_test_names_missing_ops_and_a_library_that_does_not_load(tmp_path) -> None:  # noqa: ANN001
