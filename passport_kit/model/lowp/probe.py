@@ -12,7 +12,7 @@ truncated library killed ``predict`` by SIGBUS). So:
 - :func:`run_child` runs each step that loads or runs the library (the compile, which
   ``torch.utils.cpp_extension`` ends by loading what it built, and the self-test) in a child
   process; a child killed by a signal becomes one line naming the signal and the CPU;
-- :func:`self_test` (the child: ``python -m passport_kit.model.lowp.probe LIBRARY``) loads the
+- :func:`self_test` (the child: :data:`CHILD`, :func:`main`) loads the
   library, checks that it has every op the sources define and runs each op on small inputs against
   torch's own arithmetic (the AMX ops only where the CPU's flags list AMX and ``amx_available()``
   agrees);
@@ -34,6 +34,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 from passport_kit.atomic_io import atomic_write_text
 from passport_kit.runtime import CPU_FLAGS_ENV, cpu_flags, cpu_name
 
@@ -53,6 +55,8 @@ AMX_FLAGS = frozenset({"amx_tile", "amx_bf16"})
 CHILD_SIGNAL_ENV = "PASSPORT_KIT_LOWP_CHILD_SIGNAL"
 #: The self-test child's exit status where the library is at fault (its verdict, recorded; another status is not).
 VERDICT = 3
+#: The self-test child's program (not ``-m``: the package has imported this module before runpy would run it).
+CHILD = "import sys; from passport_kit.model.lowp.probe import main; sys.exit(main(sys.argv[1:]))"
 #: Seconds a self-test child may take (importing torch on a loaded machine); one that takes longer is not recorded.
 PROBE_TIMEOUT_S = 300
 
@@ -63,8 +67,6 @@ def cpu_problem() -> str | None:
     Reads the flags only (:func:`passport_kit.runtime.cpu_flags`, ``PASSPORT_KIT_CPU_FLAGS`` to
     simulate another CPU), and torch's kernel level: both are safe on any CPU.
     """
-    import torch
-
     simulated = CPU_FLAGS_ENV in os.environ
     machine = platform.machine().lower()
     if not simulated and machine not in ("x86_64", "amd64"):
@@ -93,9 +95,10 @@ def _signal_name(number: int) -> str:
 
 
 def _child(args: list[str], *, timeout: float, show_output: bool = False) -> tuple[int | None, str | None]:
-    """Return (the exit status, None: a timeout; one line saying how it ended, None where it succeeded) of ``python args...``.
+    """Return the exit status of ``python args...`` in a child process and one line saying how it ended.
 
-    The child imports what this process imports (its ``sys.path``, as ``PYTHONPATH``).
+    The status is None after a timeout; the line is None where the child succeeded. The child
+    imports what this process imports (its ``sys.path``, as ``PYTHONPATH``).
     """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path or os.getcwd() for path in sys.path)}
     try:
@@ -139,7 +142,8 @@ def verified(library: Path, library_line: str) -> str | None:
 
     ``library_line`` is the library's stamp (``library size=... sha256=...``, checked by the caller
     against the file). A recorded result for this library and CPU is reused; otherwise the
-    self-test runs in a child (:func:`run_child`) and its result is recorded, a timeout excepted.
+    self-test runs in a child and its verdict (a pass, a failure, or death by a signal) is
+    recorded; a timeout or a child that fails before its verdict is not.
     """
     record = _record_path(library)
     key = f"{library_line}\n{cpu_key()}\n"
@@ -150,7 +154,7 @@ def verified(library: Path, library_line: str) -> str | None:
     if text.startswith(key):
         result = text[len(key):].strip()
         return None if result == "ok" else result.removeprefix("failed: ")
-    status, problem = _child(["-m", "passport_kit.model.lowp.probe", str(library)], timeout=PROBE_TIMEOUT_S)
+    status, problem = _child(["-c", CHILD, str(library)], timeout=PROBE_TIMEOUT_S)
     if status not in (0, VERDICT) and (status is None or status > 0):
         # a timeout (a loaded machine) or a child that failed before its verdict (a traceback): not the library's
         # result, so not recorded, and tried again in the next process
@@ -170,8 +174,6 @@ def _rel(got, ref) -> float:  # noqa: ANN001
 
 def _attention64(qkv, heads: tuple[int, int]):  # noqa: ANN001, ANN202
     """Return both attention halves of ``qkv`` ``(B, C, P, 6E)`` in fp64 (q scaled already), as ``(B, C, P, 2E)``."""
-    import torch
-
     b, c, p, six_e = qkv.shape
     e = six_e // 6
     halves = []
@@ -184,7 +186,6 @@ def _attention64(qkv, heads: tuple[int, int]):  # noqa: ANN001, ANN202
 
 def _test_avx512_ops(ops) -> list[str]:  # noqa: ANN001
     """Return the names of ``kernels.cpp``'s ops that fail or disagree with torch (fp64) on small inputs."""
-    import torch
     import torch.nn.functional as F
 
     bf16, g = torch.bfloat16, torch.Generator().manual_seed(0)
@@ -217,8 +218,6 @@ def _test_amx_ops(ops) -> list[str]:  # noqa: ANN001
     One criss-cross layer of the model's width (200, 4 + 4 heads, feed-forward 800) as the three ops
     and as the one-op form, which are bit-identical (tests/model/lowp/test_lowp_sample_layer.py).
     """
-    import torch
-
     bf16, g = torch.bfloat16, torch.Generator().manual_seed(1)
 
     def block_diagonal(n: int, k: int) -> torch.Tensor:
@@ -257,10 +256,8 @@ def _test_amx_ops(ops) -> list[str]:  # noqa: ANN001
 def self_test(library: Path) -> str | None:
     """Return None when ``library`` loads and its ops run right on small inputs, else what is wrong (one phrase).
 
-    Runs the library in *this* process: call it only in a child (``python -m passport_kit.model.lowp.probe``).
+    Runs the library in *this* process: call it only in a child (:data:`CHILD`).
     """
-    import torch
-
     from passport_kit.model.lowp.loader import missing_ops
 
     try:
@@ -278,16 +275,11 @@ def self_test(library: Path) -> str | None:
     return f"gives wrong results in {', '.join(failed)}" if failed else None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The child: test the library named in ``argv``; 0, or :data:`VERDICT` with one line on stderr saying what is wrong."""
+def main(argv: list[str]) -> int:
+    """The child: test the library ``argv[0]``; 0, or :data:`VERDICT` with one line on stderr saying what is wrong."""
     child_start()
-    args = sys.argv[1:] if argv is None else argv
-    problem = self_test(Path(args[0]))
+    problem = self_test(Path(argv[0]))
     if problem is not None:
         print(problem, file=sys.stderr)
         return VERDICT
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
