@@ -160,7 +160,7 @@ def op_rows(args: argparse.Namespace, clock: Callable[[], float]) -> list[tuple[
 
     kernels = loader.ops()
     if kernels is None:
-        sys.exit("the lowp kernels are not loaded here: python -m passport_kit.model.lowp.build")
+        sys.exit("the lowp kernels are not loaded here: make fast (python -m passport_kit.model.lowp.build) builds them")
     b, c, p, d = args.batch, args.channels, args.patches, 200
     g = torch.Generator().manual_seed(0)
     rows: list[tuple[str, dict[str, float], dict[str, float]]] = []

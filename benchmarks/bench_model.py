@@ -291,6 +291,30 @@ def with_fast_linear(fn: Callable[[torch.Tensor, torch.Tensor], None]) -> Callab
     return run
 
 
+def without_kernels(cont: Contenders) -> Callable[[torch.Tensor, torch.Tensor], None]:
+    """Return ours inference with the compiled kernels off (the eager bf16 form), on a copy of the model: their A/B.
+
+    The copy's layers are prepared while the loader says "not loaded", so their path is ``eager``
+    (chosen once, when the weights are prepared); the patch embedding asks the loader on every call,
+    so it is told the same on each. ``ours infer`` keeps the kernels: both in one process, interleaved.
+    """
+    import copy
+    from unittest import mock
+
+    from passport_kit.model.lowp import loader
+    from passport_kit.model.lowp.cast import forget
+
+    model = copy.deepcopy(cont.ours_eval)
+    forget(model)
+
+    def run(x: torch.Tensor, y: torch.Tensor) -> None:
+        with mock.patch.object(loader, "ops", return_value=None), torch.inference_mode(), \
+                autocast(cont.device, cont.precision):  # type: ignore[arg-type]
+            model(x, cont.meta)
+
+    return run
+
+
 def with_one_micro_batch(cont: Contenders, fn: Callable[[torch.Tensor, torch.Tensor], None]) -> Callable[[torch.Tensor, torch.Tensor], None]:
     """Return ``fn`` run with our encoder's no-graph path on the whole batch at once (no micro-batches)."""
     encoder = cont.ours_eval.backbone.encoder
@@ -559,6 +583,8 @@ def main() -> None:
                         help="also time ours compiled by torch.compile (Inductor, freezing) without the fast path;"
                         " with --device cuda: ours and braindecode's inference compiled in reduce-overhead mode (CUDA graphs)")
     parser.add_argument("--onednn-ab", action="store_true", help="also time the opt-in oneDNN linear lever ('+L' rows)")
+    parser.add_argument("--kernels-ab", action="store_true", help="also time ours inference with the compiled bf16 "
+                        "kernels off ('eager' row: the eager bf16 form), interleaved with them (make fast builds them)")
     parser.add_argument("--quick", action="store_true", help="smoke run: cbramod-tiny, batch 4, 1 repeat")
     parser.add_argument("--device", default="cpu", help="cpu (default: the CPU comparison) or cuda (the GPU "
                         "comparison at --batch-sizes, default 64 there)")
@@ -666,6 +692,10 @@ def main() -> None:
         contenders["ours adapter +L"] = with_fast_linear(cont.step_ours)
         flops["ours infer +L"], flops["ours adapter +L"] = flops["ours infer"], flops["ours adapter"]
         print("'+L' = ours with the opt-in oneDNN linear lever switched on (default: plain F.linear), the lever's A/B")
+    if args.kernels_ab and LOWP is not None and cont.precision == "bf16":
+        contenders["ours infer eager"] = without_kernels(cont)
+        flops["ours infer eager"] = flops["ours infer"]
+        print("'eager' = ours inference with the compiled kernels off (the eager bf16 form), the kernels' A/B")
     if args.compile:
         contenders.update(compiled_contenders(cont))
         flops["ours infer compiled"], flops["ours adapter compiled"] = flops["ours infer"], flops["ours adapter"]
@@ -704,6 +734,8 @@ def main() -> None:
                 ratio["1mb/default infer"] = rates["ours infer 1mb"][-1] / rates["ours infer"][-1]
                 if "ours infer +L" in rates:
                     ratio["lever infer"] = rates["ours infer +L"][-1] / rates["ours infer"][-1]
+                if "ours infer eager" in rates:
+                    ratio["kernels/eager infer"] = rates["ours infer"][-1] / rates["ours infer eager"][-1]
                 if "ours infer compiled" in rates:
                     ratio["compiled/ours infer"] = rates["ours infer compiled"][-1] / rates["ours infer"][-1]
             if "ours adapter" in rates:
@@ -735,6 +767,10 @@ def main() -> None:
             share = med["ours infer"] * tokens * flops["ours infer"] / 1e9 / ref_rate
             print(f"  SHARE ours inference / {ref_name} matmul reference {100 * share:.0f} % by the hand count"
                   f" (target >= 70 % of bf16 with native bf16)")
+            if "ours infer eager" in med:
+                print(f"  RATIO ours inference, compiled kernels ({fast_path_name()}) / eager bf16 form"
+                      f" {med['ours infer'] / med['ours infer eager']:.2f}x of medians,"
+                      f" {statistics.median(ratios['kernels/eager infer']):.2f}x median per repeat")
             if "ours fp32 infer" in med:
                 print(f"  RATIO ours auto ({cont.precision}) / ours fp32 inference {med['ours infer'] / med['ours fp32 infer']:.2f}x of medians,"
                       f" {statistics.median(ratios['auto/fp32 infer']):.2f}x median per repeat")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import platform
 import random
 import sys
 from pathlib import Path
@@ -39,6 +40,9 @@ log = logging.getLogger(__name__)
 
 # /proc/cpuinfo flags that mean the CPU computes bf16 natively.
 _CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+#: The CPU flags (space-separated, as /proc/cpuinfo names them) that the CPU checks read instead of this
+#: machine's, to see what another CPU would do without one (the tests; ``"avx avx2 fma"``: an AVX2-only CPU).
+CPU_FLAGS_ENV = "PASSPORT_KIT_CPU_FLAGS"
 
 
 def resolve_device(name: str = "auto", *, local_rank: int | None = None) -> torch.device:
@@ -83,10 +87,34 @@ def _cpuinfo_flags(path: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
     return frozenset()
 
 
-def cpu_supports_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+def cpu_flags(cpuinfo: Path | None = None) -> frozenset[str]:
+    """Return this CPU's feature flags as ``/proc/cpuinfo`` names them (empty off Linux).
+
+    Those of ``PASSPORT_KIT_CPU_FLAGS`` where it is set (:data:`CPU_FLAGS_ENV`), unless a ``cpuinfo`` file is given.
+    """
+    simulated = os.environ.get(CPU_FLAGS_ENV)
+    if cpuinfo is None and simulated is not None:
+        return frozenset(simulated.split())
+    return _cpuinfo_flags(cpuinfo or Path("/proc/cpuinfo"))
+
+
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """Return the CPU's model name (``/proc/cpuinfo``; else the machine type), marked when its flags are simulated."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    names = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")]
+    name = names[0] if names else (platform.processor() or platform.machine() or "an unknown CPU")
+    return f"{name} (flags simulated by {CPU_FLAGS_ENV})" if CPU_FLAGS_ENV in os.environ else name
+
+
+def cpu_supports_bf16(cpuinfo: Path | None = None) -> bool:
     """Return whether this CPU computes bf16 natively (AVX-512 BF16 or AMX)."""
-    if _cpuinfo_flags(cpuinfo) & _CPU_BF16_FLAGS:
+    if cpu_flags(cpuinfo) & _CPU_BF16_FLAGS:
         return True
+    if cpuinfo is None and CPU_FLAGS_ENV in os.environ:  # simulated: the flags alone say
+        return False
     # Off Linux (or in containers hiding /proc) ask torch which kernels it dispatches to.
     capability = str(torch.backends.cpu.get_cpu_capability()).upper()
     return "AMX" in capability or "BF16" in capability

@@ -87,3 +87,14 @@ def test_set_threads_applies_the_count() -> None:
 def test_set_threads_refuses_zero() -> None:
     with pytest.raises(ConfigError, match="at least 1"):
         runtime.set_threads(0)
+
+
+def test_simulated_cpu_flags_decide_what_the_cpu_checks_see(monkeypatch: pytest.MonkeyPatch) -> None:
+    # PASSPORT_KIT_CPU_FLAGS: what another CPU would do, without one (issue 54: an AVX2-only AMD EPYC)
+    cpu = torch.device("cpu")
+    monkeypatch.setenv(runtime.CPU_FLAGS_ENV, "fpu avx avx2 fma")
+    assert runtime.cpu_flags() == {"fpu", "avx", "avx2", "fma"}
+    assert not runtime.cpu_supports_bf16() and runtime.resolve_precision("auto", cpu) == "fp32"
+    assert runtime.cpu_name().endswith(f"(flags simulated by {runtime.CPU_FLAGS_ENV})")
+    monkeypatch.setenv(runtime.CPU_FLAGS_ENV, "avx512f avx512_bf16")
+    assert runtime.resolve_precision("auto", cpu) == "bf16"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from model_helpers import make_meta
+from model_helpers import make_meta, needs_cpu_bf16
 
 from passport_kit.errors import ChannelMappingError, DataError
 from passport_kit.model import ARCHITECTURES, ChannelMeta, build_backbone, model_config
@@ -56,6 +56,7 @@ def test_wrong_input_shape_is_a_data_error(shape: tuple[int, ...], n_meta: int) 
         backbone(torch.randn(*shape), make_meta(n_meta))
 
 
+@needs_cpu_bf16
 @pytest.mark.parametrize("kind", ["acpe", "xattn-experts"])
 def test_bf16_autocast_stays_close_to_fp32(kind: str) -> None:
     backbone = build_backbone(model_config("cbramod-tiny", kind)).eval()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from model_helpers import make_meta
+from model_helpers import make_meta, needs_cpu_bf16
 
 from passport_kit.model import Classifier, apply_policy, build_backbone, model_config
 from passport_kit.model.transformer import CrissCrossEncoder, CrissCrossLayer
@@ -122,6 +122,7 @@ def test_cpu_attention_is_not_padded() -> None:
     assert torch.equal(fused_attention(q, k, v), F.scaled_dot_product_attention(q, k, v))
 
 
+@needs_cpu_bf16
 @pytest.mark.parametrize("kind", ["mlp", "probe"])
 def test_heads_run_in_fp32_under_bf16_autocast(kind: str) -> None:
     # the head is a negligible share of the work; in bf16 its rounding was the main cause of

@@ -1,31 +1,42 @@
 """Build the fused bf16 CPU kernels (``kernels.cpp``, ``amx.cpp``, ``lowp.h``) into ``passport_kit/model/lowp/_lowp_kernels.so``.
 
-Run once after installing (``make install`` does, and goes on without it when this fails)::
+An opt-in, for CPUs with AVX-512 BF16 (x86-64-v4; AMX adds the products on tiles)::
 
-    .venv/bin/python -m passport_kit.model.lowp.build
+    make fast          # or: .venv/bin/python -m passport_kit.model.lowp.build
 
-Nothing is built at import time or in the tests: without the library the encoder runs its eager
-bf16 path unchanged (:mod:`passport_kit.model.lowp.loader`). The build goes through
-``torch.utils.cpp_extension.load`` (ninja and a C++17 compiler) into ``build/lowp_kernels`` of
-the repository, never the user's home, and the library is copied next to this module. It is
-compiled for x86-64-v4 (AVX-512) with AVX-512 BF16, tuned for this machine, and loaded only
-where the CPU has AVX-512 BF16 and torch itself runs AVX-512 kernels (``amx.cpp``'s
-ops are also built for AMX and runs only where ``amx_available()`` says so); rebuild
-after upgrading torch or pulling new sources (``make install`` does): a library built against
-another torch or from other sources is not loaded (see ``_lowp_kernels.so.torch``), and the eager
-path runs.
+The default install builds nothing (pure Python and torch, any x86-64 CPU): without the library the
+encoder runs its eager bf16 path unchanged (:mod:`passport_kit.model.lowp.loader`), and the default
+``auto``/``probe`` recipes never run the encoder in bf16 at all. Nothing that can end the process
+by a signal runs in it (issue 54: on an AVX2-only CPU loading the library was an illegal
+instruction, which killed ``make install``):
+
+1. the CPU's flags are checked first (:func:`~.probe.cpu_problem`): without x86-64-v4 and AVX-512
+   BF16 nothing is compiled;
+2. the compile runs in a child process (``torch.utils.cpp_extension.load``: ninja and a C++17
+   compiler, into ``build/lowp_kernels`` of the repository, never the user's home; it loads what
+   it built, which only the child does);
+3. the library is copied beside this module (a new file, renamed into place) and stamped with this
+   torch, the sources' digest and its own size and SHA-256 (``_lowp_kernels.so.torch``: the loader
+   loads nothing else);
+4. its self-test runs in another child (:func:`~.probe.verified`): every op on small inputs
+   against torch's arithmetic, the AMX ops where the CPU has AMX; the result is kept beside the
+   library (``_lowp_kernels.so.probe``), so the loader does not run it again.
+
+Any step that fails prints one line (a child killed by a signal: the signal and the CPU), leaves
+no library behind, and exits 2; the eager bf16 path stays. Rebuild after upgrading torch or pulling
+new sources (``make fast`` does): a library built against another torch or from other sources is
+not loaded.
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
+import os
 import shutil
 import sys
 from pathlib import Path
 
-import torch
-
+from passport_kit.model.lowp import probe
 from passport_kit.model.lowp.loader import LIBRARY, SOURCES, TORCH_STAMP, library_key, library_stamp
 
 HERE = Path(__file__).resolve().parent
@@ -35,61 +46,90 @@ HERE = Path(__file__).resolve().parent
 # and that op checks for AMX at run time (amx_available) before it runs any.
 FLAGS = ["-O3", "-march=x86-64-v4", "-mtune=native", "-mprefer-vector-width=512", "-mavx512bf16", "-mamx-tile",
          "-mamx-bf16", "-ffp-contract=fast", "-fopenmp"]
+#: Seconds the compile may take (two ~1000-line files at -O3 on a loaded 2-core machine: about a minute).
+COMPILE_TIMEOUT_S = 1800
+#: What a failed build leaves the user with.
+EAGER = "the eager bf16 path runs"
 
 
-def build(build_dir: Path, *, verbose: bool = False) -> Path:
-    """Return the path of the built library, ``_lowp_kernels.so`` beside this module."""
+def compile_library(build_dir: Path, *, verbose: bool = False) -> Path:
+    """Return the library compiled into ``build_dir``; it loads it into *this* process: call it in a child only."""
     from torch.utils import cpp_extension
 
     build_dir.mkdir(parents=True, exist_ok=True)
     cpp_extension.load(name="_lowp_kernels", sources=[str(path) for path in SOURCES], extra_cflags=FLAGS,
                        extra_ldflags=["-fopenmp"], build_directory=str(build_dir),
                        is_python_module=False, verbose=verbose)
-    TORCH_STAMP.unlink(missing_ok=True)  # no stamp while the library is being replaced: nothing loads a half copy
-    shutil.copyfile(build_dir / "_lowp_kernels.so", LIBRARY)
+    return build_dir / "_lowp_kernels.so"
+
+
+def install(built: Path) -> list[str]:
+    """Copy ``built`` to :data:`~.loader.LIBRARY` as a new file and stamp it; return the stamp's lines.
+
+    The stamp goes first (nothing loads a library without a stamp of its own), the library is
+    renamed into place (a process that has the old one mapped keeps it), then the new stamp.
+    """
+    TORCH_STAMP.unlink(missing_ok=True)
+    partial = LIBRARY.with_name(LIBRARY.name + ".partial")
+    shutil.copyfile(built, partial)
+    os.replace(partial, LIBRARY)
     # The library is bound to this torch's C++ ABI and to these sources (line 1), and is this very file (line 2:
     # size and SHA-256): the loader compares both before it loads anything.
-    TORCH_STAMP.write_text(f"{library_key()}\n{library_stamp(LIBRARY)}\n", encoding="utf-8")
-    return LIBRARY
+    lines = [library_key(), library_stamp(LIBRARY)]
+    TORCH_STAMP.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return lines
 
 
-def runs_here() -> bool:
-    """Return whether this machine can run the library: x86-64 with AVX-512 BF16, torch running AVX-512 kernels.
+def remove_library() -> None:
+    """Remove the library and its stamps: a build that failed leaves nothing the loader would try."""
+    for path in (TORCH_STAMP, LIBRARY, LIBRARY.with_name(LIBRARY.name + ".probe")):
+        path.unlink(missing_ok=True)
 
-    The same conditions the loader checks before it loads the library (:func:`~.loader.ops`).
-    """
-    from passport_kit.runtime import cpu_supports_bf16
 
-    return (platform.machine().lower() in ("x86_64", "amd64") and cpu_supports_bf16()
-            and "AVX512" in str(torch.backends.cpu.get_cpu_capability()).upper())
+def build(build_dir: Path, *, verbose: bool = False) -> str | None:
+    """Build, install and test the library; return None, or why it is not there (one phrase)."""
+    problem = probe.cpu_problem()
+    if problem is not None:
+        return f"not built: {problem}"
+    args = ["-m", "passport_kit.model.lowp.build", "--compile-in-child", "--build-dir", str(build_dir)]
+    failed = probe.run_child(args + (["--verbose"] if verbose else []), timeout=COMPILE_TIMEOUT_S, show_output=verbose)
+    if failed is not None:
+        return f"build failed: the compile {failed}"
+    stamp = install(build_dir / "_lowp_kernels.so")
+    failed = probe.verified(LIBRARY, stamp[1])
+    if failed is not None:
+        remove_library()
+        return f"built, but its self-test failed, so it was removed: {failed}"
+    return None
+
+
+def _compile_child(build_dir: Path, verbose: bool) -> int:
+    """The compile's child: 0, or 1 with the error's first line on stderr."""
+    probe.child_start()
+    try:
+        compile_library(build_dir, verbose=verbose)
+    except Exception as err:  # noqa: BLE001  (a compiler or ninja problem: its first line goes to the parent)
+        print(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__, file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build the library; return 0, or 1 with one line saying why not (the eager path stays).
-
-    ``--required-where-it-runs`` (``make install``): a failure is 1 only on a machine that runs the
-    library (:func:`runs_here`), so CI there fails on a broken build; elsewhere it is 0, with the line.
-    """
+    """Build the library; return 0, or 2 with one line saying why not (the eager bf16 path stays)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", type=Path, default=HERE.parents[2] / "build" / "lowp_kernels",
                         help="where the compiler's files go (default: build/lowp_kernels of the repository)")
-    parser.add_argument("--required-where-it-runs", action="store_true",
-                        help="exit 1 on a failed build only where this CPU runs the library (AVX-512 BF16); 0 elsewhere")
-    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="show the compiler's output")
+    parser.add_argument("--compile-in-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    failed = 0 if args.required_where_it_runs and not runs_here() else 1
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        print(f"lowp kernels: not built on {platform.machine()} (x86-64 only); the eager bf16 path runs")
-        return failed
-    try:
-        path = build(args.build_dir, verbose=args.verbose)
-    except Exception as err:  # noqa: BLE001  (a compiler or ninja problem: say so in one line, keep the eager path)
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        where = ("; this CPU runs it (AVX-512 BF16): fix the build" if failed and args.required_where_it_runs
-                 else "; the eager bf16 path runs")
-        print(f"lowp kernels: build failed ({first}){where}", file=sys.stderr)
-        return failed
-    print(f"lowp kernels: built {path}")
+    if args.compile_in_child:
+        return _compile_child(args.build_dir, args.verbose)
+    problem = build(args.build_dir, verbose=args.verbose)
+    if problem is not None:
+        print(f"lowp kernels: {problem}; {EAGER}", file=sys.stderr)
+        return 2
+    amx = "on AMX tiles" if probe.AMX_FLAGS <= probe.cpu_flags() else "AVX-512 BF16 (no AMX here)"
+    print(f"lowp kernels: built {LIBRARY} and tested on this CPU ({amx}); bf16 inference takes them")
     return 0
 
 

@@ -31,15 +31,19 @@ AMX keeps the oneDNN products):
 - ``gelu_(x)``: the same GELU (32 cubics for Φ, error < 2.6e-6) in place, as a separate pass (tested,
   not used: no faster than oneDNN's fused post-op).
 
-The two share their declarations through ``lowp.h``. They are built by
-``python -m passport_kit.model.lowp.build`` (``make install`` runs it),
-never at import time. :func:`ops` loads the library once, and only where it can run (built,
-for this torch, on a CPU with AVX-512 BF16 where torch runs AVX-512 kernels); otherwise, or with
-``PASSPORT_KIT_LOWP_KERNELS=0``, it returns None and the encoder takes its eager bf16 path,
-silently (one debug log line says why). The build stamps the library's size and SHA-256 beside
-it; a library that is not that file (cut short, replaced, a FIFO) is never loaded, and one that
-loads without every op the sources define is not used: each says so in one warning line
-(issue 46: a truncated library killed predict with SIGBUS, another library gave an AttributeError).
+The two share their declarations through ``lowp.h``. They are an opt-in build (``make fast``, which
+runs ``python -m passport_kit.model.lowp.build``), never built by ``make install``, at import time or
+in the tests: the default install is pure Python and torch. :func:`ops` loads the library once, and
+only where it can run; otherwise, or with ``PASSPORT_KIT_LOWP_KERNELS=0``, it returns None and the
+encoder takes its eager bf16 path, silently (one debug log line says why). Nothing that can end the
+process by a signal runs in it before the checks pass, in this order: built, for this torch and
+these sources (the build's stamp); a CPU with the flags the library was compiled for
+(:func:`~.probe.cpu_problem`: x86-64-v4 and AVX-512 BF16, read from ``/proc/cpuinfo``); the very
+file the build stamped (size and SHA-256: a library cut short, replaced, a FIFO is never loaded,
+issue 46); and its self-test passed in a child process on this CPU (:func:`~.probe.verified`, run
+once per library and CPU and kept beside it). A library that fails one of the last two, or loads
+without every op the sources define, is not used, and one warning line says why (issue 54: an
+illegal instruction on an AVX2-only CPU ended the process with no message).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from typing import Any
 import torch
 
 from passport_kit.errors import PassportWarning
-from passport_kit.runtime import cpu_supports_bf16
+from passport_kit.model.lowp import probe
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +84,7 @@ def torch_version() -> str:
 def library_key() -> str:
     """Return the key a built library must match: this torch (:func:`torch_version`) and its sources' digest.
 
-    A library built from other sources (a pull without ``make install``) lacks ops the Python side
+    A library built from other sources (a pull without ``make fast``) lacks ops the Python side
     calls, or computes them differently: it is not loaded, and the eager path runs until a rebuild.
     """
     digest = hashlib.sha256()
@@ -139,7 +143,7 @@ def missing_ops(namespace: Any) -> list[str]:
 def _fall_back(reason: str) -> None:
     """Say in one line why the eager path runs although a library is built (a rebuild fixes it)."""
     warnings.warn(PassportWarning(f"lowp kernels: {LIBRARY.name} {reason}; the eager bf16 path runs - rebuild it with "
-                                  "python -m passport_kit.model.lowp.build"), stacklevel=3)
+                                  "make fast (python -m passport_kit.model.lowp.build)"), stacklevel=3)
 
 
 @functools.cache
@@ -148,7 +152,7 @@ def ops() -> Any | None:
     if os.environ.get(SWITCH) == "0":
         return None
     if not LIBRARY.exists():
-        log.debug("lowp kernels: %s not built (python -m passport_kit.model.lowp.build)", LIBRARY.name)
+        log.debug("lowp kernels: %s not built (an opt-in: make fast)", LIBRARY.name)
         return None
     # A library built against another torch may load and then crash (C++ ABI); one built from
     # other sources lacks ops or differs in them: rebuild instead.
@@ -157,17 +161,18 @@ def ops() -> Any | None:
     if built_for != library_key():
         log.debug("lowp kernels: built for %s, this is %s: rebuild", built_for, library_key())
         return None
-    # Compiled for x86-64-v4: loading it on a CPU without AVX-512 would end in an illegal instruction.
-    if "AVX512" not in str(torch.backends.cpu.get_cpu_capability()).upper():
-        log.debug("lowp kernels: not loaded, this CPU runs no AVX-512 kernels")
-        return None
-    # The attention's products are AVX-512 BF16 instructions (the build's -mavx512bf16).
-    if not cpu_supports_bf16():
-        log.debug("lowp kernels: not loaded, this CPU has no AVX-512 BF16")
+    # Compiled for x86-64-v4 with AVX-512 BF16: loaded on a CPU without them, it ends in an illegal instruction.
+    cpu = probe.cpu_problem()
+    if cpu is not None:
+        log.debug("lowp kernels: not loaded, %s", cpu)
         return None
     damaged = damaged_library(LIBRARY, stamp)
     if damaged is not None:
         _fall_back(damaged)
+        return None
+    failed = probe.verified(LIBRARY, stamp[1])  # the self-test, in a child (its result recorded beside the library)
+    if failed is not None:
+        _fall_back(f"failed its self-test ({failed})")
         return None
     try:
         torch.ops.load_library(str(LIBRARY))

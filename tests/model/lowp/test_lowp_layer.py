@@ -8,7 +8,7 @@ from unittest import mock
 import pytest
 import torch
 import torch.nn.functional as F
-from tests.model.model_helpers import make_meta
+from tests.model.model_helpers import make_meta, needs_cpu_bf16
 
 from passport_kit.model import Classifier, apply_policy, build_backbone, model_config
 from passport_kit.model.lowp import layer as lowp_layer
@@ -37,6 +37,7 @@ def _input_grad(encoder: CrissCrossEncoder, x: torch.Tensor, *, bf16: bool) -> t
     return y.detach().float(), xi.grad
 
 
+@needs_cpu_bf16
 @pytest.mark.parametrize(("gelu", "add"), [(False, False), (True, False), (False, True)])
 def test_linear_lowp_matches_f_linear(gelu: bool, add: bool) -> None:
     x = torch.randn(2, 5, 7, 200)[..., 50:150].to(BF16)  # a strided slice
@@ -67,6 +68,7 @@ def test_attention_matches_the_row_wise_softmax(gap: float) -> None:
     assert _rel(out, expected_w.to(BF16).float() @ v16.float()) < 1e-2
 
 
+@needs_cpu_bf16
 @pytest.mark.parametrize(("b", "c", "p"), [(1, 1, 1), (3, 5, 7), (4, 12, 30)])
 @pytest.mark.parametrize("chunk_tokens", [1, 10**9])
 def test_bf16_inference_agrees_with_fp32(b: int, c: int, p: int, chunk_tokens: int) -> None:
@@ -85,6 +87,7 @@ def test_bf16_inference_agrees_with_fp32(b: int, c: int, p: int, chunk_tokens: i
     assert _rel(low, ref) <= 1.5 * _rel(autocast_graph, ref) + 1e-3
 
 
+@needs_cpu_bf16
 @pytest.mark.parametrize("chunk_tokens", [1, 10**9])
 def test_frozen_bf16_input_gradient_agrees_with_fp32(chunk_tokens: int) -> None:
     encoder = _encoder()
@@ -123,6 +126,7 @@ def test_trainable_layers_keep_the_autograd_path_under_bf16() -> None:
     assert model.backbone.encoder.layers[0].linear1.weight.grad is not None
 
 
+@needs_cpu_bf16
 def test_adapter_step_in_bf16_trains_only_the_policy_parameters() -> None:
     model = Classifier(build_backbone(model_config("cbramod-tiny", "mlp-experts")), 3)
     apply_policy(model, "adapter")
@@ -136,6 +140,7 @@ def test_adapter_step_in_bf16_trains_only_the_policy_parameters() -> None:
     assert all(torch.isfinite(model.get_parameter(n).grad).all() for n in grads)
 
 
+@needs_cpu_bf16
 def test_changed_weights_are_never_read_from_the_cast_copy() -> None:
     encoder, other = _encoder(1), _encoder(1)
     torch.nn.init.normal_(other.layers[0].linear1.weight)  # differ from `encoder`
@@ -149,6 +154,7 @@ def test_changed_weights_are_never_read_from_the_cast_copy() -> None:
     assert torch.equal(after, expected)
 
 
+@needs_cpu_bf16
 def test_bf16_run_leaves_the_state_dict_byte_identical() -> None:
     encoder = _encoder()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from unittest import mock
 
 import torch
+from tests.model.model_helpers import needs_cpu_bf16
 
 from passport_kit.model.lowp import layer as lowp_layer
 from passport_kit.model.lowp import loader
@@ -37,6 +38,7 @@ def _bf16(encoder: CrissCrossEncoder, x: torch.Tensor) -> torch.Tensor:
         return encoder(x).float()
 
 
+@needs_cpu_bf16
 def test_without_the_library_every_layer_is_eager_and_says_so(caplog) -> None:  # noqa: ANN001
     encoder = _encoder()
     lowp_layer._announce.cache_clear()

@@ -1,7 +1,7 @@
 """The patch embedding's bf16 inference form (conv blocks as products, compiled GroupNorm + GELU) matches autocast's.
 
 Tests of the compiled ops skip when the library is not built (``python -m passport_kit.model.lowp.build``,
-run by ``make install``); nothing here compiles it. :func:`conv_as_matrix` is tested everywhere.
+an opt-in: ``make fast``); nothing here compiles it. :func:`conv_as_matrix` is tested everywhere.
 """
 
 from __future__ import annotations
