@@ -138,6 +138,9 @@ class LadderSelection(Selection):
     order: list[str] = Field(default_factory=list)
     stager: StagerRecord | None = None
     stager_score: float | None = None
+    #: The largest difference of any probability between the ladder's fit and the head written, on the training
+    #: windows (issue 55; checked below 1e-4 before the bundle is written; None: LP-FT trained the head itself).
+    parity: float | None = None
     increment_over_stager: float | None = None
     min_effect: float | None = None
     ladder: list[RungRecord] = Field(default_factory=list)

@@ -266,6 +266,7 @@ def test_predict_on_a_training_night_gives_what_the_fit_gave(tmp_path: Path, mon
     assert result.exit_code == 0, result.output
     sel = json.loads((tmp_path / "adapter" / "adapter.json").read_text())["metrics"]["selection"]
     assert sel["offset"] and sel["scaling"] == "recording" and sel["context"] == 2
+    assert 0 <= sel["parity"] <= PARITY_ATOL  # the gap adapt measured before writing, recorded
     assert np.median(kept["proba"].max(axis=1)) < 0.9999  # probabilities that can show a skew (old code: 0.165)
     pred = CliRunner().invoke(app, ["predict", "--adapter", str(tmp_path / "adapter"), str(dataset / "s01.edf"),
                                     "--out", str(tmp_path / "p")])
