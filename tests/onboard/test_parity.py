@@ -53,6 +53,10 @@ class _Recorder:
     def smoothed(self, base: Scored) -> Scored:
         return dataclasses.replace(base, smoothed=True)
 
+    def textbook_path(self) -> Scored:
+        """The textbook-first order's final model: one of the read-outs its rungs ask for (each recorded here)."""
+        return Scored("textbook", FALLBACK, np.zeros(1), [])
+
 
 def shippable_read_outs() -> tuple[list[ReadOutChoice], set[str]]:
     """Return every read-out the registered rungs score, from every template they reach, and the rungs that gave
