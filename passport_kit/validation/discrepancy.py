@@ -132,10 +132,14 @@ def discrepancies(device: Mapping[str, Sequence[float]], reference: Mapping[str,
             raise ValueError(f"{m}: a group discrepancy needs {MIN_NIGHTS} nights, got {dev.size}")
     out = {m: _constant(dev, ref) for m, (dev, ref) in arrays.items() if np.ptp(dev - ref) == 0}
     varied = [m for m in arrays if m not in out]
-    for m in varied:  # one YASA table per measure: each measure has its own nights (REM latency: those with REM)
-        dev, ref = arrays[m]
-        summary, assumptions = _yasa_agreement(pd.DataFrame({m: dev}), pd.DataFrame({m: ref}))
-        out[m] = _from_yasa(m, summary, assumptions, dev, ref)
+    if varied:
+        # One YASA table for every measure: YASA drops each measure's missing values on its own, so a measure with
+        # fewer nights (REM latency: those with REM) fills its first rows and leaves the rest NaN.
+        rows = max(arrays[m][0].size for m in varied)
+        padded = [{m: np.pad(arrays[m][side], (0, rows - arrays[m][side].size), constant_values=np.nan)
+                   for m in varied} for side in (0, 1)]
+        summary, assumptions = _yasa_agreement(pd.DataFrame(padded[0]), pd.DataFrame(padded[1]))
+        out |= {m: _from_yasa(m, summary, assumptions, *arrays[m]) for m in varied}
     return {m: out[m] for m in arrays}
 
 
@@ -149,9 +153,11 @@ def _yasa_agreement(device: Any, reference: Any) -> tuple[Any, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # Shapiro on 3 nights, log of a ratio near 1
+            # The log limits need no value at or below 0: YASA leaves out (with NaN) a measure with a 0 and
+            # refuses a negative one, which no sleep measure has.
             ssa = SleepStatsAgreement(reference, device, ref_scorer="reference", obs_scorer="device",
-                                      log_transform=bool((device.to_numpy() > 0).all() and
-                                                         (reference.to_numpy() > 0).all()))
+                                      log_transform=bool((device.fillna(1).to_numpy() >= 0).all()
+                                                         and (reference.fillna(1).to_numpy() >= 0).all()))
             return ssa.summary(ci_method="param"), ssa.assumptions
     finally:
         quiet.setLevel(level)
