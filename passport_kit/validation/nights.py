@@ -136,7 +136,9 @@ def scored_night(name: str, onset_s: np.ndarray, reference: np.ndarray, device: 
     """
     night = Night(name=name, reference=epoch_grid(onset_s, reference, epoch_seconds),
                   device=epoch_grid(onset_s, device, epoch_seconds), epoch_seconds=epoch_seconds)
-    return night_numbers(night, classes)
+    numbers = night_numbers(night, classes)
+    numbers.pop("stages")  # predict draws the night's hypnograms itself; its summary keeps the numbers only
+    return numbers
 
 
 def _spread(nights: list[dict[str, Any]], classes: Sequence[str]) -> dict[str, Any]:
