@@ -192,6 +192,7 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                     plans.append((method, ckpt, backbone, info, run, fold, n, seed))
     total = len(plans)
     report_methods = list(methods)
+    stagers: set[str] = set()  # the zero-shot stagers scored beside the methods
     first = next(iter(runs.values())).windows
     nights = HeldOutNights(first.classes, window_seconds=first.config.window_seconds, task=first.info.get("task"),
                            groups={rec.file: dict(rec.groups) for rec in spec.recordings if rec.groups})
@@ -240,6 +241,7 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
         if n == sizes[-1] and seed == 0 and method == methods[0]:
             # The zero-shot stager (the ladder's base) scored like every method: in results.csv and summary.json too.
             for name, stager in nights.zero_shot(windows, test_idx, cfg.prior).items():
+                stagers.add(name)
                 scored.append((name, stager, name))
                 report_methods += [] if name in report_methods else [name]
         for name, proba, shipped in scored:
@@ -251,7 +253,8 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                 m = classification_metrics(windows.y[test_idx][sel], pred[sel], list(windows.classes), proba[sel])
                 rows.append({
                     "method": name, "shipped": shipped, "fold": fold.name, "test_subject": subject,
-                    "n_train_subjects": len(split.train), "sweep_size": n, "seed": seed,
+                    # A zero-shot stager is fitted on none of them (its point on a sweep curve sits at 0).
+                    "n_train_subjects": 0 if name in stagers else len(split.train), "sweep_size": n, "seed": seed,
                     "n_windows": m.n, "accuracy": m.accuracy, "balanced_accuracy": m.balanced_accuracy,
                     "kappa": m.kappa, "macro_f1": m.macro_f1, "auroc": m.auroc,
                     **{f"f1_{c}": v for c, v in m.per_class_f1.items()},
