@@ -25,14 +25,15 @@ _BIAS, _LIMIT = "tab:blue", "tab:red"
 _HYPNO_ORDER = ("W", "REM", "N1", "N2", "N3")
 
 
-def _ci_bars(ax: Any, group: dict[str, Any], x: float) -> None:
-    """Draw the parametric bias's and limits' 95 % CIs as bars at ``x`` (right of every night), side by side."""
+def _ci_bars(ax: Any, group: dict[str, Any], x: float, step: float) -> None:
+    """Draw the parametric bias's and limits' 95 % CIs as bars from ``x`` (right of every night), ``step`` apart: with
+    few nights the limits' CIs overlap the bias's, and bars at one x would merge into one."""
     for k, (value, ci, colour) in enumerate(((group["bias"], group["bias_ci"], _BIAS),
                                              (group["loa"]["lower"], group["loa_ci"]["lower"], _LIMIT),
                                              (group["loa"]["upper"], group["loa_ci"]["upper"], _LIMIT))):
         if None in ci:
             continue
-        ax.errorbar(x, value, yerr=[[value - ci[0]], [ci[1] - value]], color=colour, capsize=3, linewidth=1.2,
+        ax.errorbar(x + k * step, value, yerr=[[value - ci[0]], [ci[1] - value]], color=colour, capsize=3, linewidth=1.2,
                     marker="_", markersize=6)
 
 
@@ -53,10 +54,11 @@ def _panel(ax: Any, measure: str, points: list[tuple[float, float]], group: dict
     ax.plot(xs, bias, color=_BIAS, linewidth=1)
     ax.plot(xs, lower, color=_LIMIT, linestyle="--", linewidth=1)
     ax.plot(xs, upper, color=_LIMIT, linestyle="--", linewidth=1)
-    # The CI bars in their own strip, a tenth of the range right of the last night: never on a night's point.
-    strip = xs.max() + 0.12 * width
-    _ci_bars(ax, group, strip)
-    ax.set_xlim(xs.min() - 0.05 * width, strip + 0.08 * width)
+    # The CI bars in their own strip right of the last night: never on a night's point.
+    strip = xs.max() + 0.1 * width
+    _ci_bars(ax, group, strip, 0.07 * width)
+    ax.axvline(xs.max() + 0.05 * width, color="lightgrey", linewidth=0.6)
+    ax.set_xlim(xs.min() - 0.05 * width, strip + 0.21 * width)
     low, high = ax.get_ylim()
     if high - low < 1.0:  # every difference the same: a unit either side, not an axis in units of 1e-17
         centre = (low + high) / 2

@@ -93,6 +93,18 @@ def epoch_grid(onset_s: np.ndarray, values: np.ndarray, epoch_seconds: float) ->
     return grid
 
 
+def stage_string(codes: np.ndarray) -> str:
+    """Return class indices ``(N,)`` as one character each ('0'-'9', '.' for -1): ``[0, 0, 2, -1] → '002.'``."""
+    if np.size(codes) and int(np.max(codes)) > 9:
+        raise ValueError(f"a stage string holds class indices 0-9; got {int(np.max(codes))} (sleep stages are 5)")
+    return "".join("." if k < 0 else str(int(k)) for k in np.asarray(codes))
+
+
+def stage_codes(text: str) -> np.ndarray:
+    """Return :func:`stage_string`'s class indices ``(N,)`` back (-1 for '.')."""
+    return np.array([-1 if c == "." else int(c) for c in text], dtype=np.int64)
+
+
 def sleep_measures(codes: np.ndarray, classes: Sequence[str], epoch_seconds: float) -> dict[str, float | None]:
     """Return :data:`MEASURES` of a night's class indices ``codes`` ``(N,)`` (-1: UNS), by ``Hypnogram``."""
     names = [normalize_stage(c) for c in classes]
@@ -104,7 +116,7 @@ def sleep_measures(codes: np.ndarray, classes: Sequence[str], epoch_seconds: flo
 def night_numbers(night: Night, classes: Sequence[str]) -> dict[str, Any]:
     """Return a night's ``epoch_by_epoch`` agreement and its ``discrepancy`` per measure (or why some are withheld).
 
-    ``stages``: each side's class index per epoch (the hypnograms); ``discrepancy``:
+    ``stages``: each side's class index per epoch (:func:`stage_string`: the hypnograms); ``discrepancy``:
     ``{measure: {"device", "reference", "difference"}}`` (device − reference; None where the
     measure is undefined on a side, e.g. REM latency of a night without REM). On a record under :data:`MIN_HOURS`
     only the minutes per stage are given, and ``discrepancy_withheld`` says why the others are not.
@@ -112,8 +124,9 @@ def night_numbers(night: Night, classes: Sequence[str]) -> dict[str, Any]:
     ref, dev = np.asarray(night.reference), np.asarray(night.device)
     out: dict[str, Any] = {"night": night.name, "hours": night.hours, "groups": dict(night.groups),
                            "epoch_seconds": night.epoch_seconds, "epoch_by_epoch": epoch_agreement(ref, dev, classes),
-                           # Each side's stage per epoch (-1: none): the night's hypnograms in the report.
-                           "stages": {"reference": ref.astype(int).tolist(), "device": dev.astype(int).tolist()}}
+                           # Each side's class index per epoch as one string ('.': none), the night's hypnograms
+                           # in the report; a string keeps validation.json small (one line per night, not per epoch).
+                           "stages": {"reference": stage_string(ref), "device": stage_string(dev)}}
     scored = (ref >= 0) & (dev >= 0)
     by = {side: sleep_measures(np.where(scored, codes, -1), classes, night.epoch_seconds)
           for side, codes in (("device", dev), ("reference", ref))}
@@ -206,4 +219,4 @@ def method_report(method: str, nights: Sequence[Night], classes: Sequence[str], 
 
 __all__ = ["MEASURES", "MEASURE_NAMES", "MIN_HOURS", "NIGHT_MEASURES", "Night", "epoch_grid", "group_discrepancy",
            "is_sleep_staging", "measure_label", "method_report", "night_numbers", "scored_night", "sleep_measures",
-           "subgroups"]
+           "stage_codes", "stage_string", "subgroups"]

@@ -42,15 +42,16 @@ def _hypnograms(folder: Path, reports: Sequence[dict[str, Any]], files: dict[str
     import base64
 
     from passport_kit.validation.figures import hypnogram_figure
+    from passport_kit.validation.nights import stage_codes
     from passport_kit.validation.page import method_title
 
     nights: dict[str, dict[str, Any]] = {}
     for r in reports:
         for n in r["nights"]:
-            entry = nights.setdefault(n["night"], {"reference": n["stages"]["reference"], "devices": {},
+            entry = nights.setdefault(n["night"], {"reference": stage_codes(n["stages"]["reference"]), "devices": {},
                                                    "classes": r["classes"], "epoch_seconds": n["epoch_seconds"]})
-            if len(n["stages"]["device"]) == len(entry["reference"]):
-                entry["devices"][method_title(r)] = n["stages"]["device"]
+            if len(n["stages"]["device"]) == len(entry["reference"]):  # the same night on the same grid
+                entry["devices"][method_title(r)] = stage_codes(n["stages"]["device"])
     shown: dict[str, str] = {}
     for name, e in nights.items():
         png = _png(hypnogram_figure(name, e["reference"], e["devices"], e["classes"], epoch_seconds=e["epoch_seconds"]))
