@@ -17,6 +17,10 @@ maps, by name:
     0 S4, or the names W, S1 ... S4, REM, MT), converted to 30-s AASM epochs: S3 and S4 → N3,
     and each epoch takes the majority of its six 5-s values. Other values (-1, MT) dropped.
 
+A label file whose header names an onset column (``onset``, ``onset_s``, ``start_s``: the simulator writes
+``stage,onset_s``) is read by onset, not by row order (:func:`read_label_file`, issue 56): a scorer's export with
+its rows sorted some other way gives the same labels, and onsets that are not one per epoch are refused.
+
 Caveat (as for any R&K → AASM conversion): R&K and AASM differ in more than the merge of
 S3/S4 (e.g. the arousal and slow-wave amplitude rules), so converted hypnograms are close to,
 not identical with, a native AASM scoring.
