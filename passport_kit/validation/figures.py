@@ -67,14 +67,14 @@ def _panel(ax: Any, measure: str, points: list[tuple[float, float]], group: dict
 
 def bland_altman_figure(report: dict[str, Any], *, title: str = "") -> Any | None:
     """Return the Bland–Altman Figure of a :func:`~passport_kit.validation.nights.method_report` (one panel per
-    measure), None when no night has a measure on both sides."""
+    measure), None when no measure has a group discrepancy (fewer than 3 nights: the per-night table says it all)."""
     from matplotlib.figure import Figure
 
+    if not any("bias" in g for g in report["discrepancy"].values()):
+        return None
     points = {m: [(n["discrepancy"][m]["device"], n["discrepancy"][m]["reference"]) for n in report["nights"]
                   if m in n["discrepancy"] and n["discrepancy"][m]["difference"] is not None] for m in MEASURES}
     shown = [m for m in MEASURES if points[m]]
-    if not shown:
-        return None
     cols = min(5, len(shown))
     rows = math.ceil(len(shown) / cols)
     fig = Figure(figsize=(3.0 * cols, 2.6 * rows + 0.6), layout="constrained")
