@@ -175,17 +175,16 @@ def limits_at(group: dict[str, Any], reference: np.ndarray, method: str) -> tupl
     """
     x = np.asarray(reference, dtype=float)
     r = group["regression"]
+    flat = np.ones_like(x)
     if method == "parametric" or r is None:
-        flat = np.ones_like(x)
         return group["bias"] * flat, group["loa"]["lower"] * flat, group["loa"]["upper"] * flat
-    line = r["bias_intercept"] + r["bias_slope"] * x if group["proportional_bias"]["present"] else group["bias"] + 0 * x
-    if method == "log":
+    if method == "log":  # Euser: the bias on the original scale, the half-width proportional to the reference
         half = group["log"]["slope"] * x
-        return group["bias"] + 0 * x, group["bias"] - half, group["bias"] + half
-    half = (r["halfwidth"] + 0 * x if method == "parallel"
-            else r["agreement"] * (r["loa_intercept"] + r["loa_slope"] * x))
-    if method == "parallel":
-        line = r["bias_intercept"] + r["bias_slope"] * x
+        return group["bias"] * flat, group["bias"] - half, group["bias"] + half
+    # The bias line where the bias is proportional (always under 'parallel': Menghini's eq. 2), else the mean bias.
+    proportional = method == "parallel" or group["proportional_bias"]["present"]
+    line = r["bias_intercept"] + r["bias_slope"] * x if proportional else group["bias"] * flat
+    half = r["halfwidth"] * flat if method == "parallel" else r["agreement"] * (r["loa_intercept"] + r["loa_slope"] * x)
     return line, line - half, line + half
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from passport_kit.validation.discrepancy import bland_altman
+from passport_kit.validation.discrepancy import bland_altman, limits_at
 from passport_kit.validation.reliability import agreement_icc, icc_a1
 from passport_kit.validation.epochs import epoch_agreement, night_spread, pabak, stage_metrics
 
@@ -143,3 +143,14 @@ def test_fewer_than_three_nights_is_refused() -> None:
     with pytest.raises(ValueError, match="3 nights"):
         bland_altman([1.0, 2.0], [1.0, 2.0])
 
+
+
+def test_limits_at_a_reference_value_follow_the_chosen_method() -> None:
+    reference = np.array([50.0, 80.0, 120.0, 180.0, 250.0, 330.0, 420.0, 520.0])
+    g = bland_altman(reference * np.array([0.9, 1.1] * 4) + 5, reference)
+    r, x = g["regression"], np.array([100.0, 400.0])
+    bias, lower, upper = limits_at(g, x, "regression")
+    assert upper - bias == pytest.approx(r["agreement"] * (r["loa_intercept"] + r["loa_slope"] * x))
+    bias, lower, upper = limits_at(g, x, "log")
+    assert upper - bias == pytest.approx(g["log"]["slope"] * x)
+    assert limits_at(g, x, "parametric")[1] == pytest.approx([g["loa"]["lower"]] * 2)
