@@ -4,7 +4,8 @@ What validation papers now report beside Bland–Altman (e.g. ICC 0.91 for TST, 
 measure): the intraclass correlation of the two methods' values, two-way random effects, absolute agreement, single
 measurement (McGraw and Wong 1996's ICC(A,1), Shrout and Fleiss 1979's ICC(2,1); pingouin's ``ICC2``), with its
 F-based 95 % CI (McGraw and Wong 1996, as pingouin computes it). Written here (a dozen lines of ANOVA) because
-pingouin, which has it, is no longer installed with YASA 0.8 and is not a dependency of passport-kit.
+pingouin, which has it, is no longer installed with YASA 0.8 and is not a dependency of passport-kit; the tests
+check it on Shrout and Fleiss's data (0.29 [0.019, 0.76], as R's psych::ICC gives).
 
 The standard error of measurement ``SEM = SD · √(1 − ICC)`` (SD of all values, both methods) and the minimal
 detectable change ``MDC95 = 1.96 · √2 · SEM`` (Weir 2005): the smallest change between two nights of one person that
