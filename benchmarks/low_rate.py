@@ -42,8 +42,10 @@ def resampled_copy(source: Path, out: Path, sfreq: float) -> Path:
 
 
 def per_subject(report, metric: str) -> dict[str, float]:
-    """Return ``{held-out subject: metric}`` of a one-checkpoint, one-seed LOSO evaluation report."""
-    return {row["test_subject"]: float(row[metric]) for row in report.rows}
+    """Return ``{held-out subject: metric}`` of a one-checkpoint, one-seed LOSO evaluation report (the checkpoint's
+    rows: the first method; band power and the zero-shot stager have rows of their own)."""
+    method = report.rows[0]["method"]
+    return {row["test_subject"]: float(row[metric]) for row in report.rows if row["method"] == method}
 
 
 def main() -> int:

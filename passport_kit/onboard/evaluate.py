@@ -17,6 +17,8 @@ subject, every metric; rewritten after every run, so a stopped evaluation keeps 
 largest training set: the paper's table), ``summary.json`` (configuration, every row, mean ±
 SD per method), ``confusion_<method>.png`` (pooled over folds), and with a sweep
 ``sweep.csv`` + ``sweep.png`` (metric vs training subjects, mean ± SD over seeds and folds).
+Every row names what its fold's model shipped (``shipped``: 'band power + sleep prior'; summary.json counts them per
+method), and a sleep-staging evaluation scores the zero-shot stager (``zero-shot yasa``) as a method of its own.
 A sleep-staging evaluation also writes ``validation/`` (issue 44, :mod:`passport_kit.validation`): for each
 method and the zero-shot stager, the held-out nights' epoch-by-epoch agreement and the Bland–Altman discrepancy of
 their sleep measures, as JSON, CSV, PNG and one offline ``validation.html``.
@@ -25,7 +27,7 @@ their sleep measures, as JSON, CSV, PNG and one offline ``validation.html``.
 from __future__ import annotations
 
 import copy
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -43,7 +45,7 @@ from passport_kit.signals.recording import with_high_pass
 from passport_kit.onboard.adapt import DEFAULT_CHECKPOINT
 from passport_kit.onboard.fitting import FitRun
 from passport_kit.onboard.recipe import RecipeOptions, naming_metric, parse_options
-from passport_kit.onboard.recipes import get_recipe
+from passport_kit.onboard.recipes import get_recipe, shipped_read_out
 from passport_kit.onboard.ladder_inputs import spec_prior
 from passport_kit.onboard.held_out_nights import HeldOutNights
 from passport_kit.onboard.run import RunData, dataset_preprocess, prepare_run, train_once
@@ -190,8 +192,10 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                     plans.append((method, ckpt, backbone, info, run, fold, n, seed))
     total = len(plans)
     report_methods = list(methods)
+    stagers: set[str] = set()  # the zero-shot stagers scored beside the methods
     first = next(iter(runs.values())).windows
-    nights = HeldOutNights(first.classes, window_seconds=first.config.window_seconds, task=first.info.get("task"))
+    nights = HeldOutNights(first.classes, window_seconds=first.config.window_seconds, task=first.info.get("task"),
+                           groups={rec.file: dict(rec.groups) for rec in spec.recordings if rec.groups})
     for done, (method, ckpt, backbone, info, run, fold, n, seed) in enumerate(plans):
         if progress is not None:
             progress(done, total, f"{method} {fold.name} n={n or 'all'} seed={seed}")
@@ -220,7 +224,7 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                               batch_size=max(cfg.batch_size, 64),
                               device=device, precision=precision, channel_mask=run.channel_mask,
                               distrust=run.distrust, prior=prior)
-        scored = [(method, proba)]
+        scored = [(method, proba, shipped_read_out(trained.selection))]
         if trained.bandpower_head is not None and method == methods[0]:
             # The band-power reference (issue 24): the probe's best read-out of band power alone, fitted on the
             # same training rows, scored on the same test windows (it reads no backbone feature, so once).
@@ -229,12 +233,18 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                 scored.append((BANDPOWER, predict_proba(
                     model, windows.x, run.meta, index=test_idx, groups=windows.recording[test_idx],
                     batch_size=max(cfg.batch_size, 64), device=device, precision=precision,
-                    channel_mask=run.channel_mask, distrust=run.distrust)))
+                    channel_mask=run.channel_mask, distrust=run.distrust), BANDPOWER))
             finally:
                 model.head = chosen
             if BANDPOWER not in report_methods:
                 report_methods.append(BANDPOWER)
-        for name, proba in scored:
+        if n == sizes[-1] and seed == 0 and method == methods[0]:
+            # The zero-shot stager (the ladder's base) scored like every method: in results.csv and summary.json too.
+            for name, stager in nights.zero_shot(windows, test_idx, cfg.prior).items():
+                stagers.add(name)
+                scored.append((name, stager, name))
+                report_methods += [] if name in report_methods else [name]
+        for name, proba, shipped in scored:
             pred = proba.argmax(1)
             for subject in split.test:
                 sel = windows.subject[test_idx] == subject
@@ -242,8 +252,9 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                     continue
                 m = classification_metrics(windows.y[test_idx][sel], pred[sel], list(windows.classes), proba[sel])
                 rows.append({
-                    "method": name, "fold": fold.name, "test_subject": subject,
-                    "n_train_subjects": len(split.train), "sweep_size": n, "seed": seed,
+                    "method": name, "shipped": shipped, "fold": fold.name, "test_subject": subject,
+                    # A zero-shot stager is fitted on none of them (its point on a sweep curve sits at 0).
+                    "n_train_subjects": 0 if name in stagers else len(split.train), "sweep_size": n, "seed": seed,
                     "n_windows": m.n, "accuracy": m.accuracy, "balanced_accuracy": m.balanced_accuracy,
                     "kappa": m.kappa, "macro_f1": m.macro_f1, "auroc": m.auroc,
                     **{f"f1_{c}": v for c, v in m.per_class_f1.items()},
@@ -252,9 +263,7 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
                 pooled[name][0].extend(windows.y[test_idx].tolist())
                 pooled[name][1].extend(pred.tolist())
                 if seed == 0:  # the validation report: one staging per night and method
-                    nights.add(name, windows, test_idx, pred)
-        if n == sizes[-1] and seed == 0 and method == methods[0]:
-            nights.add_zero_shot(windows, test_idx, cfg.prior)
+                    nights.add(name, windows, test_idx, pred, shipped=shipped)
         if rows:
             # Rows so far, after every run: a long evaluation stopped midway keeps what it scored.
             reports.write_table(Path(cfg.out) / "results.csv", rows)
@@ -326,7 +335,9 @@ def _write_reports(cfg: EvaluateConfig, rows: list[dict[str, Any]], pooled: dict
     summary: dict[str, dict[str, Any]] = {}
     for method in methods:
         mine = [r for r in final if r["method"] == method]
-        entry: dict[str, Any] = {}
+        # What the method shipped, fold by fold (one model per fold and seed): {"band power": 12}.
+        entry: dict[str, Any] = {"shipped": dict(Counter({(r["fold"], r["seed"]): r["shipped"]
+                                                          for r in mine if r.get("shipped")}.values()))}
         for name in METRIC_NAMES:
             mean, sd = _mean_sd([r[name] for r in mine])
             entry[name] = {"mean": mean, "sd": sd}

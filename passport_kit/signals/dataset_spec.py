@@ -80,6 +80,9 @@ class RecordingSpec(BaseModel):
     scale: float | None = Field(None, gt=0)
     #: Labels from the recording's own annotations (auto-discovered EDF+ files).
     annotation_labels: bool = False
+    #: The recording's subgroups by column (``{sex: F, age_group: 40-60, site: A}``): the validation report gives its
+    #: agreement per group (issue 56).
+    groups: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_label_source(self) -> RecordingSpec:

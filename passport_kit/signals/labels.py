@@ -17,6 +17,10 @@ maps, by name:
     0 S4, or the names W, S1 ... S4, REM, MT), converted to 30-s AASM epochs: S3 and S4 → N3,
     and each epoch takes the majority of its six 5-s values. Other values (-1, MT) dropped.
 
+A label file whose header names an onset column (``onset``, ``onset_s``, ``start_s``: the simulator writes
+``stage,onset_s``) is read by onset, not by row order (:func:`read_label_file`, issue 56): a scorer's export with
+its rows sorted some other way gives the same labels, and onsets that are not one per epoch are refused.
+
 Caveat (as for any R&K → AASM conversion): R&K and AASM differ in more than the merge of
 S3/S4 (e.g. the arousal and slow-wave amplitude rules), so converted hypnograms are close to,
 not identical with, a native AASM scoring.
@@ -118,16 +122,61 @@ _HEADER_WORDS = {"label", "labels", "stage", "stages", "sleep_stage", "sleepstag
                  "class", "value", "trial_type", "staging", "annotation", "description"}
 
 
-def read_label_file(path: str | Path, *, column: str | None = None) -> list[str]:
-    """Return the raw label values of a text label file, one per line (first column).
+#: Header names of an onset column (seconds from the recording's start), compared case-insensitively: a scorer's
+#: file with one (the simulator writes ``stage,onset_s``) is placed by onset, not by row order (issue 56).
+_ONSET_WORDS = {"onset", "onset_s", "onset_sec", "onset_secs", "onset_seconds", "onset (s)", "start", "start_s",
+                "start_sec", "start_seconds", "start (s)"}
+#: Onsets closer than this (seconds) to the epoch grid are on it (a spreadsheet writes 30.000000001).
+_ONSET_TOLERANCE = 1e-3
+
+
+def read_label_file(path: str | Path, *, column: str | None = None) -> list[str | None]:
+    """Return the raw label values of a text label file, one per epoch, in time order (first column).
 
     Accepts ``.csv``/``.tsv``/``.txt`` (comma, tab or semicolon separated, or one value per
     line, which may contain spaces such as ``Sleep stage W``). Empty
     lines and ``#`` comments are skipped, and so is a header: a ``[Name]`` line (DREAMS) or a
-    first row whose first cell is a header word (``stage``, ``label``, ...). With ``column``,
-    the header row must name it and that column is read instead of the first.
+    first row that names a column (``stage``, ``label``, ``onset_s``, ...). With ``column``,
+    the header row must name it and that column is read instead of the first (or the first that is not an onset).
+
+    A header that names an onset column (``onset``, ``onset_s``, ``start_s``: seconds from the recording's start)
+    places each value by its onset: rows are sorted by it, and epochs before the first onset are unscored (None).
+    Onsets must be numbers, 0 or more, one per epoch on one grid (the step between most neighbours): a duplicate,
+    a gap or an overlap is refused in one :class:`LabelError` line naming the rows (a wrong alignment would give a
+    wrong agreement that looks right). A file without onsets keeps its row order.
     """
     path = Path(path)
+    numbered = _label_rows(path)
+    delimiter = _delimiter(numbered[0][1])
+    table = [(line_no, _split(row, delimiter)) for line_no, row in numbered]
+    first = [c.strip() for c in table[0][1]]
+    folded = [c.casefold() for c in first]
+    onset_at = next((i for i, c in enumerate(folded) if c in _ONSET_WORDS), None)
+    index = 0
+    if column is not None:
+        if column not in first:
+            raise LabelError(
+                f"label file '{path}' has no column '{column}'; its first row is {', '.join(first)}; "
+                f"set label_column to one of them"
+            )
+        index = first.index(column)
+        table = table[1:]
+    elif first and (first[0].startswith("[") or onset_at is not None or folded[0] in _HEADER_WORDS):
+        table = table[1:]
+        # 'onset_s,stage': the labels are the first column that names a label, else the first that is no onset.
+        index = next((i for i, c in enumerate(folded) if c in _HEADER_WORDS),
+                     next((i for i in range(len(first)) if i != onset_at), 0))
+    else:
+        onset_at = None  # no header: nothing names an onset column
+    values = [_cell(path, line_no, cells, index) for line_no, cells in table]
+    if onset_at is None or not table:
+        return list(values)
+    onsets = [_onset(path, line_no, _cell(path, line_no, cells, onset_at)) for line_no, cells in table]
+    return _by_onset(path, values, onsets, [line_no for line_no, _ in table])
+
+
+def _label_rows(path: Path) -> list[tuple[int, str]]:
+    """Return ``(line number, line)`` of every row of a label file that is not blank or a ``#`` comment."""
     check_label_path(path, "label file", "check 'labels:' in dataset.yaml")
     try:
         data = path.read_bytes()
@@ -140,30 +189,70 @@ def read_label_file(path: str | Path, *, column: str | None = None) -> list[str]
                  else f"byte {data[exc.start:exc.start + 1].hex()} at offset {exc.start}, Latin-1 or another code page?")
         raise LabelError(f"label file '{path}' is not UTF-8 text ({found}); save it as UTF-8 (a spreadsheet's "
                          "'CSV UTF-8', or iconv -t UTF-8)") from None
-    rows = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    rows = [(k, line) for k, line in enumerate(text.splitlines(), start=1)
+            if line.strip() and not line.lstrip().startswith("#")]
     if not rows:
         raise LabelError(f"label file '{path}' is empty; it needs one label per window (first column)")
-    delimiter = _delimiter(rows[0])
-    table = [_split(row, delimiter) for row in rows]
-    first = table[0]
-    index = 0
-    if column is not None:
-        names = [c.strip() for c in first]
-        if column not in names:
-            raise LabelError(
-                f"label file '{path}' has no column '{column}'; its first row is {', '.join(names)}; "
-                f"set label_column to one of them"
-            )
-        index = names.index(column)
-        table = table[1:]
-    elif first and (first[0].strip().startswith("[") or first[0].strip().casefold() in _HEADER_WORDS):
-        table = table[1:]
-    values = []
-    for line_no, cells in enumerate(table, start=2):
-        if index >= len(cells):
-            raise LabelError(f"label file '{path}': row {line_no} has no column {index + 1}; fix or remove the row")
-        values.append(cells[index].strip())
-    return values
+    return rows
+
+
+def _cell(path: Path, line_no: int, cells: list[str], index: int) -> str:
+    """Return cell ``index`` of row ``line_no``, stripped (a row without it is refused)."""
+    if index >= len(cells):
+        raise LabelError(f"label file '{path}': row {line_no} has no column {index + 1}; fix or remove the row")
+    return cells[index].strip()
+
+
+def _onset(path: Path, line_no: int, cell: str) -> float:
+    """Return the onset (s) of row ``line_no``: a finite number, 0 or more."""
+    try:
+        onset = float(cell)
+    except ValueError:
+        onset = float("nan")
+    if not np.isfinite(onset):
+        raise LabelError(f"label file '{path}': row {line_no} has onset {_excerpt(cell)}, not a number of seconds; "
+                         "onsets are seconds from the recording's start")
+    if onset < 0:
+        raise LabelError(f"label file '{path}': row {line_no} has a negative onset ({onset:g} s); onsets are seconds "
+                         "from the recording's start, 0 or more")
+    return onset
+
+
+def _by_onset(path: Path, values: list[str], onsets: list[float], line_nos: list[int]) -> list[str | None]:
+    """Return ``values`` sorted by onset, with unscored (None) epochs before the first; refuse what is not one grid.
+
+    The grid's step is the commonest step between neighbouring onsets; a duplicate onset, a step longer (a gap) or
+    shorter (an overlap) is refused, every such pair of rows named in one line.
+    """
+    order = np.argsort(np.asarray(onsets), kind="stable")
+    t = np.asarray(onsets)[order]
+    rows = [line_nos[k] for k in order]
+    steps = np.diff(t)
+    positive = steps[steps > _ONSET_TOLERANCE]
+    step = _commonest(positive) if positive.size else None
+    problems = []
+    for k, d in enumerate(steps):
+        pair = f"rows {rows[k]} and {rows[k + 1]} (onsets {t[k]:g} and {t[k + 1]:g} s)"
+        if d <= _ONSET_TOLERANCE:
+            problems.append(f"{pair} share an onset")
+        elif step is not None and abs(d - step) > _ONSET_TOLERANCE:
+            problems.append(f"{pair} {'leave a gap' if d > step else 'overlap'}")
+    lead = 0 if step is None else t[0] / step
+    if not problems and abs(lead - round(lead)) * (step or 0) > _ONSET_TOLERANCE:
+        problems.append(f"row {rows[0]}'s onset {t[0]:g} s is off the {step:g}-s grid that starts at 0")
+    if problems:
+        more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+        grid = f"one label every {step:g} s" if step is not None else "one label per epoch"
+        raise LabelError(f"label file '{path}': onsets must give {grid}: {'; '.join(problems[:3])}{more}; fix those "
+                         "rows (or drop the onset column to read the labels in row order)")
+    return [None] * int(round(lead)) + [values[k] for k in order]
+
+
+def _commonest(steps: np.ndarray) -> float:
+    """Return the commonest of ``steps`` (to the onset tolerance; the shortest among equally common ones)."""
+    rounded = np.round(steps / _ONSET_TOLERANCE) * _ONSET_TOLERANCE
+    found, counts = np.unique(rounded, return_counts=True)
+    return float(found[np.argmax(counts)])
 
 
 #: Largest label file read (bytes): a week of 1-s labels is under 10 MB; a bigger file is not labels (issue 28:

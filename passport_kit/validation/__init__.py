@@ -1,13 +1,15 @@
-"""Device validation reports, written the way sleep-tracker validation studies are (issue 44).
+"""Device validation reports, written the way sleep-tracker validation studies are (issues 44 and 56).
 
 Menghini et al., *A standardized framework for testing the performance of sleep-tracking technology* (SLEEP 2021,
 with the open R functions "sleep-trackers-performance"): on the same nights, the device's staging against a
 reference scorer's, epoch by epoch (:mod:`~passport_kit.validation.epochs`: error matrices, per-stage sensitivity,
 specificity, PPV, NPV, accuracy, Cohen's kappa, PABAK) and as sleep measures (:mod:`~passport_kit.validation.discrepancy`:
-TST, SE, SOL, WASO, REM latency and minutes per stage, Bland–Altman bias and limits of agreement with their CIs, a
-proportional-bias test, log-scale limits where the differences grow with the mean).
-:func:`~passport_kit.validation.nights.method_report` computes them for one method over nights;
-:func:`~passport_kit.validation.writer.write_validation` writes JSON, CSV, PNG and one offline HTML page.
+TST, SE, SOL, WASO, REM latency and minutes per stage; YASA's ``SleepStatsAgreement``: bias and parametric,
+regression and log limits of agreement with their CIs, proportional-bias and spread tests;
+:mod:`~passport_kit.validation.reliability`: ICC and minimal detectable change), per subgroup where nights carry a
+dataset column. :func:`~passport_kit.validation.nights.method_report` computes them for one method over nights;
+:func:`~passport_kit.validation.writer.write_validation` writes JSON, CSV, PNG (Bland–Altman plots, a hypnogram per
+night) and one offline HTML page that opens with the methods side by side.
 
 This room sits under onboarding (``evaluate`` writes the report for each method it compares) and prediction
 (``predict --labels`` adds a night's numbers to its summary); it imports neither, only the ``Hypnogram`` value object

@@ -1,4 +1,5 @@
-"""The validation numbers as flat table rows (one CSV each): epoch by epoch, error matrices, discrepancy.
+"""The validation numbers as flat table rows (one CSV each): methods side by side, epoch by epoch, error matrices,
+discrepancy (per night and per group), subgroups.
 
 Every function takes :func:`~passport_kit.validation.nights.method_report` results and returns rows for
 :func:`passport_kit.atomic_io.write_table`; ``night`` is ``pooled`` on the rows of all nights together.
@@ -48,36 +49,85 @@ def night_discrepancy_rows(reports: Sequence[dict[str, Any]]) -> list[dict[str, 
     for r in reports:
         for n in r["nights"]:
             for measure, unit in MEASURES.items():
-                value = (n["discrepancy"] or {}).get(measure, {})
+                value = n["discrepancy"].get(measure)
                 rows.append({"method": r["method"], "night": n["night"], "measure": measure, "unit": unit,
-                             "device": value.get("device"), "reference": value.get("reference"),
-                             "difference": value.get("difference"), "withheld": n["discrepancy_withheld"]})
+                             "device": (value or {}).get("device"), "reference": (value or {}).get("reference"),
+                             "difference": (value or {}).get("difference"),
+                             "withheld": None if value is not None else n["discrepancy_withheld"]})
     return rows
 
 
+def _ci_columns(prefix: str, ci: Sequence[float | None] | None) -> dict[str, float | None]:
+    """Return ``{prefix_ci_low, prefix_ci_high}`` of a CI (None where absent)."""
+    low, high = ci if ci is not None else (None, None)
+    return {f"{prefix}_ci_low": low, f"{prefix}_ci_high": high}
+
+
+def _group_columns(g: dict[str, Any]) -> dict[str, Any]:
+    """Return one measure's group discrepancy flattened: parametric, regression and log limits, tests, ICC, MDC."""
+    row = {k: g[k] for k in ("device_mean", "device_sd", "reference_mean", "reference_sd", "bias", "sd")}
+    row |= _ci_columns("bias", g["bias_ci"]) | {"loa_lower": g["loa"]["lower"], "loa_upper": g["loa"]["upper"]}
+    row |= _ci_columns("loa_lower", g["loa_ci"]["lower"]) | _ci_columns("loa_upper", g["loa_ci"]["upper"])
+    row |= {"proportional_slope": g["proportional_bias"]["slope"], "proportional_p": g["proportional_bias"]["p"],
+            "proportional_r2": g["proportional_bias"]["r2"], "proportional_bias": g["proportional_bias"]["present"],
+            "spread_slope": g["spread_changes"]["slope"], "spread_p": g["spread_changes"]["p"],
+            "spread_sd_ratio": g["spread_changes"]["sd_ratio"], "spread_changes": g["spread_changes"]["present"],
+            "spread_direction": g["spread_changes"]["direction"], "limits_chosen": g["limits_chosen"]}
+    regression = g["regression"] or {}
+    for key in ("bias_intercept", "bias_slope", "loa_intercept", "loa_slope", "halfwidth"):
+        row[f"regr_{key}"] = regression.get(key)
+        row |= _ci_columns(f"regr_{key}", regression.get(f"{key}_ci"))
+    log = g["log"] or {}
+    row |= {"log_slope": log.get("slope"), **_ci_columns("log_slope", log.get("slope_ci"))}
+    row |= {"icc": g["icc"], **_ci_columns("icc", g["icc_ci"]), "sem": g["sem"], "mdc": g["mdc"],
+            **_ci_columns("mdc", g["mdc_ci"])}
+    return row
+
+
 def group_discrepancy_rows(reports: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Return one row per method × measure: the Bland–Altman numbers, flattened (or why they are withheld)."""
+    """Return one row per method × measure: the group discrepancy, flattened (or why it is withheld)."""
     rows = []
     for r in reports:
         for measure, g in r["discrepancy"].items():
             row: dict[str, Any] = {"method": r["method"], "measure": measure, "unit": MEASURES[measure], "n": g["n"]}
             if "bias" in g:
-                log = g["log_scale"] or {}
-                row |= {k: g[k] for k in ("device_mean", "device_sd", "reference_mean", "reference_sd", "bias")}
-                row |= {"bias_ci_low": g["bias_ci"][0], "bias_ci_high": g["bias_ci"][1], "sd": g["sd"],
-                        "loa_lower": g["loa"]["lower"], "loa_lower_ci_low": g["loa_ci"]["lower"][0],
-                        "loa_lower_ci_high": g["loa_ci"]["lower"][1], "loa_upper": g["loa"]["upper"],
-                        "loa_upper_ci_low": g["loa_ci"]["upper"][0], "loa_upper_ci_high": g["loa_ci"]["upper"][1],
-                        "proportional_slope": g["proportional_bias"]["slope"],
-                        "proportional_p": g["proportional_bias"]["p"],
-                        "proportional_bias": g["proportional_bias"]["present"],
-                        "spread_slope": g["spread_grows"]["slope"], "spread_p": g["spread_grows"]["p"],
-                        "spread_grows": g["spread_grows"]["present"], "log_ratio": log.get("ratio"),
-                        "log_loa_lower": log.get("loa", {}).get("lower"),
-                        "log_loa_upper": log.get("loa", {}).get("upper")}
-            row["withheld"] = g.get("withheld") or g.get("log_scale_note")
+                row |= _group_columns(g)
+            row["withheld"] = g.get("withheld") or g.get("note")
             rows.append(row)
     return rows
 
 
-__all__ = ["POOLED", "confusion_rows", "epoch_rows", "group_discrepancy_rows", "night_discrepancy_rows"]
+def method_rows(reports: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return one row per method, side by side: what it shipped, pooled kappa, PABAK, accuracy, the per-night kappa,
+    and the TST bias, limits and ICC."""
+    rows = []
+    for r in reports:
+        tst, k = r["discrepancy"]["TST"], r["per_night_spread"]["kappa"]
+        row = {"method": r["method"], "shipped": r.get("shipped"), "nights": len(r["nights"]),
+               "epochs": r["pooled"]["epochs"], "accuracy": r["pooled"]["accuracy"], "kappa": r["pooled"]["kappa"],
+               "pabak": r["pooled"]["pabak"], "night_kappa_mean": k["mean"], "night_kappa_sd": k["sd"],
+               "tst_nights": tst["n"]}
+        if "bias" in tst:
+            row |= {"tst_bias": tst["bias"], **_ci_columns("tst_bias", tst["bias_ci"]),
+                    "tst_loa_lower": tst["loa"]["lower"], "tst_loa_upper": tst["loa"]["upper"], "tst_icc": tst["icc"],
+                    **_ci_columns("tst_icc", tst["icc_ci"]), "tst_mdc": tst["mdc"]}
+        rows.append(row)
+    return rows
+
+
+def subgroup_rows(reports: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return one row per method × dataset column × value: nights, pooled agreement and the TST bias and limits."""
+    rows = []
+    for r in reports:
+        for column, values in r.get("subgroups", {}).items():
+            for value, g in values.items():
+                tst = g["TST"]
+                rows.append({"method": r["method"], "column": column, "value": value, "nights": g["nights"],
+                             "epochs": g["epochs"], "accuracy": g["accuracy"], "kappa": g["kappa"], "pabak": g["pabak"],
+                             "tst_bias": tst.get("bias"), "tst_loa_lower": tst.get("loa", {}).get("lower"),
+                             "tst_loa_upper": tst.get("loa", {}).get("upper"), "withheld": tst.get("withheld")})
+    return rows
+
+
+__all__ = ["POOLED", "confusion_rows", "epoch_rows", "group_discrepancy_rows", "method_rows", "night_discrepancy_rows",
+           "subgroup_rows"]

@@ -3,9 +3,11 @@
 Files (every one written atomically, :mod:`passport_kit.atomic_io`):
 
 - ``validation.json``: every number of every method (:func:`~passport_kit.validation.nights.method_report`);
-- ``validation_epochs.csv``, ``validation_error_matrix.csv``, ``validation_discrepancy_nights.csv``,
-  ``validation_discrepancy.csv``: the same as tables (:mod:`~passport_kit.validation.tables`);
+- ``validation_methods.csv`` (the methods side by side), ``validation_epochs.csv``, ``validation_error_matrix.csv``,
+  ``validation_discrepancy_nights.csv``, ``validation_discrepancy.csv``, ``validation_subgroups.csv`` (when nights
+  carry a dataset column): the same as tables (:mod:`~passport_kit.validation.tables`);
 - ``bland_altman_<method>.png``: the Bland–Altman plots of a method (when a night has its discrepancy);
+- ``hypnogram_<night>.png``: a night's hypnograms, the reference scorer's over each method's;
 - ``validation.html``: tables and figures in one self-contained page (:mod:`~passport_kit.validation.page`).
 """
 
@@ -35,6 +37,30 @@ def _png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
+def _hypnograms(folder: Path, reports: Sequence[dict[str, Any]], files: dict[str, Path]) -> dict[str, str]:
+    """Write ``hypnogram_<night>.png`` for every night (the scorer's and each method's); return them as base64."""
+    import base64
+
+    from passport_kit.validation.figures import hypnogram_figure
+    from passport_kit.validation.nights import stage_codes
+    from passport_kit.validation.page import method_title
+
+    nights: dict[str, dict[str, Any]] = {}
+    for r in reports:
+        for n in r["nights"]:
+            entry = nights.setdefault(n["night"], {"reference": stage_codes(n["stages"]["reference"]), "devices": {},
+                                                   "classes": r["classes"], "epoch_seconds": n["epoch_seconds"]})
+            if len(n["stages"]["device"]) == len(entry["reference"]):  # the same night on the same grid
+                entry["devices"][method_title(r)] = stage_codes(n["stages"]["device"])
+    shown: dict[str, str] = {}
+    for name, e in nights.items():
+        png = _png(hypnogram_figure(name, e["reference"], e["devices"], e["classes"], epoch_seconds=e["epoch_seconds"]))
+        stem = file_stem(name)
+        files[f"hypnogram_{stem}"] = atomic_write_bytes(folder / f"hypnogram_{stem}.png", png)
+        shown[name] = base64.b64encode(png).decode("ascii")
+    return shown
+
+
 def write_validation(folder: Path | str, reports: Sequence[dict[str, Any]], *, context: str) -> dict[str, Path]:
     """Return the files written into ``folder`` for ``reports`` (one :func:`method_report` per method).
 
@@ -49,10 +75,13 @@ def write_validation(folder: Path | str, reports: Sequence[dict[str, Any]], *, c
     folder.mkdir(parents=True, exist_ok=True)
     files: dict[str, Path] = {"validation_json": write_json(folder / "validation.json", {
         "framework": CITATION, "context": context, "methods": list(reports)})}
-    for name, rows in (("epochs", tables.epoch_rows(reports)), ("error_matrix", tables.confusion_rows(reports)),
+    for name, rows in (("methods", tables.method_rows(reports)), ("epochs", tables.epoch_rows(reports)),
+                       ("error_matrix", tables.confusion_rows(reports)),
                        ("discrepancy_nights", tables.night_discrepancy_rows(reports)),
-                       ("discrepancy", tables.group_discrepancy_rows(reports))):
-        files[f"validation_{name}"] = write_table(folder / f"validation_{name}.csv", rows)
+                       ("discrepancy", tables.group_discrepancy_rows(reports)),
+                       ("subgroups", tables.subgroup_rows(reports))):
+        if rows:
+            files[f"validation_{name}"] = write_table(folder / f"validation_{name}.csv", rows)
     figures: dict[str, dict[str, str | None]] = {}
     for r in reports:
         stem = file_stem(r["method"])
@@ -63,8 +92,9 @@ def write_validation(folder: Path | str, reports: Sequence[dict[str, Any]], *, c
             files[f"bland_altman_{stem}"] = atomic_write_bytes(folder / f"bland_altman_{stem}.png", bland_altman)
         figures[r["method"]] = {k: None if v is None else base64.b64encode(v).decode("ascii")
                                 for k, v in (("confusion", confusion), ("bland_altman", bland_altman))}
-    files["validation_html"] = atomic_write_text(folder / "validation.html",
-                                                 validation_page(reports, figures, context=context))
+    hypnograms = _hypnograms(folder, reports, files)
+    files["validation_html"] = atomic_write_text(folder / "validation.html", validation_page(
+        reports, figures, context=context, hypnograms=hypnograms))
     return files
 
 

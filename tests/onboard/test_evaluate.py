@@ -39,7 +39,9 @@ def test_sweep_writes_curve(tmp_path: Path, montage_yaml: Path, dataset: Path, c
     report = evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(checkpoint,),
                       protocol="split", subjects_sweep=(1, 2), seeds=2, max_steps=1, batch_size=4)
     rows = list(csv.DictReader((tmp_path / "ev" / "sweep.csv").open()))
-    assert [(r["n_train_subjects"], r["n_runs"]) for r in rows] == [("1", "2"), ("2", "2")]
+    assert [(r["n_train_subjects"], r["n_runs"]) for r in rows if r["method"] == checkpoint] == [("1", "2"), ("2", "2")]
+    # The zero-shot stager (issue 56) is fitted on no subject: one point at 0, from the first seed's largest size.
+    assert [(r["n_train_subjects"], r["n_runs"]) for r in rows if r["method"] == "zero-shot yasa"] == [("0", "1")]
     assert report.files["sweep_plot"].is_file()
 
 
@@ -53,7 +55,7 @@ def test_stopped_evaluation_keeps_its_rows(tmp_path: Path, montage_yaml: Path, d
         evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(checkpoint,),
                  max_steps=1, batch_size=4, progress=stop_after_first)
     rows = list(csv.DictReader((tmp_path / "ev" / "results.csv").open()))
-    assert [r["test_subject"] for r in rows] == ["s01"]
+    assert [r["test_subject"] for r in rows if r["method"] == checkpoint] == ["s01"]
 
 
 @pytest.mark.parametrize("h_freq", [None, 30.0])
@@ -73,7 +75,7 @@ def test_channel_id_base_gets_fresh_rows_for_unseen_channels(tmp_path: Path, mon
     name = make_tiny_checkpoint("tiny-channel-id-empty-vocab", "channel-id")  # its vocabulary has no channel
     report = evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(name,),
                       test_subjects=("s01",), max_steps=1, batch_size=4)
-    assert [r["test_subject"] for r in report.rows] == ["s01"]
+    assert [r["test_subject"] for r in report.rows if r["method"] == name] == ["s01"]
 
 
 def test_probe_evaluation_carries_the_band_power_reference(tmp_path: Path, montage_yaml: Path, dataset: Path,
@@ -83,9 +85,11 @@ def test_probe_evaluation_carries_the_band_power_reference(tmp_path: Path, monta
 
     report = evaluate(montage=str(montage_yaml), data=dataset, out=tmp_path / "ev", checkpoints=(checkpoint,),
                       protocol="split")
-    assert BANDPOWER in report.summary and len(report.summary) == 2
+    # Beside the model, band power and (issue 56) the zero-shot stager, each with rows of its own.
+    assert BANDPOWER in report.summary and "zero-shot yasa" in report.summary and len(report.summary) == 3
     assert all(BANDPOWER in row for row in report.per_subject)
     methods = {r["method"] for r in report.rows}
-    assert methods == {BANDPOWER, *[m for m in report.summary if m != BANDPOWER]}
+    assert methods == set(report.summary)
+    assert {r["shipped"] for r in report.rows if r["method"] == BANDPOWER} == {BANDPOWER}
     header = (tmp_path / "ev" / "per_subject.csv").read_text().splitlines()[0]
     assert BANDPOWER in header

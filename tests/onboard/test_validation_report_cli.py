@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -26,16 +27,24 @@ def test_evaluate_writes_the_report_of_every_method_on_the_held_out_nights(tmp_p
     report = json.loads((out / "validation" / "validation.json").read_text())
     methods = {m["method"]: m for m in report["methods"]}
     assert set(methods) == {checkpoint, "band power", "zero-shot yasa"}
+    # Each method is named by what its folds shipped; the zero-shot stager is a method of results.csv and summary.json.
+    assert methods["band power"]["shipped"] == "band power (1/1 folds)" and methods[checkpoint]["shipped"]
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert {r["method"] for r in rows} == set(methods) and all(r["shipped"] for r in rows)
     # The model's pooled error matrix is the one evaluate's summary pools over the same folds.
     summary = json.loads((out / "summary.json").read_text())
     assert methods[checkpoint]["pooled"]["confusion"] == summary["methods"][checkpoint]["confusion_pooled"]
+    assert summary["methods"]["zero-shot yasa"]["shipped"] == {"zero-shot yasa": 1}
     nights = methods[checkpoint]["nights"]
     assert sorted(n["night"] for n in nights) == ["s01.edf", "s02.edf"]
-    # The tiny nights are 5 min long: epoch by epoch only, and the discrepancy withheld with the reason.
-    assert all(n["discrepancy"] is None and "5 min long" in n["discrepancy_withheld"] for n in nights)
+    # The tiny nights are 5 min long: epoch by epoch and minutes per stage; the whole-night measures withheld.
+    assert all("TST" not in n["discrepancy"] and "N2_min" in n["discrepancy"] and "5 min long" in
+               n["discrepancy_withheld"] for n in nights)
     assert methods[checkpoint]["discrepancy"]["TST"]["n"] == 0
     page = (out / "validation" / "validation.html").read_text()
-    assert "zero-shot yasa" in page and "Discrepancy withheld" in page and "no group discrepancy" in page
+    assert "zero-shot yasa" in page and "Whole-night measures withheld" in page and "band power (1/1 folds)" in page
+    # An error matrix per method and a hypnogram per night; no Bland–Altman plot without 3 nights for a group.
+    assert page.count("data:image/png;base64,") == 3 + 2
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The whole validation report on simulated nights whose device error is known by construction (issue 44)."""
+"""The whole validation report on simulated nights whose device error is known by construction (issues 44, 56)."""
 
 from __future__ import annotations
 
@@ -77,13 +77,14 @@ def test_a_late_sleep_onset_moves_sol_and_tst_by_the_same_minutes() -> None:
     assert d["WASO"]["bias"] == 0.0
 
 
-def test_a_short_night_keeps_its_epoch_numbers_and_withholds_its_discrepancy(nights: list[Night]) -> None:
-    short = Night(name="nap", reference=(r := scored_night(9, hours=1.5)), device=r.copy())
+def test_a_short_record_keeps_its_stage_minutes_and_withholds_the_whole_night_measures(nights: list[Night]) -> None:
+    short = Night(name="nap", reference=(r := scored_night(9, hours=1.5)), device=wake_instead_of_sleep(r, 5))
     report = method_report("device", [*nights, short], CLASSES)
     nap = report["nights"][-1]
-    assert nap["epoch_by_epoch"]["kappa"] == 1.0 and nap["discrepancy"] is None
+    assert nap["epoch_by_epoch"]["kappa"] < 1.0 and "TST" not in nap["discrepancy"]
+    assert nap["discrepancy"]["N2_min"]["difference"] == pytest.approx(-5.0)  # Menghini: stage minutes on any record
     assert "90 min" in nap["discrepancy_withheld"] and "2 h" in nap["discrepancy_withheld"]
-    assert report["discrepancy"]["TST"]["n"] == 6  # the nap is not in the group
+    assert report["discrepancy"]["TST"]["n"] == 6 and report["discrepancy"]["N2_min"]["n"] == 7
 
 
 def test_too_few_long_nights_withhold_the_group_with_the_reason(nights: list[Night]) -> None:
@@ -134,6 +135,35 @@ def test_the_files_carry_the_same_numbers_and_the_page_opens_offline(nights: lis
     assert data["methods"][0]["discrepancy"]["TST"]["bias"] == pytest.approx(-10.0) and "Menghini" in data["framework"]
     assert files["bland_altman_my-device"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = files["validation_html"].read_text()
-    assert page.count("data:image/png;base64,") == 4  # an error matrix and a Bland–Altman figure per method
+    # An error matrix and a Bland–Altman figure per method, and a hypnogram per night.
+    assert page.count("data:image/png;base64,") == 2 * 2 + len(nights)
+    assert files["hypnogram_night0"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r"""(src|href)=["'](?!data:|#)""", page) and "<script" not in page
     assert "six simulated nights" in page and "PABAK" in page
+    # The page opens with the methods side by side (before any method's own section), measures named in words.
+    first_table = page.index("<table>")
+    assert page.index("Methods side by side") < first_table < page.index('id="m0"')
+    assert "scorer again" in page[first_table:page.index("</table>")]
+    assert "Total sleep time (TST, min)" in page and "REM_latency" not in page and "W_min" not in page
+    methods = list(csv.DictReader(files["validation_methods"].open()))
+    assert [m["method"] for m in methods] == ["my device", "scorer again"]
+    assert float(methods[0]["tst_bias"]) == pytest.approx(-10.0)
+
+
+def test_icc_and_mdc_per_measure_with_cis(nights: list[Night]) -> None:
+    rng = np.random.default_rng(5)
+    noisy = [Night(name=n.name, reference=n.reference,
+                   device=wake_instead_of_sleep(n.reference, float(rng.integers(0, 30)))) for n in nights]
+    d = method_report("device", noisy, CLASSES)["discrepancy"]
+    for measure in ("TST", "WASO", "N2_min"):
+        g = d[measure]
+        assert g["icc_ci"][0] < g["icc"] < g["icc_ci"][1] and g["mdc_ci"][0] < g["mdc"] < g["mdc_ci"][1]
+
+
+def test_subgroups_from_a_dataset_column(nights: list[Night]) -> None:
+    grouped = [Night(name=n.name, reference=n.reference, device=n.device, groups={"sex": "F" if i % 2 else "M"})
+               for i, n in enumerate(nights)]
+    report = method_report("device", grouped, CLASSES)
+    sex = report["subgroups"]["sex"]
+    assert set(sex) == {"F", "M"} and sex["F"]["nights"] == 3 and sex["F"]["TST"]["bias"] == pytest.approx(-10.0)
+    assert method_report("device", nights, CLASSES)["subgroups"] == {}
