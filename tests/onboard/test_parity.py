@@ -249,7 +249,7 @@ def test_predict_on_a_training_night_gives_what_the_fit_gave(tmp_path: Path, mon
 
     from passport_kit.cli.app import app
     from passport_kit.onboard import ladder as ladder_module
-    from passport_kit.onboard.rungs import ContextRung, SmoothingRung
+    from passport_kit.onboard.rungs import ContextRung, SmoothingRung, TextbookPathRung
     from tests.onboard.conftest import make_dataset
     from typer.testing import CliRunner
 
@@ -266,6 +266,7 @@ def test_predict_on_a_training_night_gives_what_the_fit_gave(tmp_path: Path, mon
     monkeypatch.setattr(ladder_module.Ladder, "clears", lambda self, gain, se: bool(np.isfinite(gain)))
     monkeypatch.setattr(ContextRung, "_variants", staticmethod(lambda d: [(2, "recording")]))
     monkeypatch.setattr(SmoothingRung, "skip", lambda self, ladder, climb: "off in this test")
+    monkeypatch.setattr(TextbookPathRung, "skip", lambda self, ladder, climb: "off in this test")
     result = _adapt(tmp_path, montage_yaml, dataset, checkpoint)
     assert result.exit_code == 0, result.output
     sel = json.loads((tmp_path / "adapter" / "adapter.json").read_text())["metrics"]["selection"]
