@@ -58,7 +58,7 @@ def predict_zero_shot(
     """
     from passport_kit.checkpoint import InputContract, find_checkpoint
     from passport_kit.montage import resolve_montage
-    from passport_kit.sleep import STAGES, get_prior, pick_channels, prior_log_proba
+    from passport_kit.sleep import STAGES, get_prior, native_rates, pick_channels, prior_log_proba
 
     montage = resolve_montage(montage) if isinstance(montage, (str, Path)) else montage
     stager = get_prior(prior)
@@ -94,9 +94,10 @@ def predict_zero_shot(
                 raw = read_recording(path, sfreq=reading.sfreq, units=reading.units, scale=reading.scale)
             band = _zero_shot_band(path, float(raw.info["sfreq"]), config, reading, facts.zero_shot)
             # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
-            night = read_for_prediction(path, montage, config, band, raw=raw)
+            night = read_for_prediction(path, montage, config, band, raw=raw, stager_rates=native_rates(stager.name))
             labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
-            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
+            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0,
+                                   raw=night.stager_signal)
             proba = np.exp(logp).astype(np.float32)
             results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
                 write_prediction, recording=path, proba=proba, night=night, adapter=facts, scorer=labels,
