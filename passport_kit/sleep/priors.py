@@ -131,9 +131,11 @@ class SleepPrior:
         return [self]
 
 
-def native_rates(name: str) -> tuple[float, ...]:
-    """Return the rates (Hz) the stagers of the prior ``name`` read (``"yasa+gssc"``: both), for reading a recording."""
-    return tuple(sorted({s.native_rate for s in get_prior(name).stagers()}))
+def native_rates(prior: SleepPrior | str) -> tuple[float, ...]:
+    """Return the rates (Hz) the stagers of ``prior`` (or of the prior so named: ``"yasa+gssc"``, both) read, for
+    reading a recording."""
+    stager = get_prior(prior) if isinstance(prior, str) else prior
+    return tuple(sorted({s.native_rate for s in stager.stagers()}))
 
 
 def available_priors() -> dict[str, str | None]:
