@@ -18,9 +18,10 @@ training and prediction give the stager the very same signal.
 History: until issue 55 the stager read the package's 200-Hz windows laid end to end
 (:func:`night_signal`, band-passed, notch-filtered, in 100 µV), so that it saw what the
 read-out's other blocks see, a recording was read once, and an in-memory recording worked the
-same way. The price was measured on the hidden PSG nights: the product's zero-shot YASA scored
-kappa 0.532 where YASA on the files scored 0.542 (a recording slower than 150 Hz reached it with
-its band top lowered below the Nyquist frequency, then upsampled). The windows remain the
+same way. The price, measured on the hidden PSG nights of issue 55 (Cz-A1 at 50 Hz): the
+product's zero-shot YASA scored kappa 0.532 where YASA on the files scored 0.542 (a recording too
+slow for the 75-Hz band top reached the stager band-passed below its Nyquist frequency, 22 Hz at
+50 Hz, notched, and upsampled to 200 Hz before YASA's own resampling). The windows remain the
 fallback where only windows exist (a WindowSet or RecordingWindows built without its
 recording: ``raw`` None), and with per-window instance normalisation they still hold
 normalised amplitudes: the file does not.
@@ -28,8 +29,8 @@ normalised amplitudes: the file does not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np

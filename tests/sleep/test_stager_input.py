@@ -114,6 +114,7 @@ def test_adapt_and_predict_give_the_stager_the_same_signal_and_stages(tmp_path: 
     both = SPEC.with_name("record-test+record-test-gssc")
     fitted = {s.name: spec_prior(windows, s.as_dict()) for s in (SPEC, both)}
     at_fit = list(_Recorder.calls)
+    assert spec_prior(windows, both.as_dict()) is fitted[both.name] and len(_Recorder.calls) == 2  # kept, not re-run
     _Recorder.calls.clear()
     predicted = {}
     for spec in (SPEC, both):
@@ -137,6 +138,9 @@ def test_adapt_and_predict_give_the_stager_the_same_signal_and_stages(tmp_path: 
     _Recorder.calls.clear()
     spec_prior(windows, zero.as_dict())
     assert call["sfreq"] == 100.0 and np.array_equal(call["eeg"], _Recorder.calls[0]["eeg"])
+    _Recorder.calls.clear()
+    predict_zero_shot(MONTAGE, [path], tmp_path / "out2", prior="record-test+record-test-gssc")
+    assert [c["sfreq"] for c in _Recorder.calls] == [100.0, 256 / 3]
 
 
 def test_only_the_channels_a_stager_reads_are_kept_at_its_rate_as_float32(tmp_path: Path) -> None:
