@@ -1,4 +1,4 @@
-"""What the sleep stager reads (issue 55 item 4): the product's ``predict --zero-shot yasa`` against YASA run on its own.
+"""What the sleep stager reads (issue 55 item 4): the product's ``predict --zero-shot yasa`` against YASA on its own.
 
 On the DREAMS excerpts 1 (100 Hz) and 3 (50 Hz), C3-A1 (``benchmarks/montages/dreams-c3.yaml``),
 written as FIF files by ``real_data.dreams_folder``:

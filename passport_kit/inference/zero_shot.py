@@ -49,7 +49,8 @@ def predict_zero_shot(
     (the default base's without it: 200 Hz, its band-pass and notch), 30-s windows; the prior
     (:func:`passport_kit.sleep.get_prior`) reads the montage channel nearest a central site
     (:func:`~passport_kit.sleep.pick_channels`) and, where the montage has them, its first EOG and
-    EMG channel, as recorded at the stager's own rate (issue 55; the windows serve the report). The same files as :func:`~passport_kit.inference.predict.predict` are written.
+    EMG channel, as recorded at the stager's own rate (issue 55; the windows serve the report).
+    The same files as :func:`~passport_kit.inference.predict.predict` are written.
     There is no training data to refer to, so the adapter's checks are judged against what the
     stager expects (issue 46, :func:`zero_shot_unfit`): a unit error (×30 off typical EEG) is refused unless
     ``reading.amplitude_check`` is off; ×4 off, or a band narrower than half the stager's,

@@ -106,6 +106,9 @@ class _Windows:
     flags: np.ndarray
     annotations: list[tuple[float, float, str]]
     quality: ChannelQuality | None = None
+    #: The recording as this read opened it, where its samples stay on disk (a sleep stager reads them from it
+    #: later without opening the file again); None when it was not opened, or is held in memory.
+    opened: Any = None
 
 
 def _montage_identity(montage: Montage) -> dict[str, Any]:
@@ -143,8 +146,9 @@ class _FileReading:
 
 @dataclass(frozen=True)
 class _StagerRead:
-    """A recording read again for a sleep stager (a WindowSet's ``stager_sources``): its file through the reader and
-    renames its windows were read with, or the recording held in memory (``raw``)."""
+    """A recording read again for a sleep stager (a WindowSet's ``stager_sources``): its samples through the reader
+    and renames its windows were read with, from the recording as that read opened it (``raw``: a lazy reader's
+    header, so the file is opened once; or the recording held in memory), else from the file opened anew."""
 
     montage: Montage
     renames: dict[str, str] | None
@@ -294,16 +298,22 @@ def _recording_windows(
                 quality = read_quality(raw, montage, config, renames=renames, source=f"recording '{path}'",
                                        name=str(path))
             return _Windows(key, entry.arrays["x"], entry.arrays["flags"],
-                            [tuple(a) for a in entry.meta["annotations"]], quality)
+                            [tuple(a) for a in entry.meta["annotations"]], quality, _on_disk(raw))
+    raw = raw if raw is not None else reading.read(path)
     read = _compute_windows(path, montage, config, renames=renames, reading=reading, raw=raw, raw_quality=raw_quality)
     x, flags, annotations, quality = read.x, read.flags, read.annotations, read.quality
     if not cache:
-        return _Windows(key, x, flags, annotations, quality)
+        return _Windows(key, x, flags, annotations, quality, _on_disk(raw))
     entry = write_entry(key, {"x": x, "flags": flags}, {
         "file": str(path), "annotations": [list(a) for a in annotations],
         "config": config.model_dump(mode="json"), "montage": montage.name,
     })
-    return _Windows(key, entry.arrays["x"], entry.arrays["flags"], annotations, quality)
+    return _Windows(key, entry.arrays["x"], entry.arrays["flags"], annotations, quality, _on_disk(raw))
+
+
+def _on_disk(raw: mne.io.BaseRaw | None) -> mne.io.BaseRaw | None:
+    """Return ``raw`` where its samples stay on disk (MNE's lazy readers: a header in memory), else None."""
+    return raw if raw is not None and not getattr(raw, "preload", True) else None
 
 
 def _resolve(montage: Montage | str | Path) -> Montage:
@@ -344,7 +354,7 @@ def load_recording(
         onset_s=np.arange(n, dtype=np.float64) * config.window_seconds, flags=w.flags, classes=[],
         montage=montage, config=config, info={"annotations": w.annotations, "cache_key": w.key},
         raw_quality={str(path): w.quality} if w.quality is not None else None,
-        stager_sources={str(path): _StagerRead(montage, renames, f"recording '{path}'", path, reading)},
+        stager_sources={str(path): _StagerRead(montage, renames, f"recording '{path}'", path, reading, w.opened)},
     )
 
 
@@ -568,8 +578,8 @@ def load_dataset(
               "cache_keys": [w.key for _, w, _ in parts]},
         raw_quality={rec.file: w.quality for rec, w, _ in parts if w.quality is not None} if raw_quality else None,
         stager_sources={rec.file: _StagerRead(montage, rec.channels or None, f"recording '{rec.file}'",
-                                              spec.path_of(rec.file), _FileReading.of(rec, spec))
-                        for rec, _, _ in parts},
+                                              spec.path_of(rec.file), _FileReading.of(rec, spec), w.opened)
+                        for rec, w, _ in parts},
     )
 
 

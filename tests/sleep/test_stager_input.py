@@ -181,12 +181,14 @@ def test_a_channel_no_stager_reads_is_refused_in_one_line(tmp_path: Path) -> Non
         spec_prior(load_recording(path, MONTAGE, CONFIG, cache=False), PriorSpec("record-test", "ECG").as_dict())
 
 
-def test_a_recording_in_memory_reaches_the_stager_as_its_file_would(tmp_path: Path) -> None:
+def test_a_recording_in_memory_or_from_the_window_cache_reaches_the_stager_as_its_file_would(tmp_path: Path) -> None:
     from passport_kit.onboard.ladder_inputs import spec_prior
 
     path, data = _recording(tmp_path, 256.0)
     spec_prior(load_recording(path, MONTAGE, CONFIG, cache=False), SPEC.as_dict())
     spec_prior(load_recording((data, 256.0, ["C4", "M1", "E1", "ECG"]), MONTAGE, CONFIG), SPEC.as_dict())
-    from_file, in_memory = _Recorder.calls
-    assert in_memory["sfreq"] == 100.0
+    load_recording(path, MONTAGE, CONFIG)
+    spec_prior(load_recording(path, MONTAGE, CONFIG), SPEC.as_dict())  # windows from the cache: the file opened now
+    from_file, in_memory, cached = _Recorder.calls
+    assert in_memory["sfreq"] == 100.0 and np.array_equal(cached["eeg"], from_file["eeg"])
     np.testing.assert_allclose(in_memory["eeg"], from_file["eeg"], atol=1e-3)  # FIF holds float32 samples
