@@ -4,7 +4,8 @@ For every prior that can run here (YASA is built in; GSSC when you installed it)
 excerpts (C3-A1; excerpt 1 at 100 Hz, excerpt 3 at 50 Hz) are read exactly as ``adapt`` reads
 them (``prepare_run`` with the shipped checkpoint's preprocessing: 200 Hz, the band top lowered
 below the slowest night's Nyquist frequency, 30-s windows) and staged by
-``passport_kit.onboard.ladder_inputs.dataset_prior`` (the channel nearest a central site); the arg-max of
+``passport_kit.onboard.ladder_inputs.dataset_prior`` (the channel nearest a central site, read from the
+file at the stager's rate since issue 55, as adapt gives it); the arg-max of
 the prior's probabilities is scored against the scorer's AASM epochs (R&K per 5 s, majority per
 30 s). Per night and pooled Cohen's kappa, and a bootstrap interval over epochs (which ignores
 that epochs of a night are correlated: two nights are not an estimate of a population)::

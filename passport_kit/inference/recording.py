@@ -103,7 +103,8 @@ def _warn_if_skewed(head: Any, selection: dict[str, Any], adapter: str | Path) -
 def read_night(path: Path, loaded: LoadedAdapter, reading: ReadOptions, memory: dict[Path, Any]) -> RecordingWindows:
     """Return recording ``path`` read for ``loaded`` (:func:`read_for_prediction`), from ``memory`` where it is there."""
     return read_for_prediction(path, loaded.montage, loaded.config, reading,
-                               amplitude=loaded.meta.metrics.get("amplitude"), raw=raw_in_memory(path, memory, reading))
+                               amplitude=loaded.meta.metrics.get("amplitude"), raw=raw_in_memory(path, memory, reading),
+                               stager_rates=head_stager_rates(loaded.model.head))
 
 
 def raw_in_memory(path: Path, memory: dict[Path, Any], reading: ReadOptions) -> Any:
@@ -116,7 +117,8 @@ def raw_in_memory(path: Path, memory: dict[Path, Any], reading: ReadOptions) -> 
 
 
 def read_for_prediction(path: Path, montage: Any, config: Any, reading: ReadOptions = ReadOptions(), *,
-                        amplitude: dict[str, Any] | None = None, raw: Any = None) -> RecordingWindows:
+                        amplitude: dict[str, Any] | None = None, raw: Any = None,
+                        stager_rates: tuple[float, ...] = ()) -> RecordingWindows:
     """Return one recording read, mapped and preprocessed once, with its quality scored from the same samples.
 
     Open the file (header), fit the bundle's preprocessing ``config`` to its rate
@@ -127,7 +129,9 @@ def read_for_prediction(path: Path, montage: Any, config: Any, reading: ReadOpti
     ``reading.amplitude_check=False`` skips it). Nothing is cached: the file is opened once per
     call. ``reading``: renames, the header's corrections (``sfreq``, ``units``, ``scale``: as
     :func:`~passport_kit.signals.readers.read_recording`) and the band top ``h_freq``; ``raw``:
-    the recording already in memory (an MNE Raw in volts; ``path`` then only names it).
+    the recording already in memory (an MNE Raw in volts; ``path`` then only names it);
+    ``stager_rates``: the rates of the sleep stagers that read it (what they read is kept beside
+    the windows, ``RecordingWindows.stager``).
     """
     from passport_kit.signals import read_recording
     from passport_kit.signals.amplitude import check_amplitude
@@ -141,7 +145,7 @@ def read_for_prediction(path: Path, montage: Any, config: Any, reading: ReadOpti
                                           "the best)")
     try:
         night = read_windows(raw, montage, rec_config, renames=reading.renames, quality=True, source=source,
-                             name=str(path))
+                             name=str(path), stager_rates=stager_rates)
     except ChannelMappingError as exc:
         if not exc.missing:
             raise
@@ -264,15 +268,28 @@ def night_dead_channels(loaded: LoadedAdapter, night: RecordingWindows) -> DeadC
 
 def night_prior(head: Any, night: RecordingWindows, montage: Any) -> np.ndarray | None:
     """Return the sleep prior's log-probabilities ``(N, 5)`` for a night's windows when ``head`` stacks a prior
-    (:mod:`passport_kit.sleep`), else None."""
+    (:mod:`passport_kit.sleep`), else None.
+
+    The stager reads the recording's own signal kept at its rate (``night.stager``: read with
+    :func:`head_stager_rates`), as ``adapt`` gave it; a night read without it, the windows.
+    """
     if not getattr(head, "n_prior", 0):
         return None
     from passport_kit.sleep import PriorSpec, get_prior, prior_log_proba
 
     spec = PriorSpec.from_dict(head.prior)
     return prior_log_proba(get_prior(spec.name), night.x, night.onset_s, list(montage.ch_names), spec,
-                           window_seconds=night.config.window_seconds)
+                           window_seconds=night.config.window_seconds,
+                           raw=night.stager_signal if night.stager else None)
 
+
+def head_stager_rates(head: Any) -> tuple[float, ...]:
+    """Return the rates (Hz) of the sleep stagers ``head`` stacks (none when it stacks no prior)."""
+    if not getattr(head, "n_prior", 0):
+        return ()
+    from passport_kit.sleep import native_rates
+
+    return native_rates(str(head.prior["name"]))
 
 
 def in_training_data(path: Path, training_data: dict[str, str]) -> bool:

@@ -49,7 +49,8 @@ def predict_zero_shot(
     (the default base's without it: 200 Hz, its band-pass and notch), 30-s windows; the prior
     (:func:`passport_kit.sleep.get_prior`) reads the montage channel nearest a central site
     (:func:`~passport_kit.sleep.pick_channels`) and, where the montage has them, its first EOG and
-    EMG channel. The same files as :func:`~passport_kit.inference.predict.predict` are written.
+    EMG channel, as recorded at the stager's own rate (issue 55; the windows serve the report).
+    The same files as :func:`~passport_kit.inference.predict.predict` are written.
     There is no training data to refer to, so the adapter's checks are judged against what the
     stager expects (issue 46, :func:`zero_shot_unfit`): a unit error (×30 off typical EEG) is refused unless
     ``reading.amplitude_check`` is off; ×4 off, or a band narrower than half the stager's,
@@ -58,7 +59,7 @@ def predict_zero_shot(
     """
     from passport_kit.checkpoint import InputContract, find_checkpoint
     from passport_kit.montage import resolve_montage
-    from passport_kit.sleep import STAGES, get_prior, pick_channels, prior_log_proba
+    from passport_kit.sleep import STAGES, get_prior, native_rates, pick_channels, prior_log_proba
 
     montage = resolve_montage(montage) if isinstance(montage, (str, Path)) else montage
     stager = get_prior(prior)
@@ -94,9 +95,10 @@ def predict_zero_shot(
                 raw = read_recording(path, sfreq=reading.sfreq, units=reading.units, scale=reading.scale)
             band = _zero_shot_band(path, float(raw.info["sfreq"]), config, reading, facts.zero_shot)
             # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
-            night = read_for_prediction(path, montage, config, band, raw=raw)
+            night = read_for_prediction(path, montage, config, band, raw=raw, stager_rates=native_rates(stager))
             labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
-            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
+            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0,
+                                   raw=night.stager_signal)
             proba = np.exp(logp).astype(np.float32)
             results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
                 write_prediction, recording=path, proba=proba, night=night, adapter=facts, scorer=labels,
@@ -148,7 +150,8 @@ def _zero_shot_band(path: Path, sfreq: float, config: Any, reading: ReadOptions,
     """Return ``reading`` with the band-pass top a recording at ``sfreq`` Hz carries, warning in a zero-shot's words.
 
     The warning of predict speaks of the adapter's training band and the model's 200-Hz input; a
-    stager alone has neither (issue 45), so it says which channel the stager staged in which band.
+    stager alone has neither (issue 45), so it says which channel the stager staged, and that it read
+    it as recorded (issue 55): the lowered top is the report's windows'.
     """
     from passport_kit.signals.preprocess import fit_band_to_rate
 
@@ -157,7 +160,8 @@ def _zero_shot_band(path: Path, sfreq: float, config: Any, reading: ReadOptions,
     fitted = fit_band_to_rate(config, sfreq, source=f"recording '{path}'")
     if fitted.h_freq != config.h_freq:
         warnings.warn(f"recording '{path}' is sampled at {sfreq:g} Hz: its band-pass top is lowered from "
-                      f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency; the stager "
-                      f"{stager['stager']} staged channel {stager['eeg']} in that band (--h-freq sets another top)",
+                      f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency, in the report's "
+                      f"windows; the stager {stager['stager']} staged channel {stager['eeg']} as recorded, so with "
+                      f"nothing above {sfreq / 2:g} Hz (--h-freq sets another top for the windows)",
                       PassportWarning, stacklevel=3)
     return reading.model_copy(update={"h_freq": fitted.h_freq})

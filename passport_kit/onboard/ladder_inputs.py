@@ -9,6 +9,7 @@ evaluate's folds share it).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,38 +129,61 @@ def stager_options(windows: Any, name: str | None, channels: str | None = None
     # the default first: several stagers' average (on the hidden nights it was within 0.01 of the best stager
     # alone, where the one to trust was unknown beforehand), then each stager
     stagers = ([ENSEMBLE_SEPARATOR.join(names)] if len(names) > 1 else []) + names
-    return [(spec.as_dict(), spec_prior(windows, spec.as_dict()))
-            for pick in picks for spec in (pick.with_name(s) for s in stagers)], ""
+    specs = [spec for pick in picks for spec in (pick.with_name(s) for s in stagers)]
+    _stage_nights(windows, [s for s in specs if ENSEMBLE_SEPARATOR not in s.name])  # each recording read once
+    return [(spec.as_dict(), spec_prior(windows, spec.as_dict())) for spec in specs], ""
 
 
 def spec_prior(windows: Any, spec: dict[str, Any]) -> np.ndarray:
     """Return the ``(N, 5)`` log-probabilities of the stager and channels ``spec`` names (a head's ``prior`` block)
     for every window of ``windows``, night by night; computed once per WindowSet and spec (an average of several
-    stagers from each one's own)."""
-    import json
+    stagers from each one's own).
 
-    from passport_kit.sleep import PriorSpec, combine_log_proba, get_prior, prior_log_proba
+    The stager reads each recording's own signal at its rate (``windows.stager_sources``, the
+    file read again: :mod:`passport_kit.signals.stager_input`), as ``predict`` gives it; windows
+    made without their recordings (no ``stager_sources``) are read instead (the fallback of
+    :func:`passport_kit.sleep.prior_log_proba`).
+    """
+    from passport_kit.sleep import PriorSpec, combine_log_proba
     from passport_kit.sleep.priors import ENSEMBLE_SEPARATOR
 
     cache = vars(windows).setdefault("_sleep_priors", {})
     key = json.dumps(spec, sort_keys=True)
-    if key in cache:
-        return cache[key]
-    parsed = PriorSpec.from_dict(spec)
-    parts = parsed.name.split(ENSEMBLE_SEPARATOR)
-    if len(parts) > 1:
-        out = combine_log_proba([spec_prior(windows, parsed.with_name(p).as_dict()) for p in parts])
-    else:
-        montage, stager = windows.montage, get_prior(parsed.name)
-        rec = np.asarray(windows.recording)
-        out = np.zeros((len(rec), 5))
-        for r in np.unique(rec):
-            where = np.flatnonzero(rec == r)
-            out[where] = prior_log_proba(stager, windows.x[where], np.asarray(windows.onset_s)[where],
-                                         list(montage.ch_names), parsed,
-                                         window_seconds=float(windows.config.window_seconds))
-    cache[key] = out
-    return out
+    if key not in cache:
+        parsed = PriorSpec.from_dict(spec)
+        parts = parsed.name.split(ENSEMBLE_SEPARATOR)
+        if len(parts) > 1:
+            cache[key] = combine_log_proba([spec_prior(windows, parsed.with_name(p).as_dict()) for p in parts])
+        else:
+            _stage_nights(windows, [parsed])
+    return cache[key]
+
+
+def _stage_nights(windows: Any, specs: list[Any]) -> None:
+    """Stage every recording of ``windows`` with each single stager ``specs`` names (PriorSpecs) that
+    :func:`spec_prior`'s cache lacks, and keep the results there; each recording is read once per stager rate."""
+    import functools
+
+    from passport_kit.sleep import get_prior, prior_log_proba
+
+    cache = vars(windows).setdefault("_sleep_priors", {})
+    todo = {json.dumps(s.as_dict(), sort_keys=True): s for s in specs}
+    todo = {k: s for k, s in todo.items() if k not in cache}
+    if not todo:
+        return
+    stagers = {s.name: get_prior(s.name) for s in todo.values()}
+    rec, onsets = np.asarray(windows.recording), np.asarray(windows.onset_s)
+    sources = getattr(windows, "stager_sources", None) or {}
+    out = {k: np.zeros((len(rec), 5)) for k in todo}
+    for r in np.unique(rec):
+        where = np.flatnonzero(rec == r)
+        source = sources.get(str(r))
+        raw = functools.lru_cache(maxsize=None)(source) if source is not None else None  # one read per rate
+        x = windows.x[where] if raw is None else None  # the windows only for the fallback
+        for k, spec in todo.items():
+            out[k][where] = prior_log_proba(stagers[spec.name], x, onsets[where], list(windows.montage.ch_names), spec,
+                                            window_seconds=float(windows.config.window_seconds), raw=raw)
+    cache.update(out)
 
 
 def dataset_prior(windows: Any, name: str | None) -> tuple[np.ndarray | None, dict[str, Any] | None, str]:

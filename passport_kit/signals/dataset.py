@@ -31,6 +31,7 @@ from passport_kit.signals.preprocess import PreprocessConfig
 from passport_kit.signals.quality import ChannelQuality
 from passport_kit.signals.readers import content_files, read_recording, recording_suffix
 from passport_kit.signals.recording import RecordingWindows, read_quality, read_windows
+from passport_kit.signals.stager_input import StagerSignal, read_stager_signal
 from passport_kit.signals.windows import describe_flags
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,7 +53,11 @@ class WindowSet:
     (bits: 1 NaN, 2 flat, 4 clipped, 8 over the amplitude limit; see
     :mod:`passport_kit.signals.windows`). ``raw_quality``: ``{recording: ChannelQuality}`` of
     the mapped raw recordings, scored in the same read as the windows (``raw_quality=True`` of
-    :func:`load_dataset` / :func:`load_recording`; None when not asked for).
+    :func:`load_dataset` / :func:`load_recording`; None when not asked for). ``stager_sources``:
+    ``{recording: source}``, ``source(rate)`` returning what a sleep stager reads of that
+    recording at ``rate`` Hz (:class:`~passport_kit.signals.stager_input.StagerSignal`: its file
+    read again through the same reader and mapping, µV, no filter of ours); None for windows
+    made elsewhere (the stagers then read the windows).
     """
 
     x: np.ndarray
@@ -66,6 +71,7 @@ class WindowSet:
     config: PreprocessConfig
     info: dict[str, Any] = field(default_factory=dict)
     raw_quality: dict[str, ChannelQuality] | None = None
+    stager_sources: dict[str, Callable[[float], StagerSignal]] | None = None
 
     def __len__(self) -> int:
         """Return N, the number of windows."""
@@ -100,6 +106,9 @@ class _Windows:
     flags: np.ndarray
     annotations: list[tuple[float, float, str]]
     quality: ChannelQuality | None = None
+    #: The recording as this read opened it, where its samples stay on disk (a sleep stager reads them from it
+    #: later without opening the file again); None when it was not opened, or is held in memory.
+    opened: Any = None
 
 
 def _montage_identity(montage: Montage) -> dict[str, Any]:
@@ -133,6 +142,25 @@ class _FileReading:
 
             return read_bids_recording(path)
         return read_recording(path, sfreq=self.sfreq, units=self.units, scale=self.scale)
+
+
+@dataclass(frozen=True)
+class _StagerRead:
+    """A recording read again for a sleep stager (a WindowSet's ``stager_sources``): its samples through the reader
+    and renames its windows were read with, from the recording as that read opened it (``raw``: a lazy reader's
+    header, so the file is opened once; or the recording held in memory), else from the file opened anew."""
+
+    montage: Montage
+    renames: dict[str, str] | None
+    source: str
+    path: Path | None = None
+    reading: _FileReading = _FileReading()
+    raw: Any = None
+
+    def __call__(self, rate: float) -> StagerSignal:
+        """Return what a stager reads of the recording at ``rate`` Hz."""
+        raw = self.raw if self.raw is not None else self.reading.read(self.path)
+        return read_stager_signal(raw, self.montage, rate, renames=self.renames, source=self.source)
 
 
 def _recording_key(
@@ -270,16 +298,22 @@ def _recording_windows(
                 quality = read_quality(raw, montage, config, renames=renames, source=f"recording '{path}'",
                                        name=str(path))
             return _Windows(key, entry.arrays["x"], entry.arrays["flags"],
-                            [tuple(a) for a in entry.meta["annotations"]], quality)
+                            [tuple(a) for a in entry.meta["annotations"]], quality, _on_disk(raw))
+    raw = raw if raw is not None else reading.read(path)
     read = _compute_windows(path, montage, config, renames=renames, reading=reading, raw=raw, raw_quality=raw_quality)
     x, flags, annotations, quality = read.x, read.flags, read.annotations, read.quality
     if not cache:
-        return _Windows(key, x, flags, annotations, quality)
+        return _Windows(key, x, flags, annotations, quality, _on_disk(raw))
     entry = write_entry(key, {"x": x, "flags": flags}, {
         "file": str(path), "annotations": [list(a) for a in annotations],
         "config": config.model_dump(mode="json"), "montage": montage.name,
     })
-    return _Windows(key, entry.arrays["x"], entry.arrays["flags"], annotations, quality)
+    return _Windows(key, entry.arrays["x"], entry.arrays["flags"], annotations, quality, _on_disk(raw))
+
+
+def _on_disk(raw: mne.io.BaseRaw | None) -> mne.io.BaseRaw | None:
+    """Return ``raw`` where its samples stay on disk (MNE's lazy readers: a header in memory), else None."""
+    return raw if raw is not None and not getattr(raw, "preload", True) else None
 
 
 def _resolve(montage: Montage | str | Path) -> Montage:
@@ -320,6 +354,7 @@ def load_recording(
         onset_s=np.arange(n, dtype=np.float64) * config.window_seconds, flags=w.flags, classes=[],
         montage=montage, config=config, info={"annotations": w.annotations, "cache_key": w.key},
         raw_quality={str(path): w.quality} if w.quality is not None else None,
+        stager_sources={str(path): _StagerRead(montage, renames, f"recording '{path}'", path, reading, w.opened)},
     )
 
 
@@ -339,6 +374,7 @@ def _memory_windows(recording: Any, montage: Montage, config: PreprocessConfig, 
         onset_s=np.arange(n, dtype=np.float64) * config.window_seconds, flags=flags, classes=[], montage=montage,
         config=config, info={"annotations": read.annotations, "cache_key": None},
         raw_quality={name: quality} if quality is not None else None,
+        stager_sources={name: _StagerRead(montage, renames, f"recording '{name}'", raw=raw)},
     )
 
 
@@ -541,6 +577,9 @@ def load_dataset(
         info={"task": spec.task, "origin": spec.origin, "root": str(spec.root) if spec.root else None,
               "cache_keys": [w.key for _, w, _ in parts]},
         raw_quality={rec.file: w.quality for rec, w, _ in parts if w.quality is not None} if raw_quality else None,
+        stager_sources={rec.file: _StagerRead(montage, rec.channels or None, f"recording '{rec.file}'",
+                                              spec.path_of(rec.file), _FileReading.of(rec, spec), w.opened)
+                        for rec, w, _ in parts},
     )
 
 

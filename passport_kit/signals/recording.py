@@ -13,7 +13,9 @@ written once so that training and prediction cannot drift apart:
   :class:`~passport_kit.errors.PassportWarning`.
 - :func:`read_windows`: an opened recording → :class:`RecordingWindows` (windows ``(N, C, P,
   200)``, flags, the raw recording's quality, start time, annotations), the header's checks
-  first, then the mapped samples preprocessed and, side by side in a second thread, scored.
+  first, then the mapped samples preprocessed and, side by side in a second thread, scored;
+  and, for the sleep stagers' rates asked for, the same mapped samples as a stager reads them
+  (:mod:`passport_kit.signals.stager_input`: µV at its own rate, none of the windows' filters).
 
 Example::
 
@@ -37,6 +39,7 @@ from passport_kit.errors import PassportWarning
 from passport_kit.signals.channels import mapped_data
 from passport_kit.signals.preprocess import PreprocessConfig, Preprocessing, check_sampling_rate, fit_band_to_rate
 from passport_kit.signals.quality import ChannelQuality, channel_quality
+from passport_kit.signals.stager_input import StagerSignal, stager_signal
 from passport_kit.signals.windows import check_length, instance_normalise, window_flags
 
 #: Mains power frequencies (Hz): a notch elsewhere removes EEG and leaves the hum.
@@ -120,10 +123,17 @@ class RecordingWindows:
     start: datetime | None = None       # the recording's start (meas_date), None when unknown
     annotations: list[tuple[float, float, str]] = field(default_factory=list)   # (onset_s, duration_s,
     # description), onsets from the first sample
+    #: What a sleep stager reads of the recording, per rate asked for (``stager_rates`` of :func:`read_windows`).
+    stager: dict[float, StagerSignal] = field(default_factory=dict)
+
+    def stager_signal(self, rate: float) -> StagerSignal:
+        """Return what a stager reads of this recording at ``rate`` Hz (read with ``stager_rates`` holding it)."""
+        return self.stager[rate]
 
 
 def read_windows(raw: Any, montage: Any, config: PreprocessConfig, *, renames: dict[str, str] | None = None,
-                 quality: bool = False, source: str = "recording", name: str | None = None) -> RecordingWindows:
+                 quality: bool = False, source: str = "recording", name: str | None = None,
+                 stager_rates: tuple[float, ...] = ()) -> RecordingWindows:
     """Return the windows of the opened recording ``raw`` (an MNE Raw in volts), and its quality when asked.
 
     The header's checks first (rate, length), so a recording too slow or too short is refused
@@ -133,7 +143,9 @@ def read_windows(raw: Any, montage: Any, config: PreprocessConfig, *, renames: d
     thread scores the same samples (:func:`~passport_kit.signals.quality.channel_quality`;
     numpy and FFTs release the GIL, and neither writes the samples). ``config``: the
     preprocessing already fitted to this recording (:func:`fit_preprocessing`); ``source``
-    names the recording in errors, ``name`` in the quality report.
+    names the recording in errors, ``name`` in the quality report. ``stager_rates``: the rates
+    (Hz) of the sleep stagers that will read this recording; for each, the same mapped samples
+    are kept as a stager reads them (:func:`~passport_kit.signals.stager_input.stager_signal`).
     """
     sfreq = float(raw.info["sfreq"])
     check_sampling_rate(sfreq, config, source=source)
@@ -147,8 +159,11 @@ def read_windows(raw: Any, montage: Any, config: PreprocessConfig, *, renames: d
             scores = scoring.result()
     else:
         x, flags = windows_from_data(data, sfreq, config, source=source)
+    stager = {rate: stager_signal(data, sfreq, list(montage.ch_names), list(montage.kinds), rate)
+              for rate in stager_rates}
     return RecordingWindows(x=x, flags=flags, onset_s=np.arange(len(x), dtype=np.float64) * config.window_seconds,
-                            quality=scores, config=config, start=recording_start(raw), annotations=annotations(raw))
+                            quality=scores, config=config, start=recording_start(raw), annotations=annotations(raw),
+                            stager=stager)
 
 
 def windows_from_data(data: np.ndarray, sfreq: float, config: PreprocessConfig, *,

@@ -25,7 +25,11 @@ Where it differs from ``mne_infer``, and why:
 - every whole 30-s epoch is scored: ``mne_infer`` drops the last one when a night is an exact
   multiple of 30 s (it crops to ``raw.times[-1]``, one sample short);
 - the night is resampled once (MNE's FFT resampling, as GSSC's) rather than epoch by epoch, and
-  never filtered in place;
+  never filtered in place; since issue 55 the package hands it the recording already at 85.33 Hz
+  (:attr:`GsscPrior.native_rate`, scipy's polyphase resampling, as every stager's input), so it is
+  filtered at that rate and not resampled again (on DREAMS excerpt 3, issue 43 found the arg-max
+  of FFT resampling closer to ``mne_infer``'s than polyphase's: 58 against 56 of 59 epochs; not
+  re-measured, GSSC is not installed here);
 - ``EEGInfer()`` loads its networks with a bare ``torch.load``, which fails under torch ≥ 2.6
   (``weights_only`` became the default) and would otherwise unpickle anything. The networks are
   whole pickled modules, so they are loaded here with ``weights_only=True`` and an explicit
@@ -65,6 +69,9 @@ class GsscPrior(SleepPrior):
     licence: ClassVar[str] = "AGPL-3.0"
     #: GSSC resamples to 85.33 Hz itself; slower recordings reach it upsampled to that rate.
     min_rate: ClassVar[float] = _EPOCH_SAMPLES / _EPOCH_SECONDS
+    #: The rate its networks read (2560 samples per 30-s epoch); a recording reaches it resampled there, and
+    #: :func:`_epochs` then filters it (0.3-30 Hz) and finds nothing left to resample.
+    native_rate: ClassVar[float] = _EPOCH_SAMPLES / _EPOCH_SECONDS
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -114,7 +121,9 @@ def _epochs(signal: np.ndarray, sfreq: float, n_epochs: int) -> np.ndarray:
                                           verbose=False)
     # MNE's FFT resampling, as GSSC's own Epochs.resample: on DREAMS excerpt 3 (50 Hz) the arg-max then agrees with
     # mne_infer's on 58 of 59 epochs, with scipy's polyphase resampling on 56
-    resampled = mne.filter.resample(filtered, up=_EPOCH_SAMPLES / _EPOCH_SECONDS, down=sfreq, verbose=False)
+    rate = _EPOCH_SAMPLES / _EPOCH_SECONDS
+    # a recording read for GSSC arrives at its rate already (GsscPrior.native_rate): nothing to resample
+    resampled = filtered if sfreq == rate else mne.filter.resample(filtered, up=rate, down=sfreq, verbose=False)
     need = n_epochs * _EPOCH_SAMPLES
     if len(resampled) < need:  # rounding of the resampled length can leave it a sample short
         resampled = np.pad(resampled, (0, need - len(resampled)), mode="edge")

@@ -1,22 +1,35 @@
-"""The sleep-prior interface: a pretrained stager's per-epoch log-probabilities for a night of windows.
+"""The sleep-prior interface: a pretrained stager's per-epoch log-probabilities for one recording's windows.
 
 A prior is a class registered by its ``name`` (as channel embeddings are): it says which
-channels it wants, its licence, whether it can run here (:meth:`SleepPrior.unavailable`), and
-gives ``(n_epochs, 5)`` log-probabilities of :data:`STAGES` for one continuous night
-(:meth:`SleepPrior.log_proba`). :func:`prior_log_proba` feeds it the windows of one recording
-as the rest of the package holds them (``(N, C, P, 200)`` in 100 µV at 200 Hz, each window's
-onset in seconds) and returns one row per window.
+channels it wants, its licence, its own sampling rate (``native_rate``), whether it can run
+here (:meth:`SleepPrior.unavailable`), and gives ``(n_epochs, 5)`` log-probabilities of
+:data:`STAGES` for one continuous night (:meth:`SleepPrior.night_log_proba`).
+:func:`prior_log_proba` returns one row per window of a recording (``onset_s``: each window's
+onset in seconds): each window gets the 30-s epoch that holds its middle.
 
-Why the windows and not the file: training and prediction then give the stager the very
-signal the read-out's other blocks see (resampled to 200 Hz, band-passed, notch-filtered), a
-recording is read once, and an in-memory recording works the same way. The price: a recording
-slower than the stager's rate reaches it upsampled (its band top lowered below the recording's
-Nyquist frequency), as a user upsampling for YASA would do; and with per-window instance
-normalisation the prior sees normalised amplitudes (the ladder then decides whether it still helps).
+What the stager reads (issue 55): the recording as its authors trained it, the file's own
+samples of the channels the spec names (mapped, renamed, derivations and unit corrections as
+the windows get them), in µV, resampled to the stager's ``native_rate`` and never band-passed,
+notched or scaled by us (the stager filters itself): ``raw`` of :func:`prior_log_proba`,
+:mod:`passport_kit.signals.stager_input`. ``adapt``, ``evaluate`` and ``predict`` (with or
+without ``--zero-shot``) all read it so, from the same file through the same reader, so
+training and prediction give the stager the very same signal.
+
+History: until issue 55 the stager read the package's 200-Hz windows laid end to end
+(:func:`night_signal`, band-passed, notch-filtered, in 100 µV), so that it saw what the
+read-out's other blocks see, a recording was read once, and an in-memory recording worked the
+same way. The price, measured on the hidden PSG nights of issue 55 (Cz-A1 at 50 Hz): the
+product's zero-shot YASA scored kappa 0.532 where YASA on the files scored 0.542 (a recording too
+slow for the 75-Hz band top reached the stager band-passed below its Nyquist frequency, 22 Hz at
+50 Hz, notched, and upsampled to 200 Hz before YASA's own resampling). The windows remain the
+fallback where only windows exist (a WindowSet or RecordingWindows built without its
+recording: ``raw`` None), and with per-window instance normalisation they still hold
+normalised amplitudes: the file does not.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -96,6 +109,8 @@ class SleepPrior:
     licence: ClassVar[str] = ""
     #: Lowest rate (Hz) the stager reads; slower signals are given to it upsampled.
     min_rate: ClassVar[float] = 100.0
+    #: The rate (Hz) the stager's networks or features were trained at: a recording reaches it resampled to this.
+    native_rate: ClassVar[float] = 100.0
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -111,6 +126,17 @@ class SleepPrior:
                         emg_uv: np.ndarray | None = None) -> np.ndarray:
         """Return ``(floor(T / 30 s), 5)`` log-probabilities of :data:`STAGES` for a night ``eeg_uv`` ``(T,)`` in µV."""
         raise NotImplementedError
+
+    def stagers(self) -> list[SleepPrior]:
+        """Return the stagers this prior runs, each on its own signal (itself; an average: its members)."""
+        return [self]
+
+
+def native_rates(prior: SleepPrior | str) -> tuple[float, ...]:
+    """Return the rates (Hz) the stagers of ``prior`` (or of the prior so named: ``"yasa+gssc"``, both) read, for
+    reading a recording."""
+    stager = get_prior(prior) if isinstance(prior, str) else prior
+    return tuple(sorted({s.native_rate for s in stager.stagers()}))
 
 
 def available_priors() -> dict[str, str | None]:
@@ -143,6 +169,9 @@ class MeanPrior(SleepPrior):
                         emg_uv: np.ndarray | None = None) -> np.ndarray:
         return combine_log_proba([m.night_log_proba(eeg_uv, sfreq, eog_uv=eog_uv, emg_uv=emg_uv)
                                   for m in self.members])
+
+    def stagers(self) -> list[SleepPrior]:
+        return [s for m in self.members for s in m.stagers()]
 
 
 def combine_log_proba(parts: list[np.ndarray]) -> np.ndarray:
@@ -329,40 +358,70 @@ def night_signal(x: np.ndarray, onset_s: np.ndarray, channel: int, *, sfreq: flo
     return out
 
 
-def prior_log_proba(prior: SleepPrior, x: np.ndarray, onset_s: np.ndarray, names: list[str], spec: PriorSpec, *,
-                    window_seconds: float, sfreq: float = 200.0) -> np.ndarray:
+def prior_log_proba(prior: SleepPrior, x: np.ndarray | None, onset_s: np.ndarray, names: list[str], spec: PriorSpec,
+                    *, window_seconds: float, sfreq: float = 200.0, raw: Callable[[float], Any] | None = None
+                    ) -> np.ndarray:
     """Return ``(N, 5)`` log-probabilities of :data:`STAGES` for the ``N`` windows of one recording.
 
-    ``x`` ``(N, C, P, 200)`` in 100 µV (the package's windows), ``onset_s`` ``(N,)`` each
-    window's onset from the recording's start, ``names`` the channel names of ``x``'s axis 1.
-    The stager scores the night in 30-s epochs from the start; each window gets the epoch that
-    holds its middle (30-s windows from 0: exactly one each). A window past the last scored
-    epoch gets the last one's.
+    ``onset_s`` ``(N,)`` each window's onset from the recording's first sample, ``names`` the
+    montage's channel names. ``raw(rate)``: what a stager reads of the recording at ``rate`` Hz
+    (an object with ``sfreq`` and ``channel(name)`` in µV from the first sample:
+    :class:`~passport_kit.signals.stager_input.StagerSignal`); each stager of ``prior`` reads it at
+    its ``native_rate`` and is mapped onto the windows alone, an average of several then taken
+    per window (:func:`combine_log_proba`), as ``adapt`` averages them. Without ``raw`` (a caller
+    that holds only windows) the stager reads the windows ``x`` ``(N, C, P, 200)`` in 100 µV at
+    ``sfreq`` laid out at their onsets (:func:`night_signal`): the fallback, not what the
+    stager was trained on. The stager scores the night in 30-s epochs from the start; each
+    window gets the epoch that holds its middle (30-s windows from 0: exactly one each). A window
+    past the last scored epoch gets the last one's.
     """
-    if len(x) == 0:
+    onsets = np.asarray(onset_s, dtype=float)
+    if len(onsets) == 0:
         return np.zeros((0, len(STAGES)))
     if abs(window_seconds - 30.0) > 1e-6:
         raise ConfigError(f"sleep priors score 30-s epochs; these windows are {window_seconds:g} s")
-    index = {n: i for i, n in enumerate(names)}
-    missing = [c for c in (spec.eeg, spec.eog, spec.emg, spec.eeg_ref, spec.eog_ref) if c is not None and c not in index]
+    channels = [c for c in (spec.eeg, spec.eog, spec.emg, spec.eeg_ref, spec.eog_ref) if c is not None]
+    missing = [c for c in channels if c not in names]
     if missing:
         raise ConfigError(f"the sleep prior reads channel(s) {', '.join(missing)}, which this montage lacks")
-    order = np.argsort(onset_s, kind="stable")
+    epochs = ((onsets + window_seconds / 2) // 30.0).astype(np.int64)
+    if raw is None:
+        logp = _windows_log_proba(prior, x, onsets, names, spec, sfreq=sfreq)
+        return logp[np.clip(epochs, 0, len(logp) - 1)]
+    parts = []
+    for stager in prior.stagers():
+        signal = raw(stager.native_rate)
+        unread = [c for c in channels if c not in signal.names]
+        if unread:
+            raise ConfigError(f"the sleep prior reads channel(s) {', '.join(unread)}, which are not EEG, EOG or EMG "
+                              "channels of the montage; name others (--prior-channels) or give them that kind")
+        read = {kind: None if ch is None else signal.channel(ch) - (signal.channel(ref) if ref is not None else 0.0)
+                for kind, ch, ref in (("eeg", spec.eeg, spec.eeg_ref), ("eog", spec.eog, spec.eog_ref),
+                                      ("emg", spec.emg, None))}
+        logp = stager.night_log_proba(read["eeg"], signal.sfreq, eog_uv=read["eog"], emg_uv=read["emg"])
+        parts.append(logp[np.clip(epochs, 0, len(logp) - 1)])
+    return parts[0] if len(parts) == 1 else combine_log_proba(parts)
+
+
+def _windows_log_proba(prior: SleepPrior, x: np.ndarray | None, onsets: np.ndarray, names: list[str],
+                       spec: PriorSpec, *, sfreq: float) -> np.ndarray:
+    """Return the stager's ``(n_epochs, 5)`` log-probabilities of windows ``x`` laid out at their ``onsets`` (the
+    fallback of :func:`prior_log_proba`)."""
+    if x is None:
+        raise ValueError("prior_log_proba needs the windows x or the recording (raw)")
+    index = {n: i for i, n in enumerate(names)}
+    order = np.argsort(onsets, kind="stable")
     in_order = bool((order == np.arange(len(order))).all())  # a recording read in time order: no copy of its windows
-    xs, onsets = (x, np.asarray(onset_s, dtype=float)) if in_order else (x[order], np.asarray(onset_s, dtype=float)[order])
+    xs, starts = (x, onsets) if in_order else (x[order], onsets[order])
 
     def read(channel: str | None, ref: str | None = None) -> np.ndarray | None:
         if channel is None:
             return None
-        out = night_signal(xs, onsets, index[channel], sfreq=sfreq)
-        return out if ref is None else out - night_signal(xs, onsets, index[ref], sfreq=sfreq)
+        out = night_signal(xs, starts, index[channel], sfreq=sfreq)
+        return out if ref is None else out - night_signal(xs, starts, index[ref], sfreq=sfreq)
 
     signal = {"eeg": read(spec.eeg, spec.eeg_ref), "eog": read(spec.eog, spec.eog_ref), "emg": read(spec.emg)}
-    logp = prior.night_log_proba(signal["eeg"], sfreq, eog_uv=signal["eog"], emg_uv=signal["emg"])
-    epoch = np.clip(((onsets + window_seconds / 2) // 30.0).astype(np.int64), 0, len(logp) - 1)
-    out = np.empty((len(x), len(STAGES)))
-    out[order] = logp[epoch]
-    return out
+    return prior.night_log_proba(signal["eeg"], sfreq, eog_uv=signal["eog"], emg_uv=signal["emg"])
 
 
 def floored_log(proba: np.ndarray) -> np.ndarray:
@@ -373,4 +432,5 @@ def floored_log(proba: np.ndarray) -> np.ndarray:
 
 __all__ = ["ENSEMBLE_SEPARATOR", "MAX_CHANNEL_OPTIONS", "PRIORS", "PROBABILITY_FLOOR", "STAGES", "MeanPrior", "PriorSpec",
            "SleepPrior", "available_priors", "classes_to_stages", "combine_log_proba", "floored_log", "get_prior",
-           "night_signal", "parse_prior_channels", "pick_channels", "prior_channel_options", "prior_log_proba"]
+           "native_rates", "night_signal", "parse_prior_channels", "pick_channels", "prior_channel_options",
+           "prior_log_proba"]

@@ -29,6 +29,8 @@ class YasaPrior(SleepPrior):
     name: ClassVar[str] = "yasa"
     licence: ClassVar[str] = "BSD-3-Clause"
     min_rate: ClassVar[float] = 80.0
+    #: YASA resamples every recording to 100 Hz before its features (``SleepStaging``).
+    native_rate: ClassVar[float] = 100.0
 
     @classmethod
     def unavailable(cls) -> str | None:
