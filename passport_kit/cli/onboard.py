@@ -577,6 +577,12 @@ def predict_command(
             rem = " (so REM latency is n/a)" if "REM" in missing and stats else ""
             typer.echo(f"  this adapter cannot output {', '.join(missing)}: it had no training windows of "
                        f"{'it' if len(missing) == 1 else 'them'}{rem}; adapt on recordings that contain them")
+        if r.summary.get("classes_from_stager_alone"):
+            extra = r.summary["classes_from_stager_alone"]
+            them = "it" if len(extra) == 1 else "them"
+            typer.echo(f"  {', '.join(extra)}: no training windows of {them}, yet this adapter outputs {them}: its "
+                       f"sleep stager stages all five, so {them} come{'s' if len(extra) == 1 else ''} from the stager "
+                       f"alone, unchecked against your labels; adapt on recordings that contain {them} to check")
         if r.summary.get("low_confidence_windows"):
             marked = "the CSV, TSV and plot" if "hypnogram_plot" in r.files else "the CSV and TSV"
             typer.echo(f"  low confidence: {r.summary['low_confidence_windows']} of {counted(r.n_windows, 'window')} "

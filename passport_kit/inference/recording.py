@@ -11,6 +11,7 @@ night report (:mod:`passport_kit.inference.night_report`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -74,14 +75,28 @@ def load_for_prediction(adapter: str | Path, contacts: ContactOptions, run: RunO
     precision = resolve_precision(run.precision, device)
     set_threads(None)  # torch's own choice, logged (--verbose) as adapt and evaluate log theirs
     model.to(device)
-    # Classes without a training window: the adapter has never learned them, so it (nearly) never outputs them.
-    not_learned = [c for c, n in (meta.metrics.get("train_class_counts") or {}).items() if n == 0]
+    untrained, silent = class_outputs(model.head, list(meta.classes), meta.metrics.get("train_class_counts"))
     facts = AdapterFacts(classes=list(meta.classes), window_seconds=config.window_seconds,
                          task=str(meta.window.get("task", "")), adapter=Path(adapter), base_name=meta.base_name,
-                         not_learned=tuple(not_learned))
+                         not_learned=silent, untrained=untrained)
     return LoadedAdapter(model=model, meta=meta, montage=montage, config=config,
                          channel_meta=ChannelMeta.from_montage(montage), policy=policy, facts=facts, device=device,
                          precision=precision)
+
+
+def class_outputs(head: Any, classes: list[str], train_counts: dict[str, int] | None
+                  ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Return ``(untrained, silent)``: the classes without a training window, and those the shipped model cannot output.
+
+    What it can output is read from the model itself (:meth:`~passport_kit.model.heads.Head.silent_classes`; issue
+    58: a sleep stager shipped as it is outputs REM though the training nights had none); a head whose weights
+    cannot tell (the finetune recipe's) is taken never to output a class it had no training window of.
+    """
+    untrained = tuple(c for c, n in (train_counts or {}).items() if n == 0)
+    silent = head.silent_classes()
+    if silent is None:
+        return untrained, untrained
+    return untrained, tuple(classes[k] for k in silent)
 
 
 def read_night(path: Path, loaded: LoadedAdapter, reading: ReadOptions, memory: dict[Path, Any]) -> RecordingWindows:
@@ -214,6 +229,8 @@ def training_checks(path: Path, night: RecordingWindows, proba: np.ndarray, load
     distribution = distribution_verdict(loaded.meta.metrics.get("distribution"), night,
                                         predicted=predicted) if guard else None
     in_sample = hashed or same_signal(night.x, loaded.meta.metrics.get("fingerprints")) is not None
+    if in_sample and distribution is not None:  # a training recording cannot be unlike the training data (issue 58)
+        distribution = dataclasses.replace(distribution, in_sample=True)
     return TrainingChecks(band_short=band_short, distribution=distribution, in_sample=in_sample)
 
 

@@ -26,6 +26,9 @@ HeadKind = Literal["mlp", "probe"]
 #: prefilter differences of real data sets (eegmat's 45 Hz low-pass in some recordings).
 SPECTRAL_BANDS: tuple[tuple[float, float], ...] = ((0.5, 2.0), (2.0, 4.0), (4.0, 8.0), (8.0, 12.0), (12.0, 16.0),
                                                    (16.0, 30.0))
+#: A linear read-out's class whose logit is a constant at or below this (no input reaches it) is never output: the
+#: fit gives a class it never saw -30 (:func:`passport_kit.onboard.probe.fit_head`), about e-30 of the others' odds.
+SILENT_LOGIT = -20.0
 
 
 def log_band_power(x: Tensor, bands: tuple[tuple[float, float], ...] = SPECTRAL_BANDS) -> Tensor:
@@ -186,6 +189,10 @@ class Head(nn.Module):
                distrust: Tensor | None) -> Tensor:
         """Return logits ``(B, n_classes)`` of windows ``x`` through ``backbone``."""
         raise NotImplementedError
+
+    def silent_classes(self) -> list[int] | None:
+        """Return the indices of the classes this head can never output, or None when its weights cannot tell."""
+        return None
 
 
 class ProbeHead(Head):
@@ -388,6 +395,18 @@ class ProbeHead(Head):
             raise ConfigError("this read-out stacks a sleep prior, computed per night: score it with "
                               "passport_kit.engine.forward.predict_proba(..., prior=...)")
         return self.read_out(self.features(feats, x))
+
+    def silent_classes(self) -> list[int]:
+        """Return the indices of the classes this read-out can never output: no input reaches their logit (a zero row
+        of weights, the stacked stager's included) and its constant is at most :data:`SILENT_LOGIT`.
+
+        What the shipped model can output, not what its training labels held (issue 58): a stager shipped as it is,
+        or recalibrated around its own output, still outputs a stage the training nights lacked. Smoothing and
+        temperature keep a class at e-20 of the others' odds where it is.
+        """
+        weight, bias = self.linear.weight.detach(), self.linear.bias.detach()
+        silent = (weight == 0).all(dim=1) & (bias <= SILENT_LOGIT)
+        return [int(k) for k in torch.nonzero(silent).flatten()]
 
     def postprocess(self, proba: Any, groups: Sequence[Any] | None = None) -> Any:
         """Return probabilities ``(N, K)`` (numpy) after the head's smoothing over each night, then its temperature.

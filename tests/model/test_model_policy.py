@@ -128,3 +128,19 @@ def test_heads_are_registered_by_kind_and_a_second_head_of_a_kind_is_refused() -
     assert HEADS["probe"] is ProbeHead
     with pytest.raises(ConfigError, match="unknown head kind 'rnn'; choose one of probe, mlp"):
         Head.of_kind("rnn")
+
+
+
+def test_a_probe_read_out_says_which_classes_it_can_never_output() -> None:
+    """Issue 58: what the shipped read-out can output, read from its weights, not from the training labels."""
+    import torch
+
+    from passport_kit.model.heads import Head, ProbeHead
+
+    head = ProbeHead(d_model=8, n_classes=3, n_channels=1)
+    with torch.no_grad():
+        head.linear.weight.zero_()
+        head.linear.bias.copy_(torch.tensor([0.0, -30.0, -30.0]))
+        head.linear.weight[2, 0] = 1.0     # a stager's log-probability reaches class 2: it can be output
+    assert head.silent_classes() == [1]
+    assert Head.silent_classes(head) is None   # a head whose weights cannot tell (the finetune recipe's MLP)
