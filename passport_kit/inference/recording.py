@@ -159,7 +159,7 @@ def read_for_prediction(path: Path, montage: Any, config: Any, reading: ReadOpti
                                   f"(renames={{'{exc.missing[0]}': ...}} in Python), once per channel",
                                   missing=exc.missing, detail=exc.detail) from None
     if reading.amplitude_check:
-        check_amplitude(night.quality, amplitude, source=source)
+        check_amplitude(night.quality, amplitude, source=source, units=reading.units)
     return night
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from passport_kit.bounded_yaml import load_yaml, read_yaml_text
 from passport_kit.errors import DataError, validation_problem, yaml_problem
@@ -56,7 +56,8 @@ from passport_kit.signals.labels import (
     get_label_map,
     identity_map,
 )
-from passport_kit.signals.readers import FORMATS, TEXT_FORMATS, is_recording_file, recording_suffix
+from passport_kit.signals.readers import (FORMATS, TEXT_FORMATS, canonical_units, is_recording_file,
+                                         recording_suffix, unit_advice)
 
 DATASET_FILE = "dataset.yaml"
 Task = Literal["sleep-staging", "classification"]
@@ -80,6 +81,17 @@ class RecordingSpec(BaseModel):
     scale: float | None = Field(None, gt=0)
     #: Labels from the recording's own annotations (auto-discovered EDF+ files).
     annotation_labels: bool = False
+
+    @field_validator("units", mode="before")
+    @classmethod
+    def _units_in_any_case(cls, value: object) -> object:
+        """'uv' and 'UV' read as 'uV' (issue 58); an unknown unit is refused naming the nearest."""
+        if not isinstance(value, str):
+            return value
+        known = canonical_units(value)
+        if known is None:
+            raise ValueError(f"unknown units {value!r}; {unit_advice(value)}")
+        return known
 
     @model_validator(mode="after")
     def _one_label_source(self) -> RecordingSpec:

@@ -214,12 +214,33 @@ def read_recording(path: str | Path, *, sfreq: float | None = None, units: str |
     return _scaled(raw, scale, path)
 
 
-def _unit_check(units: str | None, path: Path | str) -> str | None:
-    """Return ``units`` when it is one of UNITS (None stays None); DataError naming the choices otherwise."""
-    if units is None or units in UNITS:
+def canonical_units(units: str) -> str | None:
+    """Return the name in :data:`UNITS` that ``units`` spells in any case ('uv', 'UV' -> 'uV'; 'MV' -> 'mV': no EEG
+    is in megavolts), 'micro' as 'u', 'µ' or 'μ'; None when it spells none of them."""
+    if units in UNITS:
         return units
-    raise DataError(f"recording '{path}': unknown units {units!r}; give one of {', '.join(UNITS)} "
-                    "(the unit of the numbers stored in the file)")
+    folded = units.strip().casefold().replace("µ", "u").replace("μ", "u").replace("volts", "v").replace("volt", "v")
+    return {name.casefold(): name for name in ("V", "mV", "uV", "nV")}.get(folded)
+
+
+def unit_advice(units: str) -> str:
+    """Return the end of the message for an unknown ``units``: the choices, and the nearest of them when one is close."""
+    import difflib
+
+    near = difflib.get_close_matches(units.strip(), ["V", "mV", "uV", "nV"], n=1, cutoff=0.5)
+    did = f"did you mean {near[0]!r}? " if near else ""
+    return f"{did}give one of {', '.join(UNITS)} (the unit of the numbers stored in the file)"
+
+
+def _unit_check(units: str | None, path: Path | str) -> str | None:
+    """Return the :data:`UNITS` name ``units`` spells in any case (None stays None); DataError naming the choices
+    (and the nearest) otherwise."""
+    if units is None:
+        return None
+    known = canonical_units(units)
+    if known is not None:
+        return known
+    raise DataError(f"recording '{path}': unknown units {units!r}; {unit_advice(units)}")
 
 
 def _with_units(raw: mne.io.BaseRaw, path: Path, units: str) -> mne.io.BaseRaw:
