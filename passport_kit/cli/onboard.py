@@ -377,6 +377,16 @@ def evaluate_command(
         typer.echo(f"{name}: {path}")
 
 
+def _in_file(stager: dict[str, Any], role: str) -> str:
+    """Return the montage channel a zero-shot stager read as ``role``, with the file's name for it where it differs:
+    ``C3-A1 (CZ-A1 in the file)``; 'none' where it read none."""
+    name = stager.get(role)
+    if name is None:
+        return "none"
+    in_file = stager.get(f"{role}_in_file")
+    return name if in_file is None else f"{name} ({in_file} in the file)"
+
+
 def headline_lines(summary: dict[str, Any]) -> list[str]:
     """Return one line per method of an evaluation ``summary`` with adapt's expected scores: AUROC where the task
     has one (the ranking metric adapt selects by), balanced accuracy and kappa (its decisions), means over subjects."""
@@ -558,8 +568,8 @@ def predict_command(
                    + (" (in-sample: the adapter was trained on this recording)" if r.summary.get("in_sample") else ""))
         stager = r.summary.get("zero_shot")
         if stager is not None:
-            typer.echo(f"  staged by {stager['stager']} on channel {stager['eeg']} (EOG: {stager['eog'] or 'none'}, "
-                       f"EMG: {stager['emg'] or 'none'})")
+            typer.echo(f"  staged by {stager['stager']} on channel {_in_file(stager, 'eeg')} (EOG: "
+                       f"{_in_file(stager, 'eog')}, EMG: {_in_file(stager, 'emg')})")
         scored = r.summary.get("scorer_agreement")
         if scored is not None:
             from passport_kit.inference.agreement import confusion_lines

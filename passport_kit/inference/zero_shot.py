@@ -98,8 +98,10 @@ def predict_zero_shot(
             labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
             logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
             proba = np.exp(logp).astype(np.float32)
+            read = facts.model_copy(update={"zero_shot": facts.zero_shot | channels_in_file(raw, montage, reading,
+                                                                                             facts.zero_shot)})
             results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
-                write_prediction, recording=path, proba=proba, night=night, adapter=facts, scorer=labels,
+                write_prediction, recording=path, proba=proba, night=night, adapter=read, scorer=labels,
                 output=output,
                 checks=TrainingChecks(band_short=zero_shot_unfit(night, stager.min_rate / 2,
                                                                  check=reading.amplitude_check)))))
@@ -131,6 +133,16 @@ def zero_shot_unfit(night: RecordingWindows, stager_top_hz: float, *, check: boo
             "mislead")
 
 
+
+
+def channels_in_file(raw: Any, montage: Any, reading: ReadOptions, stager: dict[str, str | None]) -> dict[str, str]:
+    """Return ``{'eeg_in_file': name, ...}``: what the file calls each montage channel the stager read, where that is
+    not the montage's name (a --rename, an alias, a bipolar pair derived: issue 58, 'C3-A1' was the file's CZ-A1)."""
+    from passport_kit.signals.channels import describe_mapping
+
+    source = dict(describe_mapping(list(raw.ch_names), montage, reading.renames))
+    return {f"{role}_in_file": source[name] for role in ("eeg", "eog", "emg")
+            if (name := stager.get(role)) is not None and source.get(name, name) != name}
 
 
 def stager_channel_note(stager: str, channel: str) -> str | None:
