@@ -173,8 +173,16 @@ def _step_bar(enabled: bool, description: str, display: Display | None = None) -
             if shown and shown[-1] == key:
                 return  # the same news twice: one line
             stage = f" ({info['stage']})" if info.get("stage") else ""
-            if info.get("rung") is not None or (step and (step == total or step == first[0]
-                                                          or step % max(1, total // 10) == 0)):
+            ladder = any(k[3] is not None and k[2] == info.get("stage") for k in shown)
+            if info.get("rung") is not None:
+                # A ladder's rung: its place in the ladder's order, not a step count (issue 58: 'step 0/7 -> 4/7 ->
+                # 7/7' where rungs needed no new fit); the ladder line after training names every rung.
+                shown.append(key)
+                typer.echo(f"{description}{stage}: {step_text(info)} (rung {step + 1} of {total})", err=True)
+            elif ladder and step == total:
+                shown.append(key)
+                typer.echo(f"{description}{stage}: ladder done  {step_text(info)}".rstrip(), err=True)
+            elif step and (step == total or step == first[0] or step % max(1, total // 10) == 0):
                 shown.append(key)
                 typer.echo(f"{description}{stage}: step {step}/{total}  {step_text(info)}".rstrip(), err=True)
 

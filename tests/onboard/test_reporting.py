@@ -49,7 +49,7 @@ def test_data_quality_scores_the_dataset_window_length(tmp_path: Path, montage_y
     assert "3 windows of 20 s" in result.output
 
 
-@pytest.mark.parametrize(("options", "shown"), [([], "adapt: step 8/8  cross-validated kappa "),
+@pytest.mark.parametrize(("options", "shown"), [([], "adapt: ladder done  cross-validated kappa "),
                                                 (["--max-steps", "2"], "val kappa ")])
 def test_adapt_progress_names_its_metric(tmp_path: Path, montage_yaml: Path, dataset: Path, checkpoint: str,
                                          options: list[str], shown: str) -> None:
@@ -91,6 +91,6 @@ def test_quiet_adapt_prints_results_without_progress_or_notes(tmp_path: Path, mo
     loud = RUN.invoke(app, [*args, "--out", str(tmp_path / "a")])
     quiet = RUN.invoke(app, [*args, "--out", str(tmp_path / "b"), "--quiet"])
     assert loud.exit_code == quiet.exit_code == 0, quiet.output
-    for line in ("adapt: step 8/8", "channel quality:"):
+    for line in ("adapt: ladder done", "channel quality:"):
         assert line in loud.output and line not in quiet.output
     assert "adapter bundle written to" in quiet.output and "expected on new subjects: kappa" in quiet.output
