@@ -8,7 +8,6 @@ hash-checked and strictly, in eval mode.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from passport_kit.checkpoint.tensors import (
     sha256_bytes,
     state_for_saving,
 )
-from passport_kit.errors import CheckpointError
+from passport_kit.errors import CheckpointError, warn
 from passport_kit.model import Backbone, build_backbone
 
 _FIX = "re-create the checkpoint"
@@ -137,7 +136,7 @@ def list_checkpoints() -> list[BaseCheckpointInfo]:
             try:
                 found.append(_read_base_config(folder, source))
             except CheckpointError as exc:
-                warnings.warn(str(exc), stacklevel=2)
+                warn(str(exc), UserWarning)
     return found
 
 

@@ -7,8 +7,6 @@ strictly, and loads the rest from the base.
 """
 
 from __future__ import annotations
-
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from passport_kit.checkpoint.head_checks import check_guard_profile, check_head_
 from passport_kit.checkpoint.folders import dump_json, now, read_document, validated, write_folder
 from passport_kit.checkpoint.layout import ADAPTER_CONFIG_FILE, ADAPTER_FORMAT, ADAPTER_WEIGHTS_FILE, FORMAT_VERSION
 from passport_kit.checkpoint.tensors import check_finite, compare_tensors, parse_safetensors, state_for_saving
-from passport_kit.errors import CheckpointError, ConfigError, PassportWarning
+from passport_kit.errors import CheckpointError, ConfigError, warn
 from passport_kit.model import Classifier, apply_policy, policy_of, policy_parameter_names
 from passport_kit.model.channel_embedding import ChannelIdEmbedding
 from passport_kit.model.quality_gate import gate_classifier
@@ -151,10 +149,10 @@ def load_adapter_bundle(
     if unstored:  # written before bundles stored the table whatever the policy: loaded as then
         expected = {name: t for name, t in expected.items() if name not in unstored}
         if extra:
-            warnings.warn(PassportWarning(
+            warn(
                 f"adapter '{folder}' does not store its channel-id rows for {extra} (written before they were"
                 " stored): they are drawn at random at each load, so its predictions differ from load to load;"
-                " re-run `passport-kit adapt` to store them"), stacklevel=2)
+                " re-run `passport-kit adapt` to store them")
     report = compare_tensors(expected, tensors)
     if not report.ok:
         raise CheckpointError(

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import functools
 import re
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from passport_kit.errors import ConfigError, PassportWarning
+from passport_kit.errors import ConfigError, warn
 from passport_kit.inference.files import (
     check_outputs_free,
     default_output_folder,
@@ -68,7 +67,7 @@ def predict_zero_shot(
     spec = type(spec)(stager.name, spec.eeg, spec.eog, spec.emg)
     note = stager_channel_note(stager.name, spec.eeg)
     if note is not None:
-        warnings.warn(PassportWarning(note), stacklevel=2)
+        warn(note)
     contract = find_checkpoint(checkpoint).preprocessing if checkpoint is not None else InputContract()
     # The contract's 200-Hz settings with 30-s windows; each recording's rate then fits the band (as predict does).
     config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
@@ -168,8 +167,7 @@ def _zero_shot_band(path: Path, sfreq: float, config: Any, reading: ReadOptions,
         return reading
     fitted = fit_band_to_rate(config, sfreq, source=f"recording '{path}'")
     if fitted.h_freq != config.h_freq:
-        warnings.warn(f"recording '{path}' is sampled at {sfreq:g} Hz: its band-pass top is lowered from "
-                      f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency; the stager "
-                      f"{stager['stager']} staged channel {stager['eeg']} in that band (--h-freq sets another top)",
-                      PassportWarning, stacklevel=3)
+        warn(f"recording '{path}' is sampled at {sfreq:g} Hz: its band-pass top is lowered from "
+             f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency; the stager "
+             f"{stager['stager']} staged channel {stager['eeg']} in that band (--h-freq sets another top)")
     return reading.model_copy(update={"h_freq": fitted.h_freq})

@@ -48,7 +48,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from passport_kit.bounded_yaml import load_yaml, read_yaml_text
-from passport_kit.errors import DataError, validation_problem, yaml_problem
+from passport_kit.errors import DataError, validation_problem, warn, yaml_problem
 from passport_kit.signals.labels import (
     AASM_CLASSES,
     LabelMap,
@@ -242,17 +242,13 @@ def _from_yaml(path: Path) -> DatasetSpec:
 
 def _warn_shared_files(spec: DatasetSpec, path: Path) -> None:
     """Warn when one recording file is listed for two subjects: its windows could land in training and test at once."""
-    import warnings
-
-    from passport_kit.errors import PassportWarning
-
     owner: dict[Path, str] = {}
     for rec in spec.recordings:
         where = spec.path_of(rec.file).resolve()
         if owner.setdefault(where, rec.subject) != rec.subject:
-            warnings.warn(f"{path} lists '{rec.file}' for subjects {owner[where]} and {rec.subject}: its windows can be "
-                          "in training and evaluation at once, which inflates every score; list each recording under "
-                          "its one subject", PassportWarning, stacklevel=3)
+            warn(f"{path} lists '{rec.file}' for subjects {owner[where]} and {rec.subject}: its windows can be "
+                 "in training and evaluation at once, which inflates every score; list each recording under "
+                 "its one subject")
             return
 
 

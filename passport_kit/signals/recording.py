@@ -23,8 +23,6 @@ Example::
 """
 
 from __future__ import annotations
-
-import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from passport_kit.errors import PassportWarning
+from passport_kit.errors import warn
 from passport_kit.signals.channels import mapped_data
 from passport_kit.signals.preprocess import PreprocessConfig, Preprocessing, check_sampling_rate, fit_band_to_rate
 from passport_kit.signals.quality import ChannelQuality, channel_quality
@@ -76,17 +74,16 @@ def fit_preprocessing(contract: Any, *, rate: Callable[[], tuple[float, str | Se
     if notch_freq != KEEP:
         settings["notch_freq"] = notch_freq
         if notch_freq is not None and notch_freq not in MAINS_HZ:
-            warnings.warn(f"notch at {notch_freq:g} Hz: mains power is {' or '.join(f'{f:g}' for f in MAINS_HZ)} Hz "
-                          f"everywhere, so this notch removes EEG at {notch_freq:g} Hz and leaves the hum; use "
-                          "--notch 50 (Europe, Asia, Africa, Australia) or 60 (the Americas), or 'none'",
-                          PassportWarning, stacklevel=3)
+            warn(f"notch at {notch_freq:g} Hz: mains power is {' or '.join(f'{f:g}' for f in MAINS_HZ)} Hz "
+                 f"everywhere, so this notch removes EEG at {notch_freq:g} Hz and leaves the hum; use "
+                 "--notch 50 (Europe, Asia, Africa, Australia) or 60 (the Americas), or 'none'")
     if h_freq is not None:
         return PreprocessConfig.from_dict(settings | {"h_freq": h_freq, "h_freq_note": None})
     config = PreprocessConfig.from_dict(settings)
     sfreq, name = rate()
     fitted = fit_band_to_rate(config, sfreq, source=recordings_named(name))
     if fitted.h_freq != config.h_freq:
-        warnings.warn(f"{fitted.h_freq_note}{advice}", PassportWarning, stacklevel=3)
+        warn(f"{fitted.h_freq_note}{advice}")
     return fitted
 
 
