@@ -80,3 +80,13 @@ def test_the_staged_by_line_names_the_files_channel_where_it_was_renamed(montage
     assert "staged by yasa on channel EL1 (CZ-A1 in the file) (EOG: none, EMG: none)" in result.output
     summary = json.loads((tmp_path / "zs" / "n" / "n_summary.json").read_text())
     assert summary["zero_shot"]["eeg_in_file"] == "CZ-A1"
+
+
+def test_zero_shot_verbose_says_how_the_stager_read_the_night(montage_yaml: Path, dataset: Path,
+                                                               tmp_path: Path) -> None:
+    """Issue 58: --verbose added nothing beyond the file opened and the time."""
+    result = _zero_shot(montage_yaml, dataset / "s01.edf", tmp_path / "zs", "--verbose")
+    assert result.exit_code == 0, result.output
+    assert "info: zero-shot: stager yasa (BSD-3-Clause licence) reads EEG EL1" in result.output
+    assert "windows of 30 s" in result.output and "band-pass 0.3-" in result.output and "amplitude median" in result.output
+    assert "info: zero-shot: yasa staged 10 epochs of 30 s in" in result.output
