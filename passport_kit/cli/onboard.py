@@ -305,6 +305,9 @@ def adapt_command(
         cfg = adapt_config_from_file(config, **given_only(ctx, montage=montage, data=data, out=out,
                                                           checkpoint=checkpoint, subjects=subjects, **recipe_options,
                                                           seed=seed, resume=resume, overwrite=overwrite))
+    note = prior_licence_note(getattr(cfg, "prior", None))
+    if note is not None:
+        typer.echo(note, err=True)
     try:
         with _step_bar(progress, "adapt") as bar:
             result = adapt(cfg, progress=bar,
@@ -326,6 +329,35 @@ def adapt_command(
         typer.echo(f"poor contacts in single windows: {', '.join(parts)} of {contacts['channel_windows']} "
                    f"channel-windows (--mask-bad-channels, --mask-uncorrelated-channels, --distrust-bad-channels)")
     typer.echo(f"adapter bundle {'left as it was in' if result.reused else 'written to'} {result.bundle}")
+    for line in licence_lines(result.bundle):
+        typer.echo(line)
+
+
+def prior_licence_note(prior: str | None) -> str | None:
+    """Return the note that ``--prior`` names a stager under a copyleft licence (GSSC: AGPL-3.0), or None."""
+    from passport_kit.checkpoint.licences import copyleft, stager_licences
+
+    named = copyleft(stager_licences({"name": prior})) if prior else {}
+    if not named:
+        return None
+    return (f"note: --prior {prior}: {'; '.join(f'{k} is {v}' for k, v in named.items())}, not a passport-kit "
+            "dependency: a bundle whose read-out stacks it runs it again in predict, and its licence's terms reach "
+            "what you distribute or serve with it (passport-kit itself is MIT)")
+
+
+def licence_lines(bundle: Path) -> list[str]:
+    """Return what adapt prints of a bundle's licences: one line, and a note for a copyleft part (issue 58)."""
+    from passport_kit.checkpoint import read_adapter_meta
+    from passport_kit.checkpoint.licences import copyleft, licences_line
+
+    licences = read_adapter_meta(bundle).licences
+    if not licences:  # a bundle written before licences were recorded, left as it was
+        return []
+    lines = [f"licences: {licences_line(licences)}"]
+    if copyleft(licences):
+        lines.append(f"note: this bundle's read-out stacks {', '.join(copyleft(licences))}: predict runs it on every "
+                     "night, and its licence's terms reach what you distribute or serve with the bundle")
+    return lines
 
 
 def given_only(ctx: typer.Context, **options: Any) -> dict[str, Any]:

@@ -324,10 +324,12 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
         device=device, precision=precision, state_path=state_path, run_config=run_config,
         progress=naming_metric(progress, len(windows.classes))))
     model = trained.model
+    from passport_kit.onboard.class_outputs import class_output_notes  # what the shipped model outputs (issue 58)
+
     contacts = poor_contact_counts(run.channel_mask, run.distrust, np.concatenate([train_idx, val_idx]))
     metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx) | {
         "channel_quality": run.quality, "poor_contacts": contacts, "selection": trained.selection,
-        "warnings": [*trained.warnings, *amplitude_lines,
+        "warnings": [*class_output_notes(trained.warnings, model.head, list(windows.classes)), *amplitude_lines,
                      *recording_setup_warnings(windows, spec, reader, montage, preprocess)]}
     # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
     metrics["amplitude"] = amplitude_profile(run.window_quality.values())

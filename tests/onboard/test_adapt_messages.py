@@ -88,3 +88,15 @@ def test_progress_of_the_probe_recipe_has_no_loss_to_show(montage_yaml: Path, da
     assert result.exit_code == 0, result.output
     # a sleep task climbs the stager-first order: its 8 rungs (issue 43), named by place, not counted as steps
     assert "of 8)" in result.output and "adapt: ladder done  cross-validated kappa" in result.output
+
+
+def test_adapt_records_and_prints_the_bundles_licences(bundle: Path) -> None:
+    """Issue 58: the licences of what a bundle contains (passport-kit's, its base's), in adapter.json."""
+    from passport_kit.checkpoint import read_adapter_meta
+    from passport_kit.cli.onboard import licence_lines
+
+    licences = read_adapter_meta(bundle).licences
+    assert licences["passport-kit (code and the adapter's own tensors)"] == "MIT"
+    assert licences["base checkpoint tiny-mlp"].startswith("not stated")   # a test checkpoint states none
+    assert licence_lines(bundle) == [f"licences: passport-kit (code and the adapter's own tensors): MIT; base "
+                                     f"checkpoint tiny-mlp: {licences['base checkpoint tiny-mlp']}"]
