@@ -61,6 +61,19 @@ def test_what_predict_says_it_cannot_output_it_never_outputs(excerpt1) -> None:
     assert ("REM" in summary["classes_from_stager_alone"]) == ("REM" in output)
 
 
+def test_adapt_says_what_the_model_shipped_does_with_the_class_it_had_no_windows_of(dreams_bundle: Path) -> None:
+    """Issue 58: adapt warned 'will never be predicted: REM' of a stager, shipped as it is, that outputs REM."""
+    from passport_kit.checkpoint import load_adapter_bundle
+
+    model, meta = load_adapter_bundle(dreams_bundle)
+    warnings = meta.metrics["warnings"]
+    never = any(w.startswith("classes absent from the training windows will never be predicted: REM")
+                for w in warnings)
+    stager = any(w.startswith("classes absent from the training windows come from the sleep stager alone") and
+                 "REM" in w for w in warnings)
+    assert never == (meta.classes.index("REM") in model.head.silent_classes()) and stager != never
+
+
 def test_the_adapters_own_training_night_is_never_unlike_its_training_data(excerpt1) -> None:
     summary = excerpt1.summary
     assert summary["in_sample"] is True
