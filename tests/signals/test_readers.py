@@ -172,9 +172,11 @@ def test_units_are_read_in_any_case_and_a_near_miss_is_named() -> None:
     from passport_kit.signals.dataset_spec import spec_from_dict
     from passport_kit.signals.readers import canonical_units, unit_advice
 
-    assert [canonical_units(u) for u in ("uv", "UV", "µv", "MV", "v", "nv", "uV")] == ["uV", "uV", "uV", "mV", "V",
-                                                                                      "nV", "uV"]
+    assert [canonical_units(u) for u in ("uv", "UV", "µv", "v", "nv", "uV", "mv")] == ["uV", "uV", "uV", "V", "nV",
+                                                                                      "uV", "mV"]
     assert canonical_units("counts") is None and unit_advice("uW").startswith("did you mean 'uV'? give one of")
+    # 'MV' is megavolts: not guessed to be mV, but suggested
+    assert canonical_units("MV") is None and unit_advice("MV").startswith("did you mean 'mV'?")
     spec = spec_from_dict({"recordings": [{"subject": "a", "file": "a.edf", "units": "UV"}]}, root=Path("."),
                           origin="yaml", source="test")
     assert spec.recordings[0].units == "uV"
