@@ -397,15 +397,22 @@ class ProbeHead(Head):
         return self.read_out(self.features(feats, x))
 
     def silent_classes(self) -> list[int]:
-        """Return the indices of the classes this read-out can never output: no input reaches their logit (a zero row
-        of weights, the stacked stager's included) and its constant is at most :data:`SILENT_LOGIT`.
+        """Return the indices of the classes this read-out can never output: its constant is at most
+        :data:`SILENT_LOGIT` (the fit's mark of a class it never saw) and no stacked stager's log-probability reaches
+        its logit.
 
         What the shipped model can output, not what its training labels held (issue 58): a stager shipped as it is,
-        or recalibrated around its own output, still outputs a stage the training nights lacked. Smoothing and
-        temperature keep a class at e-20 of the others' odds where it is.
+        or recalibrated around its own output (a weight of 1 from its stage), still outputs a stage the training
+        nights lacked. LP-FT's small steps move such a row's other weights a little, never its -30 near the
+        others; smoothing and temperature keep a class at e-20 of the others' odds where it is.
         """
         weight, bias = self.linear.weight.detach(), self.linear.bias.detach()
-        silent = (weight == 0).all(dim=1) & (bias <= SILENT_LOGIT)
+        reached = torch.zeros_like(bias, dtype=torch.bool)
+        if self.n_prior:  # the stager's block ends the inputs (and, with context, their running mean)
+            half = weight.shape[1] // (2 if self.context else 1)
+            blocks = [weight[:, half - self.n_prior:half]] + ([weight[:, -self.n_prior:]] if self.context else [])
+            reached = torch.cat(blocks, dim=1).ne(0).any(dim=1)
+        silent = (bias <= SILENT_LOGIT) & ~reached
         return [int(k) for k in torch.nonzero(silent).flatten()]
 
     def postprocess(self, proba: Any, groups: Sequence[Any] | None = None) -> Any:

@@ -137,10 +137,11 @@ def test_a_probe_read_out_says_which_classes_it_can_never_output() -> None:
 
     from passport_kit.model.heads import Head, ProbeHead
 
-    head = ProbeHead(d_model=8, n_classes=3, n_channels=1)
+    head = ProbeHead(d_model=8, n_classes=3, n_channels=1, n_prior=3, prior={"name": "yasa"})
     with torch.no_grad():
         head.linear.weight.zero_()
         head.linear.bias.copy_(torch.tensor([0.0, -30.0, -30.0]))
-        head.linear.weight[2, 0] = 1.0     # a stager's log-probability reaches class 2: it can be output
+        head.linear.weight[1, 0] = -0.1    # an unseen class's pooled-feature weight, moved a little by LP-FT
+        head.linear.weight[2, -1] = 1.0    # the stager's log-probability reaches class 2: it can be output
     assert head.silent_classes() == [1]
     assert Head.silent_classes(head) is None   # a head whose weights cannot tell (the finetune recipe's MLP)
