@@ -88,15 +88,13 @@ def class_outputs(head: Any, classes: list[str], train_counts: dict[str, int] | 
                   ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Return ``(untrained, silent)``: the classes without a training window, and those the shipped model cannot output.
 
-    What it can output is read from the model itself (:meth:`~passport_kit.model.heads.Head.silent_classes`; issue
-    58: a sleep stager shipped as it is outputs REM though the training nights had none); a head whose weights
-    cannot tell (the finetune recipe's) is taken never to output a class it had no training window of.
+    A class without a training window is output only where a stacked sleep stager reaches it
+    (:meth:`~passport_kit.model.heads.Head.stager_classes`; issue 58: a stager shipped as it is outputs REM though
+    the training nights had none); the others the model cannot output.
     """
     untrained = tuple(c for c, n in (train_counts or {}).items() if n == 0)
-    silent = head.silent_classes()
-    if silent is None:
-        return untrained, untrained
-    return untrained, tuple(classes[k] for k in silent)
+    reached = {classes[k] for k in head.stager_classes()}
+    return untrained, tuple(c for c in untrained if c not in reached)
 
 
 def read_night(path: Path, loaded: LoadedAdapter, reading: ReadOptions, memory: dict[Path, Any]) -> RecordingWindows:

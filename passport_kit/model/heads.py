@@ -26,9 +26,6 @@ HeadKind = Literal["mlp", "probe"]
 #: prefilter differences of real data sets (eegmat's 45 Hz low-pass in some recordings).
 SPECTRAL_BANDS: tuple[tuple[float, float], ...] = ((0.5, 2.0), (2.0, 4.0), (4.0, 8.0), (8.0, 12.0), (12.0, 16.0),
                                                    (16.0, 30.0))
-#: A linear read-out's class whose logit is a constant at or below this (no input reaches it) is never output: the
-#: fit gives a class it never saw -30 (:func:`passport_kit.onboard.probe.fit_head`), about e-30 of the others' odds.
-SILENT_LOGIT = -20.0
 
 
 def log_band_power(x: Tensor, bands: tuple[tuple[float, float], ...] = SPECTRAL_BANDS) -> Tensor:
@@ -190,9 +187,9 @@ class Head(nn.Module):
         """Return logits ``(B, n_classes)`` of windows ``x`` through ``backbone``."""
         raise NotImplementedError
 
-    def silent_classes(self) -> list[int] | None:
-        """Return the indices of the classes this head can never output, or None when its weights cannot tell."""
-        return None
+    def stager_classes(self) -> list[int]:
+        """Return the indices of the classes a stacked sleep stager's output reaches (none: no stager stacked)."""
+        return []
 
 
 class ProbeHead(Head):
@@ -396,24 +393,20 @@ class ProbeHead(Head):
                               "passport_kit.engine.forward.predict_proba(..., prior=...)")
         return self.read_out(self.features(feats, x))
 
-    def silent_classes(self) -> list[int]:
-        """Return the indices of the classes this read-out can never output: its constant is at most
-        :data:`SILENT_LOGIT` (the fit's mark of a class it never saw) and no stacked stager's log-probability reaches
-        its logit.
+    def stager_classes(self) -> list[int]:
+        """Return the indices of the classes a stacked sleep stager's log-probabilities reach: this read-out can output
+        them whatever its training labels held (issue 58: a stager shipped as it is, or recalibrated around its own
+        output with a weight of 1 from each stage, still outputs REM after training nights without REM).
 
-        What the shipped model can output, not what its training labels held (issue 58): a stager shipped as it is,
-        or recalibrated around its own output (a weight of 1 from its stage), still outputs a stage the training
-        nights lacked. LP-FT's small steps move such a row's other weights a little, never its -30 near the
-        others; smoothing and temperature keep a class at e-20 of the others' odds where it is.
+        A class without training windows that no stager column reaches has a zero row and the fit's constant -30
+        (:func:`passport_kit.onboard.probe.fit_head`): it is never output.
         """
-        weight, bias = self.linear.weight.detach(), self.linear.bias.detach()
-        reached = torch.zeros_like(bias, dtype=torch.bool)
-        if self.n_prior:  # the stager's block ends the inputs (and, with context, their running mean)
-            half = weight.shape[1] // (2 if self.context else 1)
-            blocks = [weight[:, half - self.n_prior:half]] + ([weight[:, -self.n_prior:]] if self.context else [])
-            reached = torch.cat(blocks, dim=1).ne(0).any(dim=1)
-        silent = (bias <= SILENT_LOGIT) & ~reached
-        return [int(k) for k in torch.nonzero(silent).flatten()]
+        if not self.n_prior:
+            return []
+        weight = self.linear.weight.detach()
+        half = weight.shape[1] // (2 if self.context else 1)   # the stager's block ends the inputs (and their mean)
+        blocks = [weight[:, half - self.n_prior:half]] + ([weight[:, -self.n_prior:]] if self.context else [])
+        return [int(k) for k in torch.nonzero(torch.cat(blocks, dim=1).ne(0).any(dim=1)).flatten()]
 
     def postprocess(self, proba: Any, groups: Sequence[Any] | None = None) -> Any:
         """Return probabilities ``(N, K)`` (numpy) after the head's smoothing over each night, then its temperature.

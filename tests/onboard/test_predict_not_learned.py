@@ -82,10 +82,10 @@ def test_adapts_absent_class_note_is_made_true_of_the_model_shipped() -> None:
 
     notes = ["classes with fewer than 20 training windows are hard to learn: W (16)",
              "classes absent from the training windows will never be predicted: N1, REM"]
-    stager = SimpleNamespace(silent_classes=lambda: [1])       # N1 silenced, REM output by the stager
+    stager = SimpleNamespace(stager_classes=lambda: [0, 2, 3, 4])   # the stager reaches REM, not N1
     assert class_output_notes(notes, stager, ["W", "N1", "N2", "N3", "REM"]) == [
         notes[0], "classes absent from the training windows will never be predicted: N1",
         "classes absent from the training windows come from the sleep stager alone, unchecked against your labels: "
         "REM (the model shipped stages all five)"]
-    cannot_tell = SimpleNamespace(silent_classes=lambda: None)
-    assert class_output_notes(notes, cannot_tell, ["W", "N1", "N2", "N3", "REM"]) == notes
+    no_stager = SimpleNamespace(stager_classes=lambda: [])
+    assert class_output_notes(notes, no_stager, ["W", "N1", "N2", "N3", "REM"]) == notes
