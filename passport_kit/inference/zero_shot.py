@@ -133,8 +133,8 @@ def _log_night(path: Path, raw: Any, night: RecordingWindows) -> None:
             amplitude = (f"; 1-40 Hz amplitude median {float(np.median(live)):.3g} µV (typical EEG "
                          f"{GENERIC_PROFILE['median_uv']:g} µV)")
     log.info("zero-shot: %s: %g Hz, %.1f min; band-pass %g-%g Hz, notch %s, resampled to %g Hz; %d windows of 30 s "
-             "(%d flagged by the signal checks)%s", path, float(raw.info["sfreq"]), raw.n_times / raw.info["sfreq"] / 60,
-             config.l_freq, config.h_freq, notch, config.sfreq, len(night.x),
+             "(%d flagged by the signal checks)%s", path, float(raw.info["sfreq"]),
+             raw.n_times / raw.info["sfreq"] / 60, config.l_freq, config.h_freq, notch, config.sfreq, len(night.x),
              int(np.asarray(night.flags).any(axis=1).sum()) if len(night.x) else 0, amplitude)
 
 

@@ -77,10 +77,9 @@ AMPLITUDE_LIMIT = 4.0
 UNSEEN_LIMIT = 0.1
 UNSEEN_MIN = 2
 #: The epoch-to-epoch transitions of scored human sleep (AASM stages, 30-s epochs): every pair except the five that
-#: healthy nights almost never show from one epoch to the next (W->N3, W->REM, N1->N3, N3->REM, REM->N3; each under
-#: about 0.5 % of its row in scored PSG, e.g. the transition matrices of Sleep-EDF; W->REM is the sleep-onset REM
-#: period of narcolepsy). The sequence check counts them as seen whatever the training nights held: two 30-min
-#: excerpts without REM say nothing about whether REM follows N2.
+#: scored nights of healthy sleepers rarely show from one epoch to the next (W->N3, W->REM, N1->N3, N3->REM,
+#: REM->N3; W->REM is the sleep-onset REM period of narcolepsy). The sequence check counts them as seen whatever the
+#: training nights held: two 30-min excerpts without REM say nothing about whether REM follows N2.
 SLEEP_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(
     (a, b) for a in ("W", "N1", "N2", "N3", "REM") for b in ("W", "N1", "N2", "N3", "REM")) - {
     ("W", "N3"), ("W", "REM"), ("N1", "N3"), ("N3", "REM"), ("REM", "N3")}

@@ -225,7 +225,7 @@ def canonical_units(units: str) -> str | None:
 
 
 def unit_advice(units: str) -> str:
-    """Return the end of the message for an unknown ``units``: the choices, and the nearest of them when one is close."""
+    """Return the end of the message for an unknown ``units``: the choices, and the nearest one when one is close."""
     import difflib
 
     folded = _folded_unit(units)

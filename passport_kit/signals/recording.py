@@ -52,8 +52,9 @@ def fit_preprocessing(contract: Any, *, rate: Callable[[], tuple[float, str | Se
 
     ``contract``: a base checkpoint's ``InputContract`` or a bundle's ``PreprocessConfig`` (its
     settings that PreprocessConfig shares; the rest, such as units or the patch length, only
-    document the model; a checkpoint's ``notch_freq`` is its pretraining site's, not kept). ``rate()`` returns ``(sfreq, name)`` of the most slowly sampled
-    recording, in Hz (or ``(sfreq, names)`` of every recording at that rate, all named in the warning); it is called only when no ``h_freq`` is given, so that no header is read
+    document the model; a checkpoint's ``notch_freq`` is its pretraining site's, not kept). ``rate()`` returns
+    ``(sfreq, name)`` of the most slowly sampled recording, in Hz (or ``(sfreq, names)`` of every recording at that
+    rate, all named in the warning); it is called only when no ``h_freq`` is given, so that no header is read
     for nothing. ``window_seconds`` (the dataset's), ``instance_norm`` and ``notch_freq`` (the
     mains frequency of the recording site in Hz, ``None``: no notch, :data:`KEEP`: the
     contract's) replace the contract's when given; a notch off :data:`MAINS_HZ` is warned
