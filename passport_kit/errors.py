@@ -17,6 +17,7 @@ A message says what is wrong *and* how to fix it, on one line, for example::
 from __future__ import annotations
 
 import errno
+import os
 from typing import Any
 
 
@@ -112,6 +113,30 @@ def file_system_message(exc: OSError) -> str | None:
 
 class PassportWarning(UserWarning):
     """Something a user should know that does not stop the work (the CLI prints ``warning: <message>``)."""
+
+
+#: The package's folder: frames in it are library internals, which a warning should not point at.
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str | Warning, category: type[Warning] = PassportWarning) -> None:
+    """Issue warning ``message`` at the user's line: the caller of the outermost passport-kit frame on the stack.
+
+    A fixed ``stacklevel`` points at library internals whenever the call path changes (issue 58:
+    warnings named passport-kit's own files, not the notebook line that called it); as pandas'
+    ``find_stack_level``, the frames are counted instead. Frames of other libraries between two
+    passport-kit frames (pydantic running a validator) are skipped with them.
+    """
+    import sys
+    import warnings
+
+    frame, depth, outermost = sys._getframe(1), 1, 1  # noqa: SLF001 - the frame walk warnings itself does
+    while frame is not None:
+        if os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+            outermost = depth
+        frame, depth = frame.f_back, depth + 1
+    # stacklevel 1 is warn's caller (frame depth 1); the user's frame lies one beyond the outermost package frame.
+    warnings.warn(message, category if not isinstance(message, Warning) else type(message), stacklevel=outermost + 2)
 
 
 def validation_problem(exc: Any) -> tuple[str, str]:

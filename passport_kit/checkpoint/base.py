@@ -8,7 +8,6 @@ hash-checked and strictly, in eval mode.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from passport_kit.checkpoint.tensors import (
     sha256_bytes,
     state_for_saving,
 )
-from passport_kit.errors import CheckpointError
+from passport_kit.errors import CheckpointError, warn
 from passport_kit.model import Backbone, build_backbone
 
 _FIX = "re-create the checkpoint"
@@ -54,13 +53,15 @@ def save_base_checkpoint(
     training_info: Mapping[str, Any] | None = None,
     preprocessing: Mapping[str, Any] | None = None,
     init_from: InitSource | None = None,
+    licence: str | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Return the folder after writing ``backbone`` as a base checkpoint (atomically).
 
     ``card`` is free Markdown prepended to the generated MODEL_CARD.md; ``training_info``
     (pretraining data, montages, epochs, ...) goes to ``config.json`` as given; ``init_from``
-    records the checkpoint an upcycled backbone came from.
+    records the checkpoint an upcycled backbone came from; ``licence`` the weights' licence (and
+    of what they were trained on, where that adds terms), in config.json and the card.
     """
     check_name(name)
     state = state_for_saving(backbone.state_dict(), what=f"base checkpoint '{name}' not written")
@@ -71,6 +72,7 @@ def save_base_checkpoint(
         preprocessing=InputContract.model_validate(dict(preprocessing or CBRAMOD_PREPROCESSING)),
         training=dict(training_info or {}),
         init_from=init_from,
+        licence=licence,
         weights_sha256=sha256_bytes(data),
         n_parameters=sum(p.numel() for p in backbone.parameters()),
         created=now(),
@@ -102,6 +104,7 @@ def _model_card(config: BaseCheckpointConfig, card: str) -> str:
         f"- preprocessing contract: {json.dumps(config.preprocessing.model_dump(mode='json'), ensure_ascii=False)}",
         f"- training: {json.dumps(config.training, ensure_ascii=False, default=str)}",
         f"- weights SHA-256: {config.weights_sha256}",
+        f"- licence: {config.licence or 'not stated'}",
     ]
     if config.init_from is not None:
         src = config.init_from
@@ -137,7 +140,7 @@ def list_checkpoints() -> list[BaseCheckpointInfo]:
             try:
                 found.append(_read_base_config(folder, source))
             except CheckpointError as exc:
-                warnings.warn(str(exc), stacklevel=2)
+                warn(str(exc), UserWarning)
     return found
 
 

@@ -7,8 +7,6 @@ strictly, and loads the rest from the base.
 """
 
 from __future__ import annotations
-
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,10 +16,11 @@ from torch import Tensor
 from passport_kit.checkpoint.base import find_checkpoint, load_base_checkpoint
 from passport_kit.checkpoint.files import HEAD_SETTINGS, AdapterMeta, AdapterVariant
 from passport_kit.checkpoint.head_checks import check_guard_profile, check_head_numbers
+from passport_kit.checkpoint.licences import bundle_licences
 from passport_kit.checkpoint.folders import dump_json, now, read_document, validated, write_folder
 from passport_kit.checkpoint.layout import ADAPTER_CONFIG_FILE, ADAPTER_FORMAT, ADAPTER_WEIGHTS_FILE, FORMAT_VERSION
 from passport_kit.checkpoint.tensors import check_finite, compare_tensors, parse_safetensors, state_for_saving
-from passport_kit.errors import CheckpointError, ConfigError, PassportWarning
+from passport_kit.errors import CheckpointError, ConfigError, warn
 from passport_kit.model import Classifier, apply_policy, policy_of, policy_parameter_names
 from passport_kit.model.channel_embedding import ChannelIdEmbedding
 from passport_kit.model.quality_gate import gate_classifier
@@ -65,6 +64,9 @@ def save_adapter_bundle(
             "head": HEAD_SETTINGS.validate_python(classifier.head_settings),
             "variant": AdapterVariant.of(classifier),
             "tensors": sorted(tensors),
+            "licences": bundle_licences(meta.base_name, _base_licence(meta.base_name),
+                                        getattr(classifier.head, "prior", None)
+                                        if getattr(classifier.head, "n_prior", 0) else None),
             "created": meta.created or now(),
             "format": ADAPTER_FORMAT,
             "format_version": FORMAT_VERSION,
@@ -76,6 +78,16 @@ def save_adapter_bundle(
         (tmp / ADAPTER_CONFIG_FILE).write_text(dump_json(full), encoding="utf-8")
 
     return write_folder(Path(folder), fill, overwrite=overwrite)
+
+
+def _base_licence(name: str) -> str | None:
+    """Return the licence the base checkpoint ``name`` states (None: it states none, or it is not found here)."""
+    from passport_kit.errors import PassportError
+
+    try:
+        return find_checkpoint(name).licence
+    except PassportError:
+        return None
 
 
 def read_adapter_meta(folder: str | Path) -> AdapterMeta:
@@ -151,10 +163,10 @@ def load_adapter_bundle(
     if unstored:  # written before bundles stored the table whatever the policy: loaded as then
         expected = {name: t for name, t in expected.items() if name not in unstored}
         if extra:
-            warnings.warn(PassportWarning(
+            warn(
                 f"adapter '{folder}' does not store its channel-id rows for {extra} (written before they were"
                 " stored): they are drawn at random at each load, so its predictions differ from load to load;"
-                " re-run `passport-kit adapt` to store them"), stacklevel=2)
+                " re-run `passport-kit adapt` to store them")
     report = compare_tensors(expected, tensors)
     if not report.ok:
         raise CheckpointError(

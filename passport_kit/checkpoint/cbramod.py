@@ -23,6 +23,9 @@ from passport_kit.model import ARCHITECTURES, ModelConfig, build_backbone
 CBRAMOD_PRETRAINING_CHANNELS = (
     "FP1 FP2 F3 F4 C3 C4 P3 P4 O1 O2 F7 F8 T3 T4 T5 T6 FZ CZ PZ".split()
 )
+#: The licence of the official CBraMod weights: its Hugging Face model card (weighting666/CBraMod) says Apache-2.0;
+#: the reference code (github.com/wjq-learning/CBraMod) is MIT.
+CBRAMOD_LICENCE = "Apache-2.0 (the CBraMod weights' model card, huggingface.co/weighting666/CBraMod)"
 _LAYER_KEY = re.compile(r"^encoder\.layers\.(\d+)\.")
 
 
@@ -91,5 +94,5 @@ def import_cbramod(
         " CBraMod's licence and citation apply to these weights."
     )
     return save_base_checkpoint(
-        backbone, folder, name=name, card=card, training_info=training, overwrite=overwrite
+        backbone, folder, name=name, card=card, training_info=training, licence=CBRAMOD_LICENCE, overwrite=overwrite
     )

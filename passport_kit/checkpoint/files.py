@@ -195,6 +195,9 @@ class BaseCheckpointConfig(BaseModel):
     training: dict[str, Any] = Field(default_factory=dict)
     #: Set when the backbone was taken from another base checkpoint (``pretrain --init-from``).
     init_from: InitSource | None = None
+    #: The licence of the weights, and of what they were trained on where that adds terms (one line; issue 58);
+    #: None in checkpoints written before it was recorded.
+    licence: str | None = None
     weights_sha256: str
     n_parameters: int
     package_version: str = __version__
@@ -321,6 +324,10 @@ class AdapterMeta(BaseModel):
     head: HeadSettings = Field(default_factory=HeadSettings)
     variant: AdapterVariant | None = None
     tensors: list[str] = Field(default_factory=list)
+    #: The licences of what the bundle contains or needs to predict (passport-kit's, the base checkpoint's, the
+    #: stacked sleep stager's: :func:`~passport_kit.checkpoint.licences.bundle_licences`), filled at save time;
+    #: empty in bundles written before issue 58.
+    licences: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("head", mode="before")
     @classmethod

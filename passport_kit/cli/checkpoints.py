@@ -73,8 +73,9 @@ def show_cmd(
     name: Annotated[str, typer.Argument(help="Checkpoint name or folder.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Show one checkpoint: architecture, embedding, preprocessing contract, training, hash."""
+    """Show one checkpoint: architecture, embedding, preprocessing contract, training, hash, licence."""
     from passport_kit.checkpoint import WEIGHTS_FILE, find_checkpoint, weights_status
+    from passport_kit.checkpoint.licences import NOT_STATED
     from passport_kit.model.config import EXPERT_KINDS
 
     info = find_checkpoint(name)
@@ -93,6 +94,7 @@ def show_cmd(
         f"preprocessing: {json.dumps(info.preprocessing.model_dump(mode='json'), ensure_ascii=False)}",
         f"training:      {json.dumps(info.training, ensure_ascii=False, default=str)}",
         f"sha256:        {info.weights_sha256} ({WEIGHTS_FILE} {_STATUS[status]})",
+        f"licence:       {info.licence or NOT_STATED}",
         f"format:        {info.format} v{info.format_version}, passport-kit {info.package_version}",
     ]
     if info.init_from is not None:  # pretrain --init-from

@@ -173,8 +173,16 @@ def _step_bar(enabled: bool, description: str, display: Display | None = None) -
             if shown and shown[-1] == key:
                 return  # the same news twice: one line
             stage = f" ({info['stage']})" if info.get("stage") else ""
-            if info.get("rung") is not None or (step and (step == total or step == first[0]
-                                                          or step % max(1, total // 10) == 0)):
+            ladder = any(k[3] is not None and k[2] == info.get("stage") for k in shown)
+            if info.get("rung") is not None:
+                # A ladder's rung: its place in the ladder's order, not a step count (issue 58: 'step 0/7 -> 4/7 ->
+                # 7/7' where rungs needed no new fit); the ladder line after training names every rung.
+                shown.append(key)
+                typer.echo(f"{description}{stage}: {step_text(info)} (rung {step + 1} of {total})", err=True)
+            elif ladder and step == total:
+                shown.append(key)
+                typer.echo(f"{description}{stage}: ladder done  {step_text(info)}".rstrip(), err=True)
+            elif step and (step == total or step == first[0] or step % max(1, total // 10) == 0):
                 shown.append(key)
                 typer.echo(f"{description}{stage}: step {step}/{total}  {step_text(info)}".rstrip(), err=True)
 
@@ -297,6 +305,9 @@ def adapt_command(
         cfg = adapt_config_from_file(config, **given_only(ctx, montage=montage, data=data, out=out,
                                                           checkpoint=checkpoint, subjects=subjects, **recipe_options,
                                                           seed=seed, resume=resume, overwrite=overwrite))
+    note = prior_licence_note(getattr(cfg, "prior", None))
+    if note is not None:
+        typer.echo(note, err=True)
     try:
         with _step_bar(progress, "adapt") as bar:
             result = adapt(cfg, progress=bar,
@@ -318,6 +329,35 @@ def adapt_command(
         typer.echo(f"poor contacts in single windows: {', '.join(parts)} of {contacts['channel_windows']} "
                    f"channel-windows (--mask-bad-channels, --mask-uncorrelated-channels, --distrust-bad-channels)")
     typer.echo(f"adapter bundle {'left as it was in' if result.reused else 'written to'} {result.bundle}")
+    for line in licence_lines(result.bundle):
+        typer.echo(line)
+
+
+def prior_licence_note(prior: str | None) -> str | None:
+    """Return the note that ``--prior`` names a stager under a copyleft licence (GSSC: AGPL-3.0), or None."""
+    from passport_kit.checkpoint.licences import copyleft, stager_licences
+
+    named = copyleft(stager_licences({"name": prior})) if prior else {}
+    if not named:
+        return None
+    return (f"note: --prior {prior}: {'; '.join(f'{k} is {v}' for k, v in named.items())}, not a passport-kit "
+            "dependency: a bundle whose read-out stacks it runs it again in predict, and its licence's terms reach "
+            "what you distribute or serve with it (passport-kit itself is MIT)")
+
+
+def licence_lines(bundle: Path) -> list[str]:
+    """Return what adapt prints of a bundle's licences: one line, and a note for a copyleft part (issue 58)."""
+    from passport_kit.checkpoint import read_adapter_meta
+    from passport_kit.checkpoint.licences import copyleft, licences_line
+
+    licences = read_adapter_meta(bundle).licences
+    if not licences:  # a bundle written before licences were recorded, left as it was
+        return []
+    lines = [f"licences: {licences_line(licences)}"]
+    if copyleft(licences):
+        lines.append(f"note: this bundle's read-out stacks {', '.join(copyleft(licences))}: predict runs it on every "
+                     "night, and its licence's terms reach what you distribute or serve with the bundle")
+    return lines
 
 
 def given_only(ctx: typer.Context, **options: Any) -> dict[str, Any]:
@@ -375,6 +415,16 @@ def evaluate_command(
         typer.echo(line)
     for name, path in report.files.items():
         typer.echo(f"{name}: {path}")
+
+
+def _in_file(stager: dict[str, Any], role: str) -> str:
+    """Return the montage channel a zero-shot stager read as ``role``, with the file's name for it where it differs:
+    ``C3-A1 (CZ-A1 in the file)``; 'none' where it read none."""
+    name = stager.get(role)
+    if name is None:
+        return "none"
+    in_file = stager.get(f"{role}_in_file")
+    return name if in_file is None else f"{name} ({in_file} in the file)"
 
 
 def headline_lines(summary: dict[str, Any]) -> list[str]:
@@ -558,8 +608,8 @@ def predict_command(
                    + (" (in-sample: the adapter was trained on this recording)" if r.summary.get("in_sample") else ""))
         stager = r.summary.get("zero_shot")
         if stager is not None:
-            typer.echo(f"  staged by {stager['stager']} on channel {stager['eeg']} (EOG: {stager['eog'] or 'none'}, "
-                       f"EMG: {stager['emg'] or 'none'})")
+            typer.echo(f"  staged by {stager['stager']} on channel {_in_file(stager, 'eeg')} (EOG: "
+                       f"{_in_file(stager, 'eog')}, EMG: {_in_file(stager, 'emg')})")
         scored = r.summary.get("scorer_agreement")
         if scored is not None:
             from passport_kit.inference.agreement import confusion_lines
@@ -577,6 +627,12 @@ def predict_command(
             rem = " (so REM latency is n/a)" if "REM" in missing and stats else ""
             typer.echo(f"  this adapter cannot output {', '.join(missing)}: it had no training windows of "
                        f"{'it' if len(missing) == 1 else 'them'}{rem}; adapt on recordings that contain them")
+        if r.summary.get("classes_from_stager_alone"):
+            extra = r.summary["classes_from_stager_alone"]
+            them = "it" if len(extra) == 1 else "them"
+            typer.echo(f"  {', '.join(extra)}: no training windows of {them}, yet this adapter outputs {them}: its "
+                       f"sleep stager stages all five, so {them} come{'s' if len(extra) == 1 else ''} from the stager "
+                       f"alone, unchecked against your labels; adapt on recordings that contain {them} to check")
         if r.summary.get("low_confidence_windows"):
             marked = "the CSV, TSV and plot" if "hypnogram_plot" in r.files else "the CSV and TSV"
             typer.echo(f"  low confidence: {r.summary['low_confidence_windows']} of {counted(r.n_windows, 'window')} "

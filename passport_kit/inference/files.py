@@ -9,15 +9,13 @@ whole (:func:`write_folder_whole`). Over several recordings, ``<out>/recordings.
 """
 
 from __future__ import annotations
-
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from passport_kit.errors import ConfigError, DataError, PassportWarning
+from passport_kit.errors import ConfigError, DataError, warn
 from passport_kit.inference.night_report import PredictionResult, recording_stem
 
 #: Written by predict over several recordings: one row per recording, its status and output or error.
@@ -36,10 +34,10 @@ def find_recordings(inputs: Sequence[str | Path]) -> list[Path]:
             hits = sorted(p for p in named if p.is_file())
             odd = sorted(p.name for p in named if not p.is_file())
             if odd:  # issue 46: a FIFO named like a recording was skipped without a word
-                warnings.warn(PassportWarning(
+                warn(
                     f"skipped {len(odd)} entr{'y' if len(odd) == 1 else 'ies'} in folder '{path}' named like a "
                     f"recording but not a regular file (a pipe, a device or a broken link): {', '.join(odd[:3])}"
-                    f"{' ...' if len(odd) > 3 else ''}"), stacklevel=2)
+                    f"{' ...' if len(odd) > 3 else ''}")
             if not hits:
                 kinds = ", ".join(dict.fromkeys(name for suffix, name in FORMATS.items() if suffix != ".txt"))
                 raise DataError(f"no recordings ({kinds}) found in folder '{path}'")

@@ -83,7 +83,8 @@ class AdapterFacts(BaseModel):
     task: str                        # 'sleep-staging' | 'classification' | '' (older bundles)
     adapter: Path                    # the bundle folder
     base_name: str                   # its base checkpoint
-    not_learned: tuple[str, ...] = ()   # classes without a training window: the adapter cannot output them
+    not_learned: tuple[str, ...] = ()   # classes the shipped model cannot output (no training window, no stager)
+    untrained: tuple[str, ...] = ()     # classes without a training window (it may output them: from a stager)
     #: Zero-shot: the stager and the montage channels it read ({stager, eeg, eog, emg}); None for an adapter.
     zero_shot: dict[str, str | None] | None = None
 
@@ -156,9 +157,10 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     ``proba`` (N, n_classes) are class probabilities of the windows of ``night`` (the recording
     as read: ``onset_s`` (N,) in seconds, ``flags`` (N, C), ``quality`` its ChannelQuality,
     written as ``<stem>_channel_quality.tsv``, ``config`` the preprocessing it got, ``start``);
-    ``adapter`` what the reports say about the adapter (classes, window, task, base, classes it
-    never learned, named in the summary's ``classes_not_learned``: it cannot output them, so
-    e.g. a REM latency is n/a for that reason); ``contacts`` the contact policy applied and the
+    ``adapter`` what the reports say about the adapter (classes, window, task, base, the classes
+    the shipped model cannot output, named in the summary's ``classes_not_learned``, so e.g. a
+    REM latency is n/a for that reason; those it had no training window of but outputs all the
+    same, from its sleep stager, in ``classes_from_stager_alone``); ``contacts`` the contact policy applied and the
     channel-windows it masked and distrusted; ``band_short`` why the recording cannot be staged
     by this model at all (its band too narrow for the adapter's, :func:`band_too_narrow`; zero-shot:
     :func:`zero_shot_unfit`): then every window is flagged and the statistics withheld. Windows in which half or more channels score bad
@@ -193,6 +195,9 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     if distribution is not None:
         summary["distribution"] = distribution.to_json()
     summary["classes_not_learned"] = list(adapter.not_learned)
+    # Output, yet never in the training windows: the stager's own stages, unchecked against the user's labels.
+    summary["classes_without_training_windows"] = list(adapter.untrained)
+    summary["classes_from_stager_alone"] = [c for c in adapter.untrained if c not in adapter.not_learned]
     if adapter.zero_shot is not None:
         summary["zero_shot"] = dict(adapter.zero_shot)
     summary["in_sample"] = in_sample

@@ -11,6 +11,7 @@ night report (:mod:`passport_kit.inference.night_report`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -74,17 +75,22 @@ def load_for_prediction(adapter: str | Path, contacts: ContactOptions, run: RunO
     precision = resolve_precision(run.precision, device)
     set_threads(None)  # torch's own choice, logged (--verbose) as adapt and evaluate log theirs
     model.to(device)
+<<<<<<< HEAD
     _warn_if_skewed(model.head, meta.metrics.get("selection") or {}, adapter)
     # Classes without a training window: the adapter has never learned them, so it (nearly) never outputs them.
     not_learned = [c for c, n in (meta.metrics.get("train_class_counts") or {}).items() if n == 0]
+=======
+    untrained, silent = class_outputs(model.head, list(meta.classes), meta.metrics.get("train_class_counts"))
+>>>>>>> issue-58
     facts = AdapterFacts(classes=list(meta.classes), window_seconds=config.window_seconds,
                          task=str(meta.window.get("task", "")), adapter=Path(adapter), base_name=meta.base_name,
-                         not_learned=tuple(not_learned))
+                         not_learned=silent, untrained=untrained)
     return LoadedAdapter(model=model, meta=meta, montage=montage, config=config,
                          channel_meta=ChannelMeta.from_montage(montage), policy=policy, facts=facts, device=device,
                          precision=precision)
 
 
+<<<<<<< HEAD
 def _warn_if_skewed(head: Any, selection: dict[str, Any], adapter: str | Path) -> None:
     """Warn where a bundle written before issue 55 runs another model than adapt scored: a read-out fitted around the
     stager with per-night scaling, whose head scales the stager's block per night (its fit had it unscaled)."""
@@ -98,6 +104,19 @@ def _warn_if_skewed(head: Any, selection: dict[str, Any], adapter: str | Path) -
             f"adapter '{adapter}' was written by a passport-kit whose per-night scaled read-outs around the sleep "
             "stager ran another model than adapt scored (far below the stager on real nights); re-run adapt with "
             "this version to get the model it selected"), stacklevel=2)
+=======
+def class_outputs(head: Any, classes: list[str], train_counts: dict[str, int] | None
+                  ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Return ``(untrained, silent)``: the classes without a training window, and those the shipped model cannot output.
+
+    A class without a training window is output only where a stacked sleep stager reaches it
+    (:meth:`~passport_kit.model.heads.Head.stager_classes`; issue 58: a stager shipped as it is outputs REM though
+    the training nights had none); the others the model cannot output.
+    """
+    untrained = tuple(c for c, n in (train_counts or {}).items() if n == 0)
+    reached = {classes[k] for k in head.stager_classes()}
+    return untrained, tuple(c for c in untrained if c not in reached)
+>>>>>>> issue-58
 
 
 def read_night(path: Path, loaded: LoadedAdapter, reading: ReadOptions, memory: dict[Path, Any]) -> RecordingWindows:
@@ -164,7 +183,7 @@ def read_for_prediction(path: Path, montage: Any, config: Any, reading: ReadOpti
                                   f"(renames={{'{exc.missing[0]}': ...}} in Python), once per channel",
                                   missing=exc.missing, detail=exc.detail) from None
     if reading.amplitude_check:
-        check_amplitude(night.quality, amplitude, source=source)
+        check_amplitude(night.quality, amplitude, source=source, units=reading.units)
     return night
 
 
@@ -234,6 +253,8 @@ def training_checks(path: Path, night: RecordingWindows, proba: np.ndarray, load
     distribution = distribution_verdict(loaded.meta.metrics.get("distribution"), night,
                                         predicted=predicted) if guard else None
     in_sample = hashed or same_signal(night.x, loaded.meta.metrics.get("fingerprints")) is not None
+    if in_sample and distribution is not None:  # a training recording cannot be unlike the training data (issue 58)
+        distribution = dataclasses.replace(distribution, in_sample=True)
     return TrainingChecks(band_short=band_short, distribution=distribution, in_sample=in_sample)
 
 

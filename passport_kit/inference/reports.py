@@ -122,15 +122,17 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
     has_density = hypnogram.proba is not None
     table = stage_table_text(hypnogram) if stage_table else ""
     below = 0.3 if table else 0.0  # inches for the stage row under the time axis
-    height = (5.5 if has_density else 3) + below
+    heading = title_lines(title, note)
+    above = 0.22 + TITLE_LINE_INCHES * max(len(heading), 2)  # inches for the title's lines (two before issue 58)
+    height = (5.5 if has_density else 3) + below + above - 0.55
     fig = Figure(figsize=(11, height))
     axes = fig.subplots(2 if has_density else 1, 1, sharex=True, squeeze=False)[:, 0]
-    # Fixed margins (in inches, whatever the height) with room for the two-line title, the clock
+    # Fixed margins (in inches, whatever the height) with room for the title's lines, the clock
     # axis and the hypnodensity's legend on the right: cropping to a tight bounding box instead
     # costs a second drawing of the figure, a third of predict's report time on a short night.
     # The legends sit right of the axes, outside the data (issue 34): 1.45 inches for them.
     fig.subplots_adjust(left=0.7 / 11, right=1 - 1.45 / 11, bottom=(0.6 + below) / height,
-                        top=1 - 0.55 / height, hspace=0.08)
+                        top=1 - above / height, hspace=0.08)
     origin, unit, xlabel = _time_axis(hypnogram)
     hours = origin + hypnogram.onsets_s / unit  # x positions: matplotlib dates, or hours from the start
     step = hypnogram.epoch_seconds / unit
@@ -169,8 +171,9 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
                    label="low confidence" if k == 0 else None, gid="low-confidence")
     if reference is not None or unsure.any():
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    if title or note:
-        ax.set_title("\n".join(t for t in (title, note) if t), fontsize=10)
+    if heading:
+        # wrap: should a line still be wider than the figure (wide glyphs), matplotlib breaks it at the figure's edge.
+        ax.set_title("\n".join(heading), fontsize=10, wrap=True)
     if has_density:
         ax2 = axes[1]
         proba = np.asarray(hypnogram.proba)
@@ -202,6 +205,31 @@ def plot_hypnogram(path: Path | str, hypnogram: Hypnogram, *, reference: Hypnogr
         axes[-1].xaxis.set_major_locator(locator)
         axes[-1].xaxis.set_major_formatter(clock)
     return save_figure(fig, path, tight=False)
+
+
+#: Characters of a title line of the hypnogram plot (10-pt DejaVu Sans, centred over the 8.85-inch axes of the
+#: 11-inch figure): a longer note was clipped on both sides (issue 58: 'tatistics withheld: ...').
+TITLE_CHARACTERS = 110
+#: Height of one 10-pt title line, inches.
+TITLE_LINE_INCHES = 0.165
+
+
+def title_lines(title: str, note: str, width: int = TITLE_CHARACTERS) -> list[str]:
+    """Return the plot's title lines: ``title``, then ``note`` packed into lines of at most ``width`` characters,
+    broken at its ' · ' separators first, at spaces within a part longer than a line."""
+    import textwrap
+
+    lines = textwrap.wrap(title, width, break_on_hyphens=False) if title else []
+    current = ""
+    for part in (p for p in note.split(" · ") if p) if note else ():
+        joined = f"{current} · {part}" if current else part
+        if len(joined) <= width:
+            current = joined
+            continue
+        lines += [current] if current else []
+        *full, current = textwrap.wrap(part, width, break_on_hyphens=False)
+        lines += full
+    return lines + ([current] if current else [])
 
 
 def stage_table_text(hypnogram: Hypnogram) -> str:
@@ -251,6 +279,7 @@ __all__ = [
     "atomic_output",
     "plot_hypnogram",
     "stage_table_text",
+    "title_lines",
     "window_rows",
     "write_channel_quality",
     "write_edf_annotations",

@@ -10,15 +10,16 @@ other than the central scalp EEG it was trained on is named in a warning
 from __future__ import annotations
 
 import functools
+import logging
 import re
-import warnings
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from passport_kit.errors import ConfigError, PassportWarning
+from passport_kit.errors import ConfigError, warn
 from passport_kit.inference.files import (
     check_outputs_free,
     default_output_folder,
@@ -32,6 +33,8 @@ from passport_kit.inference.options import OutputOptions, ReadOptions, ScorerFil
 from passport_kit.inference.recording import raw_in_memory, read_for_prediction
 from passport_kit.output_lock import output_lock
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing
+
+log = logging.getLogger(__name__)
 
 #: The sites the pretrained stagers were trained on (central scalp EEG against a mastoid).
 STAGER_SITES = ("C3", "C4", "CZ")
@@ -67,9 +70,12 @@ def predict_zero_shot(
     if spec is None:
         raise ConfigError(f"montage {montage.name!r} has no EEG channel with a position for the sleep prior to read")
     spec = type(spec)(stager.name, spec.eeg, spec.eog, spec.emg)
+    log.info("zero-shot: stager %s (%s licence) reads EEG %s (the montage channel nearest a central site, %s), "
+             "EOG %s, EMG %s", stager.name, stager.licence or "its own", spec.eeg, "/".join(STAGER_SITES),
+             spec.eog or "none", spec.emg or "none")
     note = stager_channel_note(stager.name, spec.eeg)
     if note is not None:
-        warnings.warn(PassportWarning(note), stacklevel=2)
+        warn(note)
     contract = find_checkpoint(checkpoint).preprocessing if checkpoint is not None else InputContract()
     # The contract's 200-Hz settings with 30-s windows; each recording's rate then fits the band (as predict does).
     config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
@@ -97,15 +103,45 @@ def predict_zero_shot(
             # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
             night = read_for_prediction(path, montage, config, band, raw=raw, stager_rates=native_rates(stager))
             labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
+<<<<<<< HEAD
             logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0,
                                    raw=night.stager_signal)
+=======
+            _log_night(path, raw, night)
+            started = time.perf_counter()
+            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
+>>>>>>> issue-58
             proba = np.exp(logp).astype(np.float32)
+            log.info("zero-shot: %s staged %d epochs of 30 s in %.1f s; mean top probability %.2f", stager.name,
+                     len(proba), time.perf_counter() - started, float(proba.max(1).mean()) if len(proba) else 0.0)
+            read = facts.model_copy(update={"zero_shot": facts.zero_shot | channels_in_file(raw, montage, reading,
+                                                                                             facts.zero_shot)})
             results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
-                write_prediction, recording=path, proba=proba, night=night, adapter=facts, scorer=labels,
+                write_prediction, recording=path, proba=proba, night=night, adapter=read, scorer=labels,
                 output=output,
                 checks=TrainingChecks(band_short=zero_shot_unfit(night, stager.min_rate / 2,
                                                                  check=reading.amplitude_check)))))
     return results
+
+
+def _log_night(path: Path, raw: Any, night: RecordingWindows) -> None:
+    """Log (--verbose) how one recording was read for the stager: its rate and length, the preprocessing, its
+    windows and amplitude."""
+    config = night.config
+    notch = ("off" if config.notch_freq is None else f"{config.notch_freq:g} Hz" if config.notch_freq < config.h_freq
+             else f"none needed ({config.notch_freq:g} Hz mains lies above the band)")
+    amplitude = ""
+    if night.quality is not None:
+        from passport_kit.signals.amplitude import GENERIC_PROFILE, live_amplitudes
+
+        live = live_amplitudes(night.quality)
+        if live.size:
+            amplitude = (f"; 1-40 Hz amplitude median {float(np.median(live)):.3g} µV (typical EEG "
+                         f"{GENERIC_PROFILE['median_uv']:g} µV)")
+    log.info("zero-shot: %s: %g Hz, %.1f min; band-pass %g-%g Hz, notch %s, resampled to %g Hz; %d windows of 30 s "
+             "(%d flagged by the signal checks)%s", path, float(raw.info["sfreq"]),
+             raw.n_times / raw.info["sfreq"] / 60, config.l_freq, config.h_freq, notch, config.sfreq, len(night.x),
+             int(np.asarray(night.flags).any(axis=1).sum()) if len(night.x) else 0, amplitude)
 
 
 def zero_shot_unfit(night: RecordingWindows, stager_top_hz: float, *, check: bool = True) -> str | None:
@@ -135,6 +171,16 @@ def zero_shot_unfit(night: RecordingWindows, stager_top_hz: float, *, check: boo
 
 
 
+def channels_in_file(raw: Any, montage: Any, reading: ReadOptions, stager: dict[str, str | None]) -> dict[str, str]:
+    """Return ``{'eeg_in_file': name, ...}``: what the file calls each montage channel the stager read, where that is
+    not the montage's name (a --rename, an alias, a bipolar pair derived: issue 58, 'C3-A1' was the file's CZ-A1)."""
+    from passport_kit.signals.channels import describe_mapping
+
+    source = dict(describe_mapping(list(raw.ch_names), montage, reading.renames))
+    return {f"{role}_in_file": source[name] for role in ("eeg", "eog", "emg")
+            if (name := stager.get(role)) is not None and source.get(name, name) != name}
+
+
 def stager_channel_note(stager: str, channel: str) -> str | None:
     """Return the warning that a stager reads ``channel``, not the central scalp EEG it was trained on (None: it does)."""
     site = re.split(r"[-:/ ]", channel.strip().upper().removeprefix("EEG "))[0]
@@ -159,9 +205,15 @@ def _zero_shot_band(path: Path, sfreq: float, config: Any, reading: ReadOptions,
         return reading
     fitted = fit_band_to_rate(config, sfreq, source=f"recording '{path}'")
     if fitted.h_freq != config.h_freq:
+<<<<<<< HEAD
         warnings.warn(f"recording '{path}' is sampled at {sfreq:g} Hz: its band-pass top is lowered from "
                       f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency, in the report's "
                       f"windows; the stager {stager['stager']} staged channel {stager['eeg']} as recorded, so with "
                       f"nothing above {sfreq / 2:g} Hz (--h-freq sets another top for the windows)",
                       PassportWarning, stacklevel=3)
+=======
+        warn(f"recording '{path}' is sampled at {sfreq:g} Hz: its band-pass top is lowered from "
+             f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency; the stager "
+             f"{stager['stager']} staged channel {stager['eeg']} in that band (--h-freq sets another top)")
+>>>>>>> issue-58
     return reading.model_copy(update={"h_freq": fitted.h_freq})

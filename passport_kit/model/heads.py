@@ -193,6 +193,10 @@ class Head(nn.Module):
         """Return logits ``(B, n_classes)`` of windows ``x`` through ``backbone``."""
         raise NotImplementedError
 
+    def stager_classes(self) -> list[int]:
+        """Return the indices of the classes a stacked sleep stager's output reaches (none: no stager stacked)."""
+        return []
+
 
 class ProbeHead(Head):
     """A linear read-out of pooled backbone features and each channel's log band power.
@@ -407,6 +411,21 @@ class ProbeHead(Head):
             raise ConfigError("this read-out stacks a sleep prior, computed per night: score it with "
                               "passport_kit.engine.forward.predict_proba(..., prior=...)")
         return self.read_out(self.features(feats, x))
+
+    def stager_classes(self) -> list[int]:
+        """Return the indices of the classes a stacked sleep stager's log-probabilities reach: this read-out can output
+        them whatever its training labels held (issue 58: a stager shipped as it is, or recalibrated around its own
+        output with a weight of 1 from each stage, still outputs REM after training nights without REM).
+
+        A class without training windows that no stager column reaches has a zero row and the fit's constant -30
+        (:func:`passport_kit.onboard.probe.fit_head`): it is never output.
+        """
+        if not self.n_prior:
+            return []
+        weight = self.linear.weight.detach()
+        half = weight.shape[1] // (2 if self.context else 1)   # the stager's block ends the inputs (and their mean)
+        blocks = [weight[:, half - self.n_prior:half]] + ([weight[:, -self.n_prior:]] if self.context else [])
+        return [int(k) for k in torch.nonzero(torch.cat(blocks, dim=1).ne(0).any(dim=1)).flatten()]
 
     def postprocess(self, proba: Any, groups: Sequence[Any] | None = None) -> Any:
         """Return probabilities ``(N, K)`` (numpy) after the head's smoothing over each night, then its temperature.

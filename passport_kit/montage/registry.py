@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from passport_kit.errors import MontageError
+from passport_kit.errors import MontageError, warn
 from passport_kit.atomic_io import atomic_write_text
 from passport_kit.montage.files import user_writable
 from passport_kit.montage.schema import NAME_PATTERN, Montage
@@ -141,14 +141,11 @@ def warn_if_off_template(montage: Montage) -> Montage:
     Done where a user's own file enters (a YAML path, registration), not for every load of a
     registered or built-in montage: :func:`~passport_kit.montage.mne_bridge.template_mismatch`.
     """
-    import warnings
-
-    from passport_kit.errors import PassportWarning
     from passport_kit.montage.mne_bridge import template_mismatch
 
     message = template_mismatch(montage)
     if message is not None:
-        warnings.warn(message, PassportWarning, stacklevel=3)
+        warn(message)
     return montage
 
 

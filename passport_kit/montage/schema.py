@@ -33,7 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from passport_kit.bounded_yaml import BoundedLoader
-from passport_kit.errors import MontageError, yaml_problem
+from passport_kit.errors import MontageError, warn, yaml_problem
 
 if TYPE_CHECKING:  # pragma: no cover - only for type hints
     import mne
@@ -414,18 +414,14 @@ def _check_montage(m: Montage) -> None:
 
 def _warn_shared_positions(m: Montage) -> None:
     """Warn when two channels record at one place (same position and reference): the model cannot tell them apart."""
-    import warnings
-
-    from passport_kit.errors import PassportWarning
-
     places: dict[tuple, str] = {}
     for ch in m.channels:
         ref = None if ch.reference_position is None else tuple(_rounded(ch.reference_position))
         place = (tuple(_rounded(ch.position)), ref)
         if place in places:
-            warnings.warn(f"montage '{m.name}': channels '{places[place]}' and '{ch.name}' have the same position"
-                          f"{' and reference' if ref else ''}; the model sees them as one place - check the positions "
-                          "(a copied line?)", PassportWarning, stacklevel=4)
+            warn(f"montage '{m.name}': channels '{places[place]}' and '{ch.name}' have the same position"
+                 f"{' and reference' if ref else ''}; the model sees them as one place - check the positions "
+                 "(a copied line?)")
             return
         places[place] = ch.name
 

@@ -16,7 +16,6 @@ Example (a notebook)::
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from passport_kit.checkpoint import DEFAULT_CHECKPOINT  # adapt's public name too (evaluate reads it here)
-from passport_kit.errors import ConfigError, DataError, PassportWarning
+from passport_kit.errors import ConfigError, DataError, warn
 from passport_kit.output_lock import output_lock
 from passport_kit.onboard.fitting import FitResult, FitRun
 from passport_kit.onboard.recipe import (  # noqa: F401 - DEFAULT_*, RecipeOptions: adapt's public names too
@@ -307,13 +306,13 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     train_mask, val_mask, _ = split.masks(windows.subject)
     train_idx, val_idx = np.flatnonzero(train_mask & run.keep), np.flatnonzero(val_mask & run.keep)
     if validation is not None and not len(val_idx):  # the probe recipes say so themselves (the ladder's folds)
-        warnings.warn(f"no validation subject ({len(split.train)} training subject(s) in the data): nothing selects "
-                      "the best step or stops the training early, and no validation score exists; add recordings "
-                      "of more subjects", PassportWarning, stacklevel=2)
+        warn(f"no validation subject ({len(split.train)} training subject(s) in the data): nothing selects "
+             "the best step or stops the training early, and no validation score exists; add recordings "
+             "of more subjects")
     # Before training (issue 46): a subject at x10 lowered the expected kappa from 0.82 to 0.51 without a word.
     amplitude_lines = subject_amplitude_warnings(run, np.concatenate([train_idx, val_idx]))
     for line in amplitude_lines:
-        warnings.warn(line, PassportWarning, stacklevel=2)
+        warn(line)
 
     state_path = cfg.out / STATE_FILE
     if not cfg.resume:
@@ -325,10 +324,12 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
         device=device, precision=precision, state_path=state_path, run_config=run_config,
         progress=naming_metric(progress, len(windows.classes))))
     model = trained.model
+    from passport_kit.onboard.class_outputs import class_output_notes  # what the shipped model outputs (issue 58)
+
     contacts = poor_contact_counts(run.channel_mask, run.distrust, np.concatenate([train_idx, val_idx]))
     metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx) | {
         "channel_quality": run.quality, "poor_contacts": contacts, "selection": trained.selection,
-        "warnings": [*trained.warnings, *amplitude_lines,
+        "warnings": [*class_output_notes(trained.warnings, model.head, list(windows.classes)), *amplitude_lines,
                      *recording_setup_warnings(windows, spec, reader, montage, preprocess)]}
     # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
     metrics["amplitude"] = amplitude_profile(run.window_quality.values())

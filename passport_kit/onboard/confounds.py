@@ -43,15 +43,18 @@ def metadata_confounds(headers: dict[str, dict[str, Any]], classes: dict[str, st
     confound when, within a subject, the recordings of two classes carry different values, or
     when across the dataset every value belongs to one class only. ``band`` ``(l_freq, h_freq)``
     in Hz: the band-pass preprocessing applies; prefilters outside it are clipped to it (a
-    low-pass at 250 Hz and one at 45 Hz are the same under a 45 Hz band-pass top).
+    low-pass at 250 Hz and one at 45 Hz are the same under a 45 Hz band-pass top). A prefilter is then named as the
+    header has it, with its value after the band-pass where that differs (issue 58: 'rest 0.3 Hz' for a header's
+    0 Hz): ``rest header 0 Hz (0.3 Hz after the band-pass)``.
     """
     lines = []
     for field, (word, unit) in METADATA_FIELDS.items():
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {}      # the value compared: after the band-pass
+        stated: dict[str, Any] = {}      # the header's
         for rec, cls in classes.items():
             if rec not in headers:
                 continue
-            value = headers[rec][field]
+            value = stated[rec] = headers[rec][field]
             if band is not None and field == "lowpass":
                 value = min(float(value), band[1])
             elif band is not None and field == "highpass":
@@ -59,26 +62,42 @@ def metadata_confounds(headers: dict[str, dict[str, Any]], classes: dict[str, st
             values[rec] = value
         if len(set(values.values())) < 2:
             continue
-        shown = (lambda v: f"{v:g}{unit}") if unit else str  # noqa: E731 - a one-line formatter
+        shown = _formatter(unit, prefilter=band is not None and field in ("highpass", "lowpass"))
         within = []
         for subject in sorted({subjects[r] for r in values}):
             per_class: dict[str, set] = {}
             for rec in (r for r in values if subjects[r] == subject):
-                per_class.setdefault(classes[rec], set()).add(values[rec])
-            if len(per_class) > 1 and len({frozenset(v) for v in per_class.values()}) > 1:
-                within.append(f"{subject} (" + ", ".join(f"{c} {'/'.join(shown(v) for v in sorted(vals))}"
-                                                         for c, vals in sorted(per_class.items())) + ")")
+                per_class.setdefault(classes[rec], set()).add((values[rec], stated[rec]))
+            if len(per_class) > 1 and len({frozenset(v for v, _ in pairs) for pairs in per_class.values()}) > 1:
+                within.append(f"{subject} (" + ", ".join(f"{c} {'/'.join(shown(*v) for v in sorted(pairs))}"
+                                                         for c, pairs in sorted(per_class.items())) + ")")
         owners: dict[Any, set[str]] = {}
         for rec, value in values.items():
             owners.setdefault(value, set()).add(classes[rec])
         separated = len({c for cs in owners.values() for c in cs}) > 1 and all(len(cs) == 1 for cs in owners.values())
         if separated:
+            headed = {v: sorted({stated[r] for r in values if values[r] == v}, key=str) for v in owners}
             lines.append(f"{word} tells the classes apart in every recording (" + ", ".join(
-                f"{shown(v)}: {next(iter(cs))}" for v, cs in sorted(owners.items(), key=lambda kv: str(kv[0]))) + ")")
+                f"{'/'.join(shown(v, h) for h in headed[v])}: {next(iter(cs))}"
+                for v, cs in sorted(owners.items(), key=lambda kv: str(kv[0]))) + ")")
         elif within:
             shown_subjects = ", ".join(within[:4]) + (f" and {len(within) - 4} more" if len(within) > 4 else "")
             lines.append(f"{word} differs between classes within {len(within)} subject(s): {shown_subjects}")
     return lines
+
+
+def _formatter(unit: str, *, prefilter: bool) -> Callable[[Any, Any], str]:
+    """Return how a line shows ``(value after the band-pass, the header's value)``: a prefilter as the header has it,
+    with its value after the band-pass where that differs; other fields by their value alone."""
+    def shown(value: Any, header: Any) -> str:
+        if not unit:
+            return str(value)
+        if not prefilter:
+            return f"{value:g}{unit}"
+        after = "" if float(header) == float(value) else f" ({value:g}{unit} after the band-pass)"
+        return f"header {float(header):g}{unit}{after}"
+
+    return shown
 
 
 def header_confound(windows: Any, spec: Any, headers: dict[str, dict[str, Any]], preprocess: Any) -> str | None:

@@ -237,6 +237,14 @@ class _Run:
         self.init_record = upcycle.init_source_record(info, self.model_cfg, self.cfg.trained_part, self.frozen)
         return backbone
 
+    def _licence(self) -> str | None:
+        """Return the new checkpoint's licence line: an upcycled one keeps its source's terms (issue 58: an imported
+        CBraMod's Apache-2.0); a fresh one states none (its pretraining data's licences are the user's to state)."""
+        if self.init_record is None or self.source is None:
+            return None
+        source = self.source[0]
+        return f"derived from base checkpoint {source.name}, whose licence is: {source.licence or 'not stated'}"
+
     # -- the run --------------------------------------------------------------------------
 
     def run(self) -> Path:
@@ -479,7 +487,7 @@ class _Run:
             shutil.rmtree(staging)
         save_base_checkpoint(backbone, staging, name=self.cfg.checkpoint_name, card=card,
                              training_info=info, preprocessing=self._input_contract(),
-                             init_from=self.init_record)
+                             init_from=self.init_record, licence=self._licence())
         for file in (WEIGHTS_FILE, CARD_FILE, CONFIG_FILE):
             os.replace(staging / file, self.out / file)
         shutil.rmtree(staging, ignore_errors=True)

@@ -89,20 +89,22 @@ def subject_amplitude_outliers(qualities: dict[str, Any], subject_of: dict[str, 
     return out
 
 
-def check_amplitude(quality: Any, profile: dict[str, Any] | None, *, source: str = "recording") -> float:
+def check_amplitude(quality: Any, profile: dict[str, Any] | None, *, source: str = "recording",
+                    units: str | None = None) -> float:
     """Return the recording's median 1–40 Hz amplitude (µV); raise DataError when it is implausible.
 
     ``quality`` is the raw recording's :class:`~passport_kit.signals.quality.ChannelQuality`;
     ``profile`` the bundle's :func:`amplitude_profile` (None: :data:`GENERIC_PROFILE`).
     Refused: every channel flat in every window, or a median amplitude more than
-    :data:`RATIO_LIMIT` times above or below the profile's median.
+    :data:`RATIO_LIMIT` times above or below the profile's median. ``units``: the unit the
+    user said the file's numbers are in (``--units``), which the message then names as the likely
+    cause (issue 58: ``--units nV`` on a µV file was told "µV read as V", the reverse).
     """
     std = np.asarray(quality.window_statistics["std_uv"])
     live = std >= quality.thresholds.flat_std_uv
     if not live.any():
         raise DataError(f"{source}: every channel is flat (SD under {quality.thresholds.flat_std_uv:g} µV in every "
-                        "window), so there is nothing to stage; the unit in its header may be wrong (µV read as V), "
-                        "or the electrodes recorded nothing - check the file in EDFbrowser or MNE")
+                        f"window), so there is nothing to stage; {_flat_cause(units)}")
     band = np.asarray(quality.window_statistics["band_uv"])[live]
     median = float(np.median(band))
     reference = profile or GENERIC_PROFILE
@@ -110,7 +112,27 @@ def check_amplitude(quality: Any, profile: dict[str, Any] | None, *, source: str
     if not 1.0 / RATIO_LIMIT <= ratio <= RATIO_LIMIT:
         trained = ("the recordings the adapter was trained on" if profile else "typical EEG")
         raise DataError(f"{source}: its 1-40 Hz amplitude (median {median:.3g} µV) is {ratio:.3g}x that of {trained} "
-                        f"({reference['median_uv']:.3g} µV); the unit in its header is probably wrong (mV, µV and V "
-                        "mixed up) - say what unit the file's numbers are in with predict --units uV|mV|V ('units:' "
-                        "in dataset.yaml), or pass --no-amplitude-check to predict anyway")
+                        f"({reference['median_uv']:.3g} µV); {_ratio_cause(ratio, units)}, or pass "
+                        "--no-amplitude-check to predict anyway")
     return median
+
+
+def _flat_cause(units: str | None) -> str:
+    """Return why every channel of a recording reads flat, and the fix, with the user's ``--units`` or without."""
+    if units is not None:
+        return (f"you gave --units {units}: its numbers read as {units} are too small to be EEG - give the unit they "
+                "are in (EEG files mostly hold µV: --units uV), or leave --units out to trust the header")
+    return ("the unit in its header may be too small for its numbers (volts marked µV, or µV marked nV: a signal "
+            "read so looks flat), or the electrodes recorded nothing - check the file in EDFbrowser or MNE, and say "
+            "what unit its numbers are in with --units uV|mV|V ('units:' in dataset.yaml)")
+
+
+def _ratio_cause(ratio: float, units: str | None) -> str:
+    """Return the likely cause of an amplitude ``ratio`` off by more than :data:`RATIO_LIMIT`, and the fix."""
+    way = ("too large a unit (µV numbers read as mV or V)" if ratio > 1 else
+           "too small a unit (mV or V numbers read as µV)")
+    if units is not None:
+        return (f"you gave --units {units}: its numbers were probably read in {way} - give the unit they are in "
+                "(--units uV|mV|V|nV), or leave --units out to trust the header")
+    return (f"the unit in its header is probably wrong, its numbers read in {way} - say what unit they are in with "
+            "predict --units uV|mV|V ('units:' in dataset.yaml)")

@@ -262,8 +262,8 @@ class RecordingReader:
         return self._opened.pop(rec.file, None)
 
 
-def lowest_sampling_rate(spec: DatasetSpec, reader: RecordingReader | None = None) -> tuple[float, str]:
-    """Return ``(sfreq in Hz, file)`` of the dataset's most slowly sampled recording.
+def lowest_sampling_rate(spec: DatasetSpec, reader: RecordingReader | None = None) -> tuple[float, list[str]]:
+    """Return ``(sfreq in Hz, files)``: the dataset's lowest sampling rate and every recording sampled at it.
 
     Reads headers only (a text recording's rate is its ``sfreq:`` in dataset.yaml); the
     dataset's band-pass must fit under this rate's Nyquist frequency
@@ -271,7 +271,9 @@ def lowest_sampling_rate(spec: DatasetSpec, reader: RecordingReader | None = Non
     recordings for :func:`load_dataset`.
     """
     reader = reader or RecordingReader(spec)
-    return min((reader.rate(rec), rec.file) for rec in spec.recordings)
+    rates = [(reader.rate(rec), rec.file) for rec in spec.recordings]
+    lowest = min(rate for rate, _ in rates)
+    return lowest, [file for rate, file in rates if rate == lowest]
 
 
 def _recording_windows(

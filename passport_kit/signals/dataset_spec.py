@@ -45,10 +45,10 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from passport_kit.bounded_yaml import load_yaml, read_yaml_text
-from passport_kit.errors import DataError, validation_problem, yaml_problem
+from passport_kit.errors import DataError, validation_problem, warn, yaml_problem
 from passport_kit.signals.labels import (
     AASM_CLASSES,
     LabelMap,
@@ -56,7 +56,8 @@ from passport_kit.signals.labels import (
     get_label_map,
     identity_map,
 )
-from passport_kit.signals.readers import FORMATS, TEXT_FORMATS, is_recording_file, recording_suffix
+from passport_kit.signals.readers import (FORMATS, TEXT_FORMATS, canonical_units, is_recording_file,
+                                         recording_suffix, unit_advice)
 
 DATASET_FILE = "dataset.yaml"
 Task = Literal["sleep-staging", "classification"]
@@ -83,6 +84,17 @@ class RecordingSpec(BaseModel):
     #: The recording's subgroups by column (``{sex: F, age_group: 40-60, site: A}``): the validation report gives its
     #: agreement per group (issue 56).
     groups: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("units", mode="before")
+    @classmethod
+    def _units_in_any_case(cls, value: object) -> object:
+        """'uv' and 'UV' read as 'uV' (issue 58); an unknown unit is refused naming the nearest."""
+        if not isinstance(value, str):
+            return value
+        known = canonical_units(value)
+        if known is None:
+            raise ValueError(f"unknown units {value!r}; {unit_advice(value)}")
+        return known
 
     @model_validator(mode="after")
     def _one_label_source(self) -> RecordingSpec:
@@ -233,17 +245,13 @@ def _from_yaml(path: Path) -> DatasetSpec:
 
 def _warn_shared_files(spec: DatasetSpec, path: Path) -> None:
     """Warn when one recording file is listed for two subjects: its windows could land in training and test at once."""
-    import warnings
-
-    from passport_kit.errors import PassportWarning
-
     owner: dict[Path, str] = {}
     for rec in spec.recordings:
         where = spec.path_of(rec.file).resolve()
         if owner.setdefault(where, rec.subject) != rec.subject:
-            warnings.warn(f"{path} lists '{rec.file}' for subjects {owner[where]} and {rec.subject}: its windows can be "
-                          "in training and evaluation at once, which inflates every score; list each recording under "
-                          "its one subject", PassportWarning, stacklevel=3)
+            warn(f"{path} lists '{rec.file}' for subjects {owner[where]} and {rec.subject}: its windows can be "
+                 "in training and evaluation at once, which inflates every score; list each recording under "
+                 "its one subject")
             return
 
 

@@ -28,8 +28,10 @@ windows too):
 
 - *sequence*: the profile stores the stage transitions of the training nights (``transitions``:
   counts of stage i followed by stage j in the next epoch); a predicted night with more than
-  :data:`UNSEEN_LIMIT` of its transitions among those never seen in training (W↔N3 from one
-  epoch to the next) is outside.
+  :data:`UNSEEN_LIMIT` of its transitions among those that neither the training nights show nor
+  scored human sleep has (:data:`SLEEP_TRANSITIONS`: W→N3 from one epoch to the next) is
+  outside. Sleep's own transitions always count as seen (issue 58: N2→REM and REM→REM called
+  "unlike sleep" because the two training excerpts held no REM).
 - *sleep at all*: the profile stores each stage's mean spectrum and the within-stage spread
   (``stages``); a window staged as a sleep stage is compared with that stage's training spectrum
   (mean squared distance in units of the spread), and a recording whose median over its
@@ -74,6 +76,13 @@ AMPLITUDE_LIMIT = 4.0
 #: :data:`UNSEEN_MIN` of them) are ones the training nights never show (docs/RESULTS.md § guard).
 UNSEEN_LIMIT = 0.1
 UNSEEN_MIN = 2
+#: The epoch-to-epoch transitions of scored human sleep (AASM stages, 30-s epochs): every pair except the five that
+#: scored nights of healthy sleepers rarely show from one epoch to the next (W->N3, W->REM, N1->N3, N3->REM,
+#: REM->N3; W->REM is the sleep-onset REM period of narcolepsy). The sequence check counts them as seen whatever the
+#: training nights held: two 30-min excerpts without REM say nothing about whether REM follows N2.
+SLEEP_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(
+    (a, b) for a in ("W", "N1", "N2", "N3", "REM") for b in ("W", "N1", "N2", "N3", "REM")) - {
+    ("W", "N3"), ("W", "REM"), ("N1", "N3"), ("N3", "REM"), ("REM", "N3")}
 #: Training nights with fewer epoch-to-epoch transitions than this say too little of which ones never happen: the
 #: sequence check is not made.
 MIN_TRAINING_TRANSITIONS = 100
@@ -350,6 +359,9 @@ class DistributionVerdict:
     #: Sleep staging: the median distance of the sleep-staged windows' spectra from their stage's in training.
     stage_fit: float | None = None
     staged_sleep: int | None = None
+    #: The recording is among the adapter's training data: it cannot be unlike it (issue 58), so it is never outside;
+    #: the measures stay, for the record.
+    in_sample: bool = False
 
     @property
     def outside(self) -> bool:
@@ -358,7 +370,10 @@ class DistributionVerdict:
 
     @property
     def reason(self) -> str | None:
-        """Return the one line saying why the recording is unlike the training data, or None."""
+        """Return the one line saying why the recording is unlike the training data, or None (always for an in-sample
+        recording: it is the training data)."""
+        if self.in_sample:
+            return None
         ratio = self.amplitude_ratio
         if ratio is not None and not 1.0 / self.amplitude_limit <= ratio <= self.amplitude_limit:
             return (f"its amplitude is {ratio:.2g}x that of the recordings the adapter was trained on (beyond "
@@ -382,7 +397,7 @@ class DistributionVerdict:
                     f"nights stay under {STAGE_FIT_LIMIT:g}); an awake or other recording: its staging would mislead")
         if self.unseen_transitions is not None and _too_many_unseen(self.unseen_transitions, self.transitions or 0):
             return (f"its stage sequence is unlike sleep: {self.unseen_transitions} of its {self.transitions} "
-                    f"epoch-to-epoch transitions never occur in the training nights "
+                    f"epoch-to-epoch transitions are ones that neither scored sleep nor the training nights show "
                     f"({', '.join(self.unseen_examples[:3])}); an awake or other recording, or noise: its staging "
                     "would mislead")
         return None
@@ -400,7 +415,7 @@ class DistributionVerdict:
                 "unseen_transition_limit": UNSEEN_LIMIT,
                 "stage_fit": None if self.stage_fit is None else round(self.stage_fit, 4),
                 "staged_sleep": self.staged_sleep, "stage_fit_limit": STAGE_FIT_LIMIT,
-                "reason": self.reason}
+                "in_sample": self.in_sample, "reason": self.reason}
 
 
 def _too_many_unseen(unseen: int, total: int) -> bool:
@@ -410,7 +425,8 @@ def _too_many_unseen(unseen: int, total: int) -> bool:
 
 def sequence_check(profile: dict[str, Any], predicted: np.ndarray, onset_s: np.ndarray,
                    window_seconds: float) -> tuple[int, int, list[str]] | None:
-    """Return ``(unseen, total, examples)``: the predicted epoch-to-epoch transitions the training nights never show.
+    """Return ``(unseen, total, examples)``: the predicted epoch-to-epoch transitions that neither the training nights
+    show nor scored sleep has (:data:`SLEEP_TRANSITIONS`).
 
     ``predicted`` ``(N,)``: class indices in the profile's ``transitions`` classes; ``onset_s``: their onsets (a gap
     breaks the chain). None without a stored ``transitions`` block.
@@ -420,12 +436,21 @@ def sequence_check(profile: dict[str, Any], predicted: np.ndarray, onset_s: np.n
         return None
     seen = np.asarray(block["counts"]) > 0
     names = list(block["classes"])
+    seen |= sleep_transitions(names)
     p = np.asarray(predicted)
     nxt = np.isclose(np.diff(np.asarray(onset_s, dtype=np.float64)), window_seconds)
     pairs = [(int(a), int(b)) for a, b, ok in zip(p[:-1], p[1:], nxt) if ok]
     unseen = [(a, b) for a, b in pairs if not seen[a, b]]
     examples = list(dict.fromkeys(f"{names[a]}->{names[b]}" for a, b in unseen))
     return len(unseen), len(pairs), examples
+
+
+def sleep_transitions(classes: Sequence[str]) -> np.ndarray:
+    """Return ``(K, K)`` bool: which transitions between ``classes`` scored human sleep has (:data:`SLEEP_TRANSITIONS`;
+    classes that are not AASM stage names have none)."""
+    names = [str(c).upper() for c in classes]
+    return np.array([[(a, b) in SLEEP_TRANSITIONS for b in names] for a in names], dtype=bool).reshape(len(names),
+                                                                                                      len(names))
 
 
 def stage_fit(profile: dict[str, Any], features: np.ndarray, predicted: np.ndarray) -> tuple[float, int] | None:
@@ -556,6 +581,6 @@ def score_recording(profile: dict[str, Any], x: np.ndarray, quality: Any = None,
 
 
 __all__ = ["AMPLITUDE_LIMIT", "BANDS", "CORRELATION_LIMIT", "DISTANCE_LIMIT", "DistributionVerdict",
-           "STAGE_FIT_LIMIT", "UNSEEN_LIMIT", "channel_amplitudes", "correlation_features", "distribution_profile",
-           "score_recording", "sequence_check", "stage_fit", "spectral_features", "transition_record",
-           "window_distances"]
+           "SLEEP_TRANSITIONS", "STAGE_FIT_LIMIT", "UNSEEN_LIMIT", "channel_amplitudes", "correlation_features",
+           "distribution_profile", "score_recording", "sequence_check", "sleep_transitions", "stage_fit",
+           "spectral_features", "transition_record", "window_distances"]

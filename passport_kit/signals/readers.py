@@ -214,12 +214,45 @@ def read_recording(path: str | Path, *, sfreq: float | None = None, units: str |
     return _scaled(raw, scale, path)
 
 
-def _unit_check(units: str | None, path: Path | str) -> str | None:
-    """Return ``units`` when it is one of UNITS (None stays None); DataError naming the choices otherwise."""
-    if units is None or units in UNITS:
+def canonical_units(units: str) -> str | None:
+    """Return the name in :data:`UNITS` that ``units`` spells in any case where that is unambiguous ('uv', 'UV',
+    'µv' -> 'uV'; 'nv' -> 'nV'; 'v' -> 'V'); None when it spells none of them, or 'M' (mega, not milli) as in 'MV'."""
+    if units in UNITS:
         return units
-    raise DataError(f"recording '{path}': unknown units {units!r}; give one of {', '.join(UNITS)} "
-                    "(the unit of the numbers stored in the file)")
+    if units.strip().startswith("M"):  # megavolts: a typo for mV, which the message suggests, not a guess made here
+        return None
+    return _FOLDED_UNITS.get(_folded_unit(units))
+
+
+def unit_advice(units: str) -> str:
+    """Return the end of the message for an unknown ``units``: the choices, and the nearest one when one is close."""
+    import difflib
+
+    folded = _folded_unit(units)
+    near = [_FOLDED_UNITS[folded]] if folded in _FOLDED_UNITS else [
+        _FOLDED_UNITS[n] for n in difflib.get_close_matches(folded, list(_FOLDED_UNITS), n=1, cutoff=0.5)]
+    did = f"did you mean {near[0]!r}? " if near else ""
+    return f"{did}give one of {', '.join(UNITS)} (the unit of the numbers stored in the file)"
+
+
+#: The units :func:`canonical_units` reads in any case, by their folded spelling.
+_FOLDED_UNITS = {"v": "V", "mv": "mV", "uv": "uV", "nv": "nV"}
+
+
+def _folded_unit(units: str) -> str:
+    """Return ``units`` lower case, 'micro' written 'u', 'volt(s)' written 'v'."""
+    return units.strip().casefold().replace("µ", "u").replace("μ", "u").replace("volts", "v").replace("volt", "v")
+
+
+def _unit_check(units: str | None, path: Path | str) -> str | None:
+    """Return the :data:`UNITS` name ``units`` spells in any case (None stays None); DataError naming the choices
+    (and the nearest) otherwise."""
+    if units is None:
+        return None
+    known = canonical_units(units)
+    if known is not None:
+        return known
+    raise DataError(f"recording '{path}': unknown units {units!r}; {unit_advice(units)}")
 
 
 def _with_units(raw: mne.io.BaseRaw, path: Path, units: str) -> mne.io.BaseRaw:

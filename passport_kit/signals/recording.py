@@ -25,9 +25,7 @@ Example::
 """
 
 from __future__ import annotations
-
-import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from passport_kit.errors import PassportWarning
+from passport_kit.errors import warn
 from passport_kit.signals.channels import mapped_data
 from passport_kit.signals.preprocess import PreprocessConfig, Preprocessing, check_sampling_rate, fit_band_to_rate
 from passport_kit.signals.quality import ChannelQuality, channel_quality
@@ -49,15 +47,17 @@ MAINS_HZ = (50.0, 60.0)
 KEEP = "keep"
 
 
-def fit_preprocessing(contract: Any, *, rate: Callable[[], tuple[float, str]], window_seconds: float | None = None,
-                      instance_norm: bool | None = None, notch_freq: float | None | str = KEEP,
-                      h_freq: float | None = None, advice: str = "") -> PreprocessConfig:
+def fit_preprocessing(contract: Any, *, rate: Callable[[], tuple[float, str | Sequence[str]]],
+                      window_seconds: float | None = None, instance_norm: bool | None = None,
+                      notch_freq: float | None | str = KEEP, h_freq: float | None = None,
+                      advice: str = "") -> PreprocessConfig:
     """Return the preprocessing of this data: ``contract``'s signal settings, this data's window, band and rate.
 
     ``contract``: a base checkpoint's ``InputContract`` or a bundle's ``PreprocessConfig`` (its
     settings that PreprocessConfig shares; the rest, such as units or the patch length, only
-    document the model; a checkpoint's ``notch_freq`` is its pretraining site's, not kept). ``rate()`` returns ``(sfreq, name)`` of the most slowly sampled
-    recording, in Hz; it is called only when no ``h_freq`` is given, so that no header is read
+    document the model; a checkpoint's ``notch_freq`` is its pretraining site's, not kept). ``rate()`` returns
+    ``(sfreq, name)`` of the most slowly sampled recording, in Hz (or ``(sfreq, names)`` of every recording at that
+    rate, all named in the warning); it is called only when no ``h_freq`` is given, so that no header is read
     for nothing. ``window_seconds`` (the dataset's), ``instance_norm`` and ``notch_freq`` (the
     mains frequency of the recording site in Hz, ``None``: no notch, :data:`KEEP`: the
     contract's) replace the contract's when given; a notch off :data:`MAINS_HZ` is warned
@@ -78,18 +78,31 @@ def fit_preprocessing(contract: Any, *, rate: Callable[[], tuple[float, str]], w
     if notch_freq != KEEP:
         settings["notch_freq"] = notch_freq
         if notch_freq is not None and notch_freq not in MAINS_HZ:
-            warnings.warn(f"notch at {notch_freq:g} Hz: mains power is {' or '.join(f'{f:g}' for f in MAINS_HZ)} Hz "
-                          f"everywhere, so this notch removes EEG at {notch_freq:g} Hz and leaves the hum; use "
-                          "--notch 50 (Europe, Asia, Africa, Australia) or 60 (the Americas), or 'none'",
-                          PassportWarning, stacklevel=3)
+            warn(f"notch at {notch_freq:g} Hz: mains power is {' or '.join(f'{f:g}' for f in MAINS_HZ)} Hz "
+                 f"everywhere, so this notch removes EEG at {notch_freq:g} Hz and leaves the hum; use "
+                 "--notch 50 (Europe, Asia, Africa, Australia) or 60 (the Americas), or 'none'")
     if h_freq is not None:
         return PreprocessConfig.from_dict(settings | {"h_freq": h_freq, "h_freq_note": None})
     config = PreprocessConfig.from_dict(settings)
     sfreq, name = rate()
-    fitted = fit_band_to_rate(config, sfreq, source=f"recording '{name}'")
+    fitted = fit_band_to_rate(config, sfreq, source=recordings_named(name))
     if fitted.h_freq != config.h_freq:
-        warnings.warn(f"{fitted.h_freq_note}{advice}", PassportWarning, stacklevel=3)
+        warn(f"{fitted.h_freq_note}{advice}")
     return fitted
+
+
+#: Recordings a message names one by one; the rest it counts.
+NAMED_RECORDINGS = 8
+
+
+def recordings_named(names: str | Sequence[str]) -> str:
+    """Return how a message names one recording or several: ``recording 'a.edf'``, ``each of 3 recordings ('a.edf',
+    'b.edf', 'c.edf')`` (every one up to :data:`NAMED_RECORDINGS`; issue 58: eight nights at 50 Hz, one named)."""
+    if isinstance(names, str) or len(names) == 1:
+        return f"recording '{names if isinstance(names, str) else names[0]}'"
+    shown = ", ".join(f"'{n}'" for n in names[:NAMED_RECORDINGS])
+    more = f" and {len(names) - NAMED_RECORDINGS} more" if len(names) > NAMED_RECORDINGS else ""
+    return f"each of {len(names)} recordings ({shown}{more})"
 
 
 def with_high_pass(config: PreprocessConfig, l_freq: float | None, spec: Any = None) -> PreprocessConfig:

@@ -63,3 +63,17 @@ def test_a_short_recording_is_in_minutes(monkeypatch: pytest.MonkeyPatch, epochs
     fig = _drawn(monkeypatch, _night(["N2"] * epochs, [True] * epochs))
     assert fig.axes[-1].get_xlabel() == label
     assert fig.axes[-1].get_xlim()[1] == pytest.approx(epochs * 0.5 if "min" in label else epochs / 120)
+
+
+def test_a_long_title_is_wrapped_inside_the_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58: the second title line was clipped on both sides ('tatistics withheld: ...', 'TST 1.5 min' cut)."""
+    note = ("sleep statistics withheld: its stage sequence is unlike sleep: 6 of its 59 epoch-to-epoch transitions "
+            "are ones that neither scored sleep nor the training nights show · TST 1.5 min · SE 38 % · SOL 12 min · "
+            "WASO 2 min (not meaningful: the recording is 4 min long) · mean confidence 0.71 · kappa vs scorer 0.56 "
+            "(in-sample) · 5 low-confidence epochs (shaded)")
+    fig = _drawn(monkeypatch, _night(["W", "N2"] * 8, [True] * 16), title="excerpt1.txt (adapter runs/a)", note=note)
+    title = fig.axes[0].title
+    box, frame = title.get_window_extent(), fig.bbox
+    assert box.x0 >= frame.x0 and box.x1 <= frame.x1 and box.y1 <= frame.y1
+    assert box.y0 >= fig.axes[0].get_window_extent().y1                     # above the axes, not over the data
+    assert "TST 1.5 min" in title.get_text() and title.get_text().count("\n") >= 2

@@ -128,3 +128,21 @@ def test_heads_are_registered_by_kind_and_a_second_head_of_a_kind_is_refused() -
     assert HEADS["probe"] is ProbeHead
     with pytest.raises(ConfigError, match="unknown head kind 'rnn'; choose one of probe, mlp"):
         Head.of_kind("rnn")
+
+
+
+def test_a_probe_read_out_says_which_classes_its_stager_reaches() -> None:
+    """Issue 58: what the shipped read-out can output, read from its weights, not from the training labels."""
+    import torch
+
+    from passport_kit.model.heads import ClassificationHead, Head, ProbeHead
+
+    head = ProbeHead(d_model=8, n_classes=3, n_channels=1, n_prior=3, prior={"name": "yasa"})
+    with torch.no_grad():
+        head.linear.weight.zero_()
+        head.linear.bias.copy_(torch.tensor([0.0, -30.0, -30.0]))
+        head.linear.weight[1, 0] = -0.1    # an unseen class's pooled-feature weight, moved a little by LP-FT
+        head.linear.weight[2, -1] = 1.0    # the stager's log-probability reaches class 2: it can be output
+    assert head.stager_classes() == [2]
+    assert ProbeHead(d_model=8, n_classes=3, n_channels=1).stager_classes() == []   # no stager stacked
+    assert Head.stager_classes(head) == [] and ClassificationHead.stager_classes is Head.stager_classes

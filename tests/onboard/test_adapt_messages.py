@@ -86,7 +86,20 @@ def test_progress_of_the_probe_recipe_has_no_loss_to_show(montage_yaml: Path, da
     # The ladder reports its rungs, then its expected score only; the progress line must not need a loss.
     result = _adapt(montage_yaml, dataset, tmp_path / "run")
     assert result.exit_code == 0, result.output
-    # a sleep task climbs the stager-first order: its rungs (issue 43; the textbook path's model last, issue 55)
+    # a sleep task climbs the stager-first order: its rungs (issue 43; the textbook path's model last, issue 55),
+    # named by place, not counted as steps
     from passport_kit.onboard.rungs import STAGER_FIRST
 
-    assert f"adapt: step {len(STAGER_FIRST)}/{len(STAGER_FIRST)}" in result.output
+    assert f"of {len(STAGER_FIRST)})" in result.output and "adapt: ladder done  cross-validated kappa" in result.output
+
+
+def test_adapt_records_and_prints_the_bundles_licences(bundle: Path) -> None:
+    """Issue 58: the licences of what a bundle contains (passport-kit's, its base's), in adapter.json."""
+    from passport_kit.checkpoint import read_adapter_meta
+    from passport_kit.cli.onboard import licence_lines
+
+    licences = read_adapter_meta(bundle).licences
+    assert licences["passport-kit (code and the adapter's own tensors)"] == "MIT"
+    assert licences["base checkpoint tiny-mlp"].startswith("not stated")   # a test checkpoint states none
+    assert licence_lines(bundle) == [f"licences: passport-kit (code and the adapter's own tensors): MIT; base "
+                                     f"checkpoint tiny-mlp: {licences['base checkpoint tiny-mlp']}"]

@@ -34,6 +34,15 @@ def test_a_band_pass_below_both_prefilters_removes_the_confound() -> None:
     assert metadata_confounds(headers, CLASSES, SUBJECTS, band=(0.3, 45.0)) == []
 
 
+def test_a_prefilter_is_named_as_the_header_has_it_and_after_the_band_pass() -> None:
+    """Issue 58: 'rest 0.3 Hz' was the band-pass bottom, reported as if the header (0 Hz) said it."""
+    headers = {rec: {"sfreq": 500.0, "highpass": 0.5 if rec == "s08_2" else 0.0, "lowpass": 250.0, "units": "µV"}
+               for rec in CLASSES}
+    lines = metadata_confounds(headers, CLASSES, SUBJECTS, band=(0.3, 75.0))
+    assert lines == ["high-pass differs between classes within 1 subject(s): s08 (rest header 0 Hz (0.3 Hz after "
+                     "the band-pass), task header 0.5 Hz)"]
+
+
 def test_a_value_that_tells_the_classes_apart_everywhere_is_named() -> None:
     headers = {rec: {"sfreq": 256.0 if CLASSES[rec] == "rest" else 500.0, "highpass": 0.0, "lowpass": 100.0,
                      "units": "µV"} for rec in CLASSES}
@@ -53,7 +62,7 @@ def test_check_warns_about_prefilters_differing_between_classes(tmp_path: Path, 
                               checkpoint])
     assert result.exit_code == 0, result.output
     assert ("[WARN] recording metadata: low-pass differs between classes within 1 subject(s): "
-            "s01 (rest 75 Hz, task 45 Hz)") in result.output
+            "s01 (rest header 90 Hz (75 Hz after the band-pass), task header 45 Hz)") in result.output
     # With the band-pass top at 45 Hz the difference is filtered away.
     result = RUN.invoke(app, ["check", "--montage", str(montage_yaml), "--data", str(tmp_path), "--checkpoint",
                               checkpoint, "--h-freq", "45"])

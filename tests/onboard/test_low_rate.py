@@ -47,7 +47,8 @@ def test_low_rate_recordings_adapt_and_predict_end_to_end(simulated: Path, monta
                               checkpoint, "--max-steps", "2", "--batch-size", "4", "--out", str(tmp_path / "run"),
                               "--no-progress"])
     assert result.exit_code == 0, result.output
-    assert f"warning: recording 's01.edf' is sampled at {sfreq:g} Hz" in result.output
+    # both recordings named (issue 58: only the first was)
+    assert f"warning: each of 2 recordings ('s01.edf', 's02.edf') is sampled at {sfreq:g} Hz" in result.output
     assert f"lowered to {h_freq:g} Hz" in result.output
     stored = json.loads((tmp_path / "run" / "adapter.json").read_text())["preprocessing"]
     assert stored["sfreq"] == 200.0 and stored["h_freq"] == h_freq and "lowered" in stored["h_freq_note"]

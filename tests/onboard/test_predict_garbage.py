@@ -118,3 +118,23 @@ def test_predict_cli_says_the_statistics_are_withheld(bundle: Path, dataset: Pat
     assert result.exit_code == 0, result.output
     assert "statistics withheld: 10 of 10 windows are low confidence" in result.output
     assert "TST" not in result.output
+
+
+def test_predict_names_the_users_own_units_as_the_cause_of_a_flat_signal(bundle: Path, dataset: Path,
+                                                                          tmp_path: Path) -> None:
+    """Issue 58: --units nV on a µV file was told 'µV read as V' (the reverse; and the user's own option the cause)."""
+    result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(dataset / "s01.edf"), "--units", "nV",
+                              "--out", str(tmp_path / "pred")])
+    assert result.exit_code == 2
+    assert "every channel is flat" in result.output and "you gave --units nV" in result.output
+    assert "µV read as V" not in result.output
+
+
+def test_predict_reads_units_in_any_case(bundle: Path, dataset: Path, tmp_path: Path) -> None:
+    """Issue 58: '--units uv' was an 'unknown units' error."""
+    result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(dataset / "s01.edf"), "--units", "uv",
+                              "--out", str(tmp_path / "pred")])
+    assert result.exit_code == 0, result.output
+    near = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(dataset / "s01.edf"), "--units", "uW",
+                            "--out", str(tmp_path / "pred2")])
+    assert near.exit_code == 2 and "unknown units 'uW'; did you mean 'uV'?" in near.output

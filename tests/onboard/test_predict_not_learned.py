@@ -72,3 +72,20 @@ def test_dreams_hypnogram_reads_as_rk_epochs(shared_data: Path) -> None:
     y = scorer_labels(path, ["W", "N1", "N2", "N3", "REM"], n_windows=n_values // 6, window_seconds=30,
                       label_map="rk")
     assert len(y) == n_values // 6 and (y >= 0).mean() > 0.9
+
+
+def test_adapts_absent_class_note_is_made_true_of_the_model_shipped() -> None:
+    """Issue 58: 'will never be predicted: REM' beside a stager, shipped as it is, that outputs REM."""
+    from types import SimpleNamespace
+
+    from passport_kit.onboard.class_outputs import class_output_notes
+
+    notes = ["classes with fewer than 20 training windows are hard to learn: W (16)",
+             "classes absent from the training windows will never be predicted: N1, REM"]
+    stager = SimpleNamespace(stager_classes=lambda: [0, 2, 3, 4])   # the stager reaches REM, not N1
+    assert class_output_notes(notes, stager, ["W", "N1", "N2", "N3", "REM"]) == [
+        notes[0], "classes absent from the training windows will never be predicted: N1",
+        "classes absent from the training windows come from the sleep stager alone, unchecked against your labels: "
+        "REM (the model shipped stages all five)"]
+    no_stager = SimpleNamespace(stager_classes=lambda: [])
+    assert class_output_notes(notes, no_stager, ["W", "N1", "N2", "N3", "REM"]) == notes

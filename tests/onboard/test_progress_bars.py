@@ -78,5 +78,20 @@ def test_a_log_gets_one_line_per_news_not_per_call(capsys: pytest.CaptureFixture
         bar(0, 1, {"rung": "backbone features"})
         bar(1, 1, {"val": 0.8, "metric": "kappa"})
     assert capsys.readouterr().err.splitlines() == [
-        "adapt: step 0/1  trying band power", "adapt: step 0/1  trying backbone features",
-        "adapt: step 1/1  cross-validated kappa 0.800"]
+        "adapt: trying band power (rung 1 of 1)", "adapt: trying backbone features (rung 1 of 1)",
+        "adapt: ladder done  cross-validated kappa 0.800"]
+
+
+def test_a_ladder_in_a_log_names_rungs_not_steps_that_jump(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 58: 'step 0/7 -> 4/7 -> 7/7' (the ladder reports only the rungs it scores)."""
+    from passport_kit.cli.onboard import _step_bar
+
+    verbosity.set_level(verbosity.NORMAL)
+    with _step_bar(True, "adapt") as bar:
+        bar(0, 7, {"rung": "bandpower"})
+        bar(4, 7, {"rung": "backbone"})
+        bar(7, 7, {"val": 0.5, "metric": "kappa"})
+        bar(3, 3, {"stage": "LP-FT", "loss": 0.25})
+    assert capsys.readouterr().err.splitlines() == [
+        "adapt: trying bandpower (rung 1 of 7)", "adapt: trying backbone (rung 5 of 7)",
+        "adapt: ladder done  cross-validated kappa 0.500", "adapt (LP-FT): step 3/3  loss 0.250"]

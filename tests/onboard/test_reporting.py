@@ -9,7 +9,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from typer.testing import CliRunner
 
 from passport_kit.cli.app import app
-from passport_kit.onboard.rungs import STAGER_FIRST
 from passport_kit.cli.onboard import print_table
 from passport_kit.reports import confusion_figure, history_figure
 from passport_kit.onboard.evaluate import EvaluationReport, evaluate
@@ -17,8 +16,6 @@ from passport_kit.onboard.evaluate import EvaluationReport, evaluate
 from conftest import make_dataset
 
 RUN = CliRunner()
-#: The stager-first order's rungs: a sleep task's progress steps (issues 43, 55).
-_RUNGS = len(STAGER_FIRST)
 
 
 def test_evaluate_counts_every_subject_the_probe_was_fitted_on(tmp_path: Path, montage_yaml: Path, dataset: Path,
@@ -54,7 +51,7 @@ def test_data_quality_scores_the_dataset_window_length(tmp_path: Path, montage_y
     assert "3 windows of 20 s" in result.output
 
 
-@pytest.mark.parametrize(("options", "shown"), [([], f"adapt: step {_RUNGS}/{_RUNGS}  cross-validated kappa "),
+@pytest.mark.parametrize(("options", "shown"), [([], "adapt: ladder done  cross-validated kappa "),
                                                 (["--max-steps", "2"], "val kappa ")])
 def test_adapt_progress_names_its_metric(tmp_path: Path, montage_yaml: Path, dataset: Path, checkpoint: str,
                                          options: list[str], shown: str) -> None:
@@ -96,6 +93,6 @@ def test_quiet_adapt_prints_results_without_progress_or_notes(tmp_path: Path, mo
     loud = RUN.invoke(app, [*args, "--out", str(tmp_path / "a")])
     quiet = RUN.invoke(app, [*args, "--out", str(tmp_path / "b"), "--quiet"])
     assert loud.exit_code == quiet.exit_code == 0, quiet.output
-    for line in (f"adapt: step {_RUNGS}/{_RUNGS}", "channel quality:"):
+    for line in ("adapt: ladder done", "channel quality:"):
         assert line in loud.output and line not in quiet.output
     assert "adapter bundle written to" in quiet.output and "expected on new subjects: kappa" in quiet.output

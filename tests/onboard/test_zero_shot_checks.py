@@ -68,3 +68,25 @@ def test_an_adapter_and_zero_shot_together_are_named_as_both(tmp_path: Path, dat
     result = RUN.invoke(app, ["predict", "--zero-shot", "yasa", "--adapter", str(tmp_path), "--montage", "tuh-standard",
                               str(dataset / "s01.edf")])
     assert result.exit_code == 2 and "were both given" in result.output and "drop one of them" in result.output
+
+
+def test_the_staged_by_line_names_the_files_channel_where_it_was_renamed(montage_yaml: Path, tmp_path: Path) -> None:
+    """Issue 58: 'staged by yasa on channel C3-A1' where the file's channel was CZ-A1, renamed."""
+    from tests.onboard.conftest import CLASSES, write_recording
+
+    path = write_recording(tmp_path / "n.edf", [CLASSES[i % 5] for i in range(10)], ["CZ-A1", "ER1", "EL2"], seed=3)
+    result = _zero_shot(montage_yaml, path, tmp_path / "zs", "--rename", "EL1=CZ-A1")
+    assert result.exit_code == 0, result.output
+    assert "staged by yasa on channel EL1 (CZ-A1 in the file) (EOG: none, EMG: none)" in result.output
+    summary = json.loads((tmp_path / "zs" / "n" / "n_summary.json").read_text())
+    assert summary["zero_shot"]["eeg_in_file"] == "CZ-A1"
+
+
+def test_zero_shot_verbose_says_how_the_stager_read_the_night(montage_yaml: Path, dataset: Path,
+                                                               tmp_path: Path) -> None:
+    """Issue 58: --verbose added nothing beyond the file opened and the time."""
+    result = _zero_shot(montage_yaml, dataset / "s01.edf", tmp_path / "zs", "--verbose")
+    assert result.exit_code == 0, result.output
+    assert "info: zero-shot: stager yasa (BSD-3-Clause licence) reads EEG EL1" in result.output
+    assert "windows of 30 s" in result.output and "band-pass 0.3-" in result.output and "amplitude median" in result.output
+    assert "info: zero-shot: yasa staged 10 epochs of 30 s in" in result.output

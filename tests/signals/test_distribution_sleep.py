@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from passport_kit.signals.distribution import (
     distribution_profile,
     score_recording,
     sequence_check,
+    sleep_transitions,
     transition_record,
 )
 
@@ -61,12 +64,37 @@ def test_a_held_out_night_passes_both_sleep_checks(profile: dict) -> None:
 
 
 def test_wake_and_n3_alternating_every_epoch_is_outside(profile: dict) -> None:
+    # W->N3 is not sleep's; N3->W (an awakening from deep sleep) is, though the toy nights never show it.
     predicted = np.array([0, 3] * 4)
     unseen, total, examples = sequence_check(profile, predicted, np.arange(8) * 30.0, 30.0)
-    assert (unseen, total) == (7, 7) and examples == ["W->N3", "N3->W"]
+    assert (unseen, total) == (4, 7) and examples == ["W->N3"]
     verdict = score_recording(profile, _windows(list(predicted), 5), top_hz=75.0, predicted=predicted,
                               onset_s=np.arange(8) * 30.0)
-    assert verdict.outside and "its stage sequence is unlike sleep: 7 of its 7" in verdict.reason
+    assert verdict.outside and "its stage sequence is unlike sleep: 4 of its 7" in verdict.reason
+
+
+def test_sleeps_own_transitions_count_as_seen_after_training_nights_without_them() -> None:
+    """Issue 58: training nights without REM made N2->REM and REM->REM 'unlike sleep'."""
+    no_rem = [0] * 5 + [1] * 3 + [2] * 60 + [3] * 40 + [2] * 20 + [0] * 2
+    block = transition_record(STAGES, np.array(no_rem), np.array(["a"] * len(no_rem)),
+                              np.arange(len(no_rem)) * 30.0, 30.0)
+    night = np.array([0] * 3 + [1] * 2 + [2] * 10 + [4] * 10 + [2] * 5 + [0] * 2)
+    assert sequence_check({"transitions": block}, night, np.arange(len(night)) * 30.0, 30.0) == (0, 31, [])
+
+
+def test_only_aasm_stage_names_have_sleeps_transitions() -> None:
+    assert sleep_transitions(["rem", "n2"]).all()
+    assert not sleep_transitions(["W", "N3"])[0, 1] and sleep_transitions(["W", "N3"])[1, 0]
+    assert not sleep_transitions(["rest", "task"]).any()
+
+
+def test_an_in_sample_recording_is_never_outside(profile: dict) -> None:
+    predicted = np.array([0, 3] * 4)
+    verdict = score_recording(profile, _windows(list(predicted), 5), top_hz=75.0, predicted=predicted,
+                              onset_s=np.arange(8) * 30.0)
+    same = dataclasses.replace(verdict, in_sample=True)
+    assert verdict.outside and not same.outside and same.reason is None
+    assert same.to_json()["in_sample"] is True and same.to_json()["unseen_transitions"] == 4
 
 
 def test_an_awake_recording_staged_as_sleep_does_not_look_like_sleep(profile: dict) -> None:

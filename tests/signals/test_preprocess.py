@@ -126,6 +126,24 @@ def test_fit_band_to_rate_lowers_the_top_below_nyquist_and_keeps_200_hz(sfreq: f
     assert out.shape == (1, 6000)
 
 
+def test_every_recording_at_the_lowest_rate_is_named_in_the_warning() -> None:
+    """Issue 58: eight nights at 50 Hz, and the warning named only the first."""
+    import warnings
+
+    from passport_kit.signals.recording import fit_preprocessing
+
+    names = [f"n{k}.edf" for k in range(1, 11)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config = fit_preprocessing(PreprocessConfig(), rate=lambda: (50.0, names))
+    assert config.h_freq == 22.0 and len(caught) == 1
+    assert str(caught[0].message).startswith("each of 10 recordings ('n1.edf', 'n2.edf', 'n3.edf', 'n4.edf', "
+                                             "'n5.edf', 'n6.edf', 'n7.edf', 'n8.edf' and 2 more) is sampled at 50 Hz")
+    with warnings.catch_warnings(record=True):
+        assert fit_preprocessing(PreprocessConfig(), rate=lambda: (50.0, ["a.edf"])).h_freq_note.startswith(
+            "recording 'a.edf' is sampled")
+
+
 def test_fit_band_to_rate_leaves_a_rate_that_carries_the_band_alone() -> None:
     config = PreprocessConfig()
     assert fit_band_to_rate(config, 150.0) is config

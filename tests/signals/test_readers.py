@@ -165,3 +165,18 @@ def test_simulated_recording_gives_the_same_windows_in_every_format(tmp_path: Pa
     ws = load_recording(path, "tuh-standard", cache=False)
     assert ws.x.shape == reference.x.shape
     np.testing.assert_allclose(ws.x, reference.x, atol=atol)
+
+
+def test_units_are_read_in_any_case_and_a_near_miss_is_named() -> None:
+    """Issue 58: 'uv' was an unknown unit, with no hint; dataset.yaml's 'units:' reads the same way."""
+    from passport_kit.signals.dataset_spec import spec_from_dict
+    from passport_kit.signals.readers import canonical_units, unit_advice
+
+    assert [canonical_units(u) for u in ("uv", "UV", "µv", "v", "nv", "uV", "mv")] == ["uV", "uV", "uV", "V", "nV",
+                                                                                      "uV", "mV"]
+    assert canonical_units("counts") is None and unit_advice("uW").startswith("did you mean 'uV'? give one of")
+    # 'MV' is megavolts: not guessed to be mV, but suggested
+    assert canonical_units("MV") is None and unit_advice("MV").startswith("did you mean 'mV'?")
+    spec = spec_from_dict({"recordings": [{"subject": "a", "file": "a.edf", "units": "UV"}]}, root=Path("."),
+                          origin="yaml", source="test")
+    assert spec.recordings[0].units == "uV"
