@@ -75,13 +75,8 @@ def load_for_prediction(adapter: str | Path, contacts: ContactOptions, run: RunO
     precision = resolve_precision(run.precision, device)
     set_threads(None)  # torch's own choice, logged (--verbose) as adapt and evaluate log theirs
     model.to(device)
-<<<<<<< HEAD
     _warn_if_skewed(model.head, meta.metrics.get("selection") or {}, adapter)
-    # Classes without a training window: the adapter has never learned them, so it (nearly) never outputs them.
-    not_learned = [c for c, n in (meta.metrics.get("train_class_counts") or {}).items() if n == 0]
-=======
     untrained, silent = class_outputs(model.head, list(meta.classes), meta.metrics.get("train_class_counts"))
->>>>>>> issue-58
     facts = AdapterFacts(classes=list(meta.classes), window_seconds=config.window_seconds,
                          task=str(meta.window.get("task", "")), adapter=Path(adapter), base_name=meta.base_name,
                          not_learned=silent, untrained=untrained)
@@ -90,7 +85,6 @@ def load_for_prediction(adapter: str | Path, contacts: ContactOptions, run: RunO
                          precision=precision)
 
 
-<<<<<<< HEAD
 def _warn_if_skewed(head: Any, selection: dict[str, Any], adapter: str | Path) -> None:
     """Warn where a bundle written before issue 55 runs another model than adapt scored: a read-out fitted around the
     stager with per-night scaling, whose head scales the stager's block per night (its fit had it unscaled)."""
@@ -104,7 +98,8 @@ def _warn_if_skewed(head: Any, selection: dict[str, Any], adapter: str | Path) -
             f"adapter '{adapter}' was written by a passport-kit whose per-night scaled read-outs around the sleep "
             "stager ran another model than adapt scored (far below the stager on real nights); re-run adapt with "
             "this version to get the model it selected"), stacklevel=2)
-=======
+
+
 def class_outputs(head: Any, classes: list[str], train_counts: dict[str, int] | None
                   ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Return ``(untrained, silent)``: the classes without a training window, and those the shipped model cannot output.
@@ -116,7 +111,6 @@ def class_outputs(head: Any, classes: list[str], train_counts: dict[str, int] | 
     untrained = tuple(c for c, n in (train_counts or {}).items() if n == 0)
     reached = {classes[k] for k in head.stager_classes()}
     return untrained, tuple(c for c in untrained if c not in reached)
->>>>>>> issue-58
 
 
 def read_night(path: Path, loaded: LoadedAdapter, reading: ReadOptions, memory: dict[Path, Any]) -> RecordingWindows:

@@ -103,14 +103,10 @@ def predict_zero_shot(
             # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
             night = read_for_prediction(path, montage, config, band, raw=raw, stager_rates=native_rates(stager))
             labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
-<<<<<<< HEAD
-            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0,
-                                   raw=night.stager_signal)
-=======
             _log_night(path, raw, night)
             started = time.perf_counter()
-            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0)
->>>>>>> issue-58
+            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0,
+                                   raw=night.stager_signal)
             proba = np.exp(logp).astype(np.float32)
             log.info("zero-shot: %s staged %d epochs of 30 s in %.1f s; mean top probability %.2f", stager.name,
                      len(proba), time.perf_counter() - started, float(proba.max(1).mean()) if len(proba) else 0.0)
@@ -205,15 +201,8 @@ def _zero_shot_band(path: Path, sfreq: float, config: Any, reading: ReadOptions,
         return reading
     fitted = fit_band_to_rate(config, sfreq, source=f"recording '{path}'")
     if fitted.h_freq != config.h_freq:
-<<<<<<< HEAD
-        warnings.warn(f"recording '{path}' is sampled at {sfreq:g} Hz: its band-pass top is lowered from "
-                      f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency, in the report's "
-                      f"windows; the stager {stager['stager']} staged channel {stager['eeg']} as recorded, so with "
-                      f"nothing above {sfreq / 2:g} Hz (--h-freq sets another top for the windows)",
-                      PassportWarning, stacklevel=3)
-=======
         warn(f"recording '{path}' is sampled at {sfreq:g} Hz: its band-pass top is lowered from "
-             f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency; the stager "
-             f"{stager['stager']} staged channel {stager['eeg']} in that band (--h-freq sets another top)")
->>>>>>> issue-58
+             f"{config.h_freq:g} to {fitted.h_freq:g} Hz, below its Nyquist frequency, in the report's windows; the "
+             f"stager {stager['stager']} staged channel {stager['eeg']} as recorded, so with nothing above "
+             f"{sfreq / 2:g} Hz (--h-freq sets another top for the windows)")
     return reading.model_copy(update={"h_freq": fitted.h_freq})

@@ -667,7 +667,7 @@ def ladder_record(fit: LadderFit, recipe: str) -> LadderSelection:
         increment_over_bandpower=r(None if band is None or res.expected is None else res.expected - band),
         **stager_summary(res),
         min_effect=res.min_effect,
-        parity=None if getattr(fit, "parity", None) is None else float(f"{fit.parity:.3g}"),
+        **({} if getattr(fit, "parity", None) is None else {"parity": float(f"{fit.parity:.3g}")}),
         ladder=[rung.record() for rung in res.rungs],
         seconds=round(res.seconds, 2),
     )
