@@ -235,6 +235,8 @@ class Ladder:
         #: How many candidates were scored on the folds (each read-out at each C, each stager option, each step):
         #: what the shipped model was chosen from (issue 55: its inner score is optimistic by that selection).
         self.n_candidates = 0
+        #: What the progress line says a candidate is scored within ("textbook path: " during :meth:`textbook_path`).
+        self._within = ""
         #: The stager option the read-outs read (the stager rung picks it; the first by default).
         self.option = 0
         #: Its spec and log-probabilities (LadderData's __post_init__ lists a lone prior as the one option).
@@ -256,7 +258,7 @@ class Ladder:
         if key in self._memo:  # a second climb (another minimum effect) reuses what was scored
             return dataclasses.replace(self._memo[key], name=name)
         if self._progress is not None:
-            self._progress(name, *self._at)
+            self._progress(self._within + name, *self._at)
         self.n_candidates += len(OFFSET_C_GRID if choice.offset else C_GRID)
         if choice.offset:
             self._memo[key] = self._score_offset(name, choice)
@@ -359,11 +361,13 @@ class Ladder:
         left as the main climb made it."""
         saved = dict(self.candidates), self.bandpower, self._at
         sub = Climb(incumbent=None, template=FALLBACK, rungs=[], lpft=None)  # type: ignore[arg-type]
+        self._within = "the textbook path: "
         try:
             for name in TEXTBOOK_FIRST:
                 get_rung(name).run(self, sub)
         finally:
             self.candidates, self.bandpower, self._at = saved
+            self._within = ""
         path = " -> ".join(r.name for r in sub.rungs if r.taken)
         base = sub.incumbent
         setting = {"path": path, **(base.choice.as_dict() if base.choice is not None else base.setting)}
