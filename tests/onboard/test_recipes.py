@@ -132,7 +132,7 @@ def test_heads_rebuild_from_their_settings_and_refuse_another_heads_keywords() -
                       "dropout": 0.2},
                      {"kind": "probe", "n_classes": 2, "n_channels": 4, "context": 0, "layer": 1,
                       "pooling_probe": "meanstd", "bands": [[1.0, 4.0]], "scaling": "none", "n_prior": 0,
-                      "prior": None, "temperature": 1.0, "smoothing": None}):
+                      "prior": None, "temperature": 1.0, "smoothing": None, "scales_prior": True}):
         assert Classifier(backbone, **settings).head_settings == settings
     with pytest.raises(ConfigError, match="head 'mlp' does not take these settings"):
         Classifier(backbone, 2, kind="mlp", n_channels=4)
