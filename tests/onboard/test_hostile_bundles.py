@@ -58,6 +58,11 @@ def _edited(bundle: Path, tmp_path: Path, edit, *, reseal: bool = True) -> Path:
      "quantiles holds no finite channel"),
     (lambda m: m["metrics"]["distribution"].__setitem__("amplitude_uv", [-1.0, 2.0, 3.0]), "must be positive"),
     (lambda m: m["head"].__setitem__("temperature", 1e-300), "head.temperature is 1e-300, outside"),
+    # Issue 57: the two sleep blocks of the guard were not checked: "garbage" was a 70-line TypeError.
+    (lambda m: m["metrics"]["distribution"].__setitem__("stages", "garbage"),
+     "metrics.distribution.stages must be a mapping that names its classes"),
+    (lambda m: m["metrics"]["distribution"].__setitem__("transitions", {"classes": m["classes"], "counts": "x"}),
+     "metrics.distribution.transitions.counts must be numbers"),
 ])
 def test_edited_head_numbers_and_guard_profile_are_one_line(bundle: Path, dataset: Path, tmp_path: Path, edit,  # noqa: ANN001
                                                            message: str) -> None:
