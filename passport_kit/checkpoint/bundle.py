@@ -19,7 +19,7 @@ from torch import Tensor
 
 from passport_kit.checkpoint.base import find_checkpoint, load_base_checkpoint
 from passport_kit.checkpoint.files import HEAD_SETTINGS, AdapterMeta, AdapterVariant
-from passport_kit.checkpoint.head_checks import check_guard_profile, check_head_numbers
+from passport_kit.checkpoint.head_checks import check_amplitude_profile, check_guard_profile, check_head_numbers
 from passport_kit.checkpoint.folders import dump_json, now, read_document, validated, write_folder
 from passport_kit.checkpoint.seal import check_seal, make_seal
 from passport_kit.checkpoint.layout import ADAPTER_CONFIG_FILE, ADAPTER_FORMAT, ADAPTER_WEIGHTS_FILE, FORMAT_VERSION
@@ -146,6 +146,7 @@ def load_adapter_bundle(
         check_head_numbers(meta.head, len(meta.classes))
         check_guard_profile(meta.metrics.get("distribution"), len(meta.montage.get("channels") or []),
                             len(meta.classes))
+        check_amplitude_profile(meta.metrics.get("amplitude"))
     except CheckpointError as exc:
         raise CheckpointError(f"adapter '{folder}' refused: {exc}; adapter.json was edited or damaged - restore it or "
                               "re-run adapt") from None

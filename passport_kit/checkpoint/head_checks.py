@@ -140,6 +140,32 @@ def check_guard_profile(profile: Any, n_channels: int, n_classes: int | None = N
     check_sleep_blocks(profile, n_channels, len(bands), n_classes)
 
 
+#: The training amplitudes (median 1-40 Hz RMS, µV) a bundle may record: EEG of any device lies far inside.
+AMPLITUDE_RANGE_UV = (0.1, 10_000.0)
+
+
+def check_amplitude_profile(profile: Any) -> None:
+    """Return None when ``metrics.amplitude`` (the unit check's training amplitude) is absent or usable; else raise
+    CheckpointError (issue 57: a tampered one was reported as the recording's wrong unit).
+
+    Usable: a mapping whose ``median_uv`` is a finite number in :data:`AMPLITUDE_RANGE_UV`, between its ``p05_uv``
+    and ``p95_uv`` where they are given.
+    """
+    if profile is None:
+        return
+    median = profile.get("median_uv") if isinstance(profile, Mapping) else None
+    low, high = AMPLITUDE_RANGE_UV
+    if isinstance(median, bool) or not isinstance(median, (int, float)) or not low <= median <= high:
+        raise CheckpointError(f"metrics.amplitude.median_uv must be the training data's amplitude in µV ({low:g} to "
+                              f"{high:g}), got {str(median if isinstance(profile, Mapping) else profile)[:40]!r}")
+    for key, ok in (("p05_uv", lambda v: v <= median), ("p95_uv", lambda v: v >= median)):
+        value = profile.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not np.isfinite(value) or not ok(value)):
+            raise CheckpointError(f"metrics.amplitude.{key} must be a number on the right side of median_uv, got "
+                                  f"{str(value)[:40]!r}")
+
+
 def check_sleep_blocks(profile: Mapping[str, Any], n_channels: int, n_bands: int, n_classes: int | None) -> None:
     """Return None when the guard profile's sleep blocks are absent or usable; else raise CheckpointError (issue 57:
     ``stages: "garbage"`` was a 70-line TypeError in predict).
@@ -175,4 +201,5 @@ def check_sleep_blocks(profile: Mapping[str, Any], n_channels: int, n_bands: int
                                   "finite spreads")
 
 
-__all__ = ["SUM_TOLERANCE", "TEMPERATURE_RANGE", "check_guard_profile", "check_head_numbers", "check_sleep_blocks"]
+__all__ = ["AMPLITUDE_RANGE_UV", "SUM_TOLERANCE", "TEMPERATURE_RANGE", "check_amplitude_profile", "check_guard_profile",
+           "check_head_numbers", "check_sleep_blocks"]

@@ -63,6 +63,9 @@ def _edited(bundle: Path, tmp_path: Path, edit, *, reseal: bool = True) -> Path:
      "metrics.distribution.stages must be a mapping that names its classes"),
     (lambda m: m["metrics"]["distribution"].__setitem__("transitions", {"classes": m["classes"], "counts": "x"}),
      "metrics.distribution.transitions.counts must be numbers"),
+    # Issue 57: a tampered training amplitude was reported as the recording's wrong unit.
+    (lambda m: m["metrics"]["amplitude"].__setitem__("median_uv", 1e-9), "metrics.amplitude.median_uv must be"),
+    (lambda m: m["metrics"]["amplitude"].__setitem__("median_uv", "x"), "metrics.amplitude.median_uv must be"),
 ])
 def test_edited_head_numbers_and_guard_profile_are_one_line(bundle: Path, dataset: Path, tmp_path: Path, edit,  # noqa: ANN001
                                                            message: str) -> None:
