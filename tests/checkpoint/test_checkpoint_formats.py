@@ -358,11 +358,17 @@ def test_a_head_written_with_fewer_keys_reads_back_with_only_its_migrations_fill
     assert json.loads(dump_json(meta))["head"] == doc["head"]  # written back in the form it was read
 
 
+def _edit_json(folder: Path, edit) -> dict:  # noqa: ANN001 - a function of the parsed adapter.json
+    """Return bundle ``folder``'s adapter.json after ``edit`` changed it in place and it was written back."""
+    doc = json.loads((folder / ADAPTER_CONFIG_FILE).read_text())
+    edit(doc)
+    (folder / ADAPTER_CONFIG_FILE).write_text(json.dumps(doc))
+    return doc
+
+
 def _unsealed(folder: Path) -> None:
     """Drop the seal of bundle ``folder``: as it was written before issue 57."""
-    doc = json.loads((folder / ADAPTER_CONFIG_FILE).read_text())
-    del doc["seal"]
-    (folder / ADAPTER_CONFIG_FILE).write_text(json.dumps(doc))
+    _edit_json(folder, lambda d: d.pop("seal"))
 
 
 # Issue 57, item 2: a bundle is sealed when written; an edit after that is refused, naming what changed.
@@ -375,10 +381,7 @@ def _unsealed(folder: Path) -> None:
 ])
 def test_an_edited_adapter_json_is_refused_naming_what_changed(tmp_path: Path, edit, named: str) -> None:  # noqa: ANN001
     _, folder, base_path, _ = _adapter(tmp_path)
-    path = folder / ADAPTER_CONFIG_FILE
-    doc = json.loads(path.read_text())
-    edit(doc)
-    path.write_text(json.dumps(doc))
+    _edit_json(folder, edit)
     with pytest.raises(CheckpointError, match="changed after adapt wrote it") as caught:
         load_adapter_bundle(folder, base=base_path)
     assert named in str(caught.value) and f"passport-kit checkpoints reseal {folder}" in str(caught.value)
@@ -395,14 +398,10 @@ def test_edited_tensors_are_refused(tmp_path: Path) -> None:
 
 def test_a_resealed_edit_loads_and_a_bundle_before_the_seal_loads_as_before(tmp_path: Path) -> None:
     _, folder, base_path, _ = _adapter(tmp_path)
-    path = folder / ADAPTER_CONFIG_FILE
-    doc = json.loads(path.read_text())
-    doc["metrics"]["kappa"] = 0.9
-    path.write_text(json.dumps(doc))
+    _edit_json(folder, lambda d: d["metrics"].__setitem__("kappa", 0.9))
     assert reseal_bundle(folder) == ["metrics.kappa"]
     assert load_adapter_bundle(folder, base=base_path)[1].metrics["kappa"] == 0.9
-    del doc["seal"]
-    path.write_text(json.dumps(doc))
+    _unsealed(folder)
     assert load_adapter_bundle(folder, base=base_path)[1].seal is None
 
 
@@ -410,10 +409,7 @@ def test_a_resealed_edit_loads_and_a_bundle_before_the_seal_loads_as_before(tmp_
 def test_a_head_number_written_as_a_boolean_or_string_is_refused(tmp_path: Path, key: str, value: object) -> None:
     # Issue 57: `temperature: true` was read as 1 (pydantic's lax mode), even in a re-sealed bundle.
     _, folder, base_path, _ = _adapter(tmp_path)
-    path = folder / ADAPTER_CONFIG_FILE
-    doc = json.loads(path.read_text())
-    doc["head"][key] = value
-    path.write_text(json.dumps(doc))
+    _edit_json(folder, lambda d: d["head"].__setitem__(key, value))
     with pytest.raises(CheckpointError, match=f"head.{key}: .*must be a number"):
         load_adapter_bundle(folder, base=base_path)
     with pytest.raises(CheckpointError, match=f"head.{key}: .*must be a number"):  # nor sealed as it is
@@ -422,10 +418,7 @@ def test_a_head_number_written_as_a_boolean_or_string_is_refused(tmp_path: Path,
 
 def test_checkpoints_reseal_names_what_it_sealed(tmp_path: Path) -> None:
     _, folder, base_path, _ = _adapter(tmp_path)
-    path = folder / ADAPTER_CONFIG_FILE
-    doc = json.loads(path.read_text())
-    doc["metrics"]["kappa"] = 0.9
-    path.write_text(json.dumps(doc))
+    _edit_json(folder, lambda d: d["metrics"].__setitem__("kappa", 0.9))
     result = CliRunner().invoke(app, ["checkpoints", "reseal", str(folder)])
     assert result.exit_code == 0, result.output
     assert "metrics.kappa" in result.output
