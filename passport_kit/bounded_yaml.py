@@ -9,7 +9,8 @@ that refuses both while the document is composed, before anything is built, with
 
 - nesting deeper than :data:`MAX_DEPTH` levels;
 - aliases that together stand for more than :data:`MAX_ALIAS_NODES` nodes;
-- integers too large for a float (a 400-digit position), which no field here can use.
+- integers too large for a float (a 400-digit position), which no field here can use;
+- a key given twice in one mapping (PyYAML keeps the last silently: a run file's second ``seed:`` won, issue 57).
 
 Example::
 
@@ -113,6 +114,20 @@ class BoundedLoader(yaml.SafeLoader):
                 None, None, f"the number {node.value[:20]}... has {len(node.value)} digits, too large for any "
                 "value here", node.start_mark) from None
         return value
+
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, Any] = {}
+            for key, _ in node.value:
+                if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                    continue  # a merge (<<: *base) may repeat what it merges: that is what it is for
+                if key.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key.value[:40]!r} is given twice in one mapping (also at line "
+                        f"{seen[key.value].line + 1}); keep one", key.start_mark)
+                seen[key.value] = key.start_mark
+        return super().construct_mapping(node, deep=deep)
 
 
 BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_yaml_int)

@@ -68,6 +68,7 @@ def output_lock(folder: Path | str, command: str, *, option: str = "--out") -> I
         try:
             file_lock.acquire(timeout=0)
         except Timeout:
+            _check_lock_creatable(lock, folder, option)  # no holder at all: the lock file cannot be made (issue 57)
             raise OutputBusyError(f"{option} '{folder}' is being written by {_holder(lock)}; wait for it to finish or "
                                   f"choose another {option}") from None
         # The holder removes the lock file on release (issue 35: ~130 were left behind). A process
@@ -86,6 +87,23 @@ def output_lock(folder: Path | str, command: str, *, option: str = "--out") -> I
         _holder_path(lock).unlink(missing_ok=True)
         lock.unlink(missing_ok=True)  # still held: removed before any other run can lock it
         file_lock.release()
+
+
+def _check_lock_creatable(lock: Path, folder: Path, option: str) -> None:
+    """Return None when the lock file ``lock`` exists or can be created; else a ConfigError saying why not (an
+    ``--out`` that is a link to ``/proc/self`` was reported as written by another process, issue 57)."""
+    from passport_kit.errors import ConfigError
+
+    if lock.exists():
+        return
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise ConfigError(f"{option} '{folder}' cannot be locked for writing: its lock file cannot be made in "
+                          f"'{lock.parent}' ({exc.strerror or exc}); choose another {option}, in a folder you can "
+                          "write") from None
+    os.close(fd)
+    lock.unlink(missing_ok=True)
 
 
 def _still_the_lock_file(file_lock: FileLock, lock: Path) -> bool:

@@ -42,3 +42,14 @@ def test_a_stale_lock_file_is_taken_over(tmp_path: Path) -> None:
     with output_lock(out, "predict"):
         pass
     assert not lock_path(out).exists()
+
+
+def test_a_folder_whose_lock_cannot_be_made_is_not_called_busy(tmp_path: Path) -> None:
+    # Issue 57: an --out symlink to /proc/self was said to be "being written by another process".
+    from passport_kit.errors import ConfigError
+
+    out = tmp_path / "out"
+    out.symlink_to("/proc/self")
+    with pytest.raises(ConfigError, match="its lock file cannot be made in '/proc'"):
+        with output_lock(out, "predict"):
+            pass

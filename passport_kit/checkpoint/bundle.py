@@ -7,17 +7,21 @@ strictly, and loads the rest from the base.
 """
 
 from __future__ import annotations
+
+import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from safetensors.torch import save as save_safetensors_bytes
 from torch import Tensor
 
 from passport_kit.checkpoint.base import find_checkpoint, load_base_checkpoint
 from passport_kit.checkpoint.files import HEAD_SETTINGS, AdapterMeta, AdapterVariant
-from passport_kit.checkpoint.head_checks import check_guard_profile, check_head_numbers
+from passport_kit.checkpoint.head_checks import check_amplitude_profile, check_guard_profile, check_head_numbers
 from passport_kit.checkpoint.licences import bundle_licences
 from passport_kit.checkpoint.folders import dump_json, now, read_document, validated, write_folder
+from passport_kit.checkpoint.seal import check_seal, make_seal
 from passport_kit.checkpoint.layout import ADAPTER_CONFIG_FILE, ADAPTER_FORMAT, ADAPTER_WEIGHTS_FILE, FORMAT_VERSION
 from passport_kit.checkpoint.tensors import check_finite, compare_tensors, parse_safetensors, state_for_saving
 from passport_kit.errors import CheckpointError, ConfigError, warn
@@ -70,8 +74,11 @@ def save_adapter_bundle(
             "created": meta.created or now(),
             "format": ADAPTER_FORMAT,
             "format_version": FORMAT_VERSION,
+            "seal": None,
         }
     )
+    # Sealed over what is written (issue 57): an edit after this is named on load (checkpoint/seal.py).
+    full = full.model_copy(update={"seal": make_seal(json.loads(dump_json(full)), data)})
 
     def fill(tmp: Path) -> None:
         (tmp / ADAPTER_WEIGHTS_FILE).write_bytes(data)
@@ -92,12 +99,17 @@ def _base_licence(name: str) -> str | None:
 
 def read_adapter_meta(folder: str | Path) -> AdapterMeta:
     """Return the validated ``adapter.json`` of an adapter bundle folder."""
+    return read_adapter_document(folder)[1]
+
+
+def read_adapter_document(folder: str | Path) -> tuple[dict[str, Any], AdapterMeta]:
+    """Return ``adapter.json`` of an adapter bundle folder as read (a JSON mapping) and validated."""
     path = Path(folder) / ADAPTER_CONFIG_FILE
     raw = read_document(path, fmt=ADAPTER_FORMAT, what="an adapter bundle", fix=_FIX, extra={})
     meta: AdapterMeta = validated(AdapterMeta, raw, path, _FIX)
     if meta.model is None or meta.policy is None:
         raise CheckpointError(f"'{path}' lacks the model config or policy; {_FIX}")
-    return meta
+    return raw, meta
 
 
 def load_adapter_bundle(
@@ -110,7 +122,13 @@ def load_adapter_bundle(
     hash to the recorded montage hash.
     """
     folder = Path(folder)
-    meta = read_adapter_meta(folder)
+    document, meta = read_adapter_document(folder)
+    weights = folder / ADAPTER_WEIGHTS_FILE
+    try:
+        data = weights.read_bytes()
+    except OSError:
+        raise CheckpointError(f"adapter '{folder}' has no readable {ADAPTER_WEIGHTS_FILE}; re-run adapt") from None
+    check_seal(document, data, folder)  # first: an edit is named as one (issue 57), whatever else it broke
     _check_montage_copy(meta, folder)
     backbone, info = load_base_checkpoint(base if base is not None else _recorded_base(meta))
     if info.weights_sha256 != meta.base_sha256:
@@ -139,7 +157,9 @@ def load_adapter_bundle(
         )
     try:  # the numbers first (issue 46): an edited head was staged as garbage with exit 0, or a traceback
         check_head_numbers(meta.head, len(meta.classes))
-        check_guard_profile(meta.metrics.get("distribution"), len(meta.montage.get("channels") or []))
+        check_guard_profile(meta.metrics.get("distribution"), len(meta.montage.get("channels") or []),
+                            len(meta.classes))
+        check_amplitude_profile(meta.metrics.get("amplitude"))
     except CheckpointError as exc:
         raise CheckpointError(f"adapter '{folder}' refused: {exc}; adapter.json was edited or damaged - restore it or "
                               "re-run adapt") from None
@@ -148,11 +168,6 @@ def load_adapter_bundle(
     except (TypeError, ConfigError) as exc:
         raise CheckpointError(f"adapter '{folder}' has invalid head settings ({exc}); re-run adapt") from None
     apply_policy(classifier, meta.policy)
-    weights = folder / ADAPTER_WEIGHTS_FILE
-    try:
-        data = weights.read_bytes()
-    except OSError:
-        raise CheckpointError(f"adapter '{folder}' has no readable {ADAPTER_WEIGHTS_FILE}; re-run adapt") from None
     tensors = parse_safetensors(data, weights)
     check_finite(tensors, what=f"adapter '{folder}' refused", fix="it was trained with a diverging learning rate or "
                  "damaged; re-run `passport-kit adapt` (with a lower --lr)")

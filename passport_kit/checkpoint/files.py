@@ -12,10 +12,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, TypeAdapter, field_serializer,
-                      field_validator, model_validator)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, SerializerFunctionWrapHandler, TypeAdapter,
+                      field_serializer, field_validator, model_serializer, model_validator)
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
 from passport_kit.version import __version__
@@ -247,6 +247,27 @@ class WindowSettings(TypedDict, total=False):
     task: str
 
 
+def _a_number(value: Any) -> Any:
+    """Return ``value`` when it is a JSON number; a ValueError for true/false or a string (read as 1, 0 or a number
+    in lax mode: ``temperature: true`` ran at temperature 1, issue 57)."""
+    if isinstance(value, (bool, str)):
+        raise ValueError(f"must be a number, not {value!r}")
+    return value
+
+
+def _a_boolean(value: Any) -> Any:
+    """Return ``value`` when it is true or false; a ValueError for 0, 1 or a string."""
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, not {value!r}")
+    return value
+
+
+#: A head setting's numbers and switches as JSON writes them: no bool read as a number, no number or string as a bool.
+_Int = Annotated[int, BeforeValidator(_a_number)]
+_Float = Annotated[float, BeforeValidator(_a_number)]
+_Bool = Annotated[bool, BeforeValidator(_a_boolean)]
+
+
 class HeadSettings(TypedDict, total=False):
     """``adapter.json`` → ``head``: the keyword arguments of :class:`~passport_kit.model.Classifier` that rebuild the
     head (``Classifier.head_settings``).
@@ -262,22 +283,22 @@ class HeadSettings(TypedDict, total=False):
     __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc] - Classifier takes no other keyword
 
     kind: HeadKind  # absent: "mlp" (bundles written before the probe head existed)
-    n_classes: int
-    n_channels: int | None  # probe
+    n_classes: _Int
+    n_channels: _Int | None  # probe
     pooling: Pooling  # mlp
-    n_patches: int | None  # mlp
-    hidden: int  # mlp
-    dropout: float  # mlp
-    context: int  # probe
-    layer: int | None  # probe
+    n_patches: _Int | None  # mlp
+    hidden: _Int  # mlp
+    dropout: _Float  # mlp
+    context: _Int  # probe
+    layer: _Int | None  # probe
     pooling_probe: ProbePooling  # probe
     bands: list[list[float]] | None  # probe: [low, high] in Hz per band (None: the spectral block before issue 24)
     scaling: Scaling  # probe
-    n_prior: int  # probe: the sleep prior block's width (issue 33; 0: none)
+    n_prior: _Int  # probe: the sleep prior block's width (issue 33; 0: none)
     prior: dict[str, Any] | None  # probe: the prior's name and channels (passport_kit.sleep.priors.PriorSpec)
-    temperature: float  # probe: calibration temperature (1: none)
+    temperature: _Float  # probe: calibration temperature (1: none)
     smoothing: dict[str, Any] | None  # probe: the night HMM's transitions and emission prior (None: none)
-    scales_prior: bool  # probe: per-recording scaling scales the prior block too (absent: True, before issue 55)
+    scales_prior: _Bool  # probe: per-recording scaling scales the prior block too (absent: True, before issue 55)
 
 
 #: Validates a classifier's ``head_settings`` before a bundle records them.
@@ -328,6 +349,17 @@ class AdapterMeta(BaseModel):
     #: stacked sleep stager's: :func:`~passport_kit.checkpoint.licences.bundle_licences`), filled at save time;
     #: empty in bundles written before issue 58.
     licences: dict[str, str] = Field(default_factory=dict)
+    #: The digests ``adapt`` sealed the bundle with (:mod:`~passport_kit.checkpoint.seal`); None (not written) in
+    #: bundles written before issue 57.
+    seal: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_seal(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A bundle written before the seal keeps its form (it reads back and writes the same bytes).
+        out = handler(self)
+        if out.get("seal", 0) is None:
+            del out["seal"]
+        return out
 
     @field_validator("head", mode="before")
     @classmethod

@@ -90,12 +90,13 @@ def check_head_numbers(head: Mapping[str, Any], n_classes: int) -> None:
                                   f"{str(prior)[:60]!r}")
 
 
-def check_guard_profile(profile: Any, n_channels: int) -> None:
+def check_guard_profile(profile: Any, n_channels: int, n_classes: int | None = None) -> None:
     """Return None when ``metrics.distribution`` (the guard's profile) is absent or usable; else raise CheckpointError.
 
     Usable: a mapping whose quantiles are ``(C, bands, levels)`` numbers, finite for at least one
     channel (an all-flat training channel has NaN quantiles), amplitudes positive or null, the
-    correlation block finite, and every limit a positive number.
+    correlation block finite, every limit a positive number, and the two sleep blocks
+    (:func:`check_sleep_blocks`; ``n_classes``: the bundle's class count) as ``adapt`` writes them.
     """
     if profile is None:  # bundles written before the guard (issue 34): not scored, as documented
         return
@@ -136,6 +137,69 @@ def check_guard_profile(profile: Any, n_channels: int) -> None:
         value = profile.get(key)
         if value is not None and not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
             raise CheckpointError(f"metrics.distribution.{key} must be a positive number, got {value!r}")
+    check_sleep_blocks(profile, n_channels, len(bands), n_classes)
 
 
-__all__ = ["SUM_TOLERANCE", "TEMPERATURE_RANGE", "check_guard_profile", "check_head_numbers"]
+#: The training amplitudes (median 1-40 Hz RMS, µV) a bundle may record: EEG of any device lies far inside.
+AMPLITUDE_RANGE_UV = (0.1, 10_000.0)
+
+
+def check_amplitude_profile(profile: Any) -> None:
+    """Return None when ``metrics.amplitude`` (the unit check's training amplitude) is absent or usable; else raise
+    CheckpointError (issue 57: a tampered one was reported as the recording's wrong unit).
+
+    Usable: a mapping whose ``median_uv`` is a finite number in :data:`AMPLITUDE_RANGE_UV`, between its ``p05_uv``
+    and ``p95_uv`` where they are given.
+    """
+    if profile is None:
+        return
+    median = profile.get("median_uv") if isinstance(profile, Mapping) else None
+    low, high = AMPLITUDE_RANGE_UV
+    if isinstance(median, bool) or not isinstance(median, (int, float)) or not low <= median <= high:
+        raise CheckpointError(f"metrics.amplitude.median_uv must be the training data's amplitude in µV ({low:g} to "
+                              f"{high:g}), got {str(median if isinstance(profile, Mapping) else profile)[:40]!r}")
+    for key, ok in (("p05_uv", lambda v: v <= median), ("p95_uv", lambda v: v >= median)):
+        value = profile.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not np.isfinite(value) or not ok(value)):
+            raise CheckpointError(f"metrics.amplitude.{key} must be a number on the right side of median_uv, got "
+                                  f"{str(value)[:40]!r}")
+
+
+def check_sleep_blocks(profile: Mapping[str, Any], n_channels: int, n_bands: int, n_classes: int | None) -> None:
+    """Return None when the guard profile's sleep blocks are absent or usable; else raise CheckpointError (issue 57:
+    ``stages: "garbage"`` was a 70-line TypeError in predict).
+
+    ``transitions``: ``classes`` (one name per class) and ``counts`` ``(K, K)`` non-negative finite numbers;
+    ``stages``: ``classes``, ``windows`` (K counts, optional), each stage's mean spectrum ``mean`` ``(K, C, bands)``
+    (NaN for a stage without a window) and the within-stage spread ``sd`` ``(C, bands)``, positive and finite.
+    """
+    for key in ("transitions", "stages"):
+        block = profile.get(key)
+        if block is None:
+            continue
+        where = f"metrics.distribution.{key}"
+        classes = block.get("classes") if isinstance(block, Mapping) else None
+        if not (isinstance(classes, list) and classes and all(isinstance(c, str) for c in classes)):
+            raise CheckpointError(f"{where} must be a mapping that names its classes, got {str(block)[:40]!r}")
+        k = len(classes)
+        if n_classes is not None and k != n_classes:
+            raise CheckpointError(f"{where} names {k} classes, the bundle {n_classes}")
+        if key == "transitions":
+            counts = _numbers(block.get("counts"), (k, k), f"{where}.counts")
+            if not np.isfinite(counts).all() or (counts < 0).any():
+                raise CheckpointError(f"{where}.counts must be non-negative finite counts")
+            continue
+        windows = block.get("windows")
+        if windows is not None and not (isinstance(windows, list) and len(windows) == k and all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in windows)):
+            raise CheckpointError(f"{where}.windows must be {k} window counts, got {str(windows)[:40]!r}")
+        mean = _numbers(block.get("mean"), (k, n_channels, n_bands), f"{where}.mean")
+        sd = _numbers(block.get("sd"), (n_channels, n_bands), f"{where}.sd")
+        if np.isinf(mean).any() or not (np.isfinite(sd).all() and (sd > 0).all()):
+            raise CheckpointError(f"{where} must hold finite means (NaN for a stage without windows) and positive "
+                                  "finite spreads")
+
+
+__all__ = ["AMPLITUDE_RANGE_UV", "SUM_TOLERANCE", "TEMPERATURE_RANGE", "check_amplitude_profile", "check_guard_profile",
+           "check_head_numbers", "check_sleep_blocks"]

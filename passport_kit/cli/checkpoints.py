@@ -1,4 +1,4 @@
-"""CLI for base checkpoints: ``checkpoints list|show|import-cbramod``.
+"""CLI for base checkpoints: ``checkpoints list|show|import-cbramod``; ``checkpoints reseal`` seals an edited adapter bundle.
 
 Parses, calls :mod:`passport_kit.checkpoint`, prints. User errors are CheckpointErrors, which
 the root app turns into exit code 2 and one line.
@@ -16,7 +16,7 @@ from passport_kit.cli.options import HelpfulGroup
 
 checkpoints_app = typer.Typer(
     name="checkpoints",
-    help="List and show base checkpoints; import the official CBraMod weights.",
+    help="List and show base checkpoints; import the official CBraMod weights; re-seal an edited adapter bundle.",
     no_args_is_help=True,
     cls=HelpfulGroup,
     rich_markup_mode=None,
@@ -127,6 +127,21 @@ def import_cbramod_cmd(
         raise CheckpointError(f"'{folder}' already exists; pass --force to replace it or choose --out")
     path = import_cbramod(file, folder, name=name, overwrite=force)
     typer.echo(f"imported '{file}' as base checkpoint '{name}' at {path}")
+
+
+@checkpoints_app.command("reseal")
+def reseal_cmd(
+    folder: Annotated[Path, typer.Argument(help="The adapter bundle folder (adapt --out) whose adapter.json you edited.")],
+) -> None:
+    """Seal an adapter bundle as it is now: an edit of adapter.json or its tensors made on purpose is then loaded.
+
+    adapt seals every bundle it writes; predict and evaluate refuse a bundle changed after that,
+    naming what changed. Re-sealing takes the edit as the bundle's own (its numbers are still checked on load).
+    """
+    from passport_kit.checkpoint.seal import reseal_bundle
+
+    changed = reseal_bundle(folder)
+    typer.echo(f"sealed adapter '{folder}' as it is now ({'changed: ' + ', '.join(changed) if changed else 'unchanged'})")
 
 
 def register(app: typer.Typer) -> None:

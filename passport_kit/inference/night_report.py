@@ -97,12 +97,14 @@ class TrainingChecks:
     ``band_short``: why the recording cannot be staged by this model at all (its band too narrow for the adapter's,
     :func:`band_too_narrow`; zero-shot: :func:`zero_shot_unfit`), or None; ``distribution``: how far it lies from the
     training data (:func:`~passport_kit.signals.distribution.score_recording`), None when not guarded;
-    ``in_sample``: the recording is among the adapter's training data.
+    ``in_sample``: the recording is among the adapter's training data; ``flagged`` ``(N,)``: windows a check
+    flags besides the signal checks (zero-shot: those whose stager channel is dead, issue 57), or None.
     """
 
     band_short: str | None = None
     distribution: DistributionVerdict | None = None
     in_sample: bool = False
+    flagged: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,8 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     flagged = signal_flagged_windows(night.flags) | mostly_bad | (band_short is not None)
     if contacts is not None and contacts.dead is not None:  # half or more channels dead: a neighbour cannot stand in
         flagged |= np.asarray(contacts.dead.windows, dtype=bool).mean(axis=1) >= BAD_SHARE
+    if checks.flagged is not None:
+        flagged |= np.asarray(checks.flagged, dtype=bool)
     staged = stages_night(adapter)
     unsure = low_confidence(proba, _confidence_share(staged))
     files: dict[str, Path] = {"predictions": reports.write_window_csv(

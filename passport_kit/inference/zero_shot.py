@@ -31,6 +31,7 @@ from passport_kit.inference.night_report import (MIN_BAND_SHARE, AdapterFacts, P
                                                   write_prediction)
 from passport_kit.inference.options import OutputOptions, ReadOptions, ScorerFiles
 from passport_kit.inference.recording import raw_in_memory, read_for_prediction
+from passport_kit.inference.stager_channels import stager_channels
 from passport_kit.output_lock import output_lock
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing
 
@@ -58,7 +59,9 @@ def predict_zero_shot(
     stager expects (issue 46, :func:`zero_shot_unfit`): a unit error (×30 off typical EEG) is refused unless
     ``reading.amplitude_check`` is off; ×4 off, or a band narrower than half the stager's,
     flags every window and withholds the statistics; a channel other than C3/C4/Cz is named in a
-    warning. ``output.resume`` is not taken: every recording is staged.
+    warning. A channel the stager reads that is dead that night gives way to the next live one by adapt's
+    rule, else every window is flagged (issue 57, :mod:`~passport_kit.inference.stager_channels`).
+    ``output.resume`` is not taken: every recording is staged.
     """
     from passport_kit.checkpoint import InputContract, find_checkpoint
     from passport_kit.montage import resolve_montage
@@ -103,20 +106,22 @@ def predict_zero_shot(
             # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
             night = read_for_prediction(path, montage, config, band, raw=raw, stager_rates=native_rates(stager))
             labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
+            chosen = stager_channels(night, montage, spec, stager.name)  # issue 57: never a dead channel
+            if chosen.note is not None:
+                warn(f"recording '{path}': {chosen.note}")
             _log_night(path, raw, night)
             started = time.perf_counter()
-            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), spec, window_seconds=30.0,
-                                   raw=night.stager_signal)
+            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), chosen.spec,
+                                   window_seconds=30.0, raw=night.stager_signal)
             proba = np.exp(logp).astype(np.float32)
             log.info("zero-shot: %s staged %d epochs of 30 s in %.1f s; mean top probability %.2f", stager.name,
                      len(proba), time.perf_counter() - started, float(proba.max(1).mean()) if len(proba) else 0.0)
-            read = facts.model_copy(update={"zero_shot": facts.zero_shot | channels_in_file(raw, montage, reading,
-                                                                                             facts.zero_shot)})
+            staged = {**facts.zero_shot, "eeg": chosen.spec.eeg, "eog": chosen.spec.eog, "emg": chosen.spec.emg}
+            read = facts.model_copy(update={"zero_shot": staged | channels_in_file(raw, montage, reading, staged)})
+            unfit = zero_shot_unfit(night, stager.min_rate / 2, check=reading.amplitude_check) or chosen.unfit
             results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
                 write_prediction, recording=path, proba=proba, night=night, adapter=read, scorer=labels,
-                output=output,
-                checks=TrainingChecks(band_short=zero_shot_unfit(night, stager.min_rate / 2,
-                                                                 check=reading.amplitude_check)))))
+                output=output, checks=TrainingChecks(band_short=unfit, flagged=chosen.dead))))
     return results
 
 

@@ -257,6 +257,7 @@ def adapt(config: AdaptConfig | None = None, *, progress: ProgressFn | None = No
     seed_everything(cfg.seed)
 
     montage = resolve_montage(cfg.montage)
+    cfg.check_prior_channels(montage)
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": Path("runs") / montage.name})
     check_output_folder(cfg.out)

@@ -95,11 +95,14 @@ class CheckReport:
 
 
 def _guard(report: CheckReport, name: str, fn: Callable[[], Any]) -> Any:
-    """Return ``fn()``; on a user error record a failure under ``name`` and return None."""
+    """Return ``fn()``; on a user error record a failure under ``name`` (a label file's: under ``labels``, issue 57:
+    a NaN label was reported under the channels check) and return None."""
+    from passport_kit.errors import LabelError
+
     try:
         return fn()
     except PassportError as exc:
-        report.add(name, "fail", str(exc))
+        report.add("labels" if isinstance(exc, LabelError) else name, "fail", str(exc))
         return None
 
 

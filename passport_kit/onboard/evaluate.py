@@ -163,6 +163,7 @@ def _evaluate_locked(cfg: EvaluateConfig, *, progress: RunProgress | None,
     precision = resolve_precision(cfg.precision, device)
     set_threads(cfg.threads)
     montage = resolve_montage(cfg.montage)
+    cfg.check_prior_channels(montage)
     bases = [load_base_checkpoint(name) for name in cfg.checkpoints]
     methods = [_method_name(name, info) for name, (_, info) in zip(cfg.checkpoints, bases)]
     if len(set(methods)) != len(methods):

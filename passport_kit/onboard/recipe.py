@@ -124,6 +124,23 @@ class RecipeOptions(ContactPolicy):
             raise ValueError(RECIPES.unknown_message(value))
         return value
 
+    @model_validator(mode="after")
+    def _prior_channels_need_a_prior(self) -> RecipeOptions:
+        # Issue 57: with --prior none the stager's channels were silently ignored.
+        if self.prior_channels is not None and self.prior == "none":
+            raise ValueError("--prior-channels names the channels a sleep stager reads, and --prior none reads none: "
+                             "drop one of them")
+        return self
+
+    def check_prior_channels(self, montage: Any) -> None:
+        """Return None when ``prior_channels`` is unset or names channels of ``montage`` a stager can read; else raise
+        the one-line error of :func:`~passport_kit.sleep.parse_prior_channels` - before any recording is read (issue
+        57: a name the montage lacks was refused after 26-40 s of reading)."""
+        if self.prior_channels is not None:
+            from passport_kit.sleep import parse_prior_channels
+
+            parse_prior_channels(self.prior_channels, list(montage.ch_names), list(montage.kinds))
+
     @field_validator("prior")
     @classmethod
     def _known_prior(cls, value: str) -> str:

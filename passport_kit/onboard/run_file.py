@@ -5,7 +5,7 @@ typed object the command-line options fill::
 
     # run.yaml
     montage: eesm17-ear
-    data: ./eesm17          # relative paths: from the current folder, as on the command line
+    data: ./eesm17          # relative paths: from the run file's folder (issue 57)
     recipe: finetune        # the training recipe (probe | finetune), as --recipe
     max_steps: 200
     mask_bad_channels: 0.4
@@ -15,7 +15,11 @@ typed object the command-line options fill::
 The ``training`` block of a bundle's ``adapter.json`` is such a file (JSON is YAML), so
 ``passport-kit adapt --config runs/ear/adapter.json --out runs/ear-again`` repeats that run.
 Only ``yaml.safe_load`` (within budgets: :mod:`passport_kit.bounded_yaml`) reads it; a bad file is a :class:`~passport_kit.errors.ConfigError`
-with one line that says what to fix.
+with one line that says what to fix. It is read strictly (issue 57): a key given twice, ``true`` for a
+number (``seed: true`` was read as 1) or a quoted number are refused; relative ``data`` and ``out``, and a
+``montage`` or ``checkpoint`` written as a path (with a ``/`` or a ``.yaml`` suffix), are read from the run
+file's folder. An adapter.json's ``training`` block keeps the paths as ``adapt`` was given them (from the
+folder it ran in).
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         where, problem = yaml_problem(exc, "not YAML")
         raise ConfigError(f"run file '{path}' is not valid YAML{where} ({problem}); fix the file") from None
-    if isinstance(data, dict) and data.get("format") == ADAPTER_FORMAT:
+    if isinstance(data, dict) and data.get("format") != ADAPTER_FORMAT:
+        data = _from_run_folder(data, path.parent)
+    elif isinstance(data, dict):
         data = data.get("training")
         if not isinstance(data, dict) or not data:
             raise ConfigError(f"'{path}' is an adapter bundle's adapter.json without training settings; "
@@ -54,6 +60,52 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"run file '{path}' must hold a mapping of adapt settings (e.g. 'montage: eesm17-ear', "
                           f"'data: ./eesm17'), not {type(data).__name__}; fix the file")
     return data
+
+
+#: Settings that name a file or folder: relative in a run file, they are read from its folder.
+PATH_SETTINGS = ("data", "out")
+#: Settings that name a registered item or a path: a value with a '/' or a YAML suffix is a path.
+NAME_OR_PATH_SETTINGS = ("montage", "checkpoint")
+
+
+def _from_run_folder(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Return the run file settings ``data`` with its relative paths read from ``folder`` (the run file's)."""
+    def path_like(key: str, value: Any) -> bool:
+        if not isinstance(value, str) or not value or Path(value).is_absolute():
+            return False
+        return key in PATH_SETTINGS or (key in NAME_OR_PATH_SETTINGS and (
+            "/" in value or value.lower().endswith((".yaml", ".yml"))))
+
+    return {k: str(folder / v) if path_like(str(k), v) else v for k, v in data.items()}
+
+
+def _strict_types(settings: dict[str, Any], fields: dict[str, Any], path: Path) -> None:
+    """Return None when no setting of the run file at ``path`` is ``true``/``false`` or text where a number or
+    another type is meant (pydantic's lax mode reads ``true`` as 1 and "200" as 200); else a ConfigError."""
+    from pydantic import TypeAdapter
+
+    for key, value in settings.items():
+        if not isinstance(value, (bool, str)) or key not in fields:
+            continue
+        adapter = TypeAdapter(fields[key].annotation)
+        try:
+            adapter.validate_python(value, strict=True)
+            continue
+        except ValidationError:
+            pass
+        try:
+            lax = adapter.validate_python(value)
+        except ValidationError:
+            continue  # the usual validation names what is wrong
+        if isinstance(value, bool) or isinstance(lax, (int, float)):
+            raise ConfigError(f"invalid adapt setting {key} in run file '{path}': {value!r} is "
+                              f"{'true/false' if isinstance(value, bool) else 'text'}, not what {key} takes (read "
+                              f"as {lax!r}); write the value itself, e.g. {key}: {_example(lax)}")
+
+
+def _example(value: Any) -> str:
+    """Return how a run file writes ``value`` (the lax reading of a mistyped one)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def adapt_config_from_file(path: str | Path, **overrides: Any) -> Any:
@@ -68,6 +120,7 @@ def adapt_config_from_file(path: str | Path, **overrides: Any) -> Any:
     if unknown:
         raise ConfigError(f"run file '{path}': unknown setting(s) {', '.join(unknown)}; remove or rename them (the "
                           f"settings are adapt's options with '_' for '-', e.g. max_steps)")
+    _strict_types(settings, AdaptConfig.model_fields, Path(path))
     try:
         return AdaptConfig.model_validate({**settings, **overrides})
     except ValidationError as exc:

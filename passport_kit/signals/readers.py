@@ -560,15 +560,23 @@ def _read_error(path: Path, suffix: str, exc: Exception) -> str:
 
 
 def _check_edf_size(path: Path, *, bytes_per_sample: int) -> None:
-    """Raise :class:`DataError` when an EDF/BDF file is shorter than its header promises.
+    """Raise :class:`DataError` when an EDF/BDF file is shorter than its header promises, or its header is not one.
 
     MNE silently shortens such files ("inferring from the file size"); a truncated night
     would then pass with fewer windows than its hypnogram, so it is caught here, by name.
+    The version field and the record duration are checked as the format (and edfio) says
+    (issue 57: a PNG signature in the version field and a record duration of 0 were read).
     """
     size = path.stat().st_size
     try:
         with path.open("rb") as f:
             head = f.read(256)
+            if len(head) == 256:  # shorter: damaged or incomplete, said below
+                _check_edf_version(path, head[:8], bytes_per_sample)
+            duration = float(head[244:252].decode("ascii").strip())
+            if not (duration > 0 and np.isfinite(duration)):
+                raise DataError(f"recording '{path}': its header gives a data record duration of {duration:g} s (it "
+                                "must be positive); re-export the file")
             n_records = int(head[236:244].decode("ascii").strip())
             n_signals = int(head[252:256].decode("ascii").strip())
             f.seek(256 + n_signals * 216)
@@ -588,6 +596,15 @@ def _check_edf_size(path: Path, *, bytes_per_sample: int) -> None:
             f"({expected} bytes) but the file has {size} bytes (about {missing:.0f} records missing); "
             f"re-copy or re-export the complete file"
         )
+
+
+def _check_edf_version(path: Path, version: bytes, bytes_per_sample: int) -> None:
+    """Raise :class:`DataError` unless ``version`` (a header's first 8 bytes) is EDF's ``0`` or BDF's ``\\xffBIOSEMI``."""
+    kind, expected = ("EDF", b"0       ") if bytes_per_sample == 2 else ("BDF", b"\xffBIOSEMI")
+    if version == expected or (kind == "EDF" and version.rstrip(b" \x00") == b"0"):
+        return
+    raise DataError(f"recording '{path}' is not {kind}: its header starts with {version!r}, not {expected!r}; check "
+                    f"that it is the recording, exported as {kind}")
 
 
 def read_dreams_text(path: str | Path, sfreq: float, *, units: str = "uV") -> mne.io.RawArray:

@@ -306,28 +306,44 @@ def parse_prior_channels(text: str, names: list[str], kinds: list[str]) -> Prior
     """Return the channel choice ``--prior-channels`` names: ``EEG[-REF][,EOG[-REF]]`` in montage channel names.
 
     Example: ``ELA-ERA`` (a derivation), ``C3`` (a channel as it is), ``Fpz-M1,E1`` (EEG and EOG). A name that
-    itself holds a dash (``Cz-A1``) is read as that channel.
+    itself holds a dash (``Cz-A1``) is read as that channel. Refused, in one line each (issue 57): a channel
+    less its own (``ELA-ELA``: a signal of zeros), the same channels as EEG and EOG (``ELA,ELA``), a name the
+    montage lacks; a long value is cut in the message.
     """
     from passport_kit.errors import DataError
 
+    shown = _cut(str(text))
     parts = [p.strip() for p in str(text).split(",")]
     if not 1 <= len(parts) <= 2 or not all(parts):
-        raise ConfigError(f"--prior-channels takes EEG[-REF][,EOG[-REF]] in montage channel names, got {text!r}")
+        raise ConfigError(f"--prior-channels takes EEG[-REF][,EOG[-REF]] in montage channel names, got {shown}")
 
     def one(part: str) -> tuple[str, str | None]:
         if part in names:
             return part, None
         splits = [(part[:i], part[i + 1:]) for i, ch in enumerate(part) if ch == "-"]
         for a, b in splits:
+            if a in names and a == b:
+                raise ConfigError(f"--prior-channels: {_cut(part)} subtracts channel {a!r} from itself, which leaves "
+                                  f"a signal of zeros for the stager; give two channels, e.g. {a}-<another channel>")
             if a in names and b in names:
                 return a, b
-        raise DataError(f"--prior-channels: {part!r} is neither a channel of this montage nor two of them joined by "
-                        f"'-'; the montage has {', '.join(names)}")
+        listed = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        raise DataError(f"--prior-channels: {_cut(part)} is neither a channel of this montage nor two of them joined "
+                        f"by '-'; the montage has {listed}")
 
     eeg, eeg_ref = one(parts[0])
     eog, eog_ref = one(parts[1]) if len(parts) == 2 else (None, None)
+    if eog is not None and {eeg, eeg_ref} == {eog, eog_ref}:
+        raise ConfigError(f"--prior-channels {shown} gives the stager the same channel{'s' if eeg_ref else ''} as EEG "
+                          "and as EOG; give the EOG another channel (or none: EEG alone)")
     emg = next((n for n, k in zip(names, kinds) if k == "emg"), None)
     return PriorSpec("", eeg, eog, emg, eeg_ref, eog_ref)
+
+
+def _cut(text: str, limit: int = 60) -> str:
+    """Return ``text`` quoted, cut to ``limit`` characters with the length said (a 100,000-character value was echoed
+    whole: issue 57)."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
 def _central_by_name(names: list[str], kinds: list[str]) -> str | None:

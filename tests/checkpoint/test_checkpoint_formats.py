@@ -24,6 +24,7 @@ from passport_kit.checkpoint import (
     sha256_bytes,
     user_checkpoint_dir,
 )
+from passport_kit.checkpoint.seal import reseal_bundle
 from passport_kit.cli.app import app
 from passport_kit.errors import CheckpointError, ConfigError, PassportWarning
 from passport_kit.model import EMBEDDING_KINDS, ChannelMeta, Classifier, apply_policy, build_backbone, model_config
@@ -188,6 +189,7 @@ def test_adapter_gate_is_read_from_the_record_not_guessed(tmp_path: Path) -> Non
     path = folder / ADAPTER_CONFIG_FILE
     doc = json.loads(path.read_text())
     path.write_text(json.dumps({**doc, "variant": {**doc["variant"], "quality_gate": False}}))
+    reseal_bundle(folder)  # an edit made on purpose (issue 57): the checks behind the seal still hold
     with pytest.raises(CheckpointError, match="unexpected"):  # the stored noise expert fits no ungated model
         load_adapter_bundle(folder, base=base_path)
 
@@ -198,7 +200,7 @@ def test_bundle_written_before_the_variant_record_still_loads_gated(tmp_path: Pa
     _, folder, base_path, _ = _adapter(tmp_path, "mlp-experts", gate=True)
     path = folder / ADAPTER_CONFIG_FILE
     doc = json.loads(path.read_text())
-    del doc["variant"]
+    del doc["variant"], doc["seal"]  # written before both
     path.write_text(json.dumps(doc))
     loaded, meta = load_adapter_bundle(folder, base=base_path)
     assert meta.variant is None and has_quality_gate(loaded.backbone)
@@ -226,6 +228,7 @@ def test_channel_id_bundle_written_before_the_stored_rows_still_loads(tmp_path: 
     tensors = load_file(folder / ADAPTER_WEIGHTS_FILE)
     del tensors[CHANNEL_TABLE]  # as a head-policy bundle held only head.* before issue 17
     save_file(tensors, folder / ADAPTER_WEIGHTS_FILE)
+    _unsealed(folder)  # such a bundle predates the seal (issue 57)
     with pytest.warns(PassportWarning, match="drawn at random at each load"):
         loaded, meta = load_adapter_bundle(folder, base=base_path)
     vocab = loaded.backbone.config.channel_vocab
@@ -244,6 +247,9 @@ def test_adapter_with_an_edited_montage_is_refused(tmp_path: Path) -> None:
     meta = json.loads((folder / ADAPTER_CONFIG_FILE).read_text())
     meta["montage"]["channels"][0]["position"][0] += 0.01
     (folder / ADAPTER_CONFIG_FILE).write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match=r"changed after adapt wrote it \(montage.channels\)"):
+        load_adapter_bundle(folder, base=base_path)
+    reseal_bundle(folder)  # re-sealed, the montage copy still does not hash to the recorded montage
     with pytest.raises(CheckpointError, match="montage copy hashes to"):
         load_adapter_bundle(folder, base=base_path)
 
@@ -253,6 +259,7 @@ def test_adapter_missing_a_tensor_is_refused(tmp_path: Path) -> None:
     tensors = load_file(folder / ADAPTER_WEIGHTS_FILE)
     tensors.pop("head.norm.weight")
     save_file(tensors, folder / ADAPTER_WEIGHTS_FILE)
+    reseal_bundle(folder)  # on purpose: the strict tensor check still refuses it
     with pytest.raises(CheckpointError, match=r"1 missing \['head.norm.weight'\]"):
         load_adapter_bundle(folder, base=base_path)
 
@@ -342,9 +349,79 @@ def test_a_head_written_with_fewer_keys_reads_back_with_only_its_migrations_fill
     doc = json.loads(path.read_text())
     assert "kind" not in doc["head"]
     doc["head"] = {k: v for k, v in doc["head"].items() if k != "dropout"}
+    del doc["seal"]  # such a bundle predates the seal (issue 57)
     path.write_text(json.dumps(doc))
     loaded, meta = load_adapter_bundle(folder, base=base_path)
     assert meta.head == {"kind": "mlp", **doc["head"]} and loaded.head_settings["dropout"] == 0.1
     from passport_kit.checkpoint.folders import dump_json
 
     assert json.loads(dump_json(meta))["head"] == doc["head"]  # written back in the form it was read
+
+
+def _edit_json(folder: Path, edit) -> dict:  # noqa: ANN001 - a function of the parsed adapter.json
+    """Return bundle ``folder``'s adapter.json after ``edit`` changed it in place and it was written back."""
+    doc = json.loads((folder / ADAPTER_CONFIG_FILE).read_text())
+    edit(doc)
+    (folder / ADAPTER_CONFIG_FILE).write_text(json.dumps(doc))
+    return doc
+
+
+def _unsealed(folder: Path) -> None:
+    """Drop the seal of bundle ``folder``: as it was written before issue 57."""
+    _edit_json(folder, lambda d: d.pop("seal"))
+
+
+# Issue 57, item 2: a bundle is sealed when written; an edit after that is refused, naming what changed.
+@pytest.mark.parametrize(("edit", "named"), [
+    (lambda d: d.__setitem__("classes", ["N1", "W", "N2", "N3", "REM"]), "(classes)"),      # classes reordered
+    (lambda d: d["head"].__setitem__("hidden", d["head"]["hidden"] + 1), "(head.hidden)"),
+    (lambda d: d["metrics"].__setitem__("kappa", 0.9), "(metrics.kappa)"),                  # the record rewritten
+    (lambda d: d["metrics"].pop("kappa"), "(metrics.kappa (deleted))"),
+    (lambda d: d["metrics"].__setitem__("distribution", None), "(metrics.distribution (added))"),
+])
+def test_an_edited_adapter_json_is_refused_naming_what_changed(tmp_path: Path, edit, named: str) -> None:  # noqa: ANN001
+    _, folder, base_path, _ = _adapter(tmp_path)
+    _edit_json(folder, edit)
+    with pytest.raises(CheckpointError, match="changed after adapt wrote it") as caught:
+        load_adapter_bundle(folder, base=base_path)
+    assert named in str(caught.value) and f"passport-kit checkpoints reseal {folder}" in str(caught.value)
+
+
+def test_edited_tensors_are_refused(tmp_path: Path) -> None:
+    _, folder, base_path, _ = _adapter(tmp_path)
+    tensors = load_file(folder / ADAPTER_WEIGHTS_FILE)
+    tensors["head.norm.weight"] = tensors["head.norm.weight"] * 1e6
+    save_file(tensors, folder / ADAPTER_WEIGHTS_FILE)
+    with pytest.raises(CheckpointError, match=r"changed after adapt wrote it \(adapter\.safetensors\)"):
+        load_adapter_bundle(folder, base=base_path)
+
+
+def test_a_resealed_edit_loads_and_a_bundle_before_the_seal_loads_as_before(tmp_path: Path) -> None:
+    _, folder, base_path, _ = _adapter(tmp_path)
+    _edit_json(folder, lambda d: d["metrics"].__setitem__("kappa", 0.9))
+    assert reseal_bundle(folder) == ["metrics.kappa"]
+    assert load_adapter_bundle(folder, base=base_path)[1].metrics["kappa"] == 0.9
+    _unsealed(folder)
+    assert load_adapter_bundle(folder, base=base_path)[1].seal is None
+
+
+@pytest.mark.parametrize(("key", "value"), [("hidden", True), ("hidden", "200"), ("dropout", False)])
+def test_a_head_number_written_as_a_boolean_or_string_is_refused(tmp_path: Path, key: str, value: object) -> None:
+    # Issue 57: `temperature: true` was read as 1 (pydantic's lax mode), even in a re-sealed bundle.
+    _, folder, base_path, _ = _adapter(tmp_path)
+    _edit_json(folder, lambda d: d["head"].__setitem__(key, value))
+    with pytest.raises(CheckpointError, match=f"head.{key}: .*must be a number"):
+        load_adapter_bundle(folder, base=base_path)
+    with pytest.raises(CheckpointError, match=f"head.{key}: .*must be a number"):  # nor sealed as it is
+        reseal_bundle(folder)
+
+
+def test_checkpoints_reseal_names_what_it_sealed(tmp_path: Path) -> None:
+    _, folder, base_path, _ = _adapter(tmp_path)
+    _edit_json(folder, lambda d: d["metrics"].__setitem__("kappa", 0.9))
+    result = CliRunner().invoke(app, ["checkpoints", "reseal", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert "metrics.kappa" in result.output
+    load_adapter_bundle(folder, base=base_path)
+    again = CliRunner().invoke(app, ["checkpoints", "reseal", str(tmp_path / "nothing")])
+    assert again.exit_code == 2 and "not an adapter bundle" in again.output

@@ -69,3 +69,36 @@ def test_non_finite_probabilities_are_never_staged() -> None:
     with pytest.raises(CheckpointError, match="NaN or infinite class probabilities for 4 of 4 windows"):
         finite_probabilities(proba)
     assert finite_probabilities(np.full((2, K), 0.2)).shape == (2, K)
+
+
+def _sleep_profile(**blocks: object) -> dict:
+    """Return a guard profile of 2 channels and 2 bands with the sleep blocks ``blocks``."""
+    return {"channels": ["a", "b"], "bands": ["delta", "theta"], "levels": [0.01, 0.25, 0.5, 0.75, 0.99],
+            "quantiles": np.zeros((2, 2, 5)).tolist()} | blocks
+
+
+STAGES = {"classes": list("WABCD"), "windows": [20] * K, "mean": np.zeros((K, 2, 2)).tolist(),
+          "sd": np.ones((2, 2)).tolist()}
+TRANSITIONS = {"classes": list("WABCD"), "counts": np.ones((K, K), dtype=int).tolist()}
+
+
+@pytest.mark.parametrize(("blocks", "message"), [
+    ({"stages": "garbage"}, "stages must be a mapping that names its classes"),
+    ({"transitions": [1, 2]}, "transitions must be a mapping that names its classes"),
+    ({"stages": STAGES | {"classes": ["W", "N1"]}}, "stages names 2 classes, the bundle 5"),
+    ({"stages": STAGES | {"mean": "garbage"}}, "stages.mean must be numbers"),
+    ({"stages": STAGES | {"mean": np.zeros((K, 3, 2)).tolist()}}, "stages.mean must have shape (5, 2, 2)"),
+    ({"stages": STAGES | {"sd": np.zeros((2, 2)).tolist()}}, "positive finite spreads"),
+    ({"stages": STAGES | {"windows": [True] * K}}, "stages.windows must be 5 window counts"),
+    ({"transitions": TRANSITIONS | {"counts": (-np.ones((K, K))).tolist()}}, "non-negative finite counts"),
+    ({"transitions": TRANSITIONS | {"counts": [[1, 2]]}}, "transitions.counts must have shape (5, 5)"),
+])
+def test_broken_sleep_blocks_of_the_guard_are_one_line(blocks: dict, message: str) -> None:
+    with pytest.raises(CheckpointError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_guard_profile(_sleep_profile(**blocks), 2, K)
+
+
+def test_usable_sleep_blocks_pass() -> None:
+    nan_stage = STAGES | {"mean": np.where(np.arange(K)[:, None, None] == 1, np.nan, np.zeros((K, 2, 2))).tolist()}
+    check_guard_profile(_sleep_profile(stages=nan_stage, transitions=TRANSITIONS), 2, K)
+    check_guard_profile(_sleep_profile(stages=None), 2, K)

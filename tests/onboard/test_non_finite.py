@@ -10,6 +10,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from typer.testing import CliRunner
 
+from passport_kit.checkpoint.seal import reseal_bundle
 from passport_kit.cli.app import app
 
 RUN = CliRunner()
@@ -46,6 +47,11 @@ def test_predict_refuses_a_bundle_with_nan_tensors(bundle: Path, dataset: Path, 
     poisoned = tmp_path / "nan-bundle"
     shutil.copytree(bundle, poisoned)
     _poison(poisoned / "adapter.safetensors")
+    result = RUN.invoke(app, ["predict", "--adapter", str(poisoned), str(dataset / "s01.edf"), "--out",
+                              str(tmp_path / "pred")])
+    assert result.exit_code == 2, result.output
+    assert "changed after adapt wrote it (adapter.safetensors)" in result.output  # the seal first (issue 57)
+    reseal_bundle(poisoned)  # sealed as it is, NaN tensors are still refused
     result = RUN.invoke(app, ["predict", "--adapter", str(poisoned), str(dataset / "s01.edf"), "--out",
                               str(tmp_path / "pred")])
     assert result.exit_code == 2, result.output

@@ -62,3 +62,34 @@ def test_bad_run_file_is_one_line_exit_2(tmp_path: Path, montage_yaml: Path, dat
 def test_adapt_without_montage_or_config_says_so(dataset: Path) -> None:
     result = RUN.invoke(app, ["adapt", "--data", str(dataset)])
     assert result.exit_code == 2 and "adapt needs --montage (or a --config run file that gives it)" in result.output
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("seed: true\n", "invalid adapt setting seed in run file"),            # issue 57: read as 1
+    ("max_steps: '200'\n", "invalid adapt setting max_steps in run file"),  # text where a number is meant
+    ("seed: 3\nseed: 4\n", "the key 'seed' is given twice"),               # the last one silently won
+])
+def test_a_run_file_is_read_strictly(tmp_path: Path, montage_yaml: Path, dataset: Path, text: str,
+                                     message: str) -> None:
+    run = tmp_path / "run.yaml"
+    run.write_text(f"montage: {montage_yaml}\ndata: {dataset}\n" + text)
+    result = RUN.invoke(app, ["adapt", "--config", str(run), "--out", str(tmp_path / "b")])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.output
+
+
+def test_relative_paths_of_a_run_file_are_read_from_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    from passport_kit.onboard.run_file import adapt_config_from_file
+
+    (tmp_path / "runs").mkdir()
+    run = tmp_path / "runs" / "run.yaml"
+    run.write_text("montage: ../montages/ear.yaml\ndata: ../data/ear\nout: ear-out\ncheckpoint: cbramod-base\n"
+                   "instance_norm: true\n")
+    monkeypatch.chdir(tmp_path)  # another folder than the run file's
+    cfg = adapt_config_from_file(run)
+    assert cfg.data == tmp_path / "runs" / ".." / "data" / "ear"
+    assert cfg.out == tmp_path / "runs" / "ear-out"
+    assert cfg.montage == str(tmp_path / "runs" / ".." / "montages" / "ear.yaml")
+    assert cfg.checkpoint == "cbramod-base" and cfg.instance_norm is True  # a name stays a name; a switch is true

@@ -90,3 +90,23 @@ def test_zero_shot_verbose_says_how_the_stager_read_the_night(montage_yaml: Path
     assert "info: zero-shot: stager yasa (BSD-3-Clause licence) reads EEG EL1" in result.output
     assert "windows of 30 s" in result.output and "band-pass 0.3-" in result.output and "amplitude median" in result.output
     assert "info: zero-shot: yasa staged 10 epochs of 30 s in" in result.output
+
+
+def test_a_dead_stager_channel_is_not_staged(montage_yaml: Path, tmp_path: Path) -> None:
+    # Issue 57: the stager's channel zeroed, YASA staged the night from it alone (TST 4.0 vs 1.5 clean, no window
+    # flagged) while the summary named it bad; now another live channel is read, by adapt's rule, and said.
+    import edfio
+    import numpy as np
+
+    from tests.onboard.conftest import CLASSES, write_recording
+
+    clean = write_recording(tmp_path / "clean.edf", [CLASSES[i % 5] for i in range(10)], ["EL1", "ER1", "EL2"], seed=3)
+    signals = [edfio.EdfSignal(np.zeros_like(s.data) if s.label == "EL1" else s.data, sampling_frequency=200.0,
+                               label=s.label, physical_dimension="uV", physical_range=(-500, 500))
+               for s in edfio.read_edf(clean).signals]
+    edfio.Edf(signals).write(tmp_path / "dead.edf")
+    result = _zero_shot(montage_yaml, tmp_path / "dead.edf", tmp_path / "zs")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "zs" / "dead" / "dead_summary.json").read_text())
+    assert summary["zero_shot"]["eeg"] == "ER1"
+    assert "EL1 (dead in 10 of 10 windows); the stager reads EEG ER1 instead of EEG EL1" in result.output

@@ -97,7 +97,7 @@ def test_truncated_edf_says_how_much_is_missing(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("content", "message"), [
     (b"", r"EDF/BDF header is damaged or incomplete"),
-    (b"this is not an EDF file at all" * 20, r"EDF/BDF header is damaged or incomplete"),
+    (b"this is not an EDF file at all" * 20, r"junk\.edf' is not EDF: its header starts with b'this is '"),
 ])
 def test_unreadable_edf_is_a_data_error(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "junk.edf"
@@ -180,3 +180,18 @@ def test_units_are_read_in_any_case_and_a_near_miss_is_named() -> None:
     spec = spec_from_dict({"recordings": [{"subject": "a", "file": "a.edf", "units": "UV"}]}, root=Path("."),
                           origin="yaml", source="test")
     assert spec.recordings[0].units == "uV"
+
+
+@pytest.mark.parametrize(("offset", "field", "message"), [
+    (0, b"\x89PNG\r\n\x1a\n", r"is not EDF: its header starts with b'\\x89PNG"),   # issue 57: read as EDF
+    (244, b"0       ", r"a data record duration of 0 s \(it must be positive\)"),
+    (244, b"-1      ", r"a data record duration of -1 s"),
+])
+def test_an_edf_header_field_the_format_forbids_is_refused(tmp_path: Path, offset: int, field: bytes,
+                                                           message: str) -> None:
+    data = bytearray(write_edf(synthetic_raw(CHANNELS, seconds=4.0), tmp_path / "ok.edf").read_bytes())
+    data[offset:offset + 8] = field
+    path = tmp_path / "bad.edf"
+    path.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=message):
+        read_recording(path)

@@ -124,3 +124,20 @@ def test_a_derivation_and_its_reverse_are_one_option() -> None:
     options = prior_channel_options(list(m.ch_names), np.asarray(m.positions), list(m.kinds))
     pairs = [frozenset((o.eeg, o.eeg_ref)) for o in options if o.eog is None]
     assert len(pairs) == len(set(pairs))
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("ELA-ELA", "subtracts channel 'ELA' from itself"),              # issue 57: an all-zero signal, shipped
+    ("ELA,ELA", "the same channel as EEG and as EOG"),
+    ("ELA-ERA,ERA-ELA", "the same channels as EEG and as EOG"),
+])
+def test_prior_channels_that_mean_nothing_are_refused(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_prior_channels(text, ["ELA", "ERA", "EMG1"], ["eeg", "eeg", "emg"])
+
+
+def test_a_long_prior_channels_value_is_cut_in_the_message() -> None:
+    # Issue 57: a 100,000-character value was echoed as a 100 KB error line.
+    with pytest.raises(DataError) as caught:
+        parse_prior_channels("X" * 100_000, ["ELA", "ERA"], ["eeg", "eeg"])
+    assert len(str(caught.value)) < 300 and "100,000 characters" in str(caught.value)
