@@ -10,7 +10,9 @@ three 30-minute nights on ``eesm19-ear`` (subject s03 with a noisy and a flat ch
 - ``adapt --recipe finetune --max-steps 4 --quality-gate`` (the noise-expert gate),
 
 each on the CPU with one thread, and ``predict`` with each bundle on the bad night (once with
-``--mask-bad-channels 0.5``); it prints one SHA-256 per output and one over all of them.
+``--mask-bad-channels 0.5``); last, ``predict --zero-shot yasa`` (the stager alone, no adapter) on
+all three nights. It prints one SHA-256 per output, one over the adapters' (``adapters``: the
+``all`` of the script before the zero-shot run was added) and one over all of them (``all``).
 
 Run it on the code of a checkout (``PYTHONPATH`` chooses which)::
 
@@ -74,7 +76,9 @@ def cli(*args: str, env: dict[str, str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=None, help="Folder for the runs (default: a temporary one).")
-    parser.add_argument("--quick", action="store_true", help="The probe bundle and its predictions only.")
+    parser.add_argument("--quick", action="store_true", help="The probe bundle and its predictions only (and the "
+                        "zero-shot run).")
+    parser.add_argument("--zero-shot-only", action="store_true", help="Only the zero-shot run (no adapt).")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="bitid"))
     env = dict(os.environ, PASSPORT_KIT_HOME=str(work / "home"), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
@@ -91,6 +95,8 @@ def main() -> None:
             "gated": ["--recipe", "finetune", "--max-steps", "4", "--batch-size", "16", "--quality-gate"]}
     if args.quick:
         runs = {"probe": runs["probe"]}
+    if args.zero_shot_only:
+        runs = {}
     outputs: list[Path] = []
     for name, recipe in runs.items():
         bundle = work / f"bundle_{name}"
@@ -101,8 +107,18 @@ def main() -> None:
             cli("predict", "--adapter", str(bundle), str(night), "--out", str(out), "--device", "cpu",
                 "--precision", "fp32", *extra, "-q", env=env)
             outputs += sorted(p for p in out.rglob("*") if p.is_file() and p.suffix in {".csv", ".tsv", ".json"})
-    total = hashlib.sha256()
+    adapters, total = hashlib.sha256(), hashlib.sha256()
     for path in outputs:
+        h = file_hash(path)
+        adapters.update(h.encode())
+        total.update(h.encode())
+        print(f"{h[:16]}  {path.relative_to(work)}")
+    print(f"{adapters.hexdigest()}  adapters")
+    # The stager alone over the three nights; the run log (recordings.tsv) names paths, the folders are compared.
+    zero_shot = work / "pred_zero_shot"
+    cli("predict", "--zero-shot", "yasa", "--montage", "eesm19-ear", *sorted(map(str, data.rglob("*.edf"))),
+        "--out", str(zero_shot), "-q", env=env)
+    for path in sorted(p for p in zero_shot.glob("*/*") if p.is_file() and p.suffix in {".csv", ".tsv", ".json"}):
         h = file_hash(path)
         total.update(h.encode())
         print(f"{h[:16]}  {path.relative_to(work)}")
