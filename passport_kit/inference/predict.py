@@ -53,27 +53,15 @@ alone); this module composes them.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from passport_kit.errors import ConfigError, PassportError, file_system_message
-from passport_kit.inference import reports
-from passport_kit.inference.files import (
-    RUN_LOG,
-    PredictionFailures,
-    check_outputs_free,
-    default_output_folder,
-    finished_prediction,
-    finished_result,
-    log_row,
-    output_names,
-    split_recordings,
-)
+from passport_kit.errors import ConfigError
+from passport_kit.inference.files import PredictionFailures, split_recordings
 from passport_kit.inference.night_report import PredictionResult
 from passport_kit.inference.options import ContactOptions, OutputOptions, ReadOptions, RunOptions, ScorerFiles
-from passport_kit.inference.recording import load_for_prediction, predict_recording, prefetched, read_night
-from passport_kit.output_lock import output_lock
+from passport_kit.inference.recording import AdapterScorer, load_for_prediction
+from passport_kit.inference.scoring import score_recordings
 
 #: What a caller of :func:`predict` imports from here: it, its option objects, its result and its error.
 __all__ = ["ContactOptions", "OutputOptions", "PredictionFailures", "PredictionResult", "ReadOptions", "RunOptions",
@@ -112,45 +100,7 @@ def predict(
     files, memory = split_recordings(recordings)
     label_files = scorer.of(files)
     loaded = load_for_prediction(adapter, contacts, run)
-    out_dir = Path(out) if out is not None else default_output_folder()
-    out_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after the first recording
-    folder_of = dict(zip(files, output_names(files)))
-    # One writer per output folder (issue 28): a second predict into it exits at once, naming this one.
-    with output_lock(out_dir, "predict"):
-        from passport_kit.atomic_io import remove_stale_folders
-
-        # What a killed run left half-written (issue 35); under the lock, no other run is writing them.
-        remove_stale_folders(out_dir, folder_of.values())
-        # The recordings a finished (or killed) run of this command already wrote are kept (resume).
-        results = [finished_result(out_dir / folder_of[p], p, adapter=adapter) for p in files
-                   if output.resume and finished_prediction(out_dir / folder_of[p])]
-        log = [log_row(r.recording, r) for r in results]
-        done = {r.recording for r in results}
-        todo = [p for p in files if p not in done]
-        check_outputs_free(out_dir, [folder_of[p] for p in todo], overwrite=output.overwrite)
-        # While the model works on one recording, the next one is read and preprocessed in a thread
-        # (file reading, FFT filtering and quality statistics release the GIL).
-        read = functools.partial(read_night, loaded=loaded, reading=reading, memory=memory)
-        for path, night in prefetched(todo, read, ahead=run.prefetch):
-            if progress is not None:
-                progress(str(path))
-            try:
-                result = predict_recording(path, night(), loaded, folder=out_dir / folder_of[path],
-                                           label_file=label_files.get(path), scorer=scorer, run=run, output=output,
-                                           guard=reading.amplitude_check, in_memory=path in memory)
-            except (PassportError, OSError) as exc:
-                # One bad recording in a folder must not cost the others (issue 19): note it, go on.
-                reason = str(exc) if isinstance(exc, PassportError) else file_system_message(exc)
-                if reason is None or len(files) == 1:
-                    raise
-                log.append(log_row(path, error=reason))
-            else:
-                results.append(result)
-                log.append(log_row(path, result))
-        if len(files) > 1:
-            log_file = reports.write_table(out_dir / RUN_LOG, log, delimiter="\t")
-            failures = [row for row in log if row["status"] == "failed"]
-            if failures:
-                raise PredictionFailures(results, failures, log_file)
-    return results
+    scoring = AdapterScorer(loaded, reading, run, output, scorer, memory)
+    return score_recordings(scoring, files, out, output=output, label_files=label_files, prefetch=run.prefetch,
+                            progress=progress)
 

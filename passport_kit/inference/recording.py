@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from passport_kit.inference.night_report import (
 from passport_kit.inference.options import ContactOptions, OutputOptions, ReadOptions, RunOptions, ScorerFiles
 from passport_kit.signals.dead_channels import DeadChannels, dead_channel_windows
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, read_windows
+
+#: What a scorer reads a recording as (:func:`prefetched` hands it on as it is).
+Night = TypeVar("Night")
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,8 @@ def read_for_prediction(path: Path, montage: Any, config: Any, reading: ReadOpti
     return night
 
 
-def prefetched(files: Sequence[Path], prepare: Callable[[Path], RecordingWindows], *,
-                ahead: bool) -> Iterator[tuple[Path, Callable[[], RecordingWindows]]]:
+def prefetched(files: Sequence[Path], prepare: Callable[[Path], Night], *,
+                ahead: bool) -> Iterator[tuple[Path, Callable[[], Night]]]:
     """Yield ``(path, get)`` per file in order; ``get()`` returns ``prepare(path)`` or raises its error.
 
     With ``ahead``, once file k is prepared the preparation of file k+1 starts in a worker
@@ -194,9 +197,9 @@ def prefetched(files: Sequence[Path], prepare: Callable[[Path], RecordingWindows
             yield path, functools.partial(prepare, path)
         return
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="passport-kit-read") as pool:
-        started: dict[int, Future[RecordingWindows]] = {}
+        started: dict[int, Future[Night]] = {}
 
-        def get(i: int) -> RecordingWindows:
+        def get(i: int) -> Night:
             try:
                 return started.pop(i).result() if i in started else prepare(files[i])
             finally:
@@ -205,6 +208,34 @@ def prefetched(files: Sequence[Path], prepare: Callable[[Path], RecordingWindows
 
         for i, path in enumerate(files):
             yield path, functools.partial(get, i)
+
+
+@dataclass(frozen=True)
+class AdapterScorer:
+    """An adapter bundle scoring recordings (:class:`~passport_kit.inference.scoring.Scorer`): each read as the
+    bundle's preprocessing says, its windows classified by the bundle's model."""
+
+    loaded: LoadedAdapter
+    reading: ReadOptions
+    run: RunOptions
+    output: OutputOptions
+    scorer: ScorerFiles
+    memory: dict[Path, Any]   # the recordings given in memory, by name
+
+    @property
+    def source(self) -> Path:
+        """Return the bundle's folder: what the predictions' summaries name as their adapter."""
+        return self.loaded.facts.adapter
+
+    def read(self, path: Path) -> RecordingWindows:
+        """Return recording ``path`` read for the bundle (:func:`read_night`)."""
+        return read_night(path, self.loaded, self.reading, self.memory)
+
+    def score(self, path: Path, night: RecordingWindows, *, folder: Path, label_file: Path | None) -> PredictionResult:
+        """Return the result of recording ``path`` after predicting it and writing ``folder`` (:func:`predict_recording`)."""
+        return predict_recording(path, night, self.loaded, folder=folder, label_file=label_file, scorer=self.scorer,
+                                 run=self.run, output=self.output, guard=self.reading.amplitude_check,
+                                 in_memory=path in self.memory)
 
 
 def predict_recording(path: Path, night: RecordingWindows, loaded: LoadedAdapter, *, folder: Path,
@@ -255,13 +286,11 @@ def training_checks(path: Path, night: RecordingWindows, proba: np.ndarray, load
 def window_probabilities(loaded: LoadedAdapter, night: RecordingWindows, *,
                          batch_size: int) -> tuple[np.ndarray, ChannelMasks]:
     """Return the ``(N, n_classes)`` class probabilities of ``night``'s windows and the channels masked in them."""
-    from passport_kit.model.heads import ProbeHead
-
     # The model's inputs besides the windows first: a stacked prior, the dead channels, the contact policy's masks.
     prior = night_prior(loaded.model.head, night, loaded.montage)
     dead = night_dead_channels(loaded, night)
     masked, distrusted = loaded.policy.masks(night.quality, night.onset_s, loaded.config.window_seconds)
-    imputed = isinstance(loaded.model.head, ProbeHead)
+    imputed = loaded.model.head.imputes_dead_channels
     if is_sleep_staging(loaded.facts.classes):
         import_plotting_soon()  # while the model runs: the hypnogram's PNG needs matplotlib next
     # Nothing to mask: the model's plain path (under bf16 the mask path differs in the last digits).
@@ -288,7 +317,7 @@ def night_prior(head: Any, night: RecordingWindows, montage: Any) -> np.ndarray 
     The stager reads the recording's own signal kept at its rate (``night.stager``: read with
     :func:`head_stager_rates`), as ``adapt`` gave it; a night read without it, the windows.
     """
-    if not getattr(head, "n_prior", 0):
+    if not head.n_prior:
         return None
     from passport_kit.sleep import PriorSpec, get_prior, prior_log_proba
 
@@ -300,7 +329,7 @@ def night_prior(head: Any, night: RecordingWindows, montage: Any) -> np.ndarray 
 
 def head_stager_rates(head: Any) -> tuple[float, ...]:
     """Return the rates (Hz) of the sleep stagers ``head`` stacks (none when it stacks no prior)."""
-    if not getattr(head, "n_prior", 0):
+    if not head.n_prior:
         return ()
     from passport_kit.sleep import native_rates
 

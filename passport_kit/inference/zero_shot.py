@@ -13,6 +13,7 @@ import functools
 import logging
 import re
 import time
+from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,19 +21,13 @@ from typing import Any
 import numpy as np
 
 from passport_kit.errors import ConfigError, warn
-from passport_kit.inference.files import (
-    check_outputs_free,
-    default_output_folder,
-    output_names,
-    split_recordings,
-    write_folder_whole,
-)
+from passport_kit.inference.files import PredictionFailures, split_recordings, write_folder_whole
 from passport_kit.inference.night_report import (MIN_BAND_SHARE, AdapterFacts, PredictionResult, TrainingChecks,
                                                   write_prediction)
 from passport_kit.inference.options import OutputOptions, ReadOptions, ScorerFiles
 from passport_kit.inference.recording import raw_in_memory, read_for_prediction
+from passport_kit.inference.scoring import score_recordings
 from passport_kit.inference.stager_channels import stager_channels
-from passport_kit.output_lock import output_lock
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing
 
 log = logging.getLogger(__name__)
@@ -44,7 +39,7 @@ STAGER_SITES = ("C3", "C4", "CZ")
 def predict_zero_shot(
     montage: str | Any, recordings: Sequence[str | Path] | str | Path, out: str | Path | None = None, *,
     prior: str = "yasa", checkpoint: str | Path | None = None, reading: ReadOptions = ReadOptions(),
-    output: OutputOptions = OutputOptions(), scorer: ScorerFiles = ScorerFiles(),
+    output: OutputOptions = OutputOptions(), scorer: ScorerFiles = ScorerFiles(), prefetch: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> list[PredictionResult]:
     """Return one result per recording, staged by a pretrained sleep stager alone: no adapter, no labels (issue 33).
@@ -61,11 +56,14 @@ def predict_zero_shot(
     flags every window and withholds the statistics; a channel other than C3/C4/Cz is named in a
     warning. A channel the stager reads that is dead that night gives way to the next live one by adapt's
     rule, else every window is flagged (issue 57, :mod:`~passport_kit.inference.stager_channels`).
-    ``output.resume`` is not taken: every recording is staged.
+    The recordings are scored by predict's loop (:func:`~passport_kit.inference.scoring.score_recordings`):
+    ``output.resume`` keeps what a killed run wrote, the next recording is read while this one
+    is staged (``prefetch``), and over several recordings a bad one is noted in
+    ``<out>/recordings.tsv`` while the others are staged (:class:`PredictionFailures` at the end).
     """
     from passport_kit.checkpoint import InputContract, find_checkpoint
     from passport_kit.montage import resolve_montage
-    from passport_kit.sleep import STAGES, get_prior, native_rates, pick_channels, prior_log_proba
+    from passport_kit.sleep import STAGES, get_prior, pick_channels
 
     montage = resolve_montage(montage) if isinstance(montage, (str, Path)) else montage
     stager = get_prior(prior)
@@ -84,45 +82,82 @@ def predict_zero_shot(
     config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
     files, memory = split_recordings(recordings)
     label_files = scorer.of(files)
-    classes = list(STAGES)
-    facts = AdapterFacts(classes=classes, window_seconds=30.0, task="sleep-staging",
+    facts = AdapterFacts(classes=list(STAGES), window_seconds=30.0, task="sleep-staging",
                          adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})",
                          zero_shot={"stager": stager.name, "eeg": spec.eeg, "eog": spec.eog, "emg": spec.emg})
-    out_dir = Path(out) if out is not None else default_output_folder()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    folder_of = dict(zip(files, output_names(files)))
-    results: list[PredictionResult] = []
-    with output_lock(out_dir, "predict"):
-        check_outputs_free(out_dir, list(folder_of.values()), overwrite=output.overwrite)
-        for path in files:
-            if progress is not None:
-                progress(str(path))
-            raw = raw_in_memory(path, memory, reading)
-            if raw is None:
-                from passport_kit.signals import read_recording
+    scoring = StagerScorer(stager, spec, montage, config, facts, reading, output, scorer, memory)
+    return score_recordings(scoring, files, out, output=output, label_files=label_files, prefetch=prefetch,
+                            progress=progress)
 
-                raw = read_recording(path, sfreq=reading.sfreq, units=reading.units, scale=reading.scale)
-            band = _zero_shot_band(path, float(raw.info["sfreq"]), config, reading, facts.zero_shot)
-            # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
-            night = read_for_prediction(path, montage, config, band, raw=raw, stager_rates=native_rates(stager))
-            labels = scorer.read(label_files.get(path), classes, n_windows=len(night.x), window_seconds=30.0)
-            chosen = stager_channels(night, montage, spec, stager.name)  # issue 57: never a dead channel
-            if chosen.note is not None:
-                warn(f"recording '{path}': {chosen.note}")
-            _log_night(path, raw, night)
-            started = time.perf_counter()
-            logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), chosen.spec,
-                                   window_seconds=30.0, raw=night.stager_signal)
-            proba = np.exp(logp).astype(np.float32)
-            log.info("zero-shot: %s staged %d epochs of 30 s in %.1f s; mean top probability %.2f", stager.name,
-                     len(proba), time.perf_counter() - started, float(proba.max(1).mean()) if len(proba) else 0.0)
-            staged = {**facts.zero_shot, "eeg": chosen.spec.eeg, "eog": chosen.spec.eog, "emg": chosen.spec.emg}
-            read = facts.model_copy(update={"zero_shot": staged | channels_in_file(raw, montage, reading, staged)})
-            unfit = zero_shot_unfit(night, stager.min_rate / 2, check=reading.amplitude_check) or chosen.unfit
-            results.append(write_folder_whole(out_dir / folder_of[path], functools.partial(
-                write_prediction, recording=path, proba=proba, night=night, adapter=read, scorer=labels,
-                output=output, checks=TrainingChecks(band_short=unfit, flagged=chosen.dead))))
-    return results
+
+@dataclass(frozen=True)
+class StagerNight:
+    """A recording read for a stager: its windows (and the signal the stager reads), the live channels chosen, and
+    what the file calls them."""
+
+    night: RecordingWindows
+    chosen: Any                   # StagerChannels: the channels staged, and why others were passed over
+    in_file: dict[str, str]       # {'eeg_in_file': name, ...}: :func:`channels_in_file`
+
+
+@dataclass(frozen=True)
+class StagerScorer:
+    """A pretrained sleep stager scoring recordings alone (:class:`~passport_kit.inference.scoring.Scorer`): each
+    read with the contract's preprocessing, the stager reading its chosen channels as recorded."""
+
+    stager: Any                   # the SleepPrior (passport_kit.sleep.get_prior)
+    spec: Any                     # the PriorSpec: the channels it reads where all are live
+    montage: Any
+    config: Any                   # the PreprocessConfig of the report's windows
+    facts: AdapterFacts
+    reading: ReadOptions
+    output: OutputOptions
+    scorer: ScorerFiles
+    memory: dict[Path, Any]       # the recordings given in memory, by name
+
+    @property
+    def source(self) -> Path:
+        """Return ``zero-shot:<stager>``: what the predictions' summaries name as their adapter."""
+        return self.facts.adapter
+
+    def read(self, path: Path) -> StagerNight:
+        """Return recording ``path`` read for the stager, its dead channels passed over (issue 57)."""
+        from passport_kit.sleep import native_rates
+
+        raw = raw_in_memory(path, self.memory, self.reading)
+        if raw is None:
+            from passport_kit.signals import read_recording
+
+            raw = read_recording(path, sfreq=self.reading.sfreq, units=self.reading.units, scale=self.reading.scale)
+        band = _zero_shot_band(path, float(raw.info["sfreq"]), self.config, self.reading, self.facts.zero_shot)
+        # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
+        night = read_for_prediction(path, self.montage, self.config, band, raw=raw,
+                                    stager_rates=native_rates(self.stager))
+        chosen = stager_channels(night, self.montage, self.spec, self.stager.name)  # issue 57: never a dead channel
+        _log_night(path, raw, night)
+        staged = {"eeg": chosen.spec.eeg, "eog": chosen.spec.eog, "emg": chosen.spec.emg}
+        return StagerNight(night, chosen, channels_in_file(raw, self.montage, self.reading, staged))
+
+    def score(self, path: Path, read: StagerNight, *, folder: Path, label_file: Path | None) -> PredictionResult:
+        """Return the result of recording ``path`` after staging it and writing ``folder`` whole."""
+        from passport_kit.sleep import prior_log_proba
+
+        night, chosen = read.night, read.chosen
+        labels = self.scorer.read(label_file, self.facts.classes, n_windows=len(night.x), window_seconds=30.0)
+        if chosen.note is not None:
+            warn(f"recording '{path}': {chosen.note}")
+        started = time.perf_counter()
+        logp = prior_log_proba(self.stager, night.x, night.onset_s, list(self.montage.ch_names), chosen.spec,
+                               window_seconds=30.0, raw=night.stager_signal)
+        proba = np.exp(logp).astype(np.float32)
+        log.info("zero-shot: %s staged %d epochs of 30 s in %.1f s; mean top probability %.2f", self.stager.name,
+                 len(proba), time.perf_counter() - started, float(proba.max(1).mean()) if len(proba) else 0.0)
+        staged = {**self.facts.zero_shot, "eeg": chosen.spec.eeg, "eog": chosen.spec.eog, "emg": chosen.spec.emg}
+        adapter = self.facts.model_copy(update={"zero_shot": staged | read.in_file})
+        unfit = zero_shot_unfit(night, self.stager.min_rate / 2, check=self.reading.amplitude_check) or chosen.unfit
+        return write_folder_whole(folder, functools.partial(
+            write_prediction, recording=path, proba=proba, night=night, adapter=adapter, scorer=labels,
+            output=self.output, checks=TrainingChecks(band_short=unfit, flagged=chosen.dead)))
 
 
 def _log_night(path: Path, raw: Any, night: RecordingWindows) -> None:
