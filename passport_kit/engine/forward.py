@@ -16,7 +16,6 @@ from torch import nn
 
 from passport_kit.engine.batch_rows import note
 from passport_kit.errors import CheckpointError, ConfigError
-from passport_kit.model.heads import ProbeHead
 from passport_kit.model.meta import ChannelMeta
 from passport_kit.model.quality_gate import has_quality_gate
 from passport_kit.runtime import Precision, autocast
@@ -134,7 +133,8 @@ def predict_proba(
 ) -> np.ndarray:
     """Return softmax class probabilities, shape (N, n_classes) float32.
 
-    A probe head (:class:`~passport_kit.model.heads.ProbeHead`) reads inputs computed in fp32
+    A head scored by its read-out (``Head.inference`` ``"read-out"``: a
+    :class:`~passport_kit.model.heads.ProbeHead`) reads inputs computed in fp32
     whatever ``precision`` says (``PROBE_PRECISION``); one with temporal context reads the
     rows as consecutive windows of the recordings ``groups`` names (None: one recording); one
     whose weights on the backbone block are all 0 (``ProbeHead.reads_backbone`` False) is
@@ -176,30 +176,11 @@ def predict_proba(
     device = device or torch.device("cpu")
     rows = np.arange(len(x)) if index is None else np.asarray(index, dtype=np.int64)
     head = getattr(model, "head", None)
-    if isinstance(head, ProbeHead):
-        # A read-out that gives the backbone no weight (the band-power, context and prior rungs) cannot be
-        # changed by it: its inputs are computed without the backbone's forward pass, the same logits.
-        if head.reads_backbone or head.reads_spectral:
-            z = read_out_features(model, x, meta, rows, batch_size=batch_size, device=device,
-                                  channel_mask=channel_mask, distrust=distrust, backbone=head.reads_backbone)
-        else:  # the sleep stager's read-outs: nothing the windows give is read, the zeros meet zero weights
-            z = np.zeros((len(rows), head.n_backbone_features + head.n_spectral_features))
-        if len(z) == 0:
-            return np.zeros((0, 0), dtype=np.float32)
-        if dead is not None:
-            from passport_kit.engine.imputation import impute_dead_channels
-
-            z = impute_dead_channels(z, DeadChannels(np.asarray(dead.windows)[rows], dead.expected_uv), head,
-                                     meta.positions.cpu().numpy())
-        if head.n_prior:
-            if prior is None:
-                raise ConfigError("this read-out stacks a sleep prior: pass its log-probabilities (prior=)")
-            z = np.concatenate([z, np.asarray(prior, dtype=np.float64)[rows]], axis=1)
-        runs = None if groups is None else list(groups)
-        with torch.inference_mode():
-            logits = head.read_out(torch.from_numpy(z).float().to(device), runs)
-        proba = torch.softmax(logits.float(), dim=-1).cpu().numpy().astype(np.float32, copy=False)
-        return finite_probabilities(head.postprocess(proba, runs))
+    # The head says how it is scored (Head.inference): the engine knows heads only through their class.
+    if getattr(head, "inference", "forward") == "read-out":
+        z = _read_out_inputs(model, x, meta, rows, batch_size=batch_size, device=device, channel_mask=channel_mask,
+                             distrust=distrust, dead=dead)
+        return _read_out_proba(model.head, z, rows, prior=prior, groups=groups, device=device)
     out: list[np.ndarray] = []
     for xb, batch_meta, extra in _batches(model, x, meta, rows, batch_size=batch_size, device=device,
                                           precision=precision, channel_mask=channel_mask, distrust=distrust):
@@ -208,3 +189,42 @@ def predict_proba(
     if not out:
         return np.zeros((0, 0), dtype=np.float32)
     return np.concatenate(out).astype(np.float32, copy=False)
+
+
+def _read_out_inputs(model: nn.Module, x: np.ndarray, meta: ChannelMeta, rows: np.ndarray, *, batch_size: int,
+                     device: torch.device, channel_mask: np.ndarray | None, distrust: np.ndarray | None,
+                     dead: DeadChannels | None) -> np.ndarray:
+    """Return the inputs ``(N, F)`` float64 of a head scored by its read-out (``Head.inference`` ``"read-out"``) for
+    rows ``rows`` of ``x``: computed in fp32, dead channels' band powers imputed (:func:`predict_proba`'s arguments)."""
+    head = model.head
+    # A read-out that gives the backbone no weight (the band-power, context and prior rungs) cannot be
+    # changed by it: its inputs are computed without the backbone's forward pass, the same logits.
+    if head.reads_backbone or head.reads_spectral:
+        z = read_out_features(model, x, meta, rows, batch_size=batch_size, device=device,
+                              channel_mask=channel_mask, distrust=distrust, backbone=head.reads_backbone)
+    else:  # the sleep stager's read-outs: nothing the windows give is read, the zeros meet zero weights
+        z = np.zeros((len(rows), head.n_backbone_features + head.n_spectral_features))
+    if len(z) and dead is not None and head.imputes_dead_channels:
+        from passport_kit.engine.imputation import impute_dead_channels
+
+        z = impute_dead_channels(z, DeadChannels(np.asarray(dead.windows)[rows], dead.expected_uv), head,
+                                 meta.positions.cpu().numpy())
+    return z
+
+
+def _read_out_proba(head: nn.Module, z: np.ndarray, rows: np.ndarray, *, prior: np.ndarray | None,
+                    groups: Sequence[Any] | None, device: torch.device) -> np.ndarray:
+    """Return the probabilities ``(N, n_classes)`` of a head's read-out of inputs ``z`` ``(N, F)`` (rows ``rows`` of
+    the windows): a stacked stager's block appended, then its read-out over ``groups``' recordings and its
+    post-processing."""
+    if len(z) == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    if head.n_prior:
+        if prior is None:
+            raise ConfigError("this read-out stacks a sleep prior: pass its log-probabilities (prior=)")
+        z = np.concatenate([z, np.asarray(prior, dtype=np.float64)[rows]], axis=1)
+    runs = None if groups is None else list(groups)
+    with torch.inference_mode():
+        logits = head.read_out(torch.from_numpy(z).float().to(device), runs)
+    proba = torch.softmax(logits.float(), dim=-1).cpu().numpy().astype(np.float32, copy=False)
+    return finite_probabilities(head.postprocess(proba, runs))

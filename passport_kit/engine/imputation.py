@@ -26,12 +26,9 @@ from passport_kit.signals.dead_channels import DeadChannels
 
 
 def spectral_layout(head: Any) -> tuple[int, int, int]:
-    """Return ``(first column, columns per channel, absolute-power columns per channel)`` of a probe head's
-    spectral block in its read-out inputs (channel-major: every band of channel 0, then channel 1, ...)."""
-    per_channel = head.n_spectral_features // head.n_channels
-    # heads before issue 24 read log absolute power only; later ones absolute, then relative, per band
-    n_absolute = per_channel if head.bands is None else len(head.bands)
-    return head.n_backbone_features, per_channel, n_absolute
+    """Return ``(first column, columns per channel, absolute-power columns per channel)`` of a head's spectral block
+    in its read-out inputs (the head's own :meth:`~passport_kit.model.heads.ProbeHead.spectral_layout`)."""
+    return head.spectral_layout()
 
 
 def donor_order(positions: np.ndarray) -> np.ndarray:

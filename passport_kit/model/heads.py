@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 import torch
 from torch import Tensor, nn
@@ -18,6 +18,8 @@ from passport_kit.registry import Registry
 
 Pooling = Literal["mean", "patches"]
 HeadKind = Literal["mlp", "probe"]
+#: How the engine scores a head (:attr:`Head.inference`).
+InferencePath = Literal["forward", "read-out"]
 
 #: Bands (Hz) of the spectral summary of probe heads written before issue 24 (``bands`` None): log absolute
 #: power only, by :func:`log_band_power`. New heads use :mod:`passport_kit.model.spectral`.
@@ -166,6 +168,19 @@ class Head(nn.Module):
     #: :data:`HEADS`.
     kind: str = ""
 
+    #: How the engine scores this head (:func:`passport_kit.engine.forward.predict_proba`): ``"forward"``, the
+    #: model's forward pass batch by batch at the run's precision; ``"read-out"``, the head's :meth:`read_out` of
+    #: inputs computed in fp32 (the model's ``read_out_features``), over whole recordings, then its
+    #: :meth:`postprocess`.
+    inference: ClassVar[InferencePath] = "forward"
+    #: Whether predict gives the engine a night's dead channel-windows, for this head to read their inputs from the
+    #: nearest live channel (:mod:`passport_kit.engine.imputation`, by :meth:`spectral_layout`).
+    imputes_dead_channels: ClassVar[bool] = False
+    #: The stacked sleep stager's block: its width (0: none; its log-probabilities are appended to the read-out's
+    #: inputs by the caller) and the stager (a :class:`passport_kit.sleep.PriorSpec` as a dict).
+    n_prior: int = 0
+    prior: dict[str, Any] | None = None
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         kind = cls.__dict__.get("kind")
@@ -197,6 +212,10 @@ class Head(nn.Module):
         """Return the indices of the classes a stacked sleep stager's output reaches (none: no stager stacked)."""
         return []
 
+    def postprocess(self, proba: Any, groups: Sequence[Any] | None = None) -> Any:
+        """Return probabilities ``(N, K)`` after what follows the head over each night (none here: as they are)."""
+        return proba
+
 
 class ProbeHead(Head):
     """A linear read-out of pooled backbone features and each channel's log band power.
@@ -227,6 +246,8 @@ class ProbeHead(Head):
     """
 
     kind = "probe"
+    inference = "read-out"
+    imputes_dead_channels = True
 
     @classmethod
     def build(cls, backbone: Backbone, n_classes: int, *, n_channels: int | None = None, context: int = 0,
@@ -309,6 +330,13 @@ class ProbeHead(Head):
         if self.bands is None:
             return log_band_power(x.float()).flatten(1)
         return band_power_features(x, self.bands)
+
+    def spectral_layout(self) -> tuple[int, int, int]:
+        """Return ``(first column, columns per channel, absolute-power columns per channel)`` of the spectral block
+        in the read-out's inputs (channel-major: every band of channel 0, then channel 1, ...)."""
+        per_channel = self.n_spectral_features // self.n_channels
+        # heads before issue 24 read log absolute power only; later ones absolute, then relative, per band
+        return self.n_backbone_features, per_channel, per_channel if self.bands is None else len(self.bands)
 
     @property
     def n_backbone_features(self) -> int:
