@@ -19,10 +19,13 @@ import typer
 from passport_kit.checkpoint import DEFAULT_CHECKPOINT
 from passport_kit.cli import verbosity
 from passport_kit.cli.progress import Display, on_terminal, progress_display, step_text
+from passport_kit.cli.night_lines import night_lines
 from passport_kit.cli.options import (COMPUTE, CONTACTS, DATA, EVALUATION, EXIT_INTERRUPTED, FINETUNE, MODEL,
-                                      OUTPUT, PROBE, SCORER, PanelledCommand, echo_json, notch_frequency,
-                                      optional_float, options_in_place_of, renames_option as _renames)
+                                      OUTPUT, PROBE, SCORER, PanelledCommand, echo_json, field_options,
+                                      notch_frequency, optional_float, options_in_place_of,
+                                      renames_option as _renames)
 from passport_kit.errors import ConfigError
+from passport_kit.inference.options import ContactOptions, OutputOptions, ReadOptions, RunOptions, ScorerFiles
 from passport_kit.onboard.recipe import AUTO_ACTS, FINETUNE_ONLY, RecipeOptions, option_flag
 from passport_kit.onboard.recipes import ProbeRecipe, describe_selection, get_recipe, near_chance_note, recipe_names
 from passport_kit.onboard.selection import LadderSelection, read_selection
@@ -417,16 +420,6 @@ def evaluate_command(
         typer.echo(f"{name}: {path}")
 
 
-def _in_file(stager: dict[str, Any], role: str) -> str:
-    """Return the montage channel a zero-shot stager read as ``role``, with the file's name for it where it differs:
-    ``C3-A1 (CZ-A1 in the file)``; 'none' where it read none."""
-    name = stager.get(role)
-    if name is None:
-        return "none"
-    in_file = stager.get(f"{role}_in_file")
-    return name if in_file is None else f"{name} ({in_file} in the file)"
-
-
 def headline_lines(summary: dict[str, Any]) -> list[str]:
     """Return one line per method of an evaluation ``summary`` with adapt's expected scores: AUROC where the task
     has one (the ranking metric adapt selects by), balanced accuracy and kappa (its decisions), means over subjects."""
@@ -463,66 +456,28 @@ def print_table(report: Any) -> None:
     Console().print(table)
 
 
-#: predict's options, one group per option object of the workflow (inference.predict): each group reaches the
-#: command as one dict (:func:`~passport_kit.cli.options.options_in_place_of`); --help lists them by panel.
-_PREDICT_OUTPUT: dict[str, tuple[Any, Any]] = {
-    "edf_annotations": (bool, typer.Option(False, "--edf-annotations", help="Also write EDF+ annotation files.",
-                                           rich_help_panel=OUTPUT)),
-    "overwrite": (bool, typer.Option(False, "--overwrite", help="Replace the outputs of recordings --out already holds.",
-                                     rich_help_panel=OUTPUT)),
-    "resume": (bool, typer.Option(False, "--resume", help="Keep the recordings --out already holds finished "
-                                  "predictions for (an interrupted run) and predict the others.",
-                                  rich_help_panel=OUTPUT)),
-    "plot_format": (Literal["png", "svg", "pdf"], typer.Option("png", "--plot-format", help="Format of the hypnogram "
-                                                               "plot; svg and pdf are vector graphics.",
-                                                               rich_help_panel=OUTPUT)),
-}
-_PREDICT_RUN: dict[str, tuple[Any, Any]] = {
-    "base": (str | None, typer.Option(None, "--base", help="Base checkpoint to use instead of the recorded one.",
-                                      rich_help_panel=MODEL)),
-    "batch_size": (int, typer.Option(32, "--batch-size", help="Windows per forward pass (predictions do not depend "
-                                     "on it).", rich_help_panel=COMPUTE)),
-    "device": (str, typer.Option("auto", "--device", help=_option_help("device"), rich_help_panel=COMPUTE)),
-    "precision": (str, typer.Option("auto", "--precision", help=_option_help("precision"), rich_help_panel=COMPUTE)),
-}
-_PREDICT_CONTACTS: dict[str, tuple[Any, Any]] = {
-    key: (str, _contact_option(key)) for key in ("mask_bad_channels", "distrust_bad_channels",
-                                                 "mask_uncorrelated_channels")}
-_PREDICT_READING: dict[str, tuple[Any, Any]] = {
-    "h_freq": (float | None, typer.Option(None, "--h-freq", help="Band-pass top in Hz (default: the bundle's, as "
-                                          "adapt trained, lowered for recordings sampled too slowly for it).",
-                                          rich_help_panel=DATA)),
-    "amplitude_check": (bool, typer.Option(True, "--amplitude-check/--no-amplitude-check", help="Refuse recordings "
-                                           "that are all flat or 30x off the adapter's training amplitude (unit "
-                                           "errors), and withhold the statistics of recordings unlike its training "
-                                           "data.", rich_help_panel=DATA)),
-    "rename": (list[str], typer.Option([], "--rename", help="MONTAGE_CHANNEL=NAME_IN_FILE for a channel whose name in "
-                                       "the recordings neither the montage nor its aliases know; repeat per channel.",
-                                       rich_help_panel=DATA)),
-    "sfreq": (float | None, typer.Option(None, "--sfreq", help="Sampling rate in Hz of recordings that do not store "
-                                         "one (DREAMS .txt, CSV without timestamps); checked where they do.",
-                                         rich_help_panel=DATA)),
-    "units": (str | None, typer.Option(None, "--units", help="Unit of the recordings' numbers where the header is "
-                                       "wrong or unknown to MNE: uV, mV, V or nV (EDF/BDF, .txt, .csv).",
-                                       rich_help_panel=DATA)),
-    "scale": (float | None, typer.Option(None, "--scale", help="Multiply every sample by this after reading.",
-                                         rich_help_panel=DATA)),
-}
-_PREDICT_SCORER: dict[str, tuple[Any, Any]] = {
-    "labels": (list[Path], typer.Option([], "--labels", help="A scorer's label file per recording, same order "
-                                        "(repeat): prints kappa and a confusion table, and draws it under the "
-                                        "hypnogram.", rich_help_panel=SCORER)),
-    "label_map": (str | None, typer.Option(None, "--label-map", help="How to read --labels: aasm, rk (R&K numbers "
-                                           "per 5 s) or eesm (default: stage or class names).",
-                                           rich_help_panel=SCORER)),
+#: predict's options, one group per option object of the workflow (inference.options), generated from its fields
+#: (each option's help is its field's description): each group reaches the command as one dict
+#: (:func:`~passport_kit.cli.options.options_in_place_of`); --help lists them by panel.
+_PREDICT_OPTIONS: dict[str, dict[str, tuple[Any, Any]]] = {
+    "output_options": field_options(OutputOptions, OUTPUT),
+    "run_options": field_options(RunOptions, {"base": MODEL, "batch_size": COMPUTE, "device": COMPUTE,
+                                              "precision": COMPUTE}, leave_out=("prefetch",)),
+    "contact_options": {key: (str, _contact_option(key)) for key in ContactOptions.model_fields},
+    "reading_options": field_options(ReadOptions, DATA, spelled={
+        "renames": (list[str], "--rename", "MONTAGE_CHANNEL=NAME_IN_FILE")}),
+    "scorer_options": field_options(ScorerFiles, SCORER),
 }
 
 
-@options_in_place_of("scorer_options", _PREDICT_SCORER)
-@options_in_place_of("reading_options", _PREDICT_READING)
-@options_in_place_of("contact_options", _PREDICT_CONTACTS)
-@options_in_place_of("run_options", _PREDICT_RUN)
-@options_in_place_of("output_options", _PREDICT_OUTPUT)
+def _predict_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Return ``command`` with :data:`_PREDICT_OPTIONS`' groups in the place of its ``*_options`` parameters."""
+    for parameter, options in reversed(_PREDICT_OPTIONS.items()):
+        command = options_in_place_of(parameter, options)(command)
+    return command
+
+
+@_predict_options
 def predict_command(
     recordings: list[Path] = typer.Argument(..., help="Recording files or folders of recordings."),
     adapter: Path | None = typer.Option(None, "--adapter", help="Adapter bundle folder written by adapt (required "
@@ -534,22 +489,44 @@ def predict_command(
                                        "montage YAML) of the recordings.", rich_help_panel=MODEL),
     out: Path = typer.Option(Path("predictions"), "--out", help="Output folder (one subfolder per recording).",
                              rich_help_panel=OUTPUT),
-    output_options: dict[str, Any] = None,  # type: ignore[assignment] - _PREDICT_OUTPUT: OutputOptions' fields
-    run_options: dict[str, Any] = None,  # type: ignore[assignment] - _PREDICT_RUN: RunOptions' fields
-    contact_options: dict[str, Any] = None,  # type: ignore[assignment] - _PREDICT_CONTACTS: ContactOptions'
-    reading_options: dict[str, Any] = None,  # type: ignore[assignment] - _PREDICT_READING: ReadOptions' fields
-    scorer_options: dict[str, Any] = None,  # type: ignore[assignment] - _PREDICT_SCORER: ScorerFiles' fields
+    output_options: dict[str, Any] = None,  # type: ignore[assignment] - OutputOptions' fields
+    run_options: dict[str, Any] = None,  # type: ignore[assignment] - RunOptions' fields
+    contact_options: dict[str, Any] = None,  # type: ignore[assignment] - ContactOptions' fields
+    reading_options: dict[str, Any] = None,  # type: ignore[assignment] - ReadOptions' fields
+    scorer_options: dict[str, Any] = None,  # type: ignore[assignment] - ScorerFiles' fields
     as_json: bool = typer.Option(False, "--json", help="Print every recording's summary as JSON.",
                                  rich_help_panel=OUTPUT),
 ) -> None:
     """Predict every window of new recordings with an adapter bundle (or a sleep stager alone); write CSV/TSV/JSON
     and a plot."""
-    from passport_kit.inference.files import find_recordings
-    from passport_kit.inference.predict import (ContactOptions, OutputOptions, PredictionFailures, ReadOptions,
-                                                RunOptions, ScorerFiles, predict)
-    from passport_kit.inference.zero_shot import predict_zero_shot
+    from passport_kit.inference.predict import PredictionFailures
 
+    _check_adapter_or_stager(adapter, zero_shot, montage)
     failed = None
+    with progress_display() as display:
+        progress = _recording_bar(display, recordings)
+        try:
+            results = _predict(recordings, out, adapter, zero_shot, montage, progress=progress, options={
+                "output": output_options, "run": run_options, "contacts": contact_options,
+                "reading": reading_options, "scorer": scorer_options})
+        except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
+            results, failed = exc.results, exc
+    if as_json:
+        echo_json({"recordings": [{"recording": r.recording, "windows": r.n_windows,
+                                   "folder": r.files["summary"].parent, "summary": r.summary.to_json()}
+                                  for r in results],
+                   "failed": [] if failed is None else failed.failures})
+    else:
+        for line in [line for r in results for line in night_lines(r)]:
+            typer.echo(line)
+        for row in [] if failed is None else failed.failures:
+            typer.echo(f"{row['recording']}: FAILED - {row['error']}")
+    if failed is not None:
+        raise failed
+
+
+def _check_adapter_or_stager(adapter: Path | None, zero_shot: str | None, montage: str | None) -> None:
+    """Raise ConfigError unless predict was given an adapter or a stager (with its montage), not both."""
     if adapter is not None and zero_shot is not None:  # issue 46: this said "give one of them" to one who gave both
         raise ConfigError(f"--adapter and --zero-shot {zero_shot} were both given: an adapter stages with its own "
                           "read-out, --zero-shot with a pretrained stager alone; drop one of them")
@@ -558,138 +535,46 @@ def predict_command(
                           "(a pretrained sleep stager, no adapter); give one of them")
     if zero_shot is not None and montage is None:
         raise ConfigError("--zero-shot needs --montage: the montage the recordings were made with")
-    with progress_display() as display:
-        # A terminal: one bar over the recordings (their count first: folders are searched as predict will).
-        bar, seen = display.bar("recordings"), []
-        total = len(find_recordings(recordings)) if display.drawn else None
-
-        def next_recording(path: str) -> None:
-            bar(len(seen), total, Path(path).name)
-            seen.append(path)
-
-        try:
-            rename = reading_options.pop("rename")
-            reading = ReadOptions(renames=_renames(rename), **reading_options)
-            output = OutputOptions(**output_options)
-            scorer = ScorerFiles(labels=scorer_options["labels"] or None, label_map=scorer_options["label_map"])
-            if zero_shot is not None:
-                results = predict_zero_shot(montage, recordings, out, prior=zero_shot, reading=reading, output=output,
-                                            scorer=scorer, progress=next_recording)
-            else:
-                contacts = ContactOptions(**{key: _bundle_or(value, _CONTACT_READERS[key])
-                                             for key, value in contact_options.items()})
-                run = RunOptions(**run_options)
-                results = predict(adapter, recordings, out, reading=reading, output=output, contacts=contacts, run=run,
-                                  scorer=scorer, progress=next_recording)
-        except PredictionFailures as exc:  # the recordings that worked are reported, then the error (exit 2)
-            results, failed = exc.results, exc
-    if as_json:
-        echo_json({"recordings": [{"recording": r.recording, "windows": r.n_windows,
-                                   "folder": r.files["summary"].parent, "summary": r.summary} for r in results],
-                   "failed": [] if failed is None else failed.failures})
-        if failed is not None:
-            raise failed
-        return
-    for r in results:
-        stats = r.summary.get("sleep_statistics")
-        staged = "sleep_statistics" in r.summary  # a classification has a recording class instead
-        if r.summary.get("statistics_withheld"):
-            line = f"{'statistics' if staged else 'class'} withheld: {r.summary['statistics_withheld']}"
-        elif stats:
-            line = (f"TST {stats['TST']:.1f} min, SE {stats['SE']:.1f} %, "
-                    f"SOL {_minutes(stats['SOL'])} (persistent sleep {_minutes(stats.get('LPS'))}), "
-                    f"WASO {_minutes(stats['WASO'])}, "
-                    f"REM latency {_minutes(stats['REM_latency'])}")
-            if r.summary.get("statistics_meaningful") is False and r.summary.get("statistics_note"):
-                line += f" ({r.summary['statistics_note']})"
-        else:
-            line = class_line(r.summary)
-        typer.echo(f"{r.recording}: {counted(r.n_windows, 'window')}; {line}"
-                   + (" (in-sample: the adapter was trained on this recording)" if r.summary.get("in_sample") else ""))
-        stager = r.summary.get("zero_shot")
-        if stager is not None:
-            typer.echo(f"  staged by {stager['stager']} on channel {_in_file(stager, 'eeg')} (EOG: "
-                       f"{_in_file(stager, 'eog')}, EMG: {_in_file(stager, 'emg')})")
-        scored = r.summary.get("scorer_agreement")
-        if scored is not None:
-            from passport_kit.inference.agreement import confusion_lines
-
-            if scored["kappa"] is None:
-                typer.echo(f"  scorer ({scored['labels']}): no window scored by both")
-            else:
-                kind = "in-sample (a training recording, not a held-out score): " if scored.get("in_sample") else ""
-                typer.echo(f"  scorer ({scored['labels']}): {kind}kappa {scored['kappa']:.3f}, accuracy "
-                           f"{100 * scored['accuracy']:.1f} % over {counted(scored['windows'], 'window')}")
-                for row in confusion_lines(scored["confusion"]):
-                    typer.echo(f"    {row}")
-        if r.summary.get("classes_not_learned"):
-            missing = r.summary["classes_not_learned"]
-            rem = " (so REM latency is n/a)" if "REM" in missing and stats else ""
-            typer.echo(f"  this adapter cannot output {', '.join(missing)}: it had no training windows of "
-                       f"{'it' if len(missing) == 1 else 'them'}{rem}; adapt on recordings that contain them")
-        if r.summary.get("classes_from_stager_alone"):
-            extra = r.summary["classes_from_stager_alone"]
-            them = "it" if len(extra) == 1 else "them"
-            typer.echo(f"  {', '.join(extra)}: no training windows of {them}, yet this adapter outputs {them}: its "
-                       f"sleep stager stages all five, so {them} come{'s' if len(extra) == 1 else ''} from the stager "
-                       f"alone, unchecked against your labels; adapt on recordings that contain {them} to check")
-        if r.summary.get("low_confidence_windows"):
-            marked = "the CSV, TSV and plot" if "hypnogram_plot" in r.files else "the CSV and TSV"
-            typer.echo(f"  low confidence: {r.summary['low_confidence_windows']} of {counted(r.n_windows, 'window')} "
-                       f"(top probability under {r.summary['low_confidence_below']:.2f}; marked in {marked})")
-        quality = r.summary.get("channel_quality")
-        if quality is not None:
-            bad = ", ".join(quality["bad_channels"]) or "none"
-            masking = quality.get("masking")
-            masked = ("" if not masking else
-                      f"; masked ({_mask_rule(masking)}) in "
-                      f"{counted(masking['windows_with_masked_channels'], 'window')}")
-            typer.echo(f"  bad channels: {bad}{masked}")
-            dead = quality.get("dead_channels") or {}
-            if dead.get("windows"):  # issue 46: said, so a dead contact is not read as a clean night
-                typer.echo("  dead (flat, NaN or near-dead) channels: "
-                           + ", ".join(f"{name} in {k} of {r.n_windows} windows" for name, k in dead["windows"].items())
-                           + ("; the read-out read their band power from the nearest live channel"
-                              if dead.get("band_power_from_neighbour") else ""))
-        typer.echo(f"  files in {r.files['summary'].parent}")
-    if failed is not None:
-        for row in failed.failures:
-            typer.echo(f"{row['recording']}: FAILED - {row['error']}")
-        raise failed
 
 
-def class_line(summary: dict[str, Any]) -> str:
-    """Return predict's answer for a classified recording: its class, mean probability and the windows' classes."""
-    chosen = summary.get("recording_class")
-    if chosen is None:
-        return "no windows to classify"
-    mean = summary.get("recording_probabilities") or {}
-    counts = summary.get("class_counts") or {}
-    windows = ", ".join(f"{n} {c}" for c, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-    p = mean.get(chosen, float("nan"))
-    # A mean this close to chance is a guess over windows that disagree: said so, as a window's low confidence is.
-    doubt = "; uncertain" if p < (summary.get("low_confidence_below") or 0.0) else ""
-    return f"class {chosen} (mean probability {p:.2f}{doubt}; windows: {windows})"
+def _recording_bar(display: Display, recordings: list[Path]) -> Callable[[str], None]:
+    """Return predict's ``progress``: on a terminal, one bar over the recordings (their count first: folders are
+    searched as predict will)."""
+    from passport_kit.inference.files import find_recordings
+
+    bar, seen = display.bar("recordings"), []
+    total = len(find_recordings(recordings)) if display.drawn else None
+
+    def next_recording(path: str) -> None:
+        bar(len(seen), total, Path(path).name)
+        seen.append(path)
+
+    return next_recording
+
+
+def _predict(recordings: list[Path], out: Path, adapter: Path | None, zero_shot: str | None, montage: str | None, *,
+             progress: Callable[[str], None], options: dict[str, dict[str, Any]]) -> list[Any]:
+    """Return the results of predict (an adapter's) or predict_zero_shot (a stager's) with the option objects built
+    from the command line's ``options`` groups."""
+    from passport_kit.inference.predict import predict
+    from passport_kit.inference.zero_shot import predict_zero_shot
+
+    reading = ReadOptions(**{**options["reading"], "renames": _renames(options["reading"]["renames"])})
+    output = OutputOptions(**options["output"])
+    scorer = ScorerFiles(labels=options["scorer"]["labels"] or None, label_map=options["scorer"]["label_map"])
+    if zero_shot is not None:
+        return predict_zero_shot(montage, recordings, out, prior=zero_shot, reading=reading, output=output,
+                                 scorer=scorer, progress=progress)
+    contacts = ContactOptions(**{key: _bundle_or(value, _CONTACT_READERS[key])
+                                 for key, value in options["contacts"].items()})
+    return predict(adapter, recordings, out, reading=reading, output=output, contacts=contacts,
+                   run=RunOptions(**options["run"]), scorer=scorer, progress=progress)
 
 
 #: How predict reads each contact threshold's text ('none', a number, or 'bundle': see _bundle_or).
 _CONTACT_READERS: dict[str, Callable[[str], float | None]] = {
     "mask_bad_channels": lambda v: _mask_threshold(v), "distrust_bad_channels": lambda v: _distrust_threshold(v),
     "mask_uncorrelated_channels": lambda v: _uncorrelated(v)}
-
-
-def _mask_rule(masking: dict[str, Any]) -> str:
-    """Return the rule of a summary's masking block in words: 'quality below 0.5, neighbour r below 0.2'."""
-    rules = []
-    if masking.get("threshold") is not None:
-        rules.append(f"quality below {masking['threshold']:g}")
-    if masking.get("uncorrelated_below") is not None:
-        rules.append(f"neighbour r below {masking['uncorrelated_below']:g}")
-    return ", ".join(rules)
-
-
-def _minutes(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f} min"
 
 
 def check_command(

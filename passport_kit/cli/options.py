@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import types
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -92,6 +93,37 @@ def options_in_place_of(parameter: str, options: dict[str, tuple[Any, Any]]
         return run
 
     return decorate
+
+
+def field_options(model: Any, panels: str | dict[str, str], *, leave_out: tuple[str, ...] = (),
+                  spelled: dict[str, tuple[Any, str, str]] | None = None) -> dict[str, tuple[Any, Any]]:
+    """Return ``{field: (annotation, typer option)}`` of the fields of pydantic ``model`` (but ``leave_out``), for
+    :func:`options_in_place_of`: each option's help is its field's description, its default the field's.
+
+    ``panels``: the ``rich_help_panel`` of every option, or one per field. The flag is the field's
+    name with '-' for '_' (a bool defaulting to True: ``--x/--no-x``); ``spelled`` gives the
+    annotation, flag and metavar of a field the command line spells otherwise (``renames``, a dict,
+    is ``--rename NAME=NAME_IN_FILE`` repeated). An optional list is an empty list on the command
+    line; an optional path or name, text.
+    """
+    options: dict[str, tuple[Any, Any]] = {}
+    for key, field in model.model_fields.items():
+        if key in leave_out:
+            continue
+        panel = panels if isinstance(panels, str) else panels[key]
+        annotation, flag, metavar = (spelled or {}).get(key, (field.annotation, "--" + key.replace("_", "-"), None))
+        args = typing.get_args(annotation)
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType) and any(
+                typing.get_origin(a) is list for a in args):
+            annotation = next(a for a in args if typing.get_origin(a) is list)   # list[X] | None: a repeated option
+        elif type(None) in args and len(args) > 2:
+            annotation = str | None   # str | Path | None: a name or a path, as text
+        default = [] if typing.get_origin(annotation) is list and field.default is None else field.default
+        if annotation is bool and default is True:
+            flag = f"{flag}/--no-{flag[2:]}"
+        options[key] = (annotation, typer.Option(default, flag, help=str(field.description), metavar=metavar,
+                                                 rich_help_panel=panel))
+    return options
 
 
 def echo_json(data: object) -> None:

@@ -112,12 +112,11 @@ def finished_result(folder: Path, recording: Path, *, adapter: str | Path | None
     ``adapter``: the bundle of this run; predictions made with another one are refused
     (ConfigError), not reported as this run's (issue 46).
     """
-    import json
+    from passport_kit.inference.night_summary import NightSummary
 
-    summary_file = next(folder.glob("*_summary.json"))
-    summary = json.loads(summary_file.read_text(encoding="utf-8"))
-    made_with = summary.get("adapter")
-    if adapter is not None and made_with is not None and Path(made_with).resolve() != Path(adapter).resolve():
+    summary = NightSummary.read(next(folder.glob("*_summary.json")))
+    made_with = summary.adapter
+    if adapter is not None and Path(made_with).resolve() != Path(adapter).resolve():
         raise ConfigError(f"--resume: '{folder}' holds predictions made with adapter '{made_with}', not '{adapter}'; "
                           "resume with that adapter, choose another --out, or pass --overwrite (without --resume) to "
                           "predict anew")
@@ -126,8 +125,8 @@ def finished_result(folder: Path, recording: Path, *, adapter: str | Path | None
              "_annotations.edf": "edf_annotations"}
     files = {kind: p for p in folder.iterdir() for end, kind in kinds.items() if p.name.endswith(end)}
     files.update({"hypnogram_plot": p for p in folder.glob("*_hypnogram.*") if p.suffix != ".json"})
-    return PredictionResult(recording=recording, files=files, classes=list(summary.get("classes", [])),
-                            n_windows=int(summary.get("n_windows", 0)), summary=summary)
+    return PredictionResult(recording=recording, files=files, classes=list(summary.classes),
+                            n_windows=summary.n_windows, summary=summary)
 
 
 def check_outputs_free(out_dir: Path, folders: list[str], *, overwrite: bool) -> None:

@@ -41,9 +41,26 @@ def keywords_of(*models: type[BaseModel]) -> Callable[[Function], Function]:
                                     annotation=field.annotation)
                   for model in models for name, field in model.model_fields.items()]
         function.__signature__ = signature.replace(parameters=given + fields)  # type: ignore[attr-defined]
+        function.__doc__ = (function.__doc__ or "").rstrip() + "\n\n" + options_section(*models)
         return function
 
     return decorate
+
+
+def options_section(*models: type[BaseModel]) -> str:
+    """Return the docstring section (numpydoc) of the fields of ``models``: each keyword, its default and its field's
+    description, as the CLI's --help gives them."""
+    import textwrap
+
+    lines = ["    Options", "    -------"]
+    for model in models:
+        lines.append(f"    (``{model.__name__}``)")
+        for name, field in model.model_fields.items():
+            kind = field.annotation.__name__ if isinstance(field.annotation, type) else str(field.annotation)
+            lines.append(f"    {name} : {kind.replace('typing.', '').replace('pathlib.', '')}, default {field.default!r}")
+            lines += textwrap.wrap(str(field.description), width=112, initial_indent=" " * 8,
+                                   subsequent_indent=" " * 8)
+    return "\n".join(lines) + "\n"
 
 
 @keywords_of(ReadOptions, OutputOptions, ContactOptions, RunOptions, ScorerFiles)
@@ -70,6 +87,9 @@ def predict(
 
         pk.predict("runs/ear", "night.edf", "out", units="uV", plot_format="svg")
 
+    The options (the keywords after ``progress``) are listed under Options below, generated from
+    their fields' descriptions: the same text as ``passport-kit predict --help``.
+
     Parameters
     ----------
     adapter : path
@@ -83,75 +103,6 @@ def predict(
         Output folder. Without it, a new temporary folder (``passport-kit-predictions-*`` in the
         system's temporary directory; each result's ``files`` name it): a notebook call writes
         nothing into the current folder unasked. The CLI's ``--out`` defaults to ``predictions``.
-    base : name or path, optional
-        Base checkpoint to use instead of the one recorded in the bundle (its SHA-256 must
-        still match).
-    renames : dict, optional
-        Montage channel name → name in the recordings, where aliases do not cover it.
-    device : str
-        ``"auto"`` (default: CUDA where available), ``"cpu"`` or ``"cuda"``.
-    precision : str
-        ``"auto"`` (default: bf16 where the hardware runs it fast), ``"fp32"`` or ``"bf16"``.
-    batch_size : int
-        Windows per forward pass. The probabilities do not depend on it; 32 ran fastest on the
-        2-core CPU it was measured on (docs/RESULTS.md, issue 20: the activations of a batch
-        stay in the caches).
-    mask_bad_channels : float in (0, 1), None or "bundle"
-        Replace a channel by the mask token in the windows where its quality score is below
-        this; None: never. ``"bundle"`` (default): the threshold the adapter was trained with
-        (``training.mask_bad_channels`` in adapter.json; bundles without it: never), so a model
-        is used the way it was trained. A window in which every channel is below it is left as
-        it is (nothing would be left to predict from).
-    distrust_bad_channels : float in (0, 1), None or "bundle"
-        Expert kinds: a channel scoring below this in a window keeps its signal, but its expert
-        mixture reads the nearest good channel's activity instead of its own. ``"bundle"``
-        (default): the adapter's ``training.distrust_bad_channels``.
-    mask_uncorrelated_channels : float in (0, 1), None or "bundle"
-        Also mask a channel in the windows where its 1–40 Hz correlation with its neighbours
-        (distance-weighted mean |r|, raw recording) is below this; None: never. ``"bundle"``
-        (default): the adapter's ``training.mask_uncorrelated_channels``.
-    h_freq : float, optional
-        Band-pass top in Hz instead of the bundle's (which is the one the adapter was trained
-        with). Without it, a recording sampled too slowly for the bundle's top gets one below
-        its Nyquist frequency (a :class:`~passport_kit.errors.PassportWarning` says so); the
-        band used is in each summary under ``preprocessing``.
-    amplitude_check : bool
-        Refuse (DataError) a recording whose channels are all flat, or whose 1–40 Hz amplitude
-        is more than 30 times above or below that of the adapter's training data: the sign of
-        a unit error in its header (:mod:`passport_kit.signals.amplitude`).
-    prefetch : bool
-        Read and preprocess the next recording in a worker thread while the model works on the
-        current one (default). Each recording is read once either way.
-    sfreq : float, optional
-        Sampling rate (Hz) of recordings whose format does not store one (DREAMS text, CSV
-        without timestamps); checked against the file's rate where it has one.
-    units : str, optional
-        The unit of the recordings' numbers where a header is wrong or unknown to MNE (``"uV"``
-        for DREAMS ``excerpt3.edf``, whose header says ``UV``): EDF/BDF, text, CSV and arrays.
-    scale : float, optional
-        A factor for every sample after reading (any format).
-    overwrite : bool
-        Replace the output folders of recordings that ``out`` already holds predictions for
-        (default: refuse them, before any work).
-    resume : bool
-        Keep the recordings ``out`` already holds finished predictions for (a run that was
-        interrupted, or is repeated with more recordings) and predict only the others. Either
-        way, temporary folders that a killed run left in ``out`` are removed first.
-    labels : list of paths, optional
-        A scorer's label file per recording, in the order of the recordings (one value per
-        window, or per ``label_map``'s epoch): each summary gets ``scorer_agreement`` (Cohen's
-        kappa, accuracy and the confusion table over the windows both scored) and the
-        hypnogram shows the scorer's under the prediction
-        (:mod:`passport_kit.inference.agreement`).
-    label_map : str, optional
-        How to read ``labels``: ``aasm``, ``rk`` (R&K numbers, one per 5 s, as DREAMS) or
-        ``eesm``; default AASM stage names or the adapter's class names.
-    edf_annotations : bool
-        Also write ``<stem>_annotations.edf``: the predictions as an annotation-only EDF+ that
-        opens next to the recording in EDFbrowser.
-    plot_format : {"png", "svg", "pdf"}
-        Format of the hypnogram plot (``<stem>_hypnogram.<plot_format>``); SVG and PDF are vector
-        graphics, for a report or a paper.
     progress : callable, optional
         Called with each recording's path before it is predicted.
     """

@@ -36,6 +36,7 @@ from passport_kit.inference.hypnogram import (
     low_confidence_threshold,
     normalize_stage,
 )
+from passport_kit.inference.night_summary import NightSummary
 from passport_kit.inference.options import OutputOptions, ScorerLabels
 from passport_kit.signals.dead_channels import DeadChannels
 from passport_kit.signals.distribution import DistributionVerdict
@@ -66,7 +67,8 @@ class PredictionResult(BaseModel):
     files: dict[str, Path]
     classes: list[str]
     n_windows: int
-    summary: dict[str, Any]
+    #: ``<stem>_summary.json`` as written (``summary.sleep_statistics``; ``summary["sleep_statistics"]`` reads it too).
+    summary: NightSummary
     #: ``(N, len(classes))`` class probabilities of the windows (the CSV's columns), None when not kept.
     proba: np.ndarray | None = None
     #: ``(N,)`` each window's onset in seconds from the recording's first sample.
@@ -233,9 +235,10 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     if output.edf_annotations:
         files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events,
                                                                  start=night.start)
-    files["summary"] = reports.write_json(folder / f"{stem}_summary.json", summary)
+    typed = NightSummary(**summary)
+    files["summary"] = reports.write_json(folder / f"{stem}_summary.json", typed.to_json())
     return PredictionResult(recording=recording, files=files, classes=classes, n_windows=int(len(proba)),
-                            summary=summary, proba=np.asarray(proba), onset_s=np.asarray(night.onset_s))
+                            summary=typed, proba=np.asarray(proba), onset_s=np.asarray(night.onset_s))
 
 
 def _summary_head(recording: Path, proba: np.ndarray, night: RecordingWindows, adapter: AdapterFacts, *,

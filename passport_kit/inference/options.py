@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from passport_kit.contacts import THRESHOLDS, ContactPolicy, check_threshold
 from passport_kit.errors import ConfigError
@@ -30,12 +30,21 @@ class ReadOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    renames: dict[str, str] | None = None   # montage channel -> name in the file (--rename)
-    sfreq: float | None = None              # Hz, for formats without a rate (DREAMS text, CSV)
-    units: str | None = None                # the unit of the numbers where a header is wrong
-    scale: float | None = None              # a factor for every sample after reading
-    h_freq: float | None = None             # band-pass top (Hz) instead of the bundle's
-    amplitude_check: bool = True            # refuse a unit error against the training amplitude
+    h_freq: float | None = Field(None, description="Band-pass top in Hz instead of the bundle's (the one adapt "
+                                 "trained with); without it, a recording sampled too slowly for that top gets one "
+                                 "below its Nyquist frequency, with a warning (each summary's preprocessing says the "
+                                 "band used).")
+    amplitude_check: bool = Field(True, description="Refuse recordings whose channels are all flat or whose 1-40 Hz "
+                                  "amplitude is 30x off the adapter's training data (a unit error in the header), "
+                                  "and withhold the statistics of recordings unlike its training data.")
+    renames: dict[str, str] | None = Field(None, description="Montage channel -> its name in the recordings, for a "
+                                           "channel whose name neither the montage nor its aliases know (on the "
+                                           "command line once per channel).")
+    sfreq: float | None = Field(None, description="Sampling rate in Hz of recordings whose format stores none "
+                                "(DREAMS text, CSV without timestamps); checked against the file's where it has one.")
+    units: str | None = Field(None, description="Unit of the recordings' numbers where the header is wrong or "
+                              "unknown to MNE: uV, mV, V or nV (EDF/BDF, text, CSV, arrays).")
+    scale: float | None = Field(None, description="A factor for every sample after reading (any format).")
 
 
 class OutputOptions(BaseModel):
@@ -43,10 +52,15 @@ class OutputOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    edf_annotations: bool = False                    # <stem>_annotations.edf
-    plot_format: Literal["png", "svg", "pdf"] = "png"   # <stem>_hypnogram.<plot_format>
-    overwrite: bool = False   # replace the folders of recordings out already holds predictions for (default: refuse)
-    resume: bool = False      # keep the recordings out holds finished predictions for; predict only the others
+    edf_annotations: bool = Field(False, description="Also write <stem>_annotations.edf: the predictions as an "
+                                  "annotation-only EDF+ that opens next to the recording in EDFbrowser.")
+    overwrite: bool = Field(False, description="Replace the output folders of recordings the output folder already "
+                            "holds predictions for (default: refuse them, before any work).")
+    resume: bool = Field(False, description="Keep the recordings the output folder already holds finished "
+                         "predictions for (an interrupted run) and predict only the others; either way, what a killed "
+                         "run left half-written is removed first.")
+    plot_format: Literal["png", "svg", "pdf"] = Field("png", description="Format of the hypnogram plot "
+                                                      "(<stem>_hypnogram.<format>); svg and pdf are vector graphics.")
 
     @field_validator("plot_format", mode="before")
     @classmethod
@@ -58,15 +72,24 @@ class OutputOptions(BaseModel):
         return value
 
 
+def _bundle_or(key: str) -> str:
+    """Return the description of predict's contact threshold ``key``: ContactPolicy's, and its 'bundle' default."""
+    text = str(ContactPolicy.model_fields[key].description)
+    return f"{text[0].upper()}{text[1:]}. 'bundle' (default): the value adapt trained with (training in adapter.json)."
+
+
 class ContactOptions(BaseModel):
     """Predict's contact thresholds (:class:`~passport_kit.contacts.ContactPolicy`'s), each a value in (0, 1), None
     (off), or ``"bundle"``: the one the adapter was trained with (``training`` in its adapter.json)."""
 
     model_config = ConfigDict(frozen=True)
 
-    mask_bad_channels: float | None | Literal["bundle"] = "bundle"
-    distrust_bad_channels: float | None | Literal["bundle"] = "bundle"
-    mask_uncorrelated_channels: float | None | Literal["bundle"] = "bundle"
+    mask_bad_channels: float | None | Literal["bundle"] = Field("bundle", description=_bundle_or(
+        "mask_bad_channels"))
+    distrust_bad_channels: float | None | Literal["bundle"] = Field("bundle", description=_bundle_or(
+        "distrust_bad_channels"))
+    mask_uncorrelated_channels: float | None | Literal["bundle"] = Field("bundle", description=_bundle_or(
+        "mask_uncorrelated_channels"))
 
     @model_validator(mode="after")
     def _in_range(self) -> ContactOptions:
@@ -87,11 +110,14 @@ class RunOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    base: str | Path | None = None   # a base checkpoint instead of the bundle's (its SHA-256 must still match)
-    batch_size: int = 32             # windows per forward pass (the probabilities do not depend on it)
-    device: str = "auto"             # auto, cpu or cuda
-    precision: str = "auto"          # auto, fp32 or bf16
-    prefetch: bool = True            # read the next recording in a thread while the model works on this one
+    base: str | Path | None = Field(None, description="Base checkpoint to use instead of the one the bundle "
+                                    "records (its SHA-256 must still match).")
+    batch_size: int = Field(32, description="Windows per forward pass (the predictions do not depend on it).")
+    device: str = Field("auto", description="Device: auto (CUDA where available), cpu or cuda.")
+    precision: str = Field("auto", description="Precision: auto (bf16 where the hardware runs it fast), fp32 or "
+                           "bf16.")
+    prefetch: bool = Field(True, description="Read and preprocess the next recording in a worker thread while the "
+                           "current one is scored; each recording is read once either way.")
 
     @field_validator("batch_size")
     @classmethod
@@ -114,8 +140,11 @@ class ScorerFiles(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    labels: list[Path] | None = None   # --labels
-    label_map: str | None = None       # --label-map: aasm, rk or eesm (default: stage or class names)
+    labels: list[Path] | None = Field(None, description="A scorer's label file per recording, in the order of the "
+                                      "recordings (on the command line once per file): each summary gets the scorer's agreement (kappa, accuracy, the "
+                                      "confusion table) and the hypnogram shows the scorer's under the prediction.")
+    label_map: str | None = Field(None, description="How to read the label files: aasm, rk (R&K numbers, one per "
+                                  "5 s, as DREAMS) or eesm (default: stage or class names).")
 
     def of(self, files: Sequence[Path]) -> dict[Path, Path]:
         """Return each recording's label file (none without labels); a count other than ``files``' is a ConfigError."""

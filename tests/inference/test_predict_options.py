@@ -117,3 +117,23 @@ def test_an_unknown_keyword_is_one_line_naming_the_valid_ones(tmp_path: Path, ca
     assert all(name in message for name in names)
     assert not (tmp_path / "none").exists()
 
+
+
+@pytest.mark.parametrize("model", ["ReadOptions", "OutputOptions", "RunOptions", "ScorerFiles", "ContactOptions"])
+def test_each_option_is_declared_once_as_a_described_field(model: str) -> None:
+    """Issue 60: a predict option is its field; the CLI's help and pk.predict's docstring are generated from its
+    description (a new output switch is its field plus its writer)."""
+    import inspect
+
+    import passport_kit as pk
+    from passport_kit.cli.onboard import predict_command
+    from passport_kit.inference import options
+
+    cli = inspect.signature(predict_command).parameters
+    doc = " ".join((pk.predict.__doc__ or "").split())
+    for name, field in getattr(options, model).model_fields.items():
+        assert field.description and " ".join(field.description.split()) in doc, name
+        if name == "prefetch":  # the Python API's alone
+            continue
+        help_text = cli[name].default.help
+        assert field.description in help_text if model != "ContactOptions" else help_text, name

@@ -91,7 +91,7 @@ def test_evaluate_headlines_the_metrics_adapt_gives() -> None:
 
 
 def test_predict_prints_a_classification_without_sleep_words_or_a_promised_plot(tmp_path: Path) -> None:
-    from passport_kit.cli.onboard import class_line
+    from passport_kit.cli.night_lines import class_line
 
     result = _write(tmp_path, np.array([[0.3, 0.7], [0.48, 0.52], [0.2, 0.8]]), ["rest", "arithmetic"])
     line = class_line(result.summary)
