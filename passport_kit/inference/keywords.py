@@ -135,7 +135,7 @@ def predict_zero_shot(
     where :func:`predict` takes the adapter), the recordings, the output folder; ``montage`` (a
     registered name, a montage YAML or a Montage) says what the recordings' channels are. The
     reading and output keywords are :func:`predict`'s: ``sfreq``, ``units``, ``scale``,
-    ``renames``, ``h_freq``, ``overwrite``, ``plot_format``, ``edf_annotations``, ``labels``,
+    ``renames``, ``h_freq``, ``overwrite``, ``resume``, ``plot_format``, ``edf_annotations``, ``labels``,
     ``label_map`` (the adapter's checks, contacts and model options do not apply). Example::
 
         pk.predict_zero_shot("yasa", "excerpt1.txt", "out", montage="dreams-c3", sfreq=100)

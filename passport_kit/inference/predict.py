@@ -41,14 +41,15 @@ Example::
 
     import passport_kit as pk
     results = pk.predict("runs/ear", ["night1.edf"], out="predictions")
-    results[0].summary["sleep_statistics"]["TST"]
+    results[0].summary.sleep_statistics["TST"]   # a NightSummary (inference/night_summary.py)
 
 Prediction's modules, each importing only those below it: :mod:`~passport_kit.inference.options`
 (what a user says), :mod:`~passport_kit.inference.night_report` (what is written for one
 recording, and when its statistics are withheld), :mod:`~passport_kit.inference.files` (the
 recordings found, their output folders, the run log), :mod:`~passport_kit.inference.recording`
-(one recording through the adapter) and :mod:`~passport_kit.inference.zero_shot` (a stager
-alone); this module composes them.
+(one recording through the adapter), :mod:`~passport_kit.inference.zero_shot` (a stager
+alone) and :mod:`~passport_kit.inference.scoring` (the one loop over the recordings, for both);
+this module composes them.
 """
 
 from __future__ import annotations
