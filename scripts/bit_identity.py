@@ -35,8 +35,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-# Values of adapter.json / summary.json that name this run rather than what it computed.
-VOLATILE_KEYS = {"created", "package_version", "seconds", "data", "out", "adapter", "recording"}
+# Values of adapter.json / summary.json that name this run rather than what it computed. The seal (issue 57) hashes
+# every other key of adapter.json, these among them (so it differs between any two runs); what it seals is compared
+# key by key.
+VOLATILE_KEYS = {"created", "package_version", "seconds", "data", "out", "adapter", "recording", "seal"}
 
 
 def scrub(value: Any) -> Any:
@@ -79,7 +81,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="The probe bundle and its predictions only (and the "
                         "zero-shot run).")
     parser.add_argument("--zero-shot-only", action="store_true", help="Only the zero-shot run (no adapt).")
+    parser.add_argument("--hash-only", action="store_true", help="Run nothing: hash what an earlier run left in "
+                        "--work (e.g. a baseline's folder, after a change to what is scrubbed).")
     args = parser.parse_args()
+    if args.hash_only:
+        runs = [name for name in ("auto", "probe", "finetune", "gated") if (args.work / f"bundle_{name}").is_dir()]
+        print_hashes(args.work, adapter_outputs(args.work, runs))
+        return
     work = args.work or Path(tempfile.mkdtemp(prefix="bitid"))
     env = dict(os.environ, PASSPORT_KIT_HOME=str(work / "home"), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0")
@@ -97,31 +105,45 @@ def main() -> None:
         runs = {"probe": runs["probe"]}
     if args.zero_shot_only:
         runs = {}
-    outputs: list[Path] = []
     for name, recipe in runs.items():
         bundle = work / f"bundle_{name}"
         cli("adapt", *common, *recipe, "--out", str(bundle), env=env)
-        outputs += [bundle / "adapter.safetensors", bundle / "adapter.json"]
         for tag, extra in (("plain", []), ("masked", ["--mask-bad-channels", "0.5"])):
-            out = work / f"pred_{name}_{tag}"
-            cli("predict", "--adapter", str(bundle), str(night), "--out", str(out), "--device", "cpu",
-                "--precision", "fp32", *extra, "-q", env=env)
-            outputs += sorted(p for p in out.rglob("*") if p.is_file() and p.suffix in {".csv", ".tsv", ".json"})
-    adapters, total = hashlib.sha256(), hashlib.sha256()
-    for path in outputs:
-        h = file_hash(path)
-        adapters.update(h.encode())
-        total.update(h.encode())
-        print(f"{h[:16]}  {path.relative_to(work)}")
-    print(f"{adapters.hexdigest()}  adapters")
+            cli("predict", "--adapter", str(bundle), str(night), "--out", str(work / f"pred_{name}_{tag}"), "--device",
+                "cpu", "--precision", "fp32", *extra, "-q", env=env)
     # The stager alone over the three nights; the run log (recordings.tsv) names paths, the folders are compared.
-    zero_shot = work / "pred_zero_shot"
     cli("predict", "--zero-shot", "yasa", "--montage", "eesm19-ear", *sorted(map(str, data.rglob("*.edf"))),
-        "--out", str(zero_shot), "-q", env=env)
-    for path in sorted(p for p in zero_shot.glob("*/*") if p.is_file() and p.suffix in {".csv", ".tsv", ".json"}):
+        "--out", str(work / "pred_zero_shot"), "-q", env=env)
+    print_hashes(work, adapter_outputs(work, list(runs)))
+
+
+def adapter_outputs(work: Path, runs: list[str]) -> list[Path]:
+    """Return the files the adapter ``runs`` wrote under ``work``: each bundle's, then its predictions'."""
+    outputs: list[Path] = []
+    for name in runs:
+        bundle = work / f"bundle_{name}"
+        outputs += [bundle / "adapter.safetensors", bundle / "adapter.json"]
+        for tag in ("plain", "masked"):
+            outputs += sorted(p for p in (work / f"pred_{name}_{tag}").rglob("*")
+                              if p.is_file() and p.suffix in {".csv", ".tsv", ".json"})
+    return outputs
+
+
+def print_hashes(work: Path, outputs: list[Path]) -> None:
+    """Print one hash per output, one over the adapters' (``adapters``), then the zero-shot run's and one over all."""
+    adapters, total = hashlib.sha256(), hashlib.sha256()
+    zero_shot = sorted(p for p in (work / "pred_zero_shot").glob("*/*")
+                       if p.is_file() and p.suffix in {".csv", ".tsv", ".json"})
+    for k, path in enumerate(outputs + zero_shot):
+        if k == len(outputs):
+            print(f"{adapters.hexdigest()}  adapters")
         h = file_hash(path)
         total.update(h.encode())
+        if k < len(outputs):
+            adapters.update(h.encode())
         print(f"{h[:16]}  {path.relative_to(work)}")
+    if not zero_shot:
+        print(f"{adapters.hexdigest()}  adapters")
     print(f"{total.hexdigest()}  all")
 
 
