@@ -74,3 +74,25 @@ def test_zero_shot_does_not_resume_an_adapters_predictions(montage_yaml: Path, n
                               "--out", str(out), "--resume"])
     assert result.exit_code == 2, result.output
     assert "holds predictions made with adapter" in result.output and "not 'zero-shot:yasa'" in result.output
+
+
+def test_zero_shot_reads_the_next_recording_while_staging_one(montage_yaml: Path, nights: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from passport_kit.inference.zero_shot import StagerScorer, predict_zero_shot
+
+    read = StagerScorer.read
+    threads: list[str] = []
+
+    def noted(self: StagerScorer, path: Path):  # noqa: ANN202
+        threads.append(threading.current_thread().name)
+        return read(self, path)
+
+    monkeypatch.setattr(StagerScorer, "read", noted)
+    results = predict_zero_shot(montage_yaml, nights, tmp_path / "zs")
+    assert [r.recording.name for r in results] == ["s01.edf", "s03.edf"]
+    assert threads[0] == threading.current_thread().name and threads[1].startswith("passport-kit-read")
+    threads.clear()
+    predict_zero_shot(montage_yaml, nights, tmp_path / "zs2", prefetch=False)
+    assert threads == [threading.current_thread().name] * 2
