@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from passport_kit.errors import ConfigError, warn
-from passport_kit.inference.files import PredictionFailures, split_recordings, write_folder_whole
+from passport_kit.inference.files import split_recordings, write_folder_whole
 from passport_kit.inference.night_report import (MIN_BAND_SHARE, AdapterFacts, PredictionResult, TrainingChecks,
                                                   write_prediction)
 from passport_kit.inference.options import OutputOptions, ReadOptions, ScorerFiles
@@ -59,7 +59,8 @@ def predict_zero_shot(
     The recordings are scored by predict's loop (:func:`~passport_kit.inference.scoring.score_recordings`):
     ``output.resume`` keeps what a killed run wrote, the next recording is read while this one
     is staged (``prefetch``), and over several recordings a bad one is noted in
-    ``<out>/recordings.tsv`` while the others are staged (:class:`PredictionFailures` at the end).
+    ``<out>/recordings.tsv`` while the others are staged (:class:`~passport_kit.inference.files.PredictionFailures`
+    at the end).
     """
     from passport_kit.checkpoint import InputContract, find_checkpoint
     from passport_kit.montage import resolve_montage
