@@ -263,26 +263,46 @@ class Ladder:
         if choice.offset:
             self._memo[key] = self._score_offset(name, choice)
             return self._memo[key]
-        d, k = self.data, len(self.data.classes)
+        d = self.data
         z = read_out_matrix(d.plain, choice, self.prior, self.rec)
         n_backbone = d.d_model * (2 if choice.pooling == "meanstd" else 1)
         weight = column_weights(choice, z, n_backbone, d.plain[choice.pooling].shape[1])
-        per_c = {c: [] for c in C_GRID}
-        loss = {c: [] for c in C_GRID}
-        oof = {c: [np.zeros((len(z), k)) for _ in self.folds.draws] for c in C_GRID}
+        k = len(d.classes)
+
+        def fit_predict(z_fit: np.ndarray, fit_rows: np.ndarray, z_test: np.ndarray, test_rows: np.ndarray,
+                        c: float, warm: Any) -> tuple[Any, np.ndarray]:
+            lr = fit_lr(z_fit, self.y[fit_rows], self.weights[fit_rows], c, self.seed, warm)
+            return (lr if hasattr(lr, "coef_") else None), class_proba(lr, z_test, k)
+
+        return self._cross_validate(name, choice, (z, weight), C_GRID, fit_predict, self.weights)
+
+    def _cross_validate(self, name: str, choice: ReadOutChoice, inputs: tuple[np.ndarray, np.ndarray],
+                        grid_c: tuple[float, ...], fit_predict: Callable[..., tuple[Any, np.ndarray]],
+                        loss_weight: np.ndarray) -> Scored:
+        """Return ``choice`` scored at every C of ``grid_c`` on the ladder's folds, the best kept (:meth:`_best_c`).
+
+        ``inputs``: the read-out's matrix ``(N, F)`` and its column weights (each fold standardised on its fit rows);
+        ``fit_predict(z_fit, fit_rows, z_test, test_rows, c, warm)``: the fold's fit at ``c`` (the next C's warm
+        start: C ascends, each fit starting from the previous one) and its test rows' ``(n, K)`` probabilities;
+        ``loss_weight`` ``(N,)``: each row's weight in the log-loss, as the fit weighs it.
+        """
+        assert self.folds is not None
+        z, weight = inputs
+        k = len(self.data.classes)
+        per_c: dict[float, list[float]] = {c: [] for c in grid_c}
+        loss: dict[float, list[float]] = {c: [] for c in grid_c}
+        oof = {c: [np.zeros((len(z), k)) for _ in self.folds.draws] for c in grid_c}
         for r, draw in enumerate(self.folds.draws):
             for fit_rows, test_rows in draw:
                 standardise = Standardiser(z[fit_rows], weight)
                 z_fit, z_test = standardise(z[fit_rows]), standardise(z[test_rows])
                 warm = None
-                for c in C_GRID:  # ascending: each fit starts from the previous C's solution
-                    lr = fit_lr(z_fit, self.y[fit_rows], self.weights[fit_rows], c, self.seed, warm)
-                    warm = lr if hasattr(lr, "coef_") else None
-                    proba = class_proba(lr, z_test, k)
+                for c in grid_c:
+                    warm, proba = fit_predict(z_fit, fit_rows, z_test, test_rows, c, warm)
                     oof[c][r][test_rows] = proba
                     per_c[c].append(fold_score(self.y[test_rows], proba, self.metric))
-                    loss[c].append(weighted_log_loss(self.y[test_rows], proba, self.weights[test_rows]))
-        return self._best_c(name, choice, per_c, loss, oof, C_GRID)
+                    loss[c].append(weighted_log_loss(self.y[test_rows], proba, loss_weight[test_rows]))
+        return self._best_c(name, choice, per_c, loss, oof, grid_c)
 
     def _best_c(self, name: str, choice: ReadOutChoice, per_c: dict[float, list[float]],
                 loss: dict[float, list[float]], oof: dict[float, list[np.ndarray]], grid_c: tuple[float, ...]) -> Scored:
@@ -306,25 +326,15 @@ class Ladder:
         from passport_kit.onboard.offset import fit_offset
 
         assert self.folds is not None and self.prior is not None and self.stages is not None
-        k = len(self.data.classes)
         z, weight, offset, mask = offset_inputs(self.data.plain, choice, self.prior, self.stages, self.rec,
                                                 self.data.d_model)
-        per_c = {c: [] for c in OFFSET_C_GRID}
-        loss = {c: [] for c in OFFSET_C_GRID}
-        oof = {c: [np.zeros((len(z), k)) for _ in self.folds.draws] for c in OFFSET_C_GRID}
-        ones = np.ones(len(z))
-        for r, draw in enumerate(self.folds.draws):
-            for fit_rows, test_rows in draw:
-                standardise = Standardiser(z[fit_rows], weight)
-                z_fit, z_test = standardise(z[fit_rows]), standardise(z[test_rows])
-                warm = None
-                for c in OFFSET_C_GRID:  # ascending: each fit starts from the more strongly shrunk one
-                    warm = fit_offset(z_fit, self.y[fit_rows], offset[fit_rows], c, mask=mask, warm=warm)
-                    proba = warm.predict_proba(z_test, offset[test_rows])
-                    oof[c][r][test_rows] = proba
-                    per_c[c].append(fold_score(self.y[test_rows], proba, self.metric))
-                    loss[c].append(weighted_log_loss(self.y[test_rows], proba, ones[test_rows]))
-        return self._best_c(name, choice, per_c, loss, oof, OFFSET_C_GRID)
+
+        def fit_predict(z_fit: np.ndarray, fit_rows: np.ndarray, z_test: np.ndarray, test_rows: np.ndarray,
+                        c: float, warm: Any) -> tuple[Any, np.ndarray]:
+            fitted = fit_offset(z_fit, self.y[fit_rows], offset[fit_rows], c, mask=mask, warm=warm)
+            return fitted, fitted.predict_proba(z_test, offset[test_rows])
+
+        return self._cross_validate(name, choice, (z, weight), OFFSET_C_GRID, fit_predict, np.ones(len(z)))
 
     def zero_shot(self, option: int | None = None) -> Scored:
         """Return the stager alone (option ``option``; None: the one in use), unfitted, scored on the same test folds
