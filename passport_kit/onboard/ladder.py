@@ -26,7 +26,7 @@ model's inner score is never below band power's, and where nothing pays the prod
 textbook. Then the shipped model's probabilities are calibrated by a temperature fitted on its
 out-of-fold predictions (the inner expected calibration error before and after is recorded).
 
-``adapter.json`` ``metrics.selection`` (:func:`ladder_record`, a :class:`~.selection.LadderSelection`) records every
+``adapter.json`` ``metrics.selection`` (:func:`ladder_record`, a :class:`~passport_kit.checkpoint.adapter_metrics.LadderSelection`) records every
 rung: tried or not, taken or not, the challenger's and the incumbent's scores, the gain, its standard error and the
 reason.
 
@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from passport_kit.checkpoint.adapter_metrics import Calibration, ExpectedScore, LadderSelection, rounded
 from passport_kit.errors import DataError
 from passport_kit.onboard.criteria import MIN_EFFECT, SE_MULTIPLE, near_chance, selection_metric
 from passport_kit.onboard.fitting import FitData
@@ -58,8 +59,7 @@ from passport_kit.onboard.probe import (MAX_INNER_FOLDS, ReadOutChoice, Standard
                                         class_warnings, column_weights, fit_head, fit_lr, offset_inputs,
                                         one_blas_thread, plain_features, read_out_matrix, repeated_group_folds)
 from passport_kit.onboard.rungs import (BACKBONE_WEIGHTS, PRIOR_WEIGHTS, STAGER_FIRST, TEXTBOOK_FIRST, Climb, Rung,
-                                        Scored, get_rung, rounded, rung_order, stager_applies)
-from passport_kit.onboard.selection import Calibration, ExpectedScore, LadderSelection
+                                        Scored, get_rung, rung_order, stager_applies)
 
 #: Inverse L2 strengths every read-out is scored at (its best is kept, as ``LogisticRegressionCV`` does).
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -242,8 +242,19 @@ class Ladder:
         #: Its spec and log-probabilities (LadderData's __post_init__ lists a lone prior as the one option).
         self.prior_spec, self.prior = data.stager_options[0] if data.stager_options else (data.prior_spec, None)
         self.stages = data.prior_stages
-        #: The band-power rung's candidate (the reference evaluate scores), wherever in the order it sits.
-        self.bandpower: Scored | None = None
+
+    @property
+    def bandpower(self) -> Scored | None:
+        """Return the band-power rung's candidate (the reference evaluate scores), wherever in the order it sits."""
+        return self.candidates.get("bandpower")
+
+    def candidate(self, name: str) -> Scored | None:
+        """Return rung ``name``'s best candidate so far (None: not scored)."""
+        return self.candidates.get(name)
+
+    def keep(self, name: str, scored: Scored) -> None:
+        """Keep ``scored`` as rung ``name``'s best candidate (:attr:`candidates`)."""
+        self.candidates[name] = scored
 
     def use_stager(self, option: int) -> None:
         """Read stager option ``option`` from now on (its log-probabilities as the prior block and offset)."""
@@ -369,14 +380,14 @@ class Ladder:
         """Return the final model of the textbook-first order climbed on the same folds (no LP-FT), named
         ``textbook``, its setting naming the rungs it took; the ladder's record of each rung's best candidate is
         left as the main climb made it."""
-        saved = dict(self.candidates), self.bandpower, self._at
+        saved = dict(self.candidates), self._at
         sub = Climb(incumbent=None, template=FALLBACK, rungs=[], lpft=None)  # type: ignore[arg-type]
         self._within = "the textbook path: "
         try:
             for name in TEXTBOOK_FIRST:
                 get_rung(name).run(self, sub)
         finally:
-            self.candidates, self.bandpower, self._at = saved
+            self.candidates, self._at = saved
             self._within = ""
         path = " -> ".join(r.name for r in sub.rungs if r.taken)
         base = sub.incumbent
@@ -391,7 +402,7 @@ class Ladder:
     def step(self, name: str, incumbent: Scored, variants: list[Scored], rungs: list[Rung]) -> Scored:
         """Record rung ``name`` (its best variant against ``incumbent``) and return the model that stays."""
         best = max(variants, key=lambda s: s.mean if np.isfinite(s.mean) else -np.inf)
-        self.candidates[name] = best
+        self.keep(name, best)
         gain, se, _ = self.gain(best, incumbent)
         bar = self.se_multiple * se
         taken = self.clears(gain, se)
@@ -408,7 +419,8 @@ class Ladder:
         else:
             reason = (f"gains {gain:+.3f} (SE {se:.3f}) over {incumbent.name}: not above "
                       + (f"{times}its standard error" if gain <= bar else f"the minimum effect {self.min_effect:g}"))
-        rungs.append(Rung(name, True, taken, reason, best.mean, incumbent.mean, gain, se, best.setting))
+        rungs.append(Rung(name=name, tried=True, taken=taken, reason=reason, score=best.mean, baseline=incumbent.mean,
+                          gain=gain, standard_error=se, setting=best.setting))
         return best if taken else incumbent
 
     def clears(self, gain: float, se: float) -> bool:
@@ -437,14 +449,15 @@ class Ladder:
         if self.folds is None and stager_applies(self.data):  # nothing to score: the stager needs no proof
             stager = Scored("stager", None, np.array([]), [], setting={"prior": (self.prior_spec or {}).get("name"),
                                                                         **_channels(self.prior_spec)})
-            rungs = [Rung("stager", False, True, "too few windows to cross-validate: the stager as it is, on the "
-                          "channels the electrode positions pick", setting=stager.setting)]
+            rungs = [Rung(name="stager", tried=False, taken=True, reason="too few windows to cross-validate: the stager "
+                          "as it is, on the channels the electrode positions pick", setting=stager.setting)]
             return LadderResult(self.metric, rungs, stager, None, None, None, min_effect=self.min_effect,
                                 base=stager, order=order, prior_spec=self.prior_spec,
                                 seconds=time.perf_counter() - start)
         if self.folds is None:
-            rungs = [Rung("bandpower", False, True, "too few windows to cross-validate: the textbook read-out "
-                          f"with C {FALLBACK.c:g} (scikit-learn's default)", setting=FALLBACK.as_dict())]
+            rungs = [Rung(name="bandpower", tried=False, taken=True, reason="too few windows to cross-validate: the "
+                          f"textbook read-out with C {FALLBACK.c:g} (scikit-learn's default)",
+                          setting=FALLBACK.as_dict())]
             return LadderResult(self.metric, rungs, None, None, None, None, min_effect=self.min_effect,
                                 seconds=time.perf_counter() - start)
         climb = Climb(incumbent=None, template=FALLBACK, rungs=[], lpft=lpft)  # type: ignore[arg-type]
@@ -682,7 +695,7 @@ def ladder_record(fit: LadderFit, recipe: str) -> LadderSelection:
         **stager_summary(res),
         min_effect=res.min_effect,
         **({} if getattr(fit, "parity", None) is None else {"parity": float(f"{fit.parity:.3g}")}),
-        ladder=[rung.record() for rung in res.rungs],
+        ladder=list(res.rungs),
         seconds=round(res.seconds, 2),
     )
 
@@ -706,11 +719,6 @@ def expected_interval(res: LadderResult) -> list[float] | None:
     return [round(max(low, float(res.expected) - half), 4), round(min(1.0, float(res.expected) + half), 4)]
 
 
-def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
-    """Return the ``selection`` block of adapter.json: :func:`ladder_record` as the bundle stores it."""
-    return ladder_record(fit, recipe).as_dict()
-
-
 def stager_summary(res: LadderResult) -> dict[str, Any]:
     """Return the selection block's account of the base: its name, the order climbed and, where the base is the
     zero-shot stager, its score on the same folds, what it read and the shipped model's increment over it."""
@@ -730,4 +738,4 @@ def stager_summary(res: LadderResult) -> dict[str, Any]:
 
 __all__ = ["BACKBONE_WEIGHTS", "C_GRID", "FALLBACK", "Folds", "Ladder", "LadderFit", "LadderResult",
            "PRIOR_WEIGHTS", "Rung", "Scored", "fit_ladder", "fit_probe", "fold_score", "inner_folds",
-           "ladder_record", "ladder_summary", "paired_gain", "set_zero_shot", "stager_summary", "zero_shot_proba", "STAGER_FIRST"]
+           "ladder_record", "paired_gain", "set_zero_shot", "stager_summary", "zero_shot_proba", "STAGER_FIRST"]
