@@ -60,6 +60,15 @@ class _Record(BaseModel):
         return self.model_dump()
 
 
+class _Whole(_Record):
+    """A record written with every key (the ladder has always written them all), its scores rounded (:func:`rounded`)
+    while the object keeps them as computed, for the rule that reads them."""
+
+    @model_serializer(mode="wrap")
+    def _as_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return handler(self)
+
+
 class ClassificationMetrics(BaseModel):
     """Scores of one set of predictions against reference labels (JSON-serialisable;
     :func:`passport_kit.onboard.metrics.classification_metrics` computes them)."""
@@ -84,7 +93,7 @@ class ClassificationMetrics(BaseModel):
         return float("nan") if value is None else float(value)
 
 
-class Rung(_Record):
+class Rung(_Whole):
     """One rung of the ladder: tried or not, taken or not, its best candidate's score against the model below it
     (``baseline``), the paired gain and its standard error, the rung's setting and the reason in words.
 
@@ -104,10 +113,6 @@ class Rung(_Record):
     standard_error: float | None = None
     setting: dict[str, Any] | None = None
     reason: str = ""
-
-    @model_serializer(mode="wrap")
-    def _as_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return handler(self)  # every key, as the ladder has always written them
 
     @field_serializer("score", "baseline", "gain", "standard_error")
     def _rounded(self, value: float | None) -> float | None:
@@ -153,6 +158,28 @@ class StagerRecord(_Record):
     channels: str | None = None
     score: float | None = None
     spec: dict[str, Any] | None = None
+
+
+class AdapterTraining(_Whole):
+    """The decision of the ``auto`` recipe's LP-FT rung (:func:`passport_kit.onboard.lpft.decide`): whether the adapter
+    was trained after the read-out and why, its steps of a budget, the paired inner-CV scores, gain and standard
+    error, the read-out it started from and the curve of its checks."""
+
+    trained: bool
+    reason: str = ""
+    steps: int = 0
+    budget: int = 0
+    folds: int = 0
+    probe_score: float | None = None
+    lpft_score: float | None = None
+    gain: float | None = None
+    standard_error: float | None = None
+    start: dict[str, Any] | None = None
+    curve: list[dict[str, Any]] = Field(default_factory=list)
+
+    @field_serializer("probe_score", "lpft_score", "gain", "standard_error")
+    def _rounded(self, value: float | None) -> float | None:
+        return rounded(value)
 
 
 class Selection(_Record):
@@ -209,7 +236,7 @@ class LadderSelection(Selection):
     min_effect: float | None = None
     ladder: list[Rung] = Field(default_factory=list)
     seconds: float | None = None
-    adapter_training: dict[str, Any] | None = None
+    adapter_training: AdapterTraining | None = None
 
     @property
     def taken(self) -> list[str]:
@@ -284,6 +311,6 @@ def metrics_schema() -> dict[str, Any]:
     return AdapterMetrics.model_json_schema()
 
 
-__all__ = ["METRIC_NAMES", "AdapterMetrics", "Calibration", "ClassificationMetrics", "ExpectedScore",
+__all__ = ["METRIC_NAMES", "AdapterMetrics", "AdapterTraining", "Calibration", "ClassificationMetrics", "ExpectedScore",
            "LadderSelection", "PoorContacts", "Rung", "Selection", "StagerRecord", "metrics_schema", "read_selection",
            "rounded"]

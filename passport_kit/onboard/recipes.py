@@ -214,7 +214,8 @@ class ProbeRecipe(Recipe):
         return ladder_record(fitted, self.name)
 
     def fitted_summary(self, model: Any, selection: Selection, summary: str) -> str:
-        if not isinstance(selection, LadderSelection) or (selection.adapter_training or {}).get("trained"):
+        trained = selection.adapter_training if isinstance(selection, LadderSelection) else None
+        if not isinstance(selection, LadderSelection) or (trained is not None and trained.trained):
             return summary
         fitted = sum(p.numel() for p in model.head.parameters())  # the policy's tensors are stored, not trained
         if not selection.backbone_weight:
@@ -384,7 +385,7 @@ class AutoRecipe(ProbeRecipe):
 
         decision = fitted.result.lpft  # the LP-FT rung's decision, or why it was not tried
         lpft_rung = next(r for r in fitted.result.rungs if r.name == "lpft")
-        training = (decision if decision is not None else not_tried(lpft_rung.reason)).as_dict()
+        training = decision if decision is not None else not_tried(lpft_rung.reason)
         return super().record(fitted).model_copy(update={"adapter_training": training})
 
 
