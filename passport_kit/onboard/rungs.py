@@ -12,7 +12,11 @@ record. Which rungs a task climbs, in which order, is a declared list (:func:`ru
   included — must beat it by the paired rule to replace it;
 - **textbook first** (every other task): the base is band power + logistic regression.
 
-A new rung is a subclass with a ``name`` (registered on definition) and a place in an order.
+A new rung is a subclass with a ``name`` (registered on definition) and a place in an order. A rung sees the
+ladder through :class:`LadderView` (its inputs, its rule, the scoring of candidates on its folds) and tells it two
+things only: which candidate it keeps (:meth:`LadderView.keep`) and which stager option it reads
+(:meth:`LadderView.use_stager`). What it records is a :class:`~passport_kit.checkpoint.adapter_metrics.Rung`, the
+record adapter.json stores.
 Rungs build on the *template*: the read-out of the model that stays (or, above the zero-shot
 stager, the stager as an offset), so "stager first" is a list, not a branch.
 """
