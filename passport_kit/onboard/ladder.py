@@ -26,9 +26,9 @@ model's inner score is never below band power's, and where nothing pays the prod
 textbook. Then the shipped model's probabilities are calibrated by a temperature fitted on its
 out-of-fold predictions (the inner expected calibration error before and after is recorded).
 
-``adapter.json`` ``metrics.selection`` (:func:`ladder_record`, a :class:`~passport_kit.checkpoint.adapter_metrics.LadderSelection`) records every
-rung: tried or not, taken or not, the challenger's and the incumbent's scores, the gain, its standard error and the
-reason.
+``adapter.json`` ``metrics.selection`` (:func:`ladder_record`, a
+:class:`~passport_kit.checkpoint.adapter_metrics.LadderSelection`) records every rung: tried or not, taken or not, the
+challenger's and the incumbent's scores, the gain, its standard error and the reason.
 
 The standard error of a paired gain is the standard deviation of the per-fold differences over
 every draw divided by √(folds per draw): repeated draws reuse the same subjects, so dividing by

@@ -12,13 +12,14 @@ record. Which rungs a task climbs, in which order, is a declared list (:func:`ru
   included — must beat it by the paired rule to replace it;
 - **textbook first** (every other task): the base is band power + logistic regression.
 
-A new rung is a subclass with a ``name`` (registered on definition) and a place in an order. A rung sees the
-ladder through :class:`LadderView` (its inputs, its rule, the scoring of candidates on its folds) and tells it two
-things only: which candidate it keeps (:meth:`LadderView.keep`) and which stager option it reads
-(:meth:`LadderView.use_stager`). What it records is a :class:`~passport_kit.checkpoint.adapter_metrics.Rung`, the
-record adapter.json stores.
+A new rung is a subclass with a ``name`` (registered on definition) and a place in an order.
 Rungs build on the *template*: the read-out of the model that stays (or, above the zero-shot
 stager, the stager as an offset), so "stager first" is a list, not a branch.
+
+A rung sees the ladder through :class:`LadderView` (its inputs, its rule, the scoring of candidates on its folds)
+and tells it two things only: which candidate it keeps (:meth:`LadderView.keep`) and which stager option it reads
+(:meth:`LadderView.use_stager`). What it records is a :class:`~passport_kit.checkpoint.adapter_metrics.Rung`, the
+record adapter.json stores.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from passport_kit.checkpoint.adapter_metrics import Rung, rounded
+from passport_kit.checkpoint.adapter_metrics import Rung
 from passport_kit.onboard.read_out import ReadOutChoice
 from passport_kit.registry import Registry
 
@@ -343,7 +344,8 @@ class ContextRung(LadderRung):
             before = climb.incumbent
             chosen = ladder.score("context", self._on(climb.template, d.contexts[0], climb.template.scaling))
             gain, se, _ = ladder.gain(chosen, before)
-            climb.rungs.append(Rung(name="context", tried=True, taken=True, reason=f"fixed by --context {d.contexts[0]}",
+            climb.rungs.append(Rung(name="context", tried=True, taken=True,
+                                    reason=f"fixed by --context {d.contexts[0]}",
                                     score=chosen.mean, baseline=before.mean, gain=gain, standard_error=se,
                                     setting=chosen.setting))
             climb.incumbent, climb.template = chosen, chosen.choice
@@ -503,5 +505,5 @@ class TextbookPathRung(LadderRung):
 
 
 __all__ = ["BACKBONE_WEIGHTS", "PRIOR_WEIGHTS", "RUNGS", "STAGER_FIRST", "STAGER_TEMPLATE", "TEXTBOOK_FIRST", "Climb",
-           "LadderRung", "LadderView", "Rung", "Scored", "get_rung", "rounded", "rung_label", "rung_labels", "rung_order",
+           "LadderRung", "LadderView", "Rung", "Scored", "get_rung", "rung_label", "rung_labels", "rung_order",
            "stager_applies"]

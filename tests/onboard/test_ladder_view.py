@@ -19,7 +19,7 @@ def _view_members() -> set[str]:
 
 
 def _ladder_uses(tree: ast.AST) -> tuple[set[str], list[str]]:
-    """Return the attributes of ``ladder`` the rungs read, and those they assign (``ladder.x = ``, ``ladder.x[k] = ``)."""
+    """Return the attributes of ``ladder`` the rungs read, and those they assign (``ladder.x =``, ``ladder.x[k] =``)."""
     read, written = set(), []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "ladder":
