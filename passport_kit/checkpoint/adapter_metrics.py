@@ -283,8 +283,10 @@ class AdapterMetrics(_Record):
     poor_contacts: PoorContacts | None = None
     selection: LadderSelection | Selection | None = None
     warnings: list[str] = Field(default_factory=list)
-    amplitude: dict[str, Any] | None = None
-    distribution: dict[str, Any] | None = None
+    #: Mappings, read as they are: :mod:`~passport_kit.checkpoint.head_checks` checks them on load, naming what is
+    #: wrong (``metrics.distribution.quantiles ...``), where a type here would say less.
+    amplitude: Any = None
+    distribution: Any = None
     fingerprints: dict[str, Any] | None = None
     #: The training history (gradient recipes): written to ``history.csv``, never to adapter.json.
     history: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
