@@ -168,9 +168,9 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
         rows.append((f"fp32 vs bf16 predicted stages agree (%, {len(x)} windows, {n_stages} stages predicted in fp32)",
                      100 * agree))
     verdict = timed("distribution_verdict (the guard: spectra, correlations)",
-                    lambda: N.distribution_verdict(meta.metrics.get("distribution"), night,
+                    lambda: N.distribution_verdict(meta.metrics.distribution, night,
                                                    predicted=proba.argmax(1)), rows, cpu)
-    timed("same_signal (fingerprint)", lambda: same_signal(x, meta.metrics.get("fingerprints")), rows, cpu)
+    timed("same_signal (fingerprint)", lambda: same_signal(x, meta.metrics.fingerprints), rows, cpu)
     hyp = Hypnogram([str(meta.classes[k]) for k in proba.argmax(1)], epoch_seconds=config.window_seconds,
                     classes=[str(c) for c in meta.classes], proba=proba)
     timed("plot_hypnogram (PNG alone)", lambda: plot_hypnogram(out / "hypnogram.png", hyp, title="bench"), rows)

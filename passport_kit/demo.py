@@ -167,6 +167,8 @@ def run_demo(
 def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: int, threads: int | None,
          echo: Callable[[str], None], step_progress: ProgressFn | None) -> dict[str, Path]:
     """Return the demo's output files after running its four steps into the fresh folder ``out``."""
+    from passport_kit.checkpoint import read_adapter_meta
+    from passport_kit.checkpoint.adapter_metrics import LadderSelection
     from passport_kit.inference.options import ScorerFiles
     from passport_kit.inference.predict import predict
     from passport_kit.inference.zero_shot import predict_zero_shot
@@ -193,7 +195,7 @@ def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: 
         step_progress=step_progress,
     )
     bundle = adapter_folder(out / "evaluation", checkpoint, "split-fixed", None, 0)
-    selection = json.loads((bundle / "adapter.json").read_text(encoding="utf-8"))["metrics"]["selection"]
+    selection = read_adapter_meta(bundle).metrics.selection
     recording, stages = data / f"{held_out}.edf", data / f"{held_out}_hypnogram.csv"
     zero = predict_zero_shot(MONTAGE, [recording], out / "zero-shot", prior=STAGER,
                              scorer=ScorerFiles(labels=[stages]))[0].summary
@@ -207,11 +209,11 @@ def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: 
     width = max(len(name) for name, _, _ in rows)
     for name, kappa, bacc in rows:
         echo(f"      {name:{width}s}  kappa {_score(kappa)}   balanced accuracy {_score(bacc)}")
-    expected = selection.get("expected") or {}
-    if expected.get("score") is not None:
-        echo(f"      validation: the adapted model's {expected['metric']} cross-validated on the training subjects "
-             f"{expected['score']:.3f} ({expected.get('folds')} folds), band power's "
-             f"{_score(selection.get('bandpower_score')).strip()}")
+    expected = selection.expected if isinstance(selection, LadderSelection) else None
+    if expected is not None and expected.score is not None:
+        echo(f"      validation: the adapted model's {expected.metric} cross-validated on the training subjects "
+             f"{expected.score:.3f} ({expected.folds} folds), band power's "
+             f"{_score(selection.bandpower_score).strip()}")
     echo(f"[4/4] predicting {held_out}.edf with the adapter (the simulator's stages as the scorer)")
     result = predict(bundle, [recording], out / "predictions", scorer=ScorerFiles(labels=[stages]))[0]
     stats = result.summary.get("sleep_statistics", {})

@@ -9,6 +9,7 @@ place, so a crash never leaves a folder that reads as valid.
 
 One module per concern: ``layout`` (file names, formats, checkpoint names and where they are
 found), ``files`` (the JSON documents as pydantic models, the input contract among them),
+``adapter_metrics`` (adapter.json's ``metrics``: what adapt measured and chose, typed; torch-free),
 ``folders`` (atomic writing, strict reading), ``tensors`` (strict loading, finiteness, hashes),
 ``base`` (base checkpoints and their cards), ``bundle`` (adapter bundles) and ``cbramod``
 (import of the CBraMod release).

@@ -157,9 +157,9 @@ def load_adapter_bundle(
         )
     try:  # the numbers first (issue 46): an edited head was staged as garbage with exit 0, or a traceback
         check_head_numbers(meta.head, len(meta.classes))
-        check_guard_profile(meta.metrics.get("distribution"), len(meta.montage.get("channels") or []),
+        check_guard_profile(meta.metrics.distribution, len(meta.montage.get("channels") or []),
                             len(meta.classes))
-        check_amplitude_profile(meta.metrics.get("amplitude"))
+        check_amplitude_profile(meta.metrics.amplitude)
     except CheckpointError as exc:
         raise CheckpointError(f"adapter '{folder}' refused: {exc}; adapter.json was edited or damaged - restore it or "
                               "re-run adapt") from None

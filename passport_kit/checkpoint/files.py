@@ -19,6 +19,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, SerializerF
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
 from passport_kit.version import __version__
+from passport_kit.checkpoint.adapter_metrics import AdapterMetrics
 from passport_kit.checkpoint.layout import ADAPTER_FORMAT, BASE_FORMAT, FORMAT_VERSION, CheckpointSource
 from passport_kit.model import Classifier, EmbeddingKind, ModelConfig, Policy, policy_of
 from passport_kit.model.heads import HeadKind, Pooling, ProbePooling, Scaling
@@ -312,13 +313,13 @@ class AdapterMeta(BaseModel):
     ``tensors`` are taken from the classifier by :func:`save_adapter_bundle`. Bundles written
     before ``variant`` existed read back with it None (their gate is known from their tensors).
 
-    ``window`` and ``head`` are typed mappings (:class:`WindowSettings`, :class:`HeadSettings`).
-    Three blocks stay plain mappings on purpose: ``montage`` is the montage file's own form
-    (``Montage.to_dict()``; the hash check and predict rebuild it with ``Montage.from_dict``),
+    ``window`` and ``head`` are typed mappings (:class:`WindowSettings`, :class:`HeadSettings`);
+    ``metrics``, what adapt measured and chose, is a typed record
+    (:class:`~passport_kit.checkpoint.adapter_metrics.AdapterMetrics`) that keeps a key written by a
+    newer version. Two blocks stay plain mappings on purpose: ``montage`` is the montage file's own form
+    (``Montage.to_dict()``; the hash check and predict rebuild it with ``Montage.from_dict``), and
     ``training`` is a run file whose model (``AdaptConfig``) lives in onboarding, above this
-    floor (``run_file`` and ``ContactPolicy.of_bundle`` validate it where they read it), and
-    ``metrics`` is what adapt measured, a record that grows (``selection.adapter_training``,
-    ``channel_quality``, ``amplitude``, ...): a key written by a newer version must survive.
+    floor (``run_file`` and ``ContactPolicy.of_bundle`` validate it where they read it).
     """
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
@@ -336,7 +337,7 @@ class AdapterMeta(BaseModel):
     #: SHA-256 of every training recording and label file, by path relative to the dataset folder
     #: (``signals.data_hashes``); empty in bundles written before it was recorded.
     training_data: dict[str, str] = Field(default_factory=dict)
-    metrics: dict[str, Any] = Field(default_factory=dict)
+    metrics: AdapterMetrics = Field(default_factory=AdapterMetrics)
     package_version: str = __version__
     created: str = ""
     # Filled from the classifier at save time.

@@ -28,7 +28,7 @@ from passport_kit.errors import ConfigError
 from passport_kit.inference.options import ContactOptions, OutputOptions, ReadOptions, RunOptions, ScorerFiles
 from passport_kit.onboard.recipe import AUTO_ACTS, FINETUNE_ONLY, RecipeOptions, option_flag
 from passport_kit.onboard.recipes import ProbeRecipe, describe_selection, get_recipe, near_chance_note, recipe_names
-from passport_kit.onboard.selection import LadderSelection, read_selection
+from passport_kit.checkpoint.adapter_metrics import AdapterMetrics, ClassificationMetrics, LadderSelection
 from passport_kit.wording import counted
 
 _RECIPE_HELP = ("; ".join(f"{name}: {get_recipe(name).help}" for name in recipe_names()) + ". Default: finetune if an "
@@ -75,18 +75,16 @@ def _given(ctx: typer.Context, parameter: str) -> bool:
     return source is not None and source.name != "DEFAULT"
 
 
-def fit_lines(metrics: dict[str, Any]) -> list[str]:
+def fit_lines(metrics: AdapterMetrics) -> list[str]:
     """Return the lines that say how a run was trained and selected (the selection in its recipe's words,
     :meth:`~passport_kit.onboard.recipes.Recipe.describe`), and its warnings (adapt's output)."""
-    m = metrics
-    record = read_selection(m.get("selection"))
-    lines = [f"trained on {counted(len(m['train_subjects']), 'subject')} ({counted(m['train_windows'], 'window')})"
-             + (f", validated on {len(m['validation_subjects'])} ({counted(m['validation_windows'], 'window')}); "
-                f"{m['steps']} steps, best at step {m['best_step']}" if record is not None and record.stepped else "")]
+    m, record = metrics, metrics.selection
+    lines = [f"trained on {counted(len(m.train_subjects), 'subject')} ({counted(m.train_windows, 'window')})"
+             + (f", validated on {len(m.validation_subjects)} ({counted(m.validation_windows, 'window')}); "
+                f"{m.steps} steps, best at step {m.best_step}" if record is not None and record.stepped else "")]
     if record is not None:
-        lines += describe_selection(record, validation=m.get("validation"),
-                                    verbose=verbosity.level() >= verbosity.VERBOSE)
-    lines += [f"warning: {w}" for w in m.get("warnings") or []]
+        lines += describe_selection(record, validation=m.validation, verbose=verbosity.level() >= verbosity.VERBOSE)
+    lines += [f"warning: {w}" for w in m.warnings]
     return lines
 
 
@@ -97,7 +95,7 @@ def stager_lines(selection: dict[str, Any]) -> list[str]:
 
 
 def ladder_lines(selection: dict[str, Any], *, verbose: bool = False,
-                 validation: dict[str, Any] | None = None) -> list[str]:
+                 validation: ClassificationMetrics | None = None) -> list[str]:
     """Return adapt's account of the ladder from adapter.json's selection block
     (:meth:`~passport_kit.onboard.recipes.ProbeRecipe.ladder_lines` of its record)."""
     return ProbeRecipe().ladder_lines(LadderSelection.model_validate(selection), verbose=verbose,
@@ -325,11 +323,12 @@ def adapt_command(
     typer.echo(result.summary)
     for line in fit_lines(m):
         typer.echo(line)
-    contacts = m.get("poor_contacts") or {}
-    if contacts.get("channel_windows"):
-        parts = [f"{contacts[k]} {k}" for k in ("masked", "distrusted") if contacts.get(k) is not None]
+    contacts = m.poor_contacts
+    if contacts is not None and contacts.channel_windows:
+        parts = [f"{n} {k}" for k, n in (("masked", contacts.masked), ("distrusted", contacts.distrusted))
+                 if n is not None]
         # Window by window: a channel good over its whole recording can still lose contact for a while.
-        typer.echo(f"poor contacts in single windows: {', '.join(parts)} of {contacts['channel_windows']} "
+        typer.echo(f"poor contacts in single windows: {', '.join(parts)} of {contacts.channel_windows} "
                    f"channel-windows (--mask-bad-channels, --mask-uncorrelated-channels, --distrust-bad-channels)")
     typer.echo(f"adapter bundle {'left as it was in' if result.reused else 'written to'} {result.bundle}")
     for line in licence_lines(result.bundle):
@@ -427,7 +426,7 @@ def headline_lines(summary: dict[str, Any]) -> list[str]:
     for method, scores in summary.items():
         mean = {k: (scores.get(k) or {}).get("mean") for k in ("auroc", "balanced_accuracy", "kappa")}
         parts = [f"{k.replace('_', ' ')} {v:.3f}" for k, v in mean.items() if v is not None]
-        chance = near_chance_note({"kappa": mean["kappa"]})
+        chance = near_chance_note(mean["kappa"])
         lines.append(f"{method}: {', '.join(parts)} (means over held-out subjects)"
                      + (f"; {chance.split(':')[0]}" if chance else ""))
     return lines

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from passport_kit.checkpoint.adapter_metrics import LadderSelection, Selection
 from passport_kit.contacts import ContactPolicy
 from passport_kit.engine.forward import predict_proba
 from passport_kit.errors import ChannelMappingError
@@ -78,8 +79,8 @@ def load_for_prediction(adapter: str | Path, contacts: ContactOptions, run: RunO
     precision = resolve_precision(run.precision, device)
     set_threads(None)  # torch's own choice, logged (--verbose) as adapt and evaluate log theirs
     model.to(device)
-    _warn_if_skewed(model.head, meta.metrics.get("selection") or {}, adapter)
-    untrained, silent = class_outputs(model.head, list(meta.classes), meta.metrics.get("train_class_counts"))
+    _warn_if_skewed(model.head, meta.metrics.selection, adapter)
+    untrained, silent = class_outputs(model.head, list(meta.classes), meta.metrics.train_class_counts)
     facts = AdapterFacts(classes=list(meta.classes), window_seconds=config.window_seconds,
                          task=str(meta.window.get("task", "")), adapter=Path(adapter), base_name=meta.base_name,
                          not_learned=silent, untrained=untrained)
@@ -88,7 +89,7 @@ def load_for_prediction(adapter: str | Path, contacts: ContactOptions, run: RunO
                          precision=precision)
 
 
-def _warn_if_skewed(head: Any, selection: dict[str, Any], adapter: str | Path) -> None:
+def _warn_if_skewed(head: Any, selection: Selection | None, adapter: str | Path) -> None:
     """Warn where a bundle written before issue 55 runs another model than adapt scored: a read-out fitted around the
     stager with per-night scaling, whose head scales the stager's block per night (its fit had it unscaled)."""
     import warnings
@@ -96,7 +97,8 @@ def _warn_if_skewed(head: Any, selection: dict[str, Any], adapter: str | Path) -
     from passport_kit.errors import PassportWarning
 
     if (getattr(head, "n_prior", 0) and getattr(head, "scaling", "none") == "recording"
-            and getattr(head, "scales_prior", False) and isinstance(selection, dict) and selection.get("offset") is True):
+            and getattr(head, "scales_prior", False) and isinstance(selection, LadderSelection)
+            and selection.offset is True):
         warnings.warn(PassportWarning(
             f"adapter '{adapter}' was written by a passport-kit whose per-night scaled read-outs around the sleep "
             "stager ran another model than adapt scored (far below the stager on real nights); re-run adapt with "
@@ -119,7 +121,7 @@ def class_outputs(head: Any, classes: list[str], train_counts: dict[str, int] | 
 def read_night(path: Path, loaded: LoadedAdapter, reading: ReadOptions, memory: dict[Path, Any]) -> RecordingWindows:
     """Return recording ``path`` read for ``loaded`` (:func:`read_for_prediction`), from ``memory`` where it is there."""
     return read_for_prediction(path, loaded.montage, loaded.config, reading,
-                               amplitude=loaded.meta.metrics.get("amplitude"), raw=raw_in_memory(path, memory, reading),
+                               amplitude=loaded.meta.metrics.amplitude, raw=raw_in_memory(path, memory, reading),
                                stager_rates=head_stager_rates(loaded.model.head))
 
 
@@ -275,9 +277,9 @@ def training_checks(path: Path, night: RecordingWindows, proba: np.ndarray, load
     band_short = band_too_narrow(night.config.h_freq, loaded.config.h_freq)
     hashed = not in_memory and in_training_data(path, loaded.meta.training_data)
     predicted = proba.argmax(1) if stages_night(loaded.facts) else None
-    distribution = distribution_verdict(loaded.meta.metrics.get("distribution"), night,
+    distribution = distribution_verdict(loaded.meta.metrics.distribution, night,
                                         predicted=predicted) if guard else None
-    in_sample = hashed or same_signal(night.x, loaded.meta.metrics.get("fingerprints")) is not None
+    in_sample = hashed or same_signal(night.x, loaded.meta.metrics.fingerprints) is not None
     if in_sample and distribution is not None:  # a training recording cannot be unlike the training data (issue 58)
         distribution = dataclasses.replace(distribution, in_sample=True)
     return TrainingChecks(band_short=band_short, distribution=distribution, in_sample=in_sample)
@@ -303,7 +305,7 @@ def window_probabilities(loaded: LoadedAdapter, night: RecordingWindows, *,
 def night_dead_channels(loaded: LoadedAdapter, night: RecordingWindows) -> DeadChannels:
     """Return the dead (flat, NaN, near-dead) channel-windows of ``night``, judged against each channel's training
     amplitude where the bundle's distribution profile has one for this montage."""
-    profile = loaded.meta.metrics.get("distribution") or {}
+    profile = loaded.meta.metrics.distribution or {}
     same_channels = profile.get("channels") == list(loaded.montage.ch_names)
     return dead_channel_windows(night.flags, night.quality, night.onset_s, loaded.config.window_seconds,
                                 expected_uv=profile.get("amplitude_uv") if same_channels else None)

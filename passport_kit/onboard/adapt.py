@@ -10,7 +10,7 @@ Example (a notebook)::
 
     import passport_kit as pk
     result = pk.adapt(montage="eesm17-ear", data="./eesm17", out="runs/ear", max_steps=200)
-    result.bundle, result.metrics["validation"]["kappa"]
+    result.bundle, result.metrics.validation.kappa
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from passport_kit.checkpoint import DEFAULT_CHECKPOINT  # adapt's public name too (evaluate reads it here)
+from passport_kit.checkpoint.adapter_metrics import AdapterMetrics
 from passport_kit.errors import ConfigError, DataError, warn
 from passport_kit.output_lock import output_lock
 from passport_kit.onboard.fitting import FitResult, FitRun
@@ -76,7 +77,7 @@ class AdaptResult(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     bundle: Path
-    metrics: dict[str, Any]
+    metrics: AdapterMetrics
     trainable: list[str]
     summary: str
     #: True when ``out`` already held a bundle finished with the same settings: nothing was trained.
@@ -328,16 +329,17 @@ def _adapt_locked(cfg: AdaptConfig, *, device: Any, precision: Any, montage: Any
     from passport_kit.onboard.class_outputs import class_output_notes  # what the shipped model outputs (issue 58)
 
     contacts = poor_contact_counts(run.channel_mask, run.distrust, np.concatenate([train_idx, val_idx]))
-    metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx) | {
-        "channel_quality": run.quality, "poor_contacts": contacts, "selection": trained.selection,
-        "warnings": [*class_output_notes(trained.warnings, model.head, list(windows.classes)), *amplitude_lines,
-                     *recording_setup_warnings(windows, spec, reader, montage, preprocess)]}
-    # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
-    metrics["amplitude"] = amplitude_profile(run.window_quality.values())
-    # What predict scores each recording against: unlike the training data -> statistics withheld.
-    metrics["distribution"] = training_distribution(run, np.concatenate([train_idx, val_idx]))
-    # What predict recognises a training recording by when it is read from another file (issue 45).
-    metrics["fingerprints"] = training_fingerprints(windows.x, windows.recording, windows.onset_s)
+    metrics = run_metrics(
+        trained.fit, split, windows, train_idx, val_idx, channel_quality=run.quality, poor_contacts=contacts,
+        selection=trained.selection,
+        warnings=[*class_output_notes(trained.warnings, model.head, list(windows.classes)), *amplitude_lines,
+                  *recording_setup_warnings(windows, spec, reader, montage, preprocess)],
+        # What predict compares new recordings with, to refuse unit errors (signals/amplitude.py).
+        amplitude=amplitude_profile(run.window_quality.values()),
+        # What predict scores each recording against: unlike the training data -> statistics withheld.
+        distribution=training_distribution(run, np.concatenate([train_idx, val_idx])),
+        # What predict recognises a training recording by when it is read from another file (issue 45).
+        fingerprints=training_fingerprints(windows.x, windows.recording, windows.onset_s))
     bundle = write_bundle(model, cfg, info=info, montage=montage, preprocess=run.preprocess,
                           classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics,
                           training_data=dataset_hashes(run.spec))
@@ -440,22 +442,25 @@ def training_distribution(run: Any, rows: np.ndarray) -> dict[str, Any] | None:
 
 
 def run_metrics(result: FitResult, split: SubjectSplit, windows: Any, train_idx: np.ndarray,
-                 val_idx: np.ndarray) -> dict[str, Any]:
-    """Return the metrics block of adapter.json: data summary, selection and validation scores."""
+                val_idx: np.ndarray, **blocks: Any) -> AdapterMetrics:
+    """Return the metrics block of adapter.json: the data summary and validation scores of ``result``, and
+    ``blocks``, the other fields of :class:`~passport_kit.checkpoint.adapter_metrics.AdapterMetrics` (the selection
+    record, warnings, what predict's guards compare with)."""
     counts = np.bincount(windows.y[train_idx], minlength=len(windows.classes))
-    return {
-        "train_subjects": list(split.train),
-        "validation_subjects": list(split.validation),
-        "train_windows": int(len(train_idx)),
-        "validation_windows": int(len(val_idx)),
-        "train_class_counts": {c: int(n) for c, n in zip(windows.classes, counts)},
-        "steps": result.steps,
-        "best_step": result.best_step,
-        "stopped_early": result.stopped_early,
-        "seconds": round(result.seconds, 2),
-        "validation": result.validation.model_dump() if result.validation else None,
-        "history": result.history,
-    }
+    return AdapterMetrics(
+        train_subjects=list(split.train),
+        validation_subjects=list(split.validation),
+        train_windows=int(len(train_idx)),
+        validation_windows=int(len(val_idx)),
+        train_class_counts={c: int(n) for c, n in zip(windows.classes, counts)},
+        steps=result.steps,
+        best_step=result.best_step,
+        stopped_early=result.stopped_early,
+        seconds=round(result.seconds, 2),
+        validation=result.validation,
+        history=result.history,
+        **blocks,
+    )
 
 
 def poor_contact_counts(masked: np.ndarray | None, distrusted: np.ndarray | None, rows: np.ndarray) -> dict[str, Any]:
@@ -467,7 +472,7 @@ def poor_contact_counts(masked: np.ndarray | None, distrusted: np.ndarray | None
 
 
 def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, preprocess: Any,
-                 classes: list[str], task: str | None, metrics: dict[str, Any],
+                 classes: list[str], task: str | None, metrics: AdapterMetrics,
                  training_data: dict[str, str] | None = None) -> Path:
     """Write the adapter bundle (DESIGN.md §5) for a trained classifier; return its folder.
 
@@ -486,15 +491,15 @@ def write_bundle(model: Any, cfg: AdaptConfig, *, info: Any, montage: Any, prepr
         window={"seconds": preprocess.window_seconds, "task": task or "classification"},
         training=training_record(cfg),
         training_data=training_data or {},
-        metrics={k: v for k, v in metrics.items() if k != "history"},
+        metrics=metrics,
         package_version=__version__,
     )
     bundle = save_adapter_bundle(model, cfg.out, meta, overwrite=True)
     from passport_kit.reports import plot_history, write_table
 
-    if metrics.get("history"):
-        write_table(Path(cfg.out) / "history.csv", metrics["history"])
-        plot_history(Path(cfg.out) / "history.png", metrics["history"])
+    if metrics.history:  # never in adapter.json (the field is excluded there)
+        write_table(Path(cfg.out) / "history.csv", metrics.history)
+        plot_history(Path(cfg.out) / "history.png", metrics.history)
     return Path(bundle)
 
 

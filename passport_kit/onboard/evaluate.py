@@ -299,10 +299,10 @@ def _save_run_adapter(cfg: EvaluateConfig, trained: Any, data: RunData, *, metho
                             train_subjects=split.train, seed=seed, **options)
     train_idx, val_idx = rows
     windows = data.windows
-    metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx) | {
-        "test_subjects": list(split.test), "selection": trained.selection, "warnings": trained.warnings,
-        "amplitude": amplitude_profile(data.window_quality.values()),
-        "distribution": training_distribution(data, np.concatenate([train_idx, val_idx]))}
+    metrics = run_metrics(trained.fit, split, windows, train_idx, val_idx, test_subjects=list(split.test),
+                          selection=trained.selection, warnings=trained.warnings,
+                          amplitude=amplitude_profile(data.window_quality.values()),
+                          distribution=training_distribution(data, np.concatenate([train_idx, val_idx])))
     return write_bundle(trained.model, adapt_cfg, info=info, montage=data.montage, preprocess=data.preprocess,
                         classes=list(windows.classes), task=windows.info.get("task"), metrics=metrics)
 

@@ -26,9 +26,9 @@ model's inner score is never below band power's, and where nothing pays the prod
 textbook. Then the shipped model's probabilities are calibrated by a temperature fitted on its
 out-of-fold predictions (the inner expected calibration error before and after is recorded).
 
-``adapter.json`` ``metrics.selection`` (:func:`ladder_record`, a :class:`~.selection.LadderSelection`) records every
-rung: tried or not, taken or not, the challenger's and the incumbent's scores, the gain, its standard error and the
-reason.
+``adapter.json`` ``metrics.selection`` (:func:`ladder_record`, a
+:class:`~passport_kit.checkpoint.adapter_metrics.LadderSelection`) records every rung: tried or not, taken or not, the
+challenger's and the incumbent's scores, the gain, its standard error and the reason.
 
 The standard error of a paired gain is the standard deviation of the per-fold differences over
 every draw divided by √(folds per draw): repeated draws reuse the same subjects, so dividing by
@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from passport_kit.checkpoint.adapter_metrics import Calibration, ExpectedScore, LadderSelection, rounded
 from passport_kit.errors import DataError
 from passport_kit.onboard.criteria import MIN_EFFECT, SE_MULTIPLE, near_chance, selection_metric
 from passport_kit.onboard.fitting import FitData
@@ -58,8 +59,7 @@ from passport_kit.onboard.probe import (MAX_INNER_FOLDS, ReadOutChoice, Standard
                                         class_warnings, column_weights, fit_head, fit_lr, offset_inputs,
                                         one_blas_thread, plain_features, read_out_matrix, repeated_group_folds)
 from passport_kit.onboard.rungs import (BACKBONE_WEIGHTS, PRIOR_WEIGHTS, STAGER_FIRST, TEXTBOOK_FIRST, Climb, Rung,
-                                        Scored, get_rung, rounded, rung_order, stager_applies)
-from passport_kit.onboard.selection import Calibration, ExpectedScore, LadderSelection
+                                        Scored, get_rung, rung_order, stager_applies)
 
 #: Inverse L2 strengths every read-out is scored at (its best is kept, as ``LogisticRegressionCV`` does).
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -242,8 +242,19 @@ class Ladder:
         #: Its spec and log-probabilities (LadderData's __post_init__ lists a lone prior as the one option).
         self.prior_spec, self.prior = data.stager_options[0] if data.stager_options else (data.prior_spec, None)
         self.stages = data.prior_stages
-        #: The band-power rung's candidate (the reference evaluate scores), wherever in the order it sits.
-        self.bandpower: Scored | None = None
+
+    @property
+    def bandpower(self) -> Scored | None:
+        """Return the band-power rung's candidate (the reference evaluate scores), wherever in the order it sits."""
+        return self.candidates.get("bandpower")
+
+    def candidate(self, name: str) -> Scored | None:
+        """Return rung ``name``'s best candidate so far (None: not scored)."""
+        return self.candidates.get(name)
+
+    def keep(self, name: str, scored: Scored) -> None:
+        """Keep ``scored`` as rung ``name``'s best candidate (:attr:`candidates`)."""
+        self.candidates[name] = scored
 
     def use_stager(self, option: int) -> None:
         """Read stager option ``option`` from now on (its log-probabilities as the prior block and offset)."""
@@ -263,26 +274,46 @@ class Ladder:
         if choice.offset:
             self._memo[key] = self._score_offset(name, choice)
             return self._memo[key]
-        d, k = self.data, len(self.data.classes)
+        d = self.data
         z = read_out_matrix(d.plain, choice, self.prior, self.rec)
         n_backbone = d.d_model * (2 if choice.pooling == "meanstd" else 1)
         weight = column_weights(choice, z, n_backbone, d.plain[choice.pooling].shape[1])
-        per_c = {c: [] for c in C_GRID}
-        loss = {c: [] for c in C_GRID}
-        oof = {c: [np.zeros((len(z), k)) for _ in self.folds.draws] for c in C_GRID}
+        k = len(d.classes)
+
+        def fit_predict(z_fit: np.ndarray, fit_rows: np.ndarray, z_test: np.ndarray, test_rows: np.ndarray,
+                        c: float, warm: Any) -> tuple[Any, np.ndarray]:
+            lr = fit_lr(z_fit, self.y[fit_rows], self.weights[fit_rows], c, self.seed, warm)
+            return (lr if hasattr(lr, "coef_") else None), class_proba(lr, z_test, k)
+
+        return self._cross_validate(name, choice, (z, weight), C_GRID, fit_predict, self.weights)
+
+    def _cross_validate(self, name: str, choice: ReadOutChoice, inputs: tuple[np.ndarray, np.ndarray],
+                        grid_c: tuple[float, ...], fit_predict: Callable[..., tuple[Any, np.ndarray]],
+                        loss_weight: np.ndarray) -> Scored:
+        """Return ``choice`` scored at every C of ``grid_c`` on the ladder's folds, the best kept (:meth:`_best_c`).
+
+        ``inputs``: the read-out's matrix ``(N, F)`` and its column weights (each fold standardised on its fit rows);
+        ``fit_predict(z_fit, fit_rows, z_test, test_rows, c, warm)``: the fold's fit at ``c`` (the next C's warm
+        start: C ascends, each fit starting from the previous one) and its test rows' ``(n, K)`` probabilities;
+        ``loss_weight`` ``(N,)``: each row's weight in the log-loss, as the fit weighs it.
+        """
+        assert self.folds is not None
+        z, weight = inputs
+        k = len(self.data.classes)
+        per_c: dict[float, list[float]] = {c: [] for c in grid_c}
+        loss: dict[float, list[float]] = {c: [] for c in grid_c}
+        oof = {c: [np.zeros((len(z), k)) for _ in self.folds.draws] for c in grid_c}
         for r, draw in enumerate(self.folds.draws):
             for fit_rows, test_rows in draw:
                 standardise = Standardiser(z[fit_rows], weight)
                 z_fit, z_test = standardise(z[fit_rows]), standardise(z[test_rows])
                 warm = None
-                for c in C_GRID:  # ascending: each fit starts from the previous C's solution
-                    lr = fit_lr(z_fit, self.y[fit_rows], self.weights[fit_rows], c, self.seed, warm)
-                    warm = lr if hasattr(lr, "coef_") else None
-                    proba = class_proba(lr, z_test, k)
+                for c in grid_c:
+                    warm, proba = fit_predict(z_fit, fit_rows, z_test, test_rows, c, warm)
                     oof[c][r][test_rows] = proba
                     per_c[c].append(fold_score(self.y[test_rows], proba, self.metric))
-                    loss[c].append(weighted_log_loss(self.y[test_rows], proba, self.weights[test_rows]))
-        return self._best_c(name, choice, per_c, loss, oof, C_GRID)
+                    loss[c].append(weighted_log_loss(self.y[test_rows], proba, loss_weight[test_rows]))
+        return self._best_c(name, choice, per_c, loss, oof, grid_c)
 
     def _best_c(self, name: str, choice: ReadOutChoice, per_c: dict[float, list[float]],
                 loss: dict[float, list[float]], oof: dict[float, list[np.ndarray]], grid_c: tuple[float, ...]) -> Scored:
@@ -306,25 +337,15 @@ class Ladder:
         from passport_kit.onboard.offset import fit_offset
 
         assert self.folds is not None and self.prior is not None and self.stages is not None
-        k = len(self.data.classes)
         z, weight, offset, mask = offset_inputs(self.data.plain, choice, self.prior, self.stages, self.rec,
                                                 self.data.d_model)
-        per_c = {c: [] for c in OFFSET_C_GRID}
-        loss = {c: [] for c in OFFSET_C_GRID}
-        oof = {c: [np.zeros((len(z), k)) for _ in self.folds.draws] for c in OFFSET_C_GRID}
-        ones = np.ones(len(z))
-        for r, draw in enumerate(self.folds.draws):
-            for fit_rows, test_rows in draw:
-                standardise = Standardiser(z[fit_rows], weight)
-                z_fit, z_test = standardise(z[fit_rows]), standardise(z[test_rows])
-                warm = None
-                for c in OFFSET_C_GRID:  # ascending: each fit starts from the more strongly shrunk one
-                    warm = fit_offset(z_fit, self.y[fit_rows], offset[fit_rows], c, mask=mask, warm=warm)
-                    proba = warm.predict_proba(z_test, offset[test_rows])
-                    oof[c][r][test_rows] = proba
-                    per_c[c].append(fold_score(self.y[test_rows], proba, self.metric))
-                    loss[c].append(weighted_log_loss(self.y[test_rows], proba, ones[test_rows]))
-        return self._best_c(name, choice, per_c, loss, oof, OFFSET_C_GRID)
+
+        def fit_predict(z_fit: np.ndarray, fit_rows: np.ndarray, z_test: np.ndarray, test_rows: np.ndarray,
+                        c: float, warm: Any) -> tuple[Any, np.ndarray]:
+            fitted = fit_offset(z_fit, self.y[fit_rows], offset[fit_rows], c, mask=mask, warm=warm)
+            return fitted, fitted.predict_proba(z_test, offset[test_rows])
+
+        return self._cross_validate(name, choice, (z, weight), OFFSET_C_GRID, fit_predict, np.ones(len(z)))
 
     def zero_shot(self, option: int | None = None) -> Scored:
         """Return the stager alone (option ``option``; None: the one in use), unfitted, scored on the same test folds
@@ -359,14 +380,14 @@ class Ladder:
         """Return the final model of the textbook-first order climbed on the same folds (no LP-FT), named
         ``textbook``, its setting naming the rungs it took; the ladder's record of each rung's best candidate is
         left as the main climb made it."""
-        saved = dict(self.candidates), self.bandpower, self._at
+        saved = dict(self.candidates), self._at
         sub = Climb(incumbent=None, template=FALLBACK, rungs=[], lpft=None)  # type: ignore[arg-type]
         self._within = "the textbook path: "
         try:
             for name in TEXTBOOK_FIRST:
                 get_rung(name).run(self, sub)
         finally:
-            self.candidates, self.bandpower, self._at = saved
+            self.candidates, self._at = saved
             self._within = ""
         path = " -> ".join(r.name for r in sub.rungs if r.taken)
         base = sub.incumbent
@@ -381,7 +402,7 @@ class Ladder:
     def step(self, name: str, incumbent: Scored, variants: list[Scored], rungs: list[Rung]) -> Scored:
         """Record rung ``name`` (its best variant against ``incumbent``) and return the model that stays."""
         best = max(variants, key=lambda s: s.mean if np.isfinite(s.mean) else -np.inf)
-        self.candidates[name] = best
+        self.keep(name, best)
         gain, se, _ = self.gain(best, incumbent)
         bar = self.se_multiple * se
         taken = self.clears(gain, se)
@@ -398,7 +419,8 @@ class Ladder:
         else:
             reason = (f"gains {gain:+.3f} (SE {se:.3f}) over {incumbent.name}: not above "
                       + (f"{times}its standard error" if gain <= bar else f"the minimum effect {self.min_effect:g}"))
-        rungs.append(Rung(name, True, taken, reason, best.mean, incumbent.mean, gain, se, best.setting))
+        rungs.append(Rung(name=name, tried=True, taken=taken, reason=reason, score=best.mean, baseline=incumbent.mean,
+                          gain=gain, standard_error=se, setting=best.setting))
         return best if taken else incumbent
 
     def clears(self, gain: float, se: float) -> bool:
@@ -427,14 +449,15 @@ class Ladder:
         if self.folds is None and stager_applies(self.data):  # nothing to score: the stager needs no proof
             stager = Scored("stager", None, np.array([]), [], setting={"prior": (self.prior_spec or {}).get("name"),
                                                                         **_channels(self.prior_spec)})
-            rungs = [Rung("stager", False, True, "too few windows to cross-validate: the stager as it is, on the "
-                          "channels the electrode positions pick", setting=stager.setting)]
+            rungs = [Rung(name="stager", tried=False, taken=True, reason="too few windows to cross-validate: the stager "
+                          "as it is, on the channels the electrode positions pick", setting=stager.setting)]
             return LadderResult(self.metric, rungs, stager, None, None, None, min_effect=self.min_effect,
                                 base=stager, order=order, prior_spec=self.prior_spec,
                                 seconds=time.perf_counter() - start)
         if self.folds is None:
-            rungs = [Rung("bandpower", False, True, "too few windows to cross-validate: the textbook read-out "
-                          f"with C {FALLBACK.c:g} (scikit-learn's default)", setting=FALLBACK.as_dict())]
+            rungs = [Rung(name="bandpower", tried=False, taken=True, reason="too few windows to cross-validate: the "
+                          f"textbook read-out with C {FALLBACK.c:g} (scikit-learn's default)",
+                          setting=FALLBACK.as_dict())]
             return LadderResult(self.metric, rungs, None, None, None, None, min_effect=self.min_effect,
                                 seconds=time.perf_counter() - start)
         climb = Climb(incumbent=None, template=FALLBACK, rungs=[], lpft=lpft)  # type: ignore[arg-type]
@@ -672,7 +695,7 @@ def ladder_record(fit: LadderFit, recipe: str) -> LadderSelection:
         **stager_summary(res),
         min_effect=res.min_effect,
         **({} if getattr(fit, "parity", None) is None else {"parity": float(f"{fit.parity:.3g}")}),
-        ladder=[rung.record() for rung in res.rungs],
+        ladder=list(res.rungs),
         seconds=round(res.seconds, 2),
     )
 
@@ -696,11 +719,6 @@ def expected_interval(res: LadderResult) -> list[float] | None:
     return [round(max(low, float(res.expected) - half), 4), round(min(1.0, float(res.expected) + half), 4)]
 
 
-def ladder_summary(fit: LadderFit, recipe: str) -> dict[str, Any]:
-    """Return the ``selection`` block of adapter.json: :func:`ladder_record` as the bundle stores it."""
-    return ladder_record(fit, recipe).as_dict()
-
-
 def stager_summary(res: LadderResult) -> dict[str, Any]:
     """Return the selection block's account of the base: its name, the order climbed and, where the base is the
     zero-shot stager, its score on the same folds, what it read and the shipped model's increment over it."""
@@ -720,4 +738,4 @@ def stager_summary(res: LadderResult) -> dict[str, Any]:
 
 __all__ = ["BACKBONE_WEIGHTS", "C_GRID", "FALLBACK", "Folds", "Ladder", "LadderFit", "LadderResult",
            "PRIOR_WEIGHTS", "Rung", "Scored", "fit_ladder", "fit_probe", "fold_score", "inner_folds",
-           "ladder_record", "ladder_summary", "paired_gain", "set_zero_shot", "stager_summary", "zero_shot_proba", "STAGER_FIRST"]
+           "ladder_record", "paired_gain", "set_zero_shot", "stager_summary", "zero_shot_proba", "STAGER_FIRST"]

@@ -33,13 +33,14 @@ import contextlib
 import copy
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from passport_kit.checkpoint.adapter_metrics import AdapterTraining
 from passport_kit.engine.batch_rows import rows_of
 from passport_kit.engine.forward import predict_proba
 from passport_kit.onboard.criteria import MIN_EFFECT, SE_MULTIPLE, selection_score
@@ -184,31 +185,6 @@ def lpft_settings(*, steps: int, batch_size: int = 64, lr: float | None = None, 
     return FinetuneSettings(batch_size=batch_size, lr=lr or LPFT_LR, head_lr=head_lr or lr or LPFT_LR,
                             weight_decay=0.0, label_smoothing=0.0, max_steps=steps, eval_every=eval_every,
                             l2sp=LPFT_L2SP, min_lr=lr or LPFT_LR, seed=seed)
-
-
-@dataclass
-class AdapterTraining:
-    """The decision of the ``auto`` recipe: whether the adapter was trained after the probe, and why."""
-
-    trained: bool
-    reason: str
-    steps: int = 0
-    budget: int = 0
-    folds: int = 0
-    probe_score: float | None = None
-    lpft_score: float | None = None
-    gain: float | None = None
-    standard_error: float | None = None
-    start: dict[str, Any] | None = None
-    curve: list[dict[str, Any]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the block adapter.json stores under ``metrics.selection.adapter_training``."""
-        r = (lambda v: None if v is None else round(float(v), 4))
-        return {"trained": self.trained, "reason": self.reason, "steps": self.steps, "budget": self.budget,
-                "folds": self.folds, "probe_score": r(self.probe_score), "lpft_score": r(self.lpft_score),
-                "gain": r(self.gain), "standard_error": r(self.standard_error), "start": self.start,
-                "curve": self.curve}
 
 
 def not_tried(reason: str) -> AdapterTraining:

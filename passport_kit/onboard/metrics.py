@@ -20,36 +20,12 @@ import math
 import warnings
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 from sklearn import metrics as skm
 
+from passport_kit.checkpoint.adapter_metrics import METRIC_NAMES, ClassificationMetrics
 from passport_kit.errors import LabelError
 
-#: The metric names a user can pick for early stopping or sweep plots.
-METRIC_NAMES = ("accuracy", "balanced_accuracy", "kappa", "macro_f1", "auroc")
-
-
-class ClassificationMetrics(BaseModel):
-    """Scores of one set of predictions against reference labels (JSON-serialisable)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    n: int
-    accuracy: float
-    balanced_accuracy: float
-    kappa: float
-    macro_f1: float
-    per_class_f1: dict[str, float]
-    auroc: float | None = None  # two-class tasks only; None when one class is absent
-    confusion: list[list[int]]  # rows = reference, columns = prediction, in class order
-    classes: list[str]
-
-    def get(self, name: str) -> float:
-        """Return the metric called ``name`` (one of :data:`METRIC_NAMES`), NaN when undefined."""
-        if name not in METRIC_NAMES:
-            raise LabelError(f"unknown metric {name!r}; choose one of {', '.join(METRIC_NAMES)}")
-        value = getattr(self, name)
-        return float("nan") if value is None else float(value)
+__all__ = ["METRIC_NAMES", "ClassificationMetrics", "classification_metrics"]
 
 
 def classification_metrics(

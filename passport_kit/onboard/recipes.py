@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from passport_kit.checkpoint.adapter_metrics import ClassificationMetrics, LadderSelection, Selection
 from passport_kit.errors import ConfigError
 from passport_kit.registry import Registry
 from passport_kit.onboard.rungs import rung_labels
-from passport_kit.onboard.selection import LadderSelection, Selection
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where a model is fitted; the options import this module
     from passport_kit.onboard.fitting import FitData, FitResult, FitRun
+    from passport_kit.onboard.ladder_inputs import LadderData
 
 #: The options a recipe reads: :class:`passport_kit.onboard.recipe.RecipeOptions` (not imported: that module validates
 #: its ``recipe`` field against this registry).
@@ -66,12 +67,12 @@ class FitJob:
 
 @dataclass
 class Fitted:
-    """Return-value object of :meth:`Recipe.fit`: the fit, adapter.json's selection block (its record's
-    :meth:`~passport_kit.onboard.selection.Selection.as_dict`), the warnings and the band-power read-out fitted on
+    """Return-value object of :meth:`Recipe.fit`: the fit, adapter.json's selection record
+    (:class:`~passport_kit.checkpoint.adapter_metrics.Selection`), the warnings and the band-power read-out fitted on
     the same rows (the reference ``evaluate`` scores; None where there is none)."""
 
     result: FitResult
-    selection: dict[str, Any]
+    selection: Selection
     warnings: list[str]
     bandpower_head: Any = None
 
@@ -131,11 +132,11 @@ class Recipe:
         """Return the head learning rate adapter.json records (the probe has none: unset stays unset)."""
         return options.head_lr
 
-    def fitted_summary(self, model: Any, selection: dict[str, Any], summary: str) -> str:
+    def fitted_summary(self, model: Any, selection: Selection, summary: str) -> str:
         """Return the line that says what was trained (``summary``: the trainable tensors of the policy)."""
         return summary
 
-    def describe(self, record: Selection, *, validation: dict[str, Any] | None = None,
+    def describe(self, record: Selection, *, validation: ClassificationMetrics | None = None,
                  verbose: bool = False) -> list[str]:
         """Return what adapt says of how ``record``'s model was selected, a line each: here, for a record of one
         validation score, its metric, score and method, then the kept model's scores.
@@ -145,11 +146,11 @@ class Recipe:
         """
         score = "n/a" if record.score is None else f"{record.score:.3f}"
         lines = [f"selected by {record.metric} {score}: {record.method}"]
-        if validation:
+        if validation is not None:
             v = validation
-            auroc = f"AUROC {v['auroc']:.3f}  " if v.get("auroc") is not None else ""
-            lines.append(f"validation: {auroc}kappa {v['kappa']:.3f}  balanced accuracy {v['balanced_accuracy']:.3f}  "
-                         f"macro-F1 {v['macro_f1']:.3f}")
+            auroc = f"AUROC {v.auroc:.3f}  " if v.auroc is not None else ""
+            lines.append(f"validation: {auroc}kappa {v.kappa:.3f}  balanced accuracy {v.balanced_accuracy:.3f}  "
+                         f"macro-F1 {v.macro_f1:.3f}")
         return lines
 
 
@@ -171,15 +172,15 @@ class ProbeRecipe(Recipe):
         return {"kind": "probe", "n_channels": n_channels, "layer": probe_layer, "bands": bands}
 
     def fit(self, options: Options, model: Any, job: FitJob) -> Fitted:
+        from functools import partial
+
         from passport_kit.onboard.fitting import FitResult
         from passport_kit.onboard.ladder import fit_ladder
-        from passport_kit.onboard.ladder_inputs import ladder_data
 
-        windows, progress, data = job.windows, job.run.progress, job.data
+        progress, data = job.run.progress, job.data
         rows = np.sort(np.concatenate([job.train_idx, job.val_idx]))
         forward = {"batch_size": max(options.batch_size, 64), "device": job.run.device}
-        fitted = fit_ladder(model, data, rows,
-                            lambda plain, r: ladder_data(options, windows, plain, r, head=model.head), seed=job.seed,
+        fitted = fit_ladder(model, data, rows, partial(self.ladder_inputs, options, job, model), seed=job.seed,
                             forward=forward, lpft=self.gradient_rung(options, model, job, rows),
                             min_effect=options.min_effect, progress=None if progress is None else (
                                 lambda rung, step, total: progress(step, total, {"rung": rung})))
@@ -190,7 +191,17 @@ class ProbeRecipe(Recipe):
         steps = decision.steps if decision is not None and decision.trained else 0
         result = FitResult(best_step=steps, steps=steps, best_score=fitted.result.expected,
                            validation=fitted.validation, seconds=fitted.seconds)
-        return Fitted(result, self.record(fitted).as_dict(), fitted.warnings, fitted.bandpower_head)
+        return Fitted(result, self.record(fitted), fitted.warnings, fitted.bandpower_head)
+
+    def ladder_inputs(self, options: Options, job: FitJob, model: Any, plain: dict[str, np.ndarray],
+                      rows: np.ndarray) -> LadderData:
+        """Return what the ladder reads for ``rows`` of ``job``'s windows (:class:`~.ladder_inputs.LadderData`):
+        ``plain``, the rows' read-out inputs per pooling, with the task's contexts, scalings and poolings and, for
+        sleep staging, the stager's options (:func:`~.ladder_inputs.ladder_data`). A recipe that offers the ladder
+        other inputs overrides this."""
+        from passport_kit.onboard.ladder_inputs import ladder_data
+
+        return ladder_data(options, job.windows, plain, rows, head=model.head)
 
     def gradient_rung(self, options: Options, model: Any, job: FitJob, rows: np.ndarray) -> Any:
         """Return the ladder's LP-FT rung (a callable of the chosen read-out and its inputs), or None: not offered."""
@@ -202,21 +213,22 @@ class ProbeRecipe(Recipe):
 
         return ladder_record(fitted, self.name)
 
-    def fitted_summary(self, model: Any, selection: dict[str, Any], summary: str) -> str:
-        if (selection.get("adapter_training") or {}).get("trained"):
+    def fitted_summary(self, model: Any, selection: Selection, summary: str) -> str:
+        trained = selection.adapter_training if isinstance(selection, LadderSelection) else None
+        if not isinstance(selection, LadderSelection) or (trained is not None and trained.trained):
             return summary
         fitted = sum(p.numel() for p in model.head.parameters())  # the policy's tensors are stored, not trained
-        if not selection.get("backbone_weight"):
+        if not selection.backbone_weight:
             # No backbone feature in the model shipped: PEFT's trainable-params line would count a network it does
             # not use (issue 45).
-            inputs = ("the sleep stager's probabilities alone" if selection.get("zero_shot") else "band power"
-                      + (" and the sleep stager's probabilities" if selection.get("prior_weight") else ""))
+            inputs = ("the sleep stager's probabilities alone" if selection.zero_shot else "band power"
+                      + (" and the sleep stager's probabilities" if selection.prior_weight else ""))
             return (f"fitted: the read-out head.linear ({fitted:,} params) on {inputs}; the backbone's features are "
                     "not used by the model shipped (stored with it, as pretrained)")
         return (f"fitted: the read-out head.linear ({fitted:,} params); backbone, experts and mixture adapter as "
                 f"pretrained (stored with it: {summary})")
 
-    def describe(self, record: Selection, *, validation: dict[str, Any] | None = None,
+    def describe(self, record: Selection, *, validation: ClassificationMetrics | None = None,
                  verbose: bool = False) -> list[str]:
         """Return the ladder's account (:meth:`ladder_lines`, then :meth:`stager_lines`); a probe's record written
         before the ladder (one validation score) in the base's words."""
@@ -225,7 +237,7 @@ class ProbeRecipe(Recipe):
         return self.ladder_lines(record, verbose=verbose, validation=validation) + self.stager_lines(record)
 
     def ladder_lines(self, record: LadderSelection, *, verbose: bool = False,
-                     validation: dict[str, Any] | None = None) -> list[str]:
+                     validation: ClassificationMetrics | None = None) -> list[str]:
         """Return adapt's account of the ladder: which rungs were taken, and the expected scores of the model it ships.
 
         With ``verbose``, one line per rung with its score, gain, standard error and reason, and the calibration.
@@ -235,8 +247,8 @@ class ProbeRecipe(Recipe):
         metric, rungs = record.metric, record.ladder
         fmt = (lambda v: "n/a" if v is None else f"{v:.3f}")
         # LP-FT is scored on its own folds against the read-out it starts from: its gain, not its score, compares.
-        steps = "; ".join(f"{RUNG_NAMES.get(r.rung, r.rung)} "
-                          + (f"{r.gain:+.3f}" if r.rung == "lpft" and r.gain is not None else fmt(r.score))
+        steps = "; ".join(f"{RUNG_NAMES.get(r.name, r.name)} "
+                          + (f"{r.gain:+.3f}" if r.name == "lpft" and r.gain is not None else fmt(r.score))
                           + ("" if i == 0 else " taken" if r.taken else " not taken")
                           for i, r in enumerate(rungs) if r.tried)
         lines = [f"ladder ({metric}, {record.method.split(';')[0]}): {steps}"]
@@ -258,7 +270,7 @@ class ProbeRecipe(Recipe):
             chosen = (f"the best of {expected.candidates} candidates scored on the same folds, so the score is "
                       "optimistic by that choice" if expected.candidates else "")
             lines.append(f"how sure: {spread}{chosen}".rstrip("; "))
-        chance = near_chance_note(validation)
+        chance = near_chance_note(None if validation is None else validation.kappa)
         if chance:
             lines.append(f"warning: {chance}")
         if record.bandpower_score is not None and record.chosen != "bandpower":
@@ -268,7 +280,7 @@ class ProbeRecipe(Recipe):
     @staticmethod
     def _rung_lines(record: LadderSelection) -> list[str]:
         """Return --verbose's lines of the ladder: each rung's score, whether it was taken and why; the calibration."""
-        lines = [f"  {r.rung}{'' if r.score is None else f' {r.score:.3f}'}: {'taken' if r.taken else 'not taken'}: "
+        lines = [f"  {r.name}{'' if r.score is None else f' {r.score:.3f}'}: {'taken' if r.taken else 'not taken'}: "
                  f"{r.reason}" for r in record.ladder]
         cal = record.calibration
         if cal.calibrated:
@@ -299,7 +311,7 @@ class ProbeRecipe(Recipe):
             lines.append(f"your nights did not improve on {name} beyond recalibrating it ({gain:+.3f} {metric}): "
                          f"shipped {shipped}")
         elif core == "textbook":
-            path = next((r.setting or {} for r in record.ladder if r.rung == "textbook"), {}).get("path", "band power")
+            path = next((r.setting or {} for r in record.ladder if r.name == "textbook"), {}).get("path", "band power")
             lines.append(f"your nights showed the textbook path beats the climb from {name} here"
                          + (f" ({gain:+.3f} {metric} over {name} alone)" if gain is not None else "")
                          + f": shipped {shipped} ({path.replace('->', '→')})")
@@ -373,7 +385,7 @@ class AutoRecipe(ProbeRecipe):
 
         decision = fitted.result.lpft  # the LP-FT rung's decision, or why it was not tried
         lpft_rung = next(r for r in fitted.result.rungs if r.name == "lpft")
-        training = (decision if decision is not None else not_tried(lpft_rung.reason)).as_dict()
+        training = decision if decision is not None else not_tried(lpft_rung.reason)
         return super().record(fitted).model_copy(update={"adapter_training": training})
 
 
@@ -435,7 +447,7 @@ class FinetuneRecipe(Recipe):
                            score=None if result.best_score is None else round(result.best_score, 4),
                            method=f"best of every evaluation on {n_val} validation subject(s)",
                            best_step=result.best_step)
-        return Fitted(result, record.as_dict(), notes)
+        return Fitted(result, record, notes)
 
     def recorded_head_lr(self, options: Options, seed: int) -> float | None:
         return options.settings(seed).resolved_head_lr
@@ -445,28 +457,28 @@ class FinetuneRecipe(Recipe):
 NEAR_CHANCE_KAPPA = 0.2
 
 
-def decision_text(metric: str, validation: dict[str, Any] | None) -> str:
+def decision_text(metric: str, validation: ClassificationMetrics | None) -> str:
     """Return ``', balanced accuracy 0.600, kappa 0.159 for its decisions'`` beside a ranking ``metric`` (AUROC), or
     the decision metric beside kappa; '' without scores."""
-    if not validation or validation.get("kappa") is None:
+    if validation is None:
         return ""
-    bacc = validation.get("balanced_accuracy")
+    bacc = validation.balanced_accuracy
     if metric == "kappa":
-        return "" if bacc is None else f", balanced accuracy {bacc:.3f}"
-    return (" to rank windows; its decisions: balanced accuracy "
-            + ("n/a" if bacc is None else f"{bacc:.3f}") + f", kappa {validation['kappa']:.3f}")
+        return f", balanced accuracy {bacc:.3f}"
+    return f" to rank windows; its decisions: balanced accuracy {bacc:.3f}, kappa {validation.kappa:.3f}"
 
 
-def near_chance_note(validation: dict[str, Any] | None) -> str | None:
-    """Return the warning that the shipped model's class decisions are near chance, or None."""
-    if not validation or validation.get("kappa") is None or validation["kappa"] >= NEAR_CHANCE_KAPPA:
+def near_chance_note(kappa: float | None) -> str | None:
+    """Return the warning that the shipped model's class decisions (cross-validated ``kappa``) are near chance, or
+    None."""
+    if kappa is None or kappa >= NEAR_CHANCE_KAPPA:
         return None
-    return (f"the model's class decisions are near chance (cross-validated kappa {validation['kappa']:.3f}, under "
+    return (f"the model's class decisions are near chance (cross-validated kappa {kappa:.3f}, under "
             f"{NEAR_CHANCE_KAPPA:g}): most windows' classes are barely better than a guess; evaluate --protocol "
             "loso shows them per subject")
 
 
-def describe_selection(record: Selection, *, validation: dict[str, Any] | None = None,
+def describe_selection(record: Selection, *, validation: ClassificationMetrics | None = None,
                        verbose: bool = False) -> list[str]:
     """Return ``record`` in its recipe's words (:meth:`Recipe.describe`). A record of a recipe not registered here,
     or written before records named their recipe, is told by its kind: the ladder's words, else one score's."""
@@ -480,19 +492,20 @@ def describe_selection(record: Selection, *, validation: dict[str, Any] | None =
 RUNG_NAMES: dict[str, str] = rung_labels()
 
 
-def shipped_read_out(selection: dict[str, Any]) -> str:
-    """Return what the model a bundle ships is made of, from adapter.json's ``metrics.selection``: the ladder's taken
-    rungs in order ('band power + sleep prior + night smoothing'), else its chosen rung; '' without a record."""
-    ladder = selection.get("ladder") or []
-    taken = [r["rung"] for r in ladder if r.get("taken")]
+def shipped_read_out(selection: Selection | None) -> str:
+    """Return what the model a bundle ships is made of, from its selection record (adapter.json's
+    ``metrics.selection``): the ladder's taken rungs in order ('band power + sleep prior + night smoothing'), else its
+    chosen rung; '' without a ladder's record."""
+    if not isinstance(selection, LadderSelection):
+        return ""
+    taken = selection.taken
     if "textbook" in taken:  # the textbook-first order's model replaced the climb from the stager (issue 55)
-        path = next((r.get("setting") or {} for r in ladder if r.get("rung") == "textbook"), {}).get("path") or ""
+        path = next((r.setting or {} for r in selection.ladder if r.name == "textbook"), {}).get("path") or ""
         words = [RUNG_NAMES.get(r, r) for r in path.split(" -> ") if r]
         return (" ".join([words[0].lstrip("+ ")] + [w if w.startswith("+") else f"+ {w}" for w in words[1:]])
                 + " (the textbook-first order's model)") if words else RUNG_NAMES["textbook"]
     if not taken:
-        chosen = selection.get("chosen") or ""
-        return RUNG_NAMES.get(chosen, chosen).lstrip("+ ")
+        return RUNG_NAMES.get(selection.chosen, selection.chosen).lstrip("+ ")
     words = [RUNG_NAMES.get(r, r) for r in taken]
     return " ".join([words[0].lstrip("+ ")] + [w if w.startswith("+") else f"+ {w}" for w in words[1:]])
 

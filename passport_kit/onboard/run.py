@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from passport_kit.checkpoint.adapter_metrics import Selection
 from passport_kit.contacts import channel_masks
 from passport_kit.errors import DataError, LabelError
 from passport_kit.model import ChannelMeta, Classifier, apply_policy, check_policy
@@ -125,7 +126,7 @@ class TrainedRun:
 
     model: Any
     fit: FitResult
-    selection: dict[str, Any]
+    selection: Selection
     warnings: list[str]
     #: The probe recipe's band-power read-out (backbone weight 0), fitted on the same rows: the reference
     #: ``evaluate`` scores next to the model (None for the finetune recipe).

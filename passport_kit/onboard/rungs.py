@@ -15,19 +15,27 @@ record. Which rungs a task climbs, in which order, is a declared list (:func:`ru
 A new rung is a subclass with a ``name`` (registered on definition) and a place in an order.
 Rungs build on the *template*: the read-out of the model that stays (or, above the zero-shot
 stager, the stager as an offset), so "stager first" is a list, not a branch.
+
+A rung sees the ladder through :class:`LadderView` (its inputs, its rule, the scoring of candidates on its folds)
+and tells it two things only: which candidate it keeps (:meth:`LadderView.keep`) and which stager option it reads
+(:meth:`LadderView.use_stager`). What it records is a :class:`~passport_kit.checkpoint.adapter_metrics.Rung`, the
+record adapter.json stores.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from passport_kit.checkpoint.adapter_metrics import Rung
 from passport_kit.onboard.read_out import ReadOutChoice
-from passport_kit.onboard.selection import RungRecord
 from passport_kit.registry import Registry
+
+if TYPE_CHECKING:  # pragma: no cover - the ladder's inputs import the model (torch); the recipes import this module
+    from passport_kit.onboard.ladder_inputs import LadderData
 
 #: Weights of the backbone block the backbone rung tries (a smaller weight is a stronger penalty on it).
 BACKBONE_WEIGHTS = (0.1, 0.3)
@@ -63,33 +71,6 @@ class Scored:
         return self.choice is None or self.choice.offset
 
 
-def rounded(value: float | None) -> float | None:
-    """Return a score as adapter.json records it: 4 decimals, None where there is none or it is not finite."""
-    return None if value is None or not np.isfinite(value) else round(float(value), 4)
-
-
-@dataclass
-class Rung:
-    """One step of the ladder as adapter.json records it."""
-
-    name: str
-    tried: bool
-    taken: bool
-    reason: str
-    score: float | None = None
-    baseline: float | None = None
-    gain: float | None = None
-    standard_error: float | None = None
-    setting: dict[str, Any] | None = None
-
-    def record(self) -> RungRecord:
-        """Return the rung as the selection record holds it (scores rounded)."""
-        r = rounded
-        return RungRecord(rung=self.name, tried=self.tried, taken=self.taken, score=r(self.score),
-                          baseline=r(self.baseline), gain=r(self.gain), standard_error=r(self.standard_error),
-                          setting=self.setting, reason=self.reason)
-
-
 @dataclass
 class Climb:
     """Where a climb stands: the model that stays, the read-out later rungs build on, the record so far."""
@@ -105,13 +86,69 @@ class Climb:
         return any(r.name == name and r.taken for r in self.rungs)
 
 
+class LadderView(Protocol):
+    """What a rung sees of the ladder climbing (:class:`~passport_kit.onboard.ladder.Ladder`): its inputs and rule,
+    the scoring of candidates on its folds, and the two things a rung tells it (:meth:`keep`, :meth:`use_stager`)."""
+
+    #: The task's inputs: rows, classes, contexts, scalings, poolings, the stager's options.
+    data: LadderData
+    #: The paired rule: a gain above ``se_multiple`` standard errors and ``min_effect`` takes a rung.
+    se_multiple: float
+    min_effect: float
+
+    @property
+    def holds_base(self) -> bool:
+        """Return whether nothing may replace the base (a stager-first ladder on folds within one night)."""
+        ...
+
+    def score(self, name: str, choice: ReadOutChoice) -> Scored:
+        """Return read-out ``choice`` scored on the folds at its best C."""
+        ...
+
+    def zero_shot(self, option: int | None = None) -> Scored:
+        """Return the stager alone (option ``option``; None: the one in use) scored on the folds."""
+        ...
+
+    def smoothed(self, base: Scored) -> Scored:
+        """Return ``base`` with each test night smoothed."""
+        ...
+
+    def textbook_path(self) -> Scored:
+        """Return the textbook-first order's final model scored on the same folds."""
+        ...
+
+    def gain(self, challenger: Scored, incumbent: Scored) -> tuple[float, float, int]:
+        """Return the paired gain of ``challenger`` over ``incumbent``: mean, standard error, folds."""
+        ...
+
+    def clears(self, gain: float, se: float) -> bool:
+        """Return whether a paired gain takes a rung."""
+        ...
+
+    def step(self, name: str, incumbent: Scored, variants: list[Scored], rungs: list[Rung]) -> Scored:
+        """Record rung ``name`` (its best variant against ``incumbent``) in ``rungs``; return the model that stays."""
+        ...
+
+    def candidate(self, name: str) -> Scored | None:
+        """Return rung ``name``'s best candidate so far (None: not scored)."""
+        ...
+
+    def keep(self, name: str, scored: Scored) -> None:
+        """Keep ``scored`` as rung ``name``'s best candidate (the benchmarks score each on outer folds)."""
+        ...
+
+    def use_stager(self, option: int) -> None:
+        """Read stager option ``option`` from now on."""
+        ...
+
+
 #: The rung classes by name, filled by subclassing :class:`LadderRung` (the orders below name them).
 RUNGS: Registry[type[LadderRung]] = Registry("ladder rung")
 
 
 class LadderRung:
     """One rung (subclass, set ``name`` and ``label``, implement :meth:`candidates`; :meth:`skip` when it may not
-    apply). ``ladder`` is the :class:`~passport_kit.onboard.ladder.Ladder` climbing."""
+    apply). ``ladder`` is what the rung sees of the ladder climbing (:class:`LadderView`)."""
 
     name: ClassVar[str] = ""
     #: How adapt names the rung in its output.
@@ -122,23 +159,23 @@ class LadderRung:
         if cls.__dict__.get("name"):
             RUNGS.add(cls.name, cls)
 
-    def skip(self, ladder: Any, climb: Climb) -> str | None:
+    def skip(self, ladder: LadderView, climb: Climb) -> str | None:
         """Return why this rung is not tried here, None when it is."""
         return None
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         """Return the rung's candidates scored on the ladder's folds (the best one challenges the incumbent)."""
         raise NotImplementedError
 
-    def run(self, ladder: Any, climb: Climb) -> None:
+    def run(self, ladder: LadderView, climb: Climb) -> None:
         """Try the rung (:meth:`attempt`), or record why it is skipped (:meth:`skip`)."""
         reason = self.skip(ladder, climb)
         if reason is not None:
-            climb.rungs.append(Rung(self.name, False, False, reason))
+            climb.rungs.append(Rung(name=self.name, tried=False, taken=False, reason=reason))
             return
         self.attempt(ladder, climb)
 
-    def attempt(self, ladder: Any, climb: Climb) -> None:
+    def attempt(self, ladder: LadderView, climb: Climb) -> None:
         """Record the rung and, when its best candidate clears the paired rule, make it the incumbent."""
         climb.incumbent = ladder.step(self.name, climb.incumbent, self.candidates(ladder, climb), climb.rungs)
         if climb.incumbent.choice is not None:
@@ -178,14 +215,14 @@ STAGER_FIRST = ("stager", "recalibrated", "bandpower", "stacked", "context", "ba
                 "textbook")
 
 
-def rung_order(data: Any) -> tuple[str, ...]:
+def rung_order(data: LadderData) -> tuple[str, ...]:
     """Return the rungs ``data`` (a :class:`~passport_kit.onboard.ladder.LadderData`) climbs, base first."""
     if stager_applies(data):
         return STAGER_FIRST
     return TEXTBOOK_FIRST
 
 
-def stager_applies(data: Any) -> bool:
+def stager_applies(data: LadderData) -> bool:
     """Return whether a stager is the base: sleep staging, classes that are the AASM stages, a prior computed, and
     the stager-first order not switched off (the ablation)."""
     return bool(data.sleep and data.stager_first and data.prior_stages is not None and data.stager_options)
@@ -199,18 +236,17 @@ class BandPowerRung(LadderRung):
     name = "bandpower"
     label = "band power"
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         return [ladder.score("bandpower", ReadOutChoice(1.0))]
 
-    def run(self, ladder: Any, climb: Climb) -> None:
+    def run(self, ladder: LadderView, climb: Climb) -> None:
         if climb.rungs:  # above a stager: it must beat the incumbent
             super().run(ladder, climb)
-            ladder.bandpower = ladder.candidates["bandpower"]
             return
         base = self.candidates(ladder, climb)[0]
-        ladder.candidates["bandpower"] = ladder.bandpower = base
-        climb.rungs.append(Rung("bandpower", True, True, "the textbook: the base of the ladder", base.mean, None,
-                                None, None, base.setting))
+        ladder.keep("bandpower", base)
+        climb.rungs.append(Rung(name="bandpower", tried=True, taken=True, reason="the textbook: the base of the ladder",
+                                score=base.mean, setting=base.setting))
         climb.incumbent, climb.template = base, base.choice
 
 
@@ -227,10 +263,10 @@ class StagerRung(LadderRung):
     name = "stager"
     label = "sleep stager (zero-shot)"
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         return [ladder.zero_shot(option) for option in range(len(ladder.data.stager_options))]
 
-    def run(self, ladder: Any, climb: Climb) -> None:
+    def run(self, ladder: LadderView, climb: Climb) -> None:
         options = self.candidates(ladder, climb)
         chosen, why = 0, ("the base: a stager trained on thousands of nights needs no proof from your nights; every "
                           "rung above must beat it by the paired rule")
@@ -246,10 +282,11 @@ class StagerRung(LadderRung):
                        f"stays: the best other, {_option(what)}, gains {gain:+.3f} (SE {se:.3f})"))
         ladder.use_stager(chosen)
         base = dataclasses.replace(options[chosen], name="stager")
-        ladder.candidates["stager"] = ladder.candidates["zero-shot"] = base
+        ladder.keep("stager", base)
+        ladder.keep("zero-shot", base)
         tried = [{**o.setting, "score": None if not np.isfinite(o.mean) else round(o.mean, 4)} for o in options]
-        climb.rungs.append(Rung("stager", True, True, why, base.mean, None, None, None,
-                                {**base.setting, "options": tried}))
+        climb.rungs.append(Rung(name="stager", tried=True, taken=True, reason=why, score=base.mean,
+                                setting={**base.setting, "options": tried}))
         climb.incumbent, climb.template = base, STAGER_TEMPLATE
 
 
@@ -266,7 +303,7 @@ class RecalibratedRung(LadderRung):
     name = "recalibrated"
     label = "recalibrated stager"
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         return [ladder.score("recalibrated", dataclasses.replace(STAGER_TEMPLATE, diagonal=True))]
 
 
@@ -277,7 +314,7 @@ class StackedRung(LadderRung):
     name = "stacked"
     label = "+ band power over the stager"
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         return [ladder.score("stacked", dataclasses.replace(STAGER_TEMPLATE, bandpower_weight=1.0, prior_weight=w))
                 for w in (0.0, 1.0)]
 
@@ -289,7 +326,7 @@ class ContextRung(LadderRung):
     name = "context"
     label = "+ context"
 
-    def skip(self, ladder: Any, climb: Climb) -> str | None:
+    def skip(self, ladder: LadderView, climb: Climb) -> str | None:
         d = ladder.data
         if d.fixed_context and any(d.contexts):
             return None
@@ -298,22 +335,24 @@ class ContextRung(LadderRung):
         return None if self._variants(d) else "context fixed by --context 0"
 
     @staticmethod
-    def _variants(d: Any) -> list[tuple[int, str]]:
+    def _variants(d: LadderData) -> list[tuple[int, str]]:
         return [(k, s) for k in d.contexts for s in d.scalings if (k, s) != (0, "none")]
 
-    def attempt(self, ladder: Any, climb: Climb) -> None:
+    def attempt(self, ladder: LadderView, climb: Climb) -> None:
         d = ladder.data
         if d.fixed_context and any(d.contexts):  # the user's --context: taken as given, its gain recorded
             before = climb.incumbent
             chosen = ladder.score("context", self._on(climb.template, d.contexts[0], climb.template.scaling))
             gain, se, _ = ladder.gain(chosen, before)
-            climb.rungs.append(Rung("context", True, True, f"fixed by --context {d.contexts[0]}", chosen.mean,
-                                    before.mean, gain, se, chosen.setting))
+            climb.rungs.append(Rung(name="context", tried=True, taken=True,
+                                    reason=f"fixed by --context {d.contexts[0]}",
+                                    score=chosen.mean, baseline=before.mean, gain=gain, standard_error=se,
+                                    setting=chosen.setting))
             climb.incumbent, climb.template = chosen, chosen.choice
             return
         super().attempt(ladder, climb)
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         return [ladder.score("context", self._on(t, k, s)) for t in with_band_power(climb.template)
                 for k, s in self._variants(ladder.data)]
 
@@ -328,10 +367,10 @@ class PriorRung(LadderRung):
     name = "prior"
     label = "+ sleep prior"
 
-    def skip(self, ladder: Any, climb: Climb) -> str | None:
+    def skip(self, ladder: LadderView, climb: Climb) -> str | None:
         return None if ladder.data.prior is not None else ladder.data.prior_reason
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         f = climb.template
         return [ladder.score("prior", ReadOutChoice(1.0, 0.0, f.context, f.pooling, f.scaling, w))
                 for w in PRIOR_WEIGHTS]
@@ -343,7 +382,7 @@ class ZeroShotRung(LadderRung):
     name = "zero-shot"
     label = "sleep prior alone"
 
-    def skip(self, ladder: Any, climb: Climb) -> str | None:
+    def skip(self, ladder: LadderView, climb: Climb) -> str | None:
         d = ladder.data
         if d.prior is None:
             return d.prior_reason
@@ -351,7 +390,7 @@ class ZeroShotRung(LadderRung):
             return f"the classes {d.classes} are not the five AASM stages the prior scores"
         return None
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         return [ladder.zero_shot()]
 
 
@@ -361,10 +400,10 @@ class BackboneRung(LadderRung):
     name = "backbone"
     label = "+ backbone"
 
-    def skip(self, ladder: Any, climb: Climb) -> str | None:
+    def skip(self, ladder: LadderView, climb: Climb) -> str | None:
         return None if ladder.data.backbone else "the read-out reads no backbone block here"
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         return [ladder.score("backbone", dataclasses.replace(f, c=1.0, backbone_weight=w, pooling=p, diagonal=False))
                 for f in with_band_power(climb.template) for w in BACKBONE_WEIGHTS for p in ladder.data.poolings]
 
@@ -376,7 +415,7 @@ class LpftRung(LadderRung):
     name = "lpft"
     label = "+ LP-FT"
 
-    def skip(self, ladder: Any, climb: Climb) -> str | None:
+    def skip(self, ladder: LadderView, climb: Climb) -> str | None:
         if not climb.taken("backbone"):
             return "the backbone rung was not taken: no adapter training from a read-out the ladder rejected"
         if climb.lpft is None:
@@ -387,14 +426,16 @@ class LpftRung(LadderRung):
                     "whole")
         return None
 
-    def attempt(self, ladder: Any, climb: Climb) -> None:
+    def attempt(self, ladder: LadderView, climb: Climb) -> None:
         decision = climb.decision = climb.lpft(climb.incumbent.choice)
         if decision is None or decision.probe_score is None:
-            climb.rungs.append(Rung("lpft", False, False, getattr(decision, "reason", "not offered")))
+            climb.rungs.append(Rung(name="lpft", tried=False, taken=False,
+                                    reason=getattr(decision, "reason", "not offered")))
             return
-        climb.rungs.append(Rung("lpft", True, bool(decision.trained), decision.reason, decision.lpft_score,
-                                decision.probe_score, decision.gain, decision.standard_error,
-                                {"steps": decision.steps, "budget": decision.budget, "folds": decision.folds}))
+        climb.rungs.append(Rung(name="lpft", tried=True, taken=bool(decision.trained), reason=decision.reason,
+                                score=decision.lpft_score, baseline=decision.probe_score, gain=decision.gain,
+                                standard_error=decision.standard_error,
+                                setting={"steps": decision.steps, "budget": decision.budget, "folds": decision.folds}))
 
 
 class SmoothingRung(LadderRung):
@@ -403,14 +444,14 @@ class SmoothingRung(LadderRung):
     name = "smoothing"
     label = "+ night smoothing"
 
-    def skip(self, ladder: Any, climb: Climb) -> str | None:
+    def skip(self, ladder: LadderView, climb: Climb) -> str | None:
         if not ladder.data.sleep:
             return "not a sleep-staging task"
         if climb.taken("lpft"):
             return "LP-FT's inner folds keep scores, not the probabilities smoothing needs"
         return None
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         return [ladder.smoothed(climb.incumbent)]
 
 
@@ -424,22 +465,22 @@ class TextbookPathRung(LadderRung):
     name = "textbook"
     label = "the textbook path's model"
 
-    def skip(self, ladder: Any, climb: Climb) -> str | None:
+    def skip(self, ladder: LadderView, climb: Climb) -> str | None:
         if climb.taken("lpft"):
             return "LP-FT trained the model that stays: its own folds keep scores the textbook path cannot pair with"
         return None
 
-    def candidates(self, ladder: Any, climb: Climb) -> list[Scored]:
+    def candidates(self, ladder: LadderView, climb: Climb) -> list[Scored]:
         return [ladder.textbook_path()]
 
-    def attempt(self, ladder: Any, climb: Climb) -> None:
+    def attempt(self, ladder: LadderView, climb: Climb) -> None:
         """Take the textbook path's model where it leaves the stager by the paired rule (the burden every rung
         carries) and scores above the model the climb from the stager reached. Between two models that each left
         the stager by that rule, neither is the base: the better inner score ships, so neither order loses what the
         other finds (where the climb never left the stager, this is the paired rule against it)."""
         challenger = self.candidates(ladder, climb)[0]
-        ladder.candidates[self.name] = challenger
-        stager, incumbent = ladder.candidates.get("stager", climb.incumbent), climb.incumbent
+        ladder.keep(self.name, challenger)
+        stager, incumbent = ladder.candidate("stager") or climb.incumbent, climb.incumbent
         base_gain, base_se, _ = ladder.gain(challenger, stager)
         gain, se, _ = ladder.gain(challenger, incumbent)
         leaves = ladder.clears(base_gain, base_se)
@@ -455,8 +496,8 @@ class TextbookPathRung(LadderRung):
                       f"standard errors and {ladder.min_effect:g}, and {gain:+.3f} (SE {se:.3f}) over "
                       f"{incumbent.name}: " + ("the better of the two orders' models" if taken else
                                                f"{incumbent.name} stays, the better of the two orders' models"))
-        climb.rungs.append(Rung(self.name, True, taken, reason, challenger.mean, incumbent.mean, gain, se,
-                                challenger.setting))
+        climb.rungs.append(Rung(name=self.name, tried=True, taken=taken, reason=reason, score=challenger.mean,
+                                baseline=incumbent.mean, gain=gain, standard_error=se, setting=challenger.setting))
         if taken:
             climb.incumbent = challenger
             if challenger.choice is not None:
@@ -464,5 +505,5 @@ class TextbookPathRung(LadderRung):
 
 
 __all__ = ["BACKBONE_WEIGHTS", "PRIOR_WEIGHTS", "RUNGS", "STAGER_FIRST", "STAGER_TEMPLATE", "TEXTBOOK_FIRST", "Climb",
-           "LadderRung", "Rung", "Scored", "get_rung", "rounded", "rung_label", "rung_labels", "rung_order",
+           "LadderRung", "LadderView", "Rung", "Scored", "get_rung", "rung_label", "rung_labels", "rung_order",
            "stager_applies"]

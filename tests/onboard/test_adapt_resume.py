@@ -39,4 +39,4 @@ def test_resuming_with_another_learning_rate_is_refused(tmp_path: Path, montage_
     with pytest.raises(ConfigError, match=r"interrupted adapt run with other settings \(lr 0.0001 there, 0.001 now\)"):
         adapt(**options, lr=1e-3)
     assert (out / STATE_FILE).is_file()  # kept: the interrupted command still continues it
-    assert adapt(**options).metrics["steps"] == 6
+    assert adapt(**options).metrics.steps == 6

@@ -66,7 +66,7 @@ def test_adapt_says_what_the_model_shipped_does_with_the_class_it_had_no_windows
     from passport_kit.checkpoint import load_adapter_bundle
 
     model, meta = load_adapter_bundle(dreams_bundle)
-    warnings = meta.metrics["warnings"]
+    warnings = meta.metrics.warnings
     never = any(w.startswith("classes absent from the training windows will never be predicted: REM")
                 for w in warnings)
     stager = any(w.startswith("classes absent from the training windows come from the sleep stager alone") and
@@ -87,7 +87,7 @@ def test_real_sleep_with_rem_is_not_unlike_sleep_after_nights_without_rem(dreams
     from passport_kit.checkpoint import read_adapter_meta
     from passport_kit.signals.distribution import sequence_check
 
-    profile = read_adapter_meta(dreams_bundle).metrics["distribution"]
+    profile = read_adapter_meta(dreams_bundle).metrics.distribution
     stages = profile["transitions"]["classes"]
     assert np.asarray(profile["transitions"]["counts"])[:, stages.index("REM")].sum() == 0
     night = np.full(60, stages.index("N2"))

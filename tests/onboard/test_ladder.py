@@ -225,7 +225,7 @@ def test_the_expected_score_says_how_sure_it_is_and_how_many_candidates_it_beat(
     candidates it was chosen from (adapt prints both)."""
     from passport_kit.onboard.ladder import C_GRID, expected_interval
     from passport_kit.onboard.recipes import ProbeRecipe
-    from passport_kit.onboard.selection import ExpectedScore, LadderSelection
+    from passport_kit.checkpoint.adapter_metrics import ExpectedScore, LadderSelection
 
     plain, y, subjects = _blocks("backbone")
     ladder = Ladder(_data(plain, y, subjects), seed=0)

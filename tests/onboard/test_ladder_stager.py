@@ -318,7 +318,9 @@ def _composite(incumbent: float, challenger: float, stager: float = 0.3, holds_b
         return Scored(name, ReadOutChoice(1.0, context=2) if name != "stager" else None, mean + noise, [])
 
     base, top, mine = scored("stager", stager), scored("backbone", incumbent), scored("textbook", challenger)
-    ladder = SimpleNamespace(candidates={"stager": base}, textbook_path=lambda: mine, holds_base=holds_base,
+    candidates = {"stager": base}
+    ladder = SimpleNamespace(candidate=candidates.get, keep=candidates.__setitem__, textbook_path=lambda: mine,
+                             holds_base=holds_base,
                              se_multiple=2.0, min_effect=0.02, gain=lambda a, b: paired_gain(a.scores, b.scores, 5),
                              clears=lambda g, se: not holds_base and g > 2 * se and g >= 0.02)
     climb = Climb(incumbent=top, template=top.choice, rungs=[])

@@ -135,7 +135,7 @@ def test_adapt_auto_records_the_decision_and_both_scores(montage_yaml: Path, tmp
     assert isinstance(block["trained"], bool) and block["reason"]
     if block["probe_score"] is not None:
         assert block["budget"] == 8
-    assert result.metrics["selection"]["adapter_training"] == block
+    assert result.metrics.selection.adapter_training.as_dict() == block
 
 
 def test_probe_recipe_refuses_what_auto_would_take() -> None:
@@ -171,8 +171,8 @@ def test_a_bundle_whose_adapter_lpft_trained_stores_and_reloads_the_trained_adap
     monkeypatch.setattr(inputs_module, "labels_vary_within_recordings", lambda *a: False)  # no per-night scaling
     result = adapt(montage=str(montage_yaml), data=data, out=out, checkpoint="tiny-mlp", batch_size=8, recipe="auto",
                    lr=1e-2, prior="none", context=0)
-    block = result.metrics["selection"]["adapter_training"]
-    assert block["trained"] and block["steps"] == 6 and result.metrics["steps"] == 6
+    block = result.metrics.selection.adapter_training
+    assert block.trained and block.steps == 6 and result.metrics.steps == 6
     assert "fitted: the read-out" not in result.summary  # the adapter was trained, not only the read-out
     model, _ = load_adapter_bundle(out)
     base, _ = load_base_checkpoint("tiny-mlp")

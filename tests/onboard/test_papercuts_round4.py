@@ -67,14 +67,16 @@ def _selection(metric: str = "auroc") -> dict:
 
 
 def test_adapt_gives_the_decision_metrics_beside_the_ranking_metric_and_says_they_are_near_chance() -> None:
+    from passport_kit.checkpoint.adapter_metrics import ClassificationMetrics
     from passport_kit.cli.onboard import ladder_lines
 
-    validation = {"kappa": 0.159, "balanced_accuracy": 0.600, "auroc": 0.75}
+    validation = ClassificationMetrics.model_construct(kappa=0.159, balanced_accuracy=0.600, auroc=0.75)
     lines = ladder_lines(_selection(), validation=validation)
     expected = next(line for line in lines if line.startswith("expected on new subjects"))
     assert "auroc 0.747 to rank windows; its decisions: balanced accuracy 0.600, kappa 0.159" in expected
     assert any(line.startswith("warning: the model's class decisions are near chance") for line in lines)
-    sound = ladder_lines(_selection("kappa"), validation={"kappa": 0.9, "balanced_accuracy": 0.88})
+    sound = ladder_lines(_selection("kappa"), validation=ClassificationMetrics.model_construct(
+        kappa=0.9, balanced_accuracy=0.88))
     assert "kappa 0.747, balanced accuracy 0.880 (cross-validated" in sound[1]
     assert not any("near chance" in line for line in sound)
 
@@ -146,13 +148,16 @@ def test_no_trainable_params_line_when_the_model_shipped_does_not_use_the_backbo
                                                                                    inputs: str) -> None:
     import torch
 
+    from passport_kit.checkpoint.adapter_metrics import LadderSelection
     from passport_kit.onboard.recipes import get_recipe
 
     model = torch.nn.Module()
     model.head = torch.nn.Linear(4, 2)
-    line = get_recipe("auto").fitted_summary(model, selection, "trainable params: 28,836 || all params: 901,836")
+    line = get_recipe("auto").fitted_summary(model, LadderSelection(metric="auroc", **selection),
+                                             "trainable params: 28,836 || all params: 901,836")
     assert inputs in line and "trainable params" not in line and "not used by the model shipped" in line
-    with_backbone = get_recipe("auto").fitted_summary(model, {"backbone_weight": 0.1}, "trainable params: 1")
+    with_backbone = get_recipe("auto").fitted_summary(model, LadderSelection(metric="auroc", backbone_weight=0.1),
+                                                      "trainable params: 1")
     assert "trainable params: 1" in with_backbone
 
 

@@ -299,15 +299,20 @@ def test_adapt_refuses_to_write_a_bundle_that_disagrees_with_its_fit(tmp_path: P
 
 
 def test_predict_warns_about_a_bundle_written_with_the_skew() -> None:
+    from passport_kit.checkpoint.adapter_metrics import read_selection
     from passport_kit.errors import PassportWarning
     from passport_kit.inference.recording import _warn_if_skewed
 
+    def record(offset: bool):  # the selection block of a bundle's adapter.json, as predict reads it
+        return read_selection({"metric": "kappa", "offset": offset, "ladder": [{"rung": "stager", "tried": True,
+                                                                                "taken": True}]})
+
     old = SimpleNamespace(n_prior=5, scaling="recording", scales_prior=True)
     with pytest.warns(PassportWarning, match="re-run adapt"):
-        _warn_if_skewed(old, {"offset": True}, "runs/ear")
+        _warn_if_skewed(old, record(True), "runs/ear")
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _warn_if_skewed(old, {"offset": False}, "runs/ear")  # stacked, not an offset: fit and head agreed
-        _warn_if_skewed(SimpleNamespace(n_prior=5, scaling="recording", scales_prior=False), {"offset": True}, "a")
+        _warn_if_skewed(old, record(False), "runs/ear")  # stacked, not an offset: fit and head agreed
+        _warn_if_skewed(SimpleNamespace(n_prior=5, scaling="recording", scales_prior=False), record(True), "a")

@@ -49,7 +49,7 @@ def test_read_for_prediction_matches_load_recording(bundle: Path, dataset: Path)
 
     _, meta = load_adapter_bundle(bundle)
     montage, config = Montage.from_dict(meta.montage), PreprocessConfig.from_dict(meta.preprocessing)
-    night = read_for_prediction(dataset / "s01.edf", montage, config, amplitude=meta.metrics.get("amplitude"))
+    night = read_for_prediction(dataset / "s01.edf", montage, config, amplitude=meta.metrics.amplitude)
     windows = load_recording(dataset / "s01.edf", montage, config, cache=False)
     quality = recording_quality(dataset / "s01.edf", montage, window_seconds=config.window_seconds,
                                 notch_freq=config.notch_freq)

@@ -20,7 +20,7 @@ def test_adapt_reads_each_recording_once(tmp_path: Path, montage_yaml: Path, che
     # Default contact options (distrust, uncorrelated) need the raw recordings' quality scores,
     # and dataset.yaml sets no h_freq, so the band is fitted to the recordings' rates (headers).
     result = adapt(montage=str(montage_yaml), data=data, out=tmp_path / "first", checkpoint=checkpoint, **recipe)
-    assert result.metrics["poor_contacts"]["distrusted"] is not None
+    assert result.metrics.poor_contacts.distrusted is not None
     assert reads == Counter({name: 1 for name in recordings})
     # Windows from the cache now: the one read left is the quality scores'.
     reads.clear()

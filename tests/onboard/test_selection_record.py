@@ -11,7 +11,7 @@ import pytest
 
 from passport_kit.onboard.ladder import Ladder, LadderData, ladder_record
 from passport_kit.onboard.recipes import AutoRecipe, describe_selection, get_recipe
-from passport_kit.onboard.selection import LadderSelection, Selection, read_selection
+from passport_kit.checkpoint.adapter_metrics import ClassificationMetrics, LadderSelection, Selection, read_selection
 
 #: The keys every ladder record has held since the stager-first order (docs/formats.md, metrics.selection).
 LADDER_KEYS = {"recipe", "metric", "score", "chosen", "method", "C", "backbone_weight", "context", "pooling",
@@ -46,7 +46,7 @@ def _ladder_block(**extra: Any) -> dict[str, Any]:
 def test_a_finetune_record_is_its_score_its_method_and_the_kept_models_scores() -> None:
     record = Selection(recipe="finetune", metric="kappa", score=0.71234,
                        method="best of every evaluation on 2 validation subject(s)", best_step=40)
-    validation = {"auroc": None, "kappa": 0.7, "balanced_accuracy": 0.75, "macro_f1": 0.7}
+    validation = ClassificationMetrics.model_construct(auroc=None, kappa=0.7, balanced_accuracy=0.75, macro_f1=0.7)
     assert record.as_dict() == {"recipe": "finetune", "metric": "kappa", "score": 0.71234, "method":
                                 "best of every evaluation on 2 validation subject(s)", "best_step": 40}
     assert record.stepped
