@@ -46,7 +46,12 @@ def table(schema: dict[str, Any]) -> list[str]:
     rows = ["| field | type | default | meaning |", "|---|---|---|---|"]
     required = set(schema.get("required", ()))
     for name, prop in schema.get("properties", {}).items():
-        default = "required" if name in required else f"`{json.dumps(prop.get('default'))}`"
+        if name in required:
+            default = "required"
+        elif "default" in prop:
+            default = f"`{json.dumps(prop['default'])}`"
+        else:  # a default_factory: the schema gives no value, the type says what an empty one is
+            default = "`[]`" if prop.get("type") == "array" else "empty"
         text = str(prop.get("description", "")).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
         rows.append(f"| `{name}` | {json_type(prop)} | {default} | {text} |")
     return rows

@@ -265,31 +265,42 @@ class AdapterMetrics(_Record):
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
-    train_subjects: list[str] = Field(default_factory=list)
-    validation_subjects: list[str] = Field(default_factory=list)
-    train_windows: int = 0
-    validation_windows: int = 0
-    #: Training windows per class, in class order.
-    train_class_counts: dict[str, int] | None = None
-    steps: int = 0
-    best_step: int | None = None
-    stopped_early: bool = False
-    seconds: float | None = None
-    #: The kept model's scores on the validation subjects (finetune) or out of the ladder's folds (the ladder).
-    validation: ClassificationMetrics | None = None
-    #: The subjects an ``evaluate`` fold held out (its bundles only).
-    test_subjects: list[str] | None = None
-    channel_quality: dict[str, Any] | None = None
-    poor_contacts: PoorContacts | None = None
-    selection: LadderSelection | Selection | None = None
-    warnings: list[str] = Field(default_factory=list)
+    train_subjects: list[str] = Field(default_factory=list, description="The subjects the shipped model was fitted on.")
+    validation_subjects: list[str] = Field(
+        default_factory=list, description="The subjects held out for early stopping (gradient recipes; empty for the ladder)."
+    )
+    train_windows: int = Field(0, description="How many labelled windows the model was fitted on.")
+    validation_windows: int = Field(0, description="How many windows the validation subjects gave.")
+    train_class_counts: dict[str, int] | None = Field(None, description="Training windows per class, in class order.")
+    steps: int = Field(0, description="Optimiser steps taken (gradient recipes; 0 for a closed-form read-out).")
+    best_step: int | None = Field(None, description="The step whose weights were kept (early stopping).")
+    stopped_early: bool = Field(False, description="Whether training stopped before its step budget.")
+    seconds: float | None = Field(None, description="Wall time of the fit (volatile: differs between two runs).")
+    validation: ClassificationMetrics | None = Field(
+        None,
+        description="The kept model's scores on the validation subjects (finetune) or out of the ladder's folds (the ladder).",
+    )
+    test_subjects: list[str] | None = Field(None, description="The subjects an `evaluate` fold held out (its bundles only).")
+    channel_quality: dict[str, Any] | None = Field(
+        None, description="Per-channel quality of the training recordings: bad channels and the reason each was named."
+    )
+    poor_contacts: PoorContacts | None = Field(None, description="How many training channel-windows were masked or distrusted for a poor contact.")
+    selection: LadderSelection | Selection | None = Field(
+        None, description="How the shipped model was chosen: the ladder's rungs, the expected score and its interval."
+    )
+    warnings: list[str] = Field(default_factory=list, description="The warnings adapt printed, one line each.")
     #: Mappings, read as they are: :mod:`~passport_kit.checkpoint.head_checks` checks them on load, naming what is
     #: wrong (``metrics.distribution.quantiles ...``), where a type here would say less.
-    amplitude: Any = None
-    distribution: Any = None
-    fingerprints: dict[str, Any] | None = None
-    #: The training history (gradient recipes): written to ``history.csv``, never to adapter.json.
-    history: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
+    amplitude: Any = Field(None, description="The training amplitude profile: predict's unit and scale check.")
+    distribution: Any = Field(None, description="The training feature distribution: predict's sleep-likeness guard.")
+    fingerprints: dict[str, Any] | None = Field(
+        None, description="Fingerprints of the training recordings: predict says when a night it stages was one the model was fitted on."
+    )
+    history: list[dict[str, Any]] = Field(
+        default_factory=list,
+        exclude=True,
+        description="The training history (gradient recipes): written to `history.csv`, never to adapter.json.",
+    )
 
     @field_validator("selection", mode="before")
     @classmethod
