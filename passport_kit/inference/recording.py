@@ -25,7 +25,6 @@ from passport_kit.contacts import ContactPolicy
 from passport_kit.engine.forward import predict_proba
 from passport_kit.errors import ChannelMappingError
 from passport_kit.inference.files import write_folder_whole
-from passport_kit.inference.hypnogram import is_sleep_staging
 from passport_kit.inference.night_report import (
     AdapterFacts,
     ChannelMasks,
@@ -40,6 +39,7 @@ from passport_kit.inference.night_report import (
 from passport_kit.inference.options import ContactOptions, OutputOptions, ReadOptions, RunOptions, ScorerFiles
 from passport_kit.signals.dead_channels import DeadChannels, dead_channel_windows
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, read_windows
+from passport_kit.sleep.hypnogram import is_sleep_staging
 
 
 @dataclass(frozen=True)
