@@ -85,20 +85,16 @@ def ladder_data(cfg: Any, windows: Any, plain: dict[str, np.ndarray], rows: np.n
         stager_options=[(s, p[rows]) for s, p in options])
 
 
-#: The stagers ``--prior auto`` offers where they run (each trained on thousands of PSG nights).
-AUTO_STAGERS = ("yasa", "gssc")
-
-
 def stager_names(name: str | None) -> list[str]:
-    """Return the stagers ``--prior`` asks for: 'auto' those of :data:`AUTO_STAGERS` that can run here (YASA built
-    in, GSSC when installed), 'none' none, else the one named (or several joined by '+', averaged)."""
-    from passport_kit.sleep import available_priors, get_prior
+    """Return the stagers ``--prior`` asks for: 'auto' the registered ones that declare a place in it and can run
+    here (:func:`passport_kit.sleep.priors.auto_stagers`: YASA built in, GSSC when installed), 'none' none, else the
+    one named (or several joined by '+', averaged)."""
+    from passport_kit.sleep import auto_stagers, get_prior
 
     if name is None or str(name).lower() == "none":
         return []
-    if str(name).lower() == "auto":  # the pretrained stagers shipped as plugins; a user's own by its name
-        ready = available_priors()
-        return [n for n in AUTO_STAGERS if ready.get(n, "unknown") is None]
+    if str(name).lower() == "auto":  # the pretrained stagers shipped with the package; a user's own by its name
+        return auto_stagers()
     get_prior(str(name))  # a one-line ConfigError for an unknown name or one that cannot run here
     return [str(name)]
 

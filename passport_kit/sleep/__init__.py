@@ -5,7 +5,8 @@ per-epoch log-probabilities of the five AASM stages with no labels at all. ``ada
 zero-shot on the training nights and stacks its log-probabilities into the read-out (the
 ladder decides which helps, :mod:`passport_kit.onboard.ladder`); ``predict`` can stage a night
 with it alone (``predict --zero-shot``). YASA is built in (BSD-3, a dependency); other stagers
-are plugins (:mod:`passport_kit.sleep.gssc`: used only where the user installed it).
+are plugins (:mod:`passport_kit.sleep.stagers.gssc`: used only where the user installed it); each stager is one
+module of :mod:`passport_kit.sleep.stagers`, listed from the registry wherever stagers are named.
 
 The :class:`~passport_kit.sleep.hypnogram.Hypnogram` (:mod:`passport_kit.sleep.hypnogram`: stages per epoch, AASM
 sleep statistics) is what prediction writes and the validation report compares; it lives here, under both, since
@@ -17,9 +18,11 @@ Importing :mod:`passport_kit.sleep.hypnogram` loads this package's stager interf
 no stager's own package).
 """
 
-from passport_kit.sleep.priors import (PRIORS, STAGES, PriorSpec, SleepPrior, available_priors, classes_to_stages,
-                                       combine_log_proba, get_prior, native_rates, parse_prior_channels,
-                                       pick_channels, prior_channel_options, prior_log_proba)
+from passport_kit.sleep.priors import (PRIORS, STAGES, PriorSpec, SleepPrior, auto_stagers, available_priors,
+                                       classes_to_stages, combine_log_proba, get_prior, native_rates,
+                                       parse_prior_channels, pick_channels, prior_channel_options, prior_log_proba,
+                                       stager_help)
 
-__all__ = ["PRIORS", "STAGES", "PriorSpec", "SleepPrior", "available_priors", "classes_to_stages", "combine_log_proba",
-           "get_prior", "native_rates", "parse_prior_channels", "pick_channels", "prior_channel_options", "prior_log_proba"]
+__all__ = ["PRIORS", "STAGES", "PriorSpec", "SleepPrior", "auto_stagers", "available_priors", "classes_to_stages",
+           "combine_log_proba", "get_prior", "native_rates", "parse_prior_channels", "pick_channels",
+           "prior_channel_options", "prior_log_proba", "stager_help"]

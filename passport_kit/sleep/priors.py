@@ -104,9 +104,14 @@ PRIORS: Registry[type[SleepPrior]] = Registry("sleep prior", unknown=ConfigError
 class SleepPrior:
     """A pretrained sleep stager used as a prior (subclass, set ``name``, implement :meth:`night_log_proba`)."""
 
-    #: Registry key (``--prior NAME``); the licence is said in ``passport-kit predict --help`` and the docs.
+    #: Registry key (``--prior NAME``, ``--zero-shot NAME``).
     name: ClassVar[str] = ""
     licence: ClassVar[str] = ""
+    #: Where the stager comes from and its terms, as every help text that lists the stagers says it
+    #: (:func:`stager_help`): ``"built in, BSD-3"``.
+    origin: ClassVar[str] = ""
+    #: Its place in what ``--prior auto`` tries where it runs (lower first, :func:`auto_stagers`); None: only by name.
+    auto_order: ClassVar[int | None] = None
     #: Lowest rate (Hz) the stager reads; slower signals are given to it upsampled.
     min_rate: ClassVar[float] = 100.0
     #: The rate (Hz) the stager's networks or features were trained at: a recording reaches it resampled to this.
@@ -184,16 +189,33 @@ def combine_log_proba(parts: list[np.ndarray]) -> np.ndarray:
     return mean - top - np.log(np.exp(mean - top).sum(axis=1, keepdims=True))
 
 
-def _load_builtins() -> None:
-    """Import the plugin modules shipped with the package (each registers its prior; GSSC's only when installed)."""
-    import importlib
+def auto_stagers() -> list[str]:
+    """Return the stagers ``--prior auto`` tries: every registered one that declares an ``auto_order`` and can run
+    here, in that order (YASA built in, then GSSC where the user installed it)."""
+    _load_builtins()
+    ready = [cls for cls in PRIORS.values() if cls.auto_order is not None and cls.unavailable() is None]
+    return [cls.name for cls in sorted(ready, key=lambda cls: (cls.auto_order, cls.name))]
 
-    for module in ("yasa_prior", "gssc"):
-        try:
-            importlib.import_module(f"passport_kit.sleep.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"passport_kit.sleep.{module}":
-                raise
+
+def stager_help(*, quote: str = "", joined: str = " or ") -> str:
+    """Return the registered stagers as the help texts list them, the ``auto`` ones first in their order:
+    ``yasa (built in, BSD-3) or gssc (if you installed it; AGPL-3.0)``; ``quote`` around each name."""
+    _load_builtins()
+    ordered = sorted(PRIORS.values(), key=lambda cls: (cls.auto_order is None, cls.auto_order or 0, cls.name))
+    named = [f"{quote}{cls.name}{quote}" + (f" ({cls.origin})" if cls.origin else "") for cls in ordered]
+    return ", ".join(named[:-1]) + joined + named[-1] if len(named) > 1 else "".join(named)
+
+
+def _load_builtins() -> None:
+    """Import the stager modules shipped with the package: every module of :mod:`passport_kit.sleep.stagers`
+    registers the stagers it defines (a new stager is one file there; GSSC's runs only where it is installed)."""
+    import importlib
+    import pkgutil
+
+    from passport_kit.sleep import stagers
+
+    for module in pkgutil.iter_modules(stagers.__path__):
+        importlib.import_module(f"{stagers.__name__}.{module.name}")
 
 
 def classes_to_stages(classes: list[str]) -> list[int] | None:
@@ -447,6 +469,6 @@ def floored_log(proba: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["ENSEMBLE_SEPARATOR", "MAX_CHANNEL_OPTIONS", "PRIORS", "PROBABILITY_FLOOR", "STAGES", "MeanPrior", "PriorSpec",
-           "SleepPrior", "available_priors", "classes_to_stages", "combine_log_proba", "floored_log", "get_prior",
-           "native_rates", "night_signal", "parse_prior_channels", "pick_channels", "prior_channel_options",
-           "prior_log_proba"]
+           "SleepPrior", "auto_stagers", "available_priors", "classes_to_stages", "combine_log_proba", "floored_log",
+           "get_prior", "native_rates", "night_signal", "parse_prior_channels", "pick_channels",
+           "prior_channel_options", "prior_log_proba", "stager_help"]

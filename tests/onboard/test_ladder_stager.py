@@ -264,7 +264,11 @@ def test_auto_offers_every_channel_choice_of_every_stager_and_their_average(monk
 
     import passport_kit.onboard.ladder_inputs as inputs
 
-    monkeypatch.setattr(inputs, "AUTO_STAGERS", ("flat-test", "wake-test"))
+    from passport_kit.sleep.priors import PRIORS, available_priors
+
+    available_priors()  # the shipped stagers registered: out of auto here, the two test stagers in it
+    for name in PRIORS:
+        monkeypatch.setattr(PRIORS[name], "auto_order", {"flat-test": 0, "wake-test": 1}.get(name))
     montage = SimpleNamespace(ch_names=["L", "R"], positions=np.array([[-0.08, 0.0, 0.0], [0.08, 0.0, 0.0]]),
                               kinds=["eeg", "eeg"])
     windows = SimpleNamespace(config=SimpleNamespace(window_seconds=30.0), montage=montage,

@@ -122,7 +122,7 @@ def test_antropy_is_imported_with_numbas_cache_so_a_process_does_not_recompile_i
     import subprocess
     import sys
 
-    code = ("from passport_kit.sleep.yasa_prior import import_antropy_cached as f; f(); import antropy.fractal as a; "
+    code = ("from passport_kit.sleep.stagers.yasa import import_antropy_cached as f; f(); import antropy.fractal as a; "
             "from numba.core.caching import NullCache; print(type(a._higuchi_fd._cache).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -138,7 +138,7 @@ def test_yasa_prior_gives_the_probabilities_of_yasas_own_predict_to_the_byte(wit
     import yasa
 
     from passport_kit.sleep.priors import floored_log
-    from passport_kit.sleep.yasa_prior import _YASA_COLUMNS
+    from passport_kit.sleep.stagers.yasa import _YASA_COLUMNS
 
     rng = np.random.default_rng(3)
     t = np.arange(20 * 60 * 200) / 200.0
