@@ -290,9 +290,9 @@ def night_prior(head: Any, night: RecordingWindows, montage: Any) -> np.ndarray 
     """
     if not getattr(head, "n_prior", 0):
         return None
-    from passport_kit.sleep import PriorSpec, get_prior, prior_log_proba
+    from passport_kit.sleep import StagerChoice, get_prior, prior_log_proba
 
-    spec = PriorSpec.from_dict(head.prior)
+    spec = StagerChoice.from_dict(head.prior)
     return prior_log_proba(get_prior(spec.name), night.x, night.onset_s, list(montage.ch_names), spec,
                            window_seconds=night.config.window_seconds,
                            raw=night.stager_signal if night.stager else None)

@@ -45,7 +45,7 @@ class LadderData:
     scalings: tuple[str, ...] = ("none",)
     poolings: tuple[str, ...] = POOLINGS
     prior: np.ndarray | None = None
-    prior_spec: dict[str, Any] | None = None
+    stager_choice: dict[str, Any] | None = None
     prior_stages: list[int] | None = None
     backbone: bool = True
     #: The context was given (``--context K``): the read-out has it, the context rung records it as the user's.
@@ -53,14 +53,14 @@ class LadderData:
     #: Why the prior is absent (recorded as the prior rungs' reason), when it is.
     prior_reason: str = "not a sleep-staging task"
     #: The stager's options (channel choices; each installed stager and their average): ``(spec, (N, 5)
-    #: log-probabilities)`` each, the positions' best guess first. Empty: ``prior`` / ``prior_spec`` alone.
+    #: log-probabilities)`` each, the positions' best guess first. Empty: ``prior`` / ``stager_choice`` alone.
     stager_options: list[tuple[dict[str, Any], np.ndarray]] = field(default_factory=list)
     #: Sleep staging starts from the stager where one applies (issue 43); False: the textbook-first order (ablation).
     stager_first: bool = True
 
     def __post_init__(self) -> None:
         if not self.stager_options and self.prior is not None:
-            self.stager_options = [(dict(self.prior_spec or {}), self.prior)]
+            self.stager_options = [(dict(self.stager_choice or {}), self.prior)]
 
 
 def ladder_data(cfg: Any, windows: Any, plain: dict[str, np.ndarray], rows: np.ndarray, *,
@@ -80,7 +80,7 @@ def ladder_data(cfg: Any, windows: Any, plain: dict[str, np.ndarray], rows: np.n
         sleep=sleep, contexts=contexts, fixed_context=cfg.context is not None,
         scalings=SCALINGS if sleep and labels_vary_within_recordings(windows, rows) else ("none",),
         poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,),
-        prior=None if prior is None else prior[rows], prior_spec=spec,
+        prior=None if prior is None else prior[rows], stager_choice=spec,
         prior_stages=classes_to_stages(list(windows.classes)), prior_reason=reason,
         stager_options=[(s, p[rows]) for s, p in options])
 
@@ -140,13 +140,13 @@ def spec_prior(windows: Any, spec: dict[str, Any]) -> np.ndarray:
     made without their recordings (no ``stager_sources``) are read instead (the fallback of
     :func:`passport_kit.sleep.prior_log_proba`).
     """
-    from passport_kit.sleep import PriorSpec, combine_log_proba
+    from passport_kit.sleep import StagerChoice, combine_log_proba
     from passport_kit.sleep.priors import ENSEMBLE_SEPARATOR
 
     cache = vars(windows).setdefault("_sleep_priors", {})
     key = json.dumps(spec, sort_keys=True)
     if key not in cache:
-        parsed = PriorSpec.from_dict(spec)
+        parsed = StagerChoice.from_dict(spec)
         parts = parsed.name.split(ENSEMBLE_SEPARATOR)
         if len(parts) > 1:
             cache[key] = combine_log_proba([spec_prior(windows, parsed.with_name(p).as_dict()) for p in parts])

@@ -18,11 +18,11 @@ Importing :mod:`passport_kit.sleep.hypnogram` loads this package's stager interf
 no stager's own package).
 """
 
-from passport_kit.sleep.priors import (PRIORS, STAGES, PriorSpec, SleepPrior, auto_stagers, available_priors,
+from passport_kit.sleep.priors import (PRIORS, STAGES, SleepPrior, StagerChoice, auto_stagers, available_priors,
                                        classes_to_stages, combine_log_proba, get_prior, native_rates,
                                        parse_prior_channels, pick_channels, prior_channel_options, prior_log_proba,
                                        stager_help)
 
-__all__ = ["PRIORS", "STAGES", "PriorSpec", "SleepPrior", "auto_stagers", "available_priors", "classes_to_stages",
+__all__ = ["PRIORS", "STAGES", "SleepPrior", "StagerChoice", "auto_stagers", "available_priors", "classes_to_stages",
            "combine_log_proba", "get_prior", "native_rates", "parse_prior_channels", "pick_channels",
            "prior_channel_options", "prior_log_proba", "stager_help"]

@@ -46,14 +46,14 @@ class _Echo(SleepPrior):
 def test_prior_log_proba_gives_each_window_its_own_epoch_whatever_the_window_order() -> None:
     x = np.zeros((6, 1, 30, 200), dtype=np.float32)
     onsets = np.array([150.0, 0.0, 30.0, 60.0, 90.0, 120.0])  # shuffled rows
-    from passport_kit.sleep.priors import PriorSpec
+    from passport_kit.sleep.priors import StagerChoice
 
-    out = prior_log_proba(_Echo(), x, onsets, ["C3"], PriorSpec("echo-test", "C3"), window_seconds=30)
+    out = prior_log_proba(_Echo(), x, onsets, ["C3"], StagerChoice("echo-test", "C3"), window_seconds=30)
     assert out.argmax(1).tolist() == [0, 0, 1, 2, 3, 4]  # epoch 5 -> stage 0; epoch 0 -> 0; ...
     with pytest.raises(ConfigError, match="30-s epochs"):
-        prior_log_proba(_Echo(), x, onsets, ["C3"], PriorSpec("echo-test", "C3"), window_seconds=10)
+        prior_log_proba(_Echo(), x, onsets, ["C3"], StagerChoice("echo-test", "C3"), window_seconds=10)
     with pytest.raises(ConfigError, match="lacks"):
-        prior_log_proba(_Echo(), x, onsets, ["C3"], PriorSpec("echo-test", "Cz"), window_seconds=30)
+        prior_log_proba(_Echo(), x, onsets, ["C3"], StagerChoice("echo-test", "Cz"), window_seconds=30)
 
 
 def test_night_signal_lays_windows_at_their_onsets_in_microvolts() -> None:
