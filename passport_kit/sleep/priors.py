@@ -204,13 +204,13 @@ def auto_stagers() -> list[str]:
     return [cls.name for cls in sorted(ready, key=lambda cls: (cls.auto_order, cls.name))]
 
 
-def stager_help(*, quote: str = "", joined: str = " or ") -> str:
+def stager_help(*, quote: str = "") -> str:
     """Return the registered stagers as the help texts list them, the ``auto`` ones first in their order:
     ``yasa (built in, BSD-3) or gssc (if you installed it; AGPL-3.0)``; ``quote`` around each name."""
     _load_builtins()
     ordered = sorted(PRIORS.values(), key=lambda cls: (cls.auto_order is None, cls.auto_order or 0, cls.name))
     named = [f"{quote}{cls.name}{quote}" + (f" ({cls.origin})" if cls.origin else "") for cls in ordered]
-    return ", ".join(named[:-1]) + joined + named[-1] if len(named) > 1 else "".join(named)
+    return ", ".join(named[:-1]) + " or " + named[-1] if len(named) > 1 else "".join(named)
 
 
 def _load_builtins() -> None:
