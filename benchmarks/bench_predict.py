@@ -72,7 +72,7 @@ def plot_only(hours: float, out: Path) -> int:
     """Print the time of 3 ``plot_hypnogram`` calls on a random (Dirichlet) hypnodensity of ``hours``."""
     import numpy as np
 
-    from passport_kit.inference.hypnogram import Hypnogram
+    from passport_kit.sleep.hypnogram import Hypnogram
     from passport_kit.inference.reports import plot_hypnogram
 
     classes = ["W", "N1", "N2", "N3", "REM"]
@@ -109,7 +109,7 @@ def stage_rows(bundle: Path, edf: Path, out: Path, *, device: str, precision: st
     from passport_kit.inference import recording as R
     from passport_kit.inference.options import ContactOptions, RunOptions
     from passport_kit.inference.predict import predict
-    from passport_kit.inference.hypnogram import Hypnogram
+    from passport_kit.sleep.hypnogram import Hypnogram
     from passport_kit.inference.reports import plot_hypnogram
     from passport_kit.model.heads import ProbeHead
     from passport_kit.signals import read_recording

@@ -296,7 +296,7 @@ def ladder_of(task: Task, plain: dict[str, np.ndarray], d: int, train: np.ndarra
                       recordings=task.recordings[train], classes=task.classes, d_model=d, sleep=sleep,
                       contexts=CONTEXTS if sleep else (0,), scalings=("none", "recording") if sleep else ("none",),
                       prior=options[0][1] if options else None, prior_stages=classes_to_stages(task.classes),
-                      prior_spec=options[0][0] if options else None, stager_options=options,
+                      stager_choice=options[0][0] if options else None, stager_options=options,
                       stager_first=stager_first,
                       prior_reason="no prior" if sleep else "not a sleep-staging task")
     return Ladder(data, seed=seed)
@@ -342,7 +342,7 @@ def shipped_proba(task: Task, plain: dict[str, np.ndarray], d: int, train: np.nd
     from passport_kit.sleep import classes_to_stages
 
     chosen = result.chosen
-    prior = chosen_prior(prior, result.prior_spec)
+    prior = chosen_prior(prior, result.stager_choice)
     if chosen is not None and chosen.choice is None:
         proba = zero_shot_proba(prior[test], classes_to_stages(task.classes))
     else:
@@ -420,7 +420,7 @@ def run_task(task: Task, n_splits: int, random_seeds: int, out: Path, log: Any, 
                     put(f"rung: {name}", te, shipped_proba(task, plain, d, tr, te, _only(result, cand, ladder), prior))
                 else:
                     put(f"rung: {name}", te, fitted_proba(task, plain, d, tr, te, cand.choice,
-                                                          chosen_prior(prior, ladder.prior_spec)
+                                                          chosen_prior(prior, ladder.stager_choice)
                                                           if cand.choice.reads_prior
                                                           else None))
             default_effect = ladder.min_effect
@@ -463,7 +463,7 @@ def _only(result: Any, cand: Any, ladder: Any) -> Any:
 
     out = copy.copy(result)
     out.chosen, out.temperature = cand, 1.0
-    out.prior_spec = ladder.prior_spec
+    out.stager_choice = ladder.stager_choice
     out.smoothing = ladder._smoothing_spec(cand) if cand.smoothed else None
     return out
 

@@ -49,7 +49,7 @@ def options_table(name: str, montage: Any, folder: Path) -> list[dict[str, Any]]
     from passport_kit.onboard.ladder_inputs import stager_options
     from passport_kit.onboard.recipe import RecipeOptions
     from passport_kit.onboard.run import prepare_run
-    from passport_kit.sleep import PriorSpec, classes_to_stages
+    from passport_kit.sleep import StagerChoice, classes_to_stages
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -66,7 +66,7 @@ def options_table(name: str, montage: Any, folder: Path) -> list[dict[str, Any]]
         nights = [kappa(np.asarray(w.y)[sel], pred[sel], len(stages))
                   for sel in (keep[np.asarray(w.recording)[keep] == r] for r in np.unique(np.asarray(w.recording)[keep]))]
         rows.append({"data": name, "option": i, "stager": spec["name"],
-                     "channels": PriorSpec.from_dict(spec).channels(),
+                     "channels": StagerChoice.from_dict(spec).channels(),
                      "kappa mean over nights": round(float(np.mean(nights)), 3),
                      "range": f"{min(nights):.3f} to {max(nights):.3f}", "nights": len(nights),
                      "pooled": round(kappa(np.asarray(w.y)[keep], pred[keep], len(stages)), 3)})

@@ -25,7 +25,7 @@ _LAZY = {
     "evaluate": "passport_kit.onboard.evaluate",
     "predict_zero_shot": "passport_kit.inference.keywords",
     "check": "passport_kit.onboard.check",
-    "Hypnogram": "passport_kit.inference.hypnogram",
+    "Hypnogram": "passport_kit.sleep.hypnogram",
     "Montage": "passport_kit.montage",
     "register_montage": "passport_kit.montage",
     "resolve_montage": "passport_kit.montage",

@@ -44,8 +44,9 @@ def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE)
                  "passport_kit.inference")),  # onboarding imports neither pretraining nor prediction (nor the CLI)
     ("reports.py", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.pretrain",
                     "passport_kit.cli")),  # the figures and tables both rooms write: below them
-    ("validation", ("passport_kit.onboard", "passport_kit.pretrain", "passport_kit.cli", "passport_kit.engine",
-                    "passport_kit.model")),  # the validation report (issue 44): under onboarding and prediction
+    ("validation", ("passport_kit.onboard", "passport_kit.inference", "passport_kit.pretrain", "passport_kit.cli",
+                    "passport_kit.engine", "passport_kit.model")),  # the validation report (issues 44, 60): under
+                                                                    # onboarding and prediction, of neither
     ("demo.py", ("passport_kit.cli",)),  # the demo composes onboarding and prediction, under the CLI
     ("engine", ("passport_kit.onboard", "passport_kit.pretrain", "passport_kit.inference",
                 "passport_kit.cli")),  # the floor under all three
@@ -77,15 +78,69 @@ def test_dependency_direction(folder: str, forbidden: tuple[str, ...]) -> None:
     assert violations(folder, forbidden) == []
 
 
-def test_validation_reads_only_the_hypnogram_of_prediction() -> None:
-    """Issue 44: evaluate (onboarding) writes the report, so the room takes nothing of prediction but the Hypnogram
-    value object (``inference/hypnogram.py``, which imports only the ground floor) for its sleep measures."""
-    hypnogram = "passport_kit.inference.hypnogram"
-    found = [v for v in violations("validation", ("passport_kit.inference",))
-             if not (v.endswith(hypnogram) or f"{hypnogram}." in v)]
-    assert found == []
-    assert violations("inference/hypnogram.py", ("passport_kit.inference", "passport_kit.signals",
-                                                 "passport_kit.onboard")) == []
+#: The package's rooms by floor, top first (issue 60): a room imports only its own files and the rooms of the floors
+#: below; rooms of one floor never import each other. Every room of the package stands on one floor, so that an
+#: import running up (the one issue 60 removed: validation read prediction's hypnogram while prediction reads
+#: validation) or a new room nobody placed fails here. The package's face (``passport_kit/__init__.py``, whose
+#: names load lazily, by their module's name as a string) stands on no floor.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("cli",),
+    ("demo",),  # composes onboarding and prediction
+    ("onboard", "pretrain"),
+    ("inference",),
+    ("validation", "engine", "checkpoint"),
+    ("model", "signals"),
+    ("montage", "sleep", "reports", "output_lock", "embedding_kinds", "runtime", "contacts"),
+    ("atomic_io", "bounded_yaml", "errors", "registry", "stage_names", "version", "wording"),  # the ground
+)
+
+
+def rooms(package: Path = PACKAGE) -> set[str]:
+    """Return the package's rooms: its folders and top-level modules (``cli``, ``runtime``), the face left out."""
+    return {p.stem for p in package.iterdir() if (p.is_dir() and (p / "__init__.py").exists())
+            or (p.suffix == ".py" and p.name != "__init__.py")}
+
+
+def upward_imports(floors: tuple[tuple[str, ...], ...] = FLOORS, package: Path = PACKAGE) -> list[str]:
+    """Return ``file: module`` for every import of another room that does not stand on a lower floor (a name taken
+    from the package's face counts as its own room: ``from passport_kit import X`` where X is no room)."""
+    floor = {room: level for level, names in enumerate(floors) for room in names}
+    found = []
+    for room in sorted(floor):
+        root = package / room if (package / room).is_dir() else package / f"{room}.py"
+        for f in [root] if root.is_file() else sorted(root.rglob("*.py")):
+            for m in sorted(imported_modules(f, package.parent)):
+                parts = m.split(".")
+                if parts[0] != package.name or len(parts) == 1:
+                    continue
+                other = parts[1] if parts[1] in floor else "__init__"
+                if other != room and (other == "__init__" or floor[other] <= floor[room]):
+                    found.append(f"{f.relative_to(package.parent)}: {m}")
+    return found
+
+
+def test_every_room_stands_on_one_floor() -> None:
+    placed = [room for names in FLOORS for room in names]
+    assert len(placed) == len(set(placed))
+    assert sorted(rooms()) == sorted(placed)
+
+
+def test_no_import_runs_up_a_floor_or_across_one() -> None:
+    assert upward_imports() == []
+
+
+def test_the_floor_rule_sees_an_import_up_and_one_across(tmp_path: Path) -> None:
+    package = tmp_path / "passport_kit"
+    for room in ("top", "low", "side"):
+        (package / room).mkdir(parents=True)
+        (package / room / "__init__.py").write_text("")
+    (package / "low" / "a.py").write_text("def f():\n    from passport_kit.top import x\n")
+    (package / "side" / "b.py").write_text("from ..low import a\nfrom passport_kit import face_name\n")
+    (package / "top" / "c.py").write_text("from passport_kit.low.a import f\nfrom passport_kit.top import c\n")
+    assert upward_imports((("top",), ("low", "side")), package) == [
+        "passport_kit/low/a.py: passport_kit.top", "passport_kit/low/a.py: passport_kit.top.x",
+        "passport_kit/side/b.py: passport_kit.face_name", "passport_kit/side/b.py: passport_kit.low",
+        "passport_kit/side/b.py: passport_kit.low.a"]
 
 
 def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:

@@ -296,7 +296,7 @@ class HeadSettings(TypedDict, total=False):
     bands: list[list[float]] | None  # probe: [low, high] in Hz per band (None: the spectral block before issue 24)
     scaling: Scaling  # probe
     n_prior: _Int  # probe: the sleep prior block's width (issue 33; 0: none)
-    prior: dict[str, Any] | None  # probe: the prior's name and channels (passport_kit.sleep.priors.PriorSpec)
+    prior: dict[str, Any] | None  # probe: the prior's name and channels (passport_kit.sleep.priors.StagerChoice)
     temperature: _Float  # probe: calibration temperature (1: none)
     smoothing: dict[str, Any] | None  # probe: the night HMM's transitions and emission prior (None: none)
     scales_prior: _Bool  # probe: per-recording scaling scales the prior block too (absent: True, before issue 55)

@@ -29,6 +29,7 @@ from passport_kit.inference.options import ContactOptions, OutputOptions, ReadOp
 from passport_kit.onboard.recipe import AUTO_ACTS, FINETUNE_ONLY, RecipeOptions, option_flag
 from passport_kit.onboard.recipes import ProbeRecipe, describe_selection, get_recipe, near_chance_note, recipe_names
 from passport_kit.checkpoint.adapter_metrics import AdapterMetrics, ClassificationMetrics, LadderSelection
+from passport_kit.sleep import stager_help
 from passport_kit.wording import counted
 
 _RECIPE_HELP = ("; ".join(f"{name}: {get_recipe(name).help}" for name in recipe_names()) + ". Default: finetune if an "
@@ -482,8 +483,8 @@ def predict_command(
     adapter: Path | None = typer.Option(None, "--adapter", help="Adapter bundle folder written by adapt (required "
                                         "unless --zero-shot).", rich_help_panel=MODEL),
     zero_shot: str | None = typer.Option(None, "--zero-shot", help="Stage sleep with a pretrained stager alone, no "
-                                         "adapter and no labels: yasa (built in, BSD-3) or gssc (if you installed "
-                                         "it; AGPL-3.0). Needs --montage.", rich_help_panel=MODEL),
+                                         f"adapter and no labels: {stager_help()}. Needs --montage.",
+                                         rich_help_panel=MODEL),
     montage: str | None = typer.Option(None, "--montage", help="With --zero-shot: the registered montage (or "
                                        "montage YAML) of the recordings.", rich_help_panel=MODEL),
     out: Path = typer.Option(Path("predictions"), "--out", help="Output folder (one subfolder per recording).",

@@ -22,6 +22,7 @@ from passport_kit.inference import predict as prediction
 from passport_kit.inference import zero_shot
 from passport_kit.inference.night_report import PredictionResult
 from passport_kit.inference.options import ContactOptions, OutputOptions, ReadOptions, RunOptions, ScorerFiles
+from passport_kit.sleep import stager_help
 
 Function = TypeVar("Function", bound=Callable[..., Any])
 
@@ -131,7 +132,7 @@ def predict_zero_shot(
     """Return one result per recording staged by a pretrained sleep stager alone: no adapter, no labels.
 
     The keyword form of :func:`passport_kit.inference.zero_shot.predict_zero_shot`, in the order of
-    :func:`predict`: what stages (``stager``: ``"yasa"``, built in, or ``"gssc"`` where installed,
+    :func:`predict`: what stages (``stager``: {stagers}; several joined by ``+`` are averaged;
     where :func:`predict` takes the adapter), the recordings, the output folder; ``montage`` (a
     registered name, a montage YAML or a Montage) says what the recordings' channels are. The
     reading and output keywords are :func:`predict`'s: ``sfreq``, ``units``, ``scale``,
@@ -150,6 +151,10 @@ def predict_zero_shot(
     objects = _option_objects("predict_zero_shot", kinds, given, options)
     return zero_shot.predict_zero_shot(montage, recordings, out, prior=stager, checkpoint=checkpoint,
                                        progress=progress, **objects)
+
+
+#: The stagers as the registry lists them (a new stager is one file of :mod:`passport_kit.sleep.stagers`).
+predict_zero_shot.__doc__ = (predict_zero_shot.__doc__ or "").replace("{stagers}", stager_help(quote="``"))
 
 
 def _option_objects(function: str, kinds: dict[str, Any], given: dict[str, Any],

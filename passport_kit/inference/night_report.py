@@ -28,7 +28,11 @@ from pydantic import BaseModel, ConfigDict
 
 from passport_kit.contacts import ContactPolicy
 from passport_kit.inference import reports
-from passport_kit.inference.hypnogram import (
+from passport_kit.inference.options import OutputOptions, ScorerLabels
+from passport_kit.signals.dead_channels import DeadChannels
+from passport_kit.signals.distribution import DistributionVerdict
+from passport_kit.signals.recording import RecordingWindows
+from passport_kit.sleep.hypnogram import (
     Hypnogram,
     is_sleep_staging,
     LOW_CONFIDENCE_SHARE,

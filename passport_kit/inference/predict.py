@@ -11,10 +11,10 @@ Written per recording, in ``<out>/<recording stem>/``:
 - ``<stem>_predictions.csv``: one row per window: onset, duration, class, p_<class>...,
   confidence, flagged (a quality flag was raised for some channel), low_confidence (the top
   probability is less than a third of the way from chance to certainty:
-  :func:`~passport_kit.inference.hypnogram.low_confidence`).
+  :func:`~passport_kit.sleep.hypnogram.low_confidence`).
 - ``<stem>_events.tsv``: BIDS events (onset, duration, value, trial_type, low_confidence).
 - ``<stem>_summary.json``: adapter, recording, class counts, and for sleep staging the AASM
-  statistics (:class:`~passport_kit.inference.hypnogram.Hypnogram`); for one-label tasks the
+  statistics (:class:`~passport_kit.sleep.hypnogram.Hypnogram`); for one-label tasks the
   recording-level class (mean probability over windows). When more than half of the windows
   are flagged or low confidence, these are null and ``statistics_withheld`` says why.
 

@@ -26,7 +26,6 @@ from passport_kit.contacts import ContactPolicy
 from passport_kit.engine.forward import predict_proba
 from passport_kit.errors import ChannelMappingError
 from passport_kit.inference.files import write_folder_whole
-from passport_kit.inference.hypnogram import is_sleep_staging
 from passport_kit.inference.night_report import (
     AdapterFacts,
     ChannelMasks,
@@ -41,6 +40,7 @@ from passport_kit.inference.night_report import (
 from passport_kit.inference.options import ContactOptions, OutputOptions, ReadOptions, RunOptions, ScorerFiles
 from passport_kit.signals.dead_channels import DeadChannels, dead_channel_windows
 from passport_kit.signals.recording import RecordingWindows, fit_preprocessing, read_windows
+from passport_kit.sleep.hypnogram import is_sleep_staging
 
 #: What a scorer reads a recording as (:func:`prefetched` hands it on as it is).
 Night = TypeVar("Night")
@@ -321,9 +321,9 @@ def night_prior(head: Any, night: RecordingWindows, montage: Any) -> np.ndarray 
     """
     if not head.n_prior:
         return None
-    from passport_kit.sleep import PriorSpec, get_prior, prior_log_proba
+    from passport_kit.sleep import StagerChoice, get_prior, prior_log_proba
 
-    spec = PriorSpec.from_dict(head.prior)
+    spec = StagerChoice.from_dict(head.prior)
     return prior_log_proba(get_prior(spec.name), night.x, night.onset_s, list(montage.ch_names), spec,
                            window_seconds=night.config.window_seconds,
                            raw=night.stager_signal if night.stager else None)

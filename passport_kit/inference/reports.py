@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from passport_kit.atomic_io import atomic_output, atomic_write_text as write_text, write_json, write_table
-from passport_kit.inference.hypnogram import Hypnogram
 from passport_kit.reports import PLOT_FORMATS, save_figure
+from passport_kit.sleep.hypnogram import Hypnogram
 
 
 def window_rows(
@@ -34,7 +34,7 @@ def window_rows(
     ``proba`` has shape (N, n_classes); ``confidence`` is the largest probability. ``flagged``
     (N,) bool marks windows whose signal quality checks failed (NaN, flat, clipped channels);
     ``low_confidence`` (N,) bool those whose confidence is low
-    (:func:`~passport_kit.inference.hypnogram.low_confidence`).
+    (:func:`~passport_kit.sleep.hypnogram.low_confidence`).
     """
     pred = np.argmax(proba, axis=1)
     rows = []

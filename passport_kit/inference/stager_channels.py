@@ -33,7 +33,7 @@ DEAD_FOR_NIGHT = 0.5
 class StagerChannels:
     """The channels a stager reads on one night and what the report says of them.
 
-    ``spec``: the :class:`~passport_kit.sleep.PriorSpec` it reads; ``note``: why it reads other channels than the
+    ``spec``: the :class:`~passport_kit.sleep.StagerChoice` it reads; ``note``: why it reads other channels than the
     montage's first choice (a warning), or None; ``unfit``: why no channel can be staged (every window flagged, the
     statistics withheld), or None; ``dead`` ``(N,)``: the windows in which a channel it reads is dead.
     """

@@ -107,7 +107,7 @@ class StagerScorer:
     read with the contract's preprocessing, the stager reading its chosen channels as recorded."""
 
     stager: Any                   # the SleepPrior (passport_kit.sleep.get_prior)
-    spec: Any                     # the PriorSpec: the channels it reads where all are live
+    spec: Any                     # the StagerChoice: the channels it reads where all are live
     montage: Any
     config: Any                   # the PreprocessConfig of the report's windows
     facts: AdapterFacts

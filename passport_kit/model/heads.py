@@ -177,7 +177,7 @@ class Head(nn.Module):
     #: nearest live channel (:mod:`passport_kit.engine.imputation`, by :meth:`spectral_layout`).
     imputes_dead_channels: ClassVar[bool] = False
     #: The stacked sleep stager's block: its width (0: none; its log-probabilities are appended to the read-out's
-    #: inputs by the caller) and the stager (a :class:`passport_kit.sleep.PriorSpec` as a dict).
+    #: inputs by the caller) and the stager (a :class:`passport_kit.sleep.StagerChoice` as a dict).
     n_prior: int = 0
     prior: dict[str, Any] | None = None
 
@@ -287,7 +287,7 @@ class ProbeHead(Head):
             raise ConfigError(f"a probe head's prior block needs a prior spec and a positive temperature, got "
                               f"n_prior {n_prior}, prior {prior!r}, temperature {temperature}")
         #: The sleep prior block (issue 33): ``n_prior`` log-probabilities per window from the prior ``prior``
-        #: names (:class:`passport_kit.sleep.priors.PriorSpec` as a dict), appended to the read-out's inputs by
+        #: names (:class:`passport_kit.sleep.priors.StagerChoice` as a dict), appended to the read-out's inputs by
         #: the caller (the head reads windows, not nights). 0: no prior block.
         self.n_prior, self.prior = int(n_prior), (dict(prior) if prior else None)
         #: Whether ``scaling`` "recording" scales the prior block too (issue 55). True: heads written before, whose

@@ -185,7 +185,7 @@ class LadderResult:
     base: Scored | None = None
     order: tuple[str, ...] = TEXTBOOK_FIRST
     #: The spec of the stager option the read-out reads, when it reads one.
-    prior_spec: dict[str, Any] | None = None
+    stager_choice: dict[str, Any] | None = None
     #: How many candidates the shipped model was chosen from (:attr:`Ladder.n_candidates`).
     candidates: int = 0
 
@@ -240,7 +240,7 @@ class Ladder:
         #: The stager option the read-outs read (the stager rung picks it; the first by default).
         self.option = 0
         #: Its spec and log-probabilities (LadderData's __post_init__ lists a lone prior as the one option).
-        self.prior_spec, self.prior = data.stager_options[0] if data.stager_options else (data.prior_spec, None)
+        self.stager_choice, self.prior = data.stager_options[0] if data.stager_options else (data.stager_choice, None)
         self.stages = data.prior_stages
 
     @property
@@ -259,7 +259,7 @@ class Ladder:
     def use_stager(self, option: int) -> None:
         """Read stager option ``option`` from now on (its log-probabilities as the prior block and offset)."""
         self.option = option
-        self.prior_spec, self.prior = self.data.stager_options[option]
+        self.stager_choice, self.prior = self.data.stager_options[option]
 
     # -- scoring ----------------------------------------------------------------------------------------------
     def score(self, name: str, choice: ReadOutChoice) -> Scored:
@@ -350,7 +350,7 @@ class Ladder:
     def zero_shot(self, option: int | None = None) -> Scored:
         """Return the stager alone (option ``option``; None: the one in use), unfitted, scored on the same test folds
         (its probabilities mapped onto the classes)."""
-        spec, prior = (self.prior_spec, self.prior) if option is None else self.data.stager_options[option]
+        spec, prior = (self.stager_choice, self.prior) if option is None else self.data.stager_options[option]
         assert self.folds is not None and prior is not None and self.stages is not None
         self.n_candidates += 1
         proba = zero_shot_proba(prior, self.stages)
@@ -447,12 +447,12 @@ class Ladder:
         start = time.perf_counter()
         order = rung_order(self.data)
         if self.folds is None and stager_applies(self.data):  # nothing to score: the stager needs no proof
-            stager = Scored("stager", None, np.array([]), [], setting={"prior": (self.prior_spec or {}).get("name"),
-                                                                        **_channels(self.prior_spec)})
+            stager = Scored("stager", None, np.array([]), [], setting={"prior": (self.stager_choice or {}).get("name"),
+                                                                        **_channels(self.stager_choice)})
             rungs = [Rung(name="stager", tried=False, taken=True, reason="too few windows to cross-validate: the stager "
                           "as it is, on the channels the electrode positions pick", setting=stager.setting)]
             return LadderResult(self.metric, rungs, stager, None, None, None, min_effect=self.min_effect,
-                                base=stager, order=order, prior_spec=self.prior_spec,
+                                base=stager, order=order, stager_choice=self.stager_choice,
                                 seconds=time.perf_counter() - start)
         if self.folds is None:
             rungs = [Rung(name="bandpower", tried=False, taken=True, reason="too few windows to cross-validate: the "
@@ -473,7 +473,7 @@ class Ladder:
         result = LadderResult(self.metric, climb.rungs, incumbent, self.bandpower, self.folds,
                               decision.lpft_score if lpft_taken else incumbent.mean, lpft=decision,
                               min_effect=self.min_effect, base=base, order=order,
-                              prior_spec=self.prior_spec if reads_prior else None)
+                              stager_choice=self.stager_choice if reads_prior else None)
         result.candidates = self.n_candidates
         if incumbent.smoothed:
             result.smoothing = self._smoothing_spec(incumbent)
@@ -521,9 +521,9 @@ def _channels(spec: dict[str, Any] | None) -> dict[str, Any]:
     """Return what a stager option reads, as the ladder's record names it (``{"channels": "EEG C3-A2"}``)."""
     if not spec or "eeg" not in spec:
         return {}
-    from passport_kit.sleep import PriorSpec
+    from passport_kit.sleep import StagerChoice
 
-    return {"channels": PriorSpec.from_dict(spec).channels()}
+    return {"channels": StagerChoice.from_dict(spec).channels()}
 
 
 def zero_shot_proba(prior: np.ndarray, stages: list[int]) -> np.ndarray:
@@ -542,11 +542,11 @@ def emission_prior(scored: Scored, oof_fit: np.ndarray, k: int) -> np.ndarray:
     return np.full(k, 1.0 / k)
 
 
-def set_zero_shot(head: Any, stages: list[int], prior_spec: dict[str, Any], n_prior: int) -> None:
+def set_zero_shot(head: Any, stages: list[int], stager_choice: dict[str, Any], n_prior: int) -> None:
     """Give ``head`` the zero-shot read-out: logits = the prior's log-probabilities of the classes' stages."""
     import torch
 
-    head.set_read_out(0, head.pooling, "none", prior=prior_spec, n_prior=n_prior)
+    head.set_read_out(0, head.pooling, "none", prior=stager_choice, n_prior=n_prior)
     weight = torch.zeros_like(head.linear.weight)
     start = weight.shape[1] - n_prior
     for cls, stage in enumerate(stages):
@@ -609,7 +609,7 @@ def fit_ladder(model: Any, windows: FitData, rows: np.ndarray,
     result = ladder.climb(None if lpft is None else (lambda choice: lpft(choice, plain)))
     notes = class_warnings(y_rows, classes)
     seq = list(np.asarray(ladder_data.recordings))
-    prior, prior_spec = ladder.prior, ladder.prior_spec  # the stager option the ladder chose
+    prior, stager_choice = ladder.prior, ladder.stager_choice  # the stager option the ladder chose
     n_prior = 0 if prior is None else prior.shape[1]
     lpft_trained = result.lpft is not None and bool(getattr(result.lpft, "trained", False))
     chosen = result.chosen
@@ -625,11 +625,11 @@ def fit_ladder(model: Any, windows: FitData, rows: np.ndarray,
     parity = None
     if not lpft_trained:  # LP-FT's step trained the head and adapter itself
         if chosen is not None and chosen.choice is None:
-            set_zero_shot(head, ladder_data.prior_stages or [], prior_spec or {}, n_prior)
+            set_zero_shot(head, ladder_data.prior_stages or [], stager_choice or {}, n_prior)
             fit_proba = zero_shot_proba(prior, ladder_data.prior_stages or [])
         else:
             fit_proba = fit_head(head, plain, y_rows, result.fitted, len(classes), recordings=seq, seed=seed,
-                                 prior=prior, prior_spec=prior_spec, stages=ladder_data.prior_stages)
+                                 prior=prior, stager_choice=stager_choice, stages=ladder_data.prior_stages)
         head.smoothing = result.smoothing
         head.temperature = float(result.temperature)
         model.eval()
@@ -730,7 +730,7 @@ def stager_summary(res: LadderResult) -> dict[str, Any]:
     r = rounded
     setting = next((x.setting for x in res.rungs if x.name == "stager"), None) or {}
     out["stager"] = {"prior": setting.get("prior"), "channels": setting.get("channels"), "score": r(stager.mean),
-                     "spec": res.prior_spec}
+                     "spec": res.stager_choice}
     out["stager_score"] = r(stager.mean)
     out["increment_over_stager"] = r(None if res.expected is None else res.expected - stager.mean)
     return out

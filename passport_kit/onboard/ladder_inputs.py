@@ -45,7 +45,7 @@ class LadderData:
     scalings: tuple[str, ...] = ("none",)
     poolings: tuple[str, ...] = POOLINGS
     prior: np.ndarray | None = None
-    prior_spec: dict[str, Any] | None = None
+    stager_choice: dict[str, Any] | None = None
     prior_stages: list[int] | None = None
     backbone: bool = True
     #: The context was given (``--context K``): the read-out has it, the context rung records it as the user's.
@@ -53,14 +53,14 @@ class LadderData:
     #: Why the prior is absent (recorded as the prior rungs' reason), when it is.
     prior_reason: str = "not a sleep-staging task"
     #: The stager's options (channel choices; each installed stager and their average): ``(spec, (N, 5)
-    #: log-probabilities)`` each, the positions' best guess first. Empty: ``prior`` / ``prior_spec`` alone.
+    #: log-probabilities)`` each, the positions' best guess first. Empty: ``prior`` / ``stager_choice`` alone.
     stager_options: list[tuple[dict[str, Any], np.ndarray]] = field(default_factory=list)
     #: Sleep staging starts from the stager where one applies (issue 43); False: the textbook-first order (ablation).
     stager_first: bool = True
 
     def __post_init__(self) -> None:
         if not self.stager_options and self.prior is not None:
-            self.stager_options = [(dict(self.prior_spec or {}), self.prior)]
+            self.stager_options = [(dict(self.stager_choice or {}), self.prior)]
 
 
 def ladder_data(cfg: Any, windows: Any, plain: dict[str, np.ndarray], rows: np.ndarray, *,
@@ -80,25 +80,21 @@ def ladder_data(cfg: Any, windows: Any, plain: dict[str, np.ndarray], rows: np.n
         sleep=sleep, contexts=contexts, fixed_context=cfg.context is not None,
         scalings=SCALINGS if sleep and labels_vary_within_recordings(windows, rows) else ("none",),
         poolings=POOLINGS if cfg.probe_pooling == "auto" else (cfg.probe_pooling,),
-        prior=None if prior is None else prior[rows], prior_spec=spec,
+        prior=None if prior is None else prior[rows], stager_choice=spec,
         prior_stages=classes_to_stages(list(windows.classes)), prior_reason=reason,
         stager_options=[(s, p[rows]) for s, p in options])
 
 
-#: The stagers ``--prior auto`` offers where they run (each trained on thousands of PSG nights).
-AUTO_STAGERS = ("yasa", "gssc")
-
-
 def stager_names(name: str | None) -> list[str]:
-    """Return the stagers ``--prior`` asks for: 'auto' those of :data:`AUTO_STAGERS` that can run here (YASA built
-    in, GSSC when installed), 'none' none, else the one named (or several joined by '+', averaged)."""
-    from passport_kit.sleep import available_priors, get_prior
+    """Return the stagers ``--prior`` asks for: 'auto' the registered ones that declare a place in it and can run
+    here (:func:`passport_kit.sleep.priors.auto_stagers`: YASA built in, GSSC when installed), 'none' none, else the
+    one named (or several joined by '+', averaged)."""
+    from passport_kit.sleep import auto_stagers, get_prior
 
     if name is None or str(name).lower() == "none":
         return []
-    if str(name).lower() == "auto":  # the pretrained stagers shipped as plugins; a user's own by its name
-        ready = available_priors()
-        return [n for n in AUTO_STAGERS if ready.get(n, "unknown") is None]
+    if str(name).lower() == "auto":  # the pretrained stagers shipped with the package; a user's own by its name
+        return auto_stagers()
     get_prior(str(name))  # a one-line ConfigError for an unknown name or one that cannot run here
     return [str(name)]
 
@@ -144,13 +140,13 @@ def spec_prior(windows: Any, spec: dict[str, Any]) -> np.ndarray:
     made without their recordings (no ``stager_sources``) are read instead (the fallback of
     :func:`passport_kit.sleep.prior_log_proba`).
     """
-    from passport_kit.sleep import PriorSpec, combine_log_proba
+    from passport_kit.sleep import StagerChoice, combine_log_proba
     from passport_kit.sleep.priors import ENSEMBLE_SEPARATOR
 
     cache = vars(windows).setdefault("_sleep_priors", {})
     key = json.dumps(spec, sort_keys=True)
     if key not in cache:
-        parsed = PriorSpec.from_dict(spec)
+        parsed = StagerChoice.from_dict(spec)
         parts = parsed.name.split(ENSEMBLE_SEPARATOR)
         if len(parts) > 1:
             cache[key] = combine_log_proba([spec_prior(windows, parsed.with_name(p).as_dict()) for p in parts])
@@ -160,7 +156,7 @@ def spec_prior(windows: Any, spec: dict[str, Any]) -> np.ndarray:
 
 
 def _stage_nights(windows: Any, specs: list[Any]) -> None:
-    """Stage every recording of ``windows`` with each single stager ``specs`` names (PriorSpecs) that
+    """Stage every recording of ``windows`` with each single stager ``specs`` names (StagerChoices) that
     :func:`spec_prior`'s cache lacks, and keep the results there; each recording is read once per stager rate."""
     import functools
 

@@ -167,7 +167,7 @@ def plain_features(z_both: np.ndarray, d_model: int, poolings: tuple[str, ...]) 
 
 def fit_head(head: nn.Module, plain: dict[str, np.ndarray], y: np.ndarray, choice: ReadOutChoice, n_classes: int,
              *, recordings: list[Any] | None, seed: int, prior: np.ndarray | None = None,
-             prior_spec: dict[str, Any] | None = None, stages: list[int] | None = None) -> np.ndarray:
+             stager_choice: dict[str, Any] | None = None, stages: list[int] | None = None) -> np.ndarray:
     """Give ``head`` the read-out of ``choice`` fitted on every row (context, pooling, scaling, prior block set);
     ``stages``: each class's stage in the prior block (an offset read-out needs it).
 
@@ -175,7 +175,7 @@ def fit_head(head: nn.Module, plain: dict[str, np.ndarray], y: np.ndarray, choic
     inputs it was fitted on (not by the head): what the head must reproduce (issue 55's parity check).
     """
     n_prior = prior.shape[1] if choice.reads_prior and prior is not None else 0
-    head.set_read_out(choice.context, choice.pooling, choice.scaling, prior=prior_spec, n_prior=n_prior)
+    head.set_read_out(choice.context, choice.pooling, choice.scaling, prior=stager_choice, n_prior=n_prior)
     if choice.offset:
         if prior is None or stages is None:
             raise ValueError("an offset read-out needs the prior's log-probabilities and each class's stage")

@@ -23,6 +23,7 @@ from passport_kit.errors import ConfigError, validation_problem
 from passport_kit.onboard.criteria import selection_metric
 from passport_kit.onboard.recipes import (PROBE_LAYER, RECIPES, AutoRecipe, FinetuneRecipe, default_recipe,
                                           get_recipe, gradient_options_given, recipe_names)
+from passport_kit.sleep.priors import stager_help
 
 if TYPE_CHECKING:  # pragma: no cover - torch: imported where the settings are made
     from passport_kit.onboard.finetune import FinetuneSettings
@@ -68,8 +69,8 @@ class RecipeOptions(ContactPolicy):
                                                               "window's patches; auto: chosen by cross-validation")
     prior: str = Field("auto", description="sleep staging: the pretrained sleep stager the ladder starts from "
                        "(zero-shot, then adapted to your nights), or 'none' (band power first); 'auto': every stager "
-                       "that runs here and their average, chosen by your nights' scores; 'yasa' is built in, 'gssc' "
-                       "when you installed it (AGPL-3.0, never a dependency)")
+                       "that runs here and their average, chosen by your nights' scores; the stagers: "
+                       + stager_help(quote="'"))
     prior_channels: str | None = Field(None, description="sleep staging: the montage channels the stager reads, "
                                        "EEG[-REF][,EOG[-REF]] (e.g. ELA-ERA: a derivation); default: chosen among "
                                        "a few by electrode positions and the stager's score on your nights")

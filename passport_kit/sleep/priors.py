@@ -55,8 +55,15 @@ ENSEMBLE_SEPARATOR = "+"
 
 
 @dataclass(frozen=True)
-class PriorSpec:
-    """Which prior a read-out stacks and on which montage channels (stored in adapter.json's head block).
+class StagerChoice:
+    """The choice of stager: which stager(s) a read-out stacks or a night is staged with, and on which montage
+    channels (stored as a dict in adapter.json's head block).
+
+    One name in the code for this value (issue 60): ``StagerChoice``, and ``stager_choice`` for a variable
+    that holds one or its dict (:meth:`as_dict`). The formats keep their names: the options ``--prior`` and
+    ``--prior-channels`` (``RecipeOptions.prior``), the head's ``prior`` key in adapter.json and the head's
+    ``prior`` setting. "Prior" alone names the stacked block of the stager's log-probabilities (``n_prior``
+    columns) and, in the night HMM, the emission prior.
 
     ``eeg_ref`` / ``eog_ref``: a second montage channel subtracted from ``eeg`` / ``eog`` (a derivation,
     e.g. ear to ear); None reads the channel as it is. ``name`` may join several stagers with
@@ -77,7 +84,7 @@ class PriorSpec:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PriorSpec:
+    def from_dict(cls, data: dict[str, Any]) -> StagerChoice:
         """Return the spec adapter.json stored."""
         return cls(str(data["name"]), str(data["eeg"]), data.get("eog"), data.get("emg"), data.get("eeg_ref"),
                    data.get("eog_ref"))
@@ -91,9 +98,9 @@ class PriorSpec:
                                                   ("EMG", self.emg)) if ch is not None]
         return ", ".join(parts)
 
-    def with_name(self, name: str) -> PriorSpec:
+    def with_name(self, name: str) -> StagerChoice:
         """Return this channel choice for the prior ``name``."""
-        return PriorSpec(name, self.eeg, self.eog, self.emg, self.eeg_ref, self.eog_ref)
+        return StagerChoice(name, self.eeg, self.eog, self.emg, self.eeg_ref, self.eog_ref)
 
 
 #: The sleep priors by name, filled by subclassing :class:`SleepPrior` (the shipped plugins once
@@ -104,9 +111,14 @@ PRIORS: Registry[type[SleepPrior]] = Registry("sleep prior", unknown=ConfigError
 class SleepPrior:
     """A pretrained sleep stager used as a prior (subclass, set ``name``, implement :meth:`night_log_proba`)."""
 
-    #: Registry key (``--prior NAME``); the licence is said in ``passport-kit predict --help`` and the docs.
+    #: Registry key (``--prior NAME``, ``--zero-shot NAME``).
     name: ClassVar[str] = ""
     licence: ClassVar[str] = ""
+    #: Where the stager comes from and its terms, as every help text that lists the stagers says it
+    #: (:func:`stager_help`): ``"built in, BSD-3"``.
+    origin: ClassVar[str] = ""
+    #: Its place in what ``--prior auto`` tries where it runs (lower first, :func:`auto_stagers`); None: only by name.
+    auto_order: ClassVar[int | None] = None
     #: Lowest rate (Hz) the stager reads; slower signals are given to it upsampled.
     min_rate: ClassVar[float] = 100.0
     #: The rate (Hz) the stager's networks or features were trained at: a recording reaches it resampled to this.
@@ -184,16 +196,33 @@ def combine_log_proba(parts: list[np.ndarray]) -> np.ndarray:
     return mean - top - np.log(np.exp(mean - top).sum(axis=1, keepdims=True))
 
 
-def _load_builtins() -> None:
-    """Import the plugin modules shipped with the package (each registers its prior; GSSC's only when installed)."""
-    import importlib
+def auto_stagers() -> list[str]:
+    """Return the stagers ``--prior auto`` tries: every registered one that declares an ``auto_order`` and can run
+    here, in that order (YASA built in, then GSSC where the user installed it)."""
+    _load_builtins()
+    ready = [cls for cls in PRIORS.values() if cls.auto_order is not None and cls.unavailable() is None]
+    return [cls.name for cls in sorted(ready, key=lambda cls: (cls.auto_order, cls.name))]
 
-    for module in ("yasa_prior", "gssc"):
-        try:
-            importlib.import_module(f"passport_kit.sleep.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"passport_kit.sleep.{module}":
-                raise
+
+def stager_help(*, quote: str = "") -> str:
+    """Return the registered stagers as the help texts list them, the ``auto`` ones first in their order:
+    ``yasa (built in, BSD-3) or gssc (if you installed it; AGPL-3.0)``; ``quote`` around each name."""
+    _load_builtins()
+    ordered = sorted(PRIORS.values(), key=lambda cls: (cls.auto_order is None, cls.auto_order or 0, cls.name))
+    named = [f"{quote}{cls.name}{quote}" + (f" ({cls.origin})" if cls.origin else "") for cls in ordered]
+    return ", ".join(named[:-1]) + " or " + named[-1] if len(named) > 1 else "".join(named)
+
+
+def _load_builtins() -> None:
+    """Import the stager modules shipped with the package: every module of :mod:`passport_kit.sleep.stagers`
+    registers the stagers it defines (a new stager is one file there; GSSC's runs only where it is installed)."""
+    import importlib
+    import pkgutil
+
+    from passport_kit.sleep import stagers
+
+    for module in pkgutil.iter_modules(stagers.__path__):
+        importlib.import_module(f"{stagers.__name__}.{module.name}")
 
 
 def classes_to_stages(classes: list[str]) -> list[int] | None:
@@ -215,7 +244,7 @@ def classes_to_stages(classes: list[str]) -> list[int] | None:
     return out if len(set(out)) == len(out) else None
 
 
-def pick_channels(names: list[str], positions: np.ndarray, kinds: list[str]) -> PriorSpec | None:
+def pick_channels(names: list[str], positions: np.ndarray, kinds: list[str]) -> StagerChoice | None:
     """Return the montage channels a stager reads: the EEG channel named after a central site (C4, C3, Cz), else the
     one nearest such a site, and the first EOG and EMG.
 
@@ -227,7 +256,7 @@ def pick_channels(names: list[str], positions: np.ndarray, kinds: list[str]) -> 
     named = _central_by_name(names, kinds)
     if named is not None:
         first = {k: next((n for n, kk in zip(names, kinds) if kk == k), None) for k in ("eog", "emg")}
-        return PriorSpec("", named, first["eog"], first["emg"])
+        return StagerChoice("", named, first["eog"], first["emg"])
     sites = np.asarray(list(_CENTRAL_SITES.values()))
     best, best_d = None, np.inf
     for name, pos, kind in zip(names, np.asarray(positions, dtype=float), kinds):
@@ -239,7 +268,7 @@ def pick_channels(names: list[str], positions: np.ndarray, kinds: list[str]) -> 
     if best is None:
         return None
     first = {k: next((n for n, kk in zip(names, kinds) if kk == k), None) for k in ("eog", "emg")}
-    return PriorSpec("", best, first["eog"], first["emg"])
+    return StagerChoice("", best, first["eog"], first["emg"])
 
 
 #: A derivation's two electrodes must be at least this far apart (m) to be offered: closer pairs cancel the signal.
@@ -248,7 +277,7 @@ MIN_DERIVATION_SPAN = 0.05
 MAX_CHANNEL_OPTIONS = 4
 
 
-def prior_channel_options(names: list[str], positions: np.ndarray, kinds: list[str]) -> list[PriorSpec]:
+def prior_channel_options(names: list[str], positions: np.ndarray, kinds: list[str]) -> list[StagerChoice]:
     """Return the channel choices a stager may read on this montage, best guess by positions first.
 
     1. the EEG channel nearest a central site as it is (:func:`pick_channels`; the montage's first EOG);
@@ -267,25 +296,25 @@ def prior_channel_options(names: list[str], positions: np.ndarray, kinds: list[s
            and np.isfinite(np.asarray(p, dtype=float)).all()}
     options = [first]
 
-    def electrodes(spec: PriorSpec) -> tuple[frozenset, frozenset]:
+    def electrodes(spec: StagerChoice) -> tuple[frozenset, frozenset]:
         # A derivation and its reverse give the stager the same night with the sign flipped: one of them.
         return frozenset((spec.eeg, spec.eeg_ref)), frozenset((spec.eog, spec.eog_ref))
 
-    def add(spec: PriorSpec) -> None:
+    def add(spec: StagerChoice) -> None:
         if electrodes(spec) not in map(electrodes, options) and len(options) < MAX_CHANNEL_OPTIONS:
             options.append(spec)
 
     centre = pos[first.eeg]
     far = max(pos, key=lambda n: float(np.linalg.norm(pos[n] - centre)))
     if float(np.linalg.norm(pos[far] - centre)) >= MIN_DERIVATION_SPAN:
-        add(PriorSpec("", first.eeg, first.eog, first.emg, eeg_ref=far))
+        add(StagerChoice("", first.eeg, first.eog, first.emg, eeg_ref=far))
     pair = _widest_pair(pos, lambda p: True)
     if pair is not None:
-        add(PriorSpec("", pair[0], first.eog, first.emg, eeg_ref=pair[1]))
+        add(StagerChoice("", pair[0], first.eog, first.emg, eeg_ref=pair[1]))
     if first.eog is None:
         frontal = _widest_pair(pos, lambda p: p[1] > 0.03 and p[2] < 0.06)  # in front of the ears, below the vertex
         if frontal is not None:
-            add(PriorSpec("", first.eeg, frontal[0], first.emg, eeg_ref=first.eeg_ref, eog_ref=frontal[1]))
+            add(StagerChoice("", first.eeg, frontal[0], first.emg, eeg_ref=first.eeg_ref, eog_ref=frontal[1]))
     return options
 
 
@@ -302,7 +331,7 @@ def _widest_pair(pos: dict[str, np.ndarray], where: Any) -> tuple[str, str] | No
     return (a, b) if span >= MIN_DERIVATION_SPAN else None
 
 
-def parse_prior_channels(text: str, names: list[str], kinds: list[str]) -> PriorSpec:
+def parse_prior_channels(text: str, names: list[str], kinds: list[str]) -> StagerChoice:
     """Return the channel choice ``--prior-channels`` names: ``EEG[-REF][,EOG[-REF]]`` in montage channel names.
 
     Example: ``ELA-ERA`` (a derivation), ``C3`` (a channel as it is), ``Fpz-M1,E1`` (EEG and EOG). A name that
@@ -337,7 +366,7 @@ def parse_prior_channels(text: str, names: list[str], kinds: list[str]) -> Prior
         raise ConfigError(f"--prior-channels {shown} gives the stager the same channel{'s' if eeg_ref else ''} as EEG "
                           "and as EOG; give the EOG another channel (or none: EEG alone)")
     emg = next((n for n, k in zip(names, kinds) if k == "emg"), None)
-    return PriorSpec("", eeg, eog, emg, eeg_ref, eog_ref)
+    return StagerChoice("", eeg, eog, emg, eeg_ref, eog_ref)
 
 
 def _cut(text: str, limit: int = 60) -> str:
@@ -374,7 +403,7 @@ def night_signal(x: np.ndarray, onset_s: np.ndarray, channel: int, *, sfreq: flo
     return out
 
 
-def prior_log_proba(prior: SleepPrior, x: np.ndarray | None, onset_s: np.ndarray, names: list[str], spec: PriorSpec,
+def prior_log_proba(prior: SleepPrior, x: np.ndarray | None, onset_s: np.ndarray, names: list[str], spec: StagerChoice,
                     *, window_seconds: float, sfreq: float = 200.0, raw: Callable[[float], Any] | None = None
                     ) -> np.ndarray:
     """Return ``(N, 5)`` log-probabilities of :data:`STAGES` for the ``N`` windows of one recording.
@@ -420,7 +449,7 @@ def prior_log_proba(prior: SleepPrior, x: np.ndarray | None, onset_s: np.ndarray
 
 
 def _windows_log_proba(prior: SleepPrior, x: np.ndarray | None, onsets: np.ndarray, names: list[str],
-                       spec: PriorSpec, *, sfreq: float) -> np.ndarray:
+                       spec: StagerChoice, *, sfreq: float) -> np.ndarray:
     """Return the stager's ``(n_epochs, 5)`` log-probabilities of windows ``x`` laid out at their ``onsets`` (the
     fallback of :func:`prior_log_proba`)."""
     if x is None:
@@ -446,7 +475,7 @@ def floored_log(proba: np.ndarray) -> np.ndarray:
     return np.log(p / p.sum(axis=1, keepdims=True))
 
 
-__all__ = ["ENSEMBLE_SEPARATOR", "MAX_CHANNEL_OPTIONS", "PRIORS", "PROBABILITY_FLOOR", "STAGES", "MeanPrior", "PriorSpec",
-           "SleepPrior", "available_priors", "classes_to_stages", "combine_log_proba", "floored_log", "get_prior",
-           "native_rates", "night_signal", "parse_prior_channels", "pick_channels", "prior_channel_options",
-           "prior_log_proba"]
+__all__ = ["ENSEMBLE_SEPARATOR", "MAX_CHANNEL_OPTIONS", "PRIORS", "PROBABILITY_FLOOR", "STAGES", "MeanPrior",
+           "SleepPrior", "StagerChoice", "auto_stagers", "available_priors", "classes_to_stages", "combine_log_proba",
+           "floored_log", "get_prior", "native_rates", "night_signal", "parse_prior_channels", "pick_channels",
+           "prior_channel_options", "prior_log_proba", "stager_help"]

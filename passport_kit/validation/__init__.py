@@ -12,8 +12,8 @@ dataset column. :func:`~passport_kit.validation.nights.method_report` computes t
 night) and one offline HTML page that opens with the methods side by side.
 
 This room sits under onboarding (``evaluate`` writes the report for each method it compares) and prediction
-(``predict --labels`` adds a night's numbers to its summary); it imports neither, only the ``Hypnogram`` value object
-of ``inference/hypnogram.py`` (which imports nothing but the ground floor) for the sleep measures.
+(``predict --labels`` adds a night's numbers to its summary) and imports neither: the sleep measures are the
+``Hypnogram`` value object's, from the sleep room below (``sleep/hypnogram.py``, issue 60).
 
 Example::
 

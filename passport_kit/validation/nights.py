@@ -6,7 +6,7 @@ and by reference with their difference; :func:`method_report` adds the pooled ag
 per-night kappa's mean, SD and range) and the group discrepancy of each measure
 (:func:`~passport_kit.validation.discrepancy.bland_altman`).
 
-The sleep measures are the ``Hypnogram``'s (:meth:`passport_kit.inference.hypnogram.Hypnogram.sleep_statistics`:
+The sleep measures are the ``Hypnogram``'s (:meth:`passport_kit.sleep.hypnogram.Hypnogram.sleep_statistics`:
 AASM definitions, REM latency from sleep onset), computed on the epochs both sides scored: an epoch the scorer left
 unscored (or the device did not stage) is UNS on both sides, so the two hypnograms cover the same time.
 
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from passport_kit.inference.hypnogram import Hypnogram, is_sleep_staging, normalize_stage
+from passport_kit.sleep.hypnogram import Hypnogram, is_sleep_staging, normalize_stage
 from passport_kit.validation.discrepancy import MIN_NIGHTS, bland_altman, discrepancies
 from passport_kit.validation.epochs import STAGE_METRICS, epoch_agreement, night_spread
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from passport_kit.inference import reports
-from passport_kit.inference.hypnogram import Hypnogram
+from passport_kit.sleep.hypnogram import Hypnogram
 
 CLASSES = ["W", "N1", "N2", "N3", "REM"]
 

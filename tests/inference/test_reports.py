@@ -9,7 +9,7 @@ import mne
 import numpy as np
 import pytest
 
-from passport_kit.inference.hypnogram import Hypnogram
+from passport_kit.sleep.hypnogram import Hypnogram
 from passport_kit.inference import reports
 
 CLASSES = ["W", "N1", "N2", "N3", "REM"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from passport_kit.inference.hypnogram import Hypnogram
+from passport_kit.sleep.hypnogram import Hypnogram
 from passport_kit.inference.reports import plot_hypnogram, stage_table_text
 
 

@@ -156,7 +156,7 @@ def _sleep_like(seed: int = 0, n_nights: int = 4, n: int = 80, stager_first: boo
     return LadderData(plain={"mean": np.concatenate([backbone, spectral], 1)}, y=y, groups=recs,
                       recordings=recs, classes=["W", "N1", "N2", "N3", "REM"], d_model=4,
                       sleep=True, contexts=(0, 2), poolings=("mean",), prior=prior, prior_stages=[0, 1, 2, 3, 4],
-                      prior_spec={"name": "test", "eeg": "C3", "eog": None, "emg": None}, stager_first=stager_first)
+                      stager_choice={"name": "test", "eeg": "C3", "eog": None, "emg": None}, stager_first=stager_first)
 
 
 def test_sleep_rungs_the_prior_is_taken_when_it_knows_the_stages_and_every_rung_is_recorded() -> None:

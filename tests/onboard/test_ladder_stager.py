@@ -37,8 +37,8 @@ def _nights(seed: int = 0, *, n_nights: int = 4, n: int = 80, stager: str = "goo
     backbone = rng.normal(size=(len(y), 4))
     return LadderData(plain={"mean": np.concatenate([backbone, spectral], 1)}, y=y, groups=recs, recordings=recs,
                       classes=CLASSES, d_model=4, sleep=True, contexts=(0, 2), poolings=("mean",), prior=prior,
-                      prior_stages=[0, 1, 2, 3, 4], prior_spec={"name": "test", "eeg": "C3", "eog": None, "emg": None},
-                      **options)
+                      prior_stages=[0, 1, 2, 3, 4],
+                      stager_choice={"name": "test", "eeg": "C3", "eog": None, "emg": None}, **options)
 
 
 def _shipped_reads_stager(result: object) -> bool:
@@ -106,7 +106,7 @@ def test_another_stager_option_replaces_the_default_only_by_the_paired_rule() ->
                                                  first.prior))])
     ladder = Ladder(data)
     result = ladder.climb()
-    assert ladder.prior_spec == {"name": "test", "eeg": "C3"}
+    assert ladder.stager_choice == {"name": "test", "eeg": "C3"}
     assert "stays" in result.rungs[0].reason
 
 
@@ -118,7 +118,7 @@ def test_the_base_is_the_best_stager_option_on_the_users_nights() -> None:
         ({"name": "test", "eeg": "E1"}, useless.prior), ({"name": "test", "eeg": "C3", "eeg_ref": "A2"}, good.prior)])
     ladder = Ladder(data)
     result = ladder.climb()
-    assert ladder.prior_spec == {"name": "test", "eeg": "C3", "eeg_ref": "A2"}
+    assert ladder.stager_choice == {"name": "test", "eeg": "C3", "eeg_ref": "A2"}
     options = result.rungs[0].setting["options"]
     assert [o["channels"] for o in options] == ["EEG E1", "EEG C3-A2"]
     assert options[1]["score"] > options[0]["score"]
@@ -181,7 +181,7 @@ def test_an_offset_read_out_folded_into_the_head_gives_the_fitted_probabilities(
     assert head.n_spectral_features == 6
     rec = list(data.recordings)
     fit_head(head, data.plain, data.y, choice, 5, recordings=rec, seed=0, prior=data.prior,
-             prior_spec=data.prior_spec, stages=data.prior_stages)
+             stager_choice=data.stager_choice, stages=data.prior_stages)
     fit, standardise = fit_offset_read_out(data.plain, data.y, choice, data.prior, data.prior_stages, d_model=4,
                                            recordings=rec)
     z, _, offset, _ = offset_inputs(data.plain, choice, data.prior, data.prior_stages, rec, 4)
@@ -264,7 +264,11 @@ def test_auto_offers_every_channel_choice_of_every_stager_and_their_average(monk
 
     import passport_kit.onboard.ladder_inputs as inputs
 
-    monkeypatch.setattr(inputs, "AUTO_STAGERS", ("flat-test", "wake-test"))
+    from passport_kit.sleep.priors import PRIORS, available_priors
+
+    available_priors()  # the shipped stagers registered: out of auto here, the two test stagers in it
+    for name in PRIORS:
+        monkeypatch.setattr(PRIORS[name], "auto_order", {"flat-test": 0, "wake-test": 1}.get(name))
     montage = SimpleNamespace(ch_names=["L", "R"], positions=np.array([[-0.08, 0.0, 0.0], [0.08, 0.0, 0.0]]),
                               kinds=["eeg", "eeg"])
     windows = SimpleNamespace(config=SimpleNamespace(window_seconds=30.0), montage=montage,

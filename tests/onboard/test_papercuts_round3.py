@@ -96,7 +96,7 @@ def test_importing_the_hypnogram_loads_neither_the_simulator_nor_filelock() -> N
     import subprocess
     import sys
 
-    code = ("import sys; from passport_kit.inference.hypnogram import Hypnogram; "
+    code = ("import sys; from passport_kit.sleep.hypnogram import Hypnogram; "
             "print(sorted(m for m in sys.modules if m.startswith(('filelock', 'passport_kit.signals.simulator', "
             "'torch', 'mne'))))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

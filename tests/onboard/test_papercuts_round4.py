@@ -169,7 +169,7 @@ def test_the_package_licence_is_an_spdx_string() -> None:
 
 
 def test_one_stray_n1_epoch_is_sleep_onset_but_not_persistent_sleep() -> None:
-    from passport_kit.inference.hypnogram import Hypnogram
+    from passport_kit.sleep.hypnogram import Hypnogram
 
     stages = ["W"] * 4 + ["N1"] + ["W"] * 5 + ["N2"] * 25 + ["W"] * 2
     stats = Hypnogram(stages).sleep_statistics()
@@ -227,7 +227,7 @@ def test_a_lone_low_confidence_epoch_of_a_long_night_is_drawn_wider_than_a_pixel
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import matplotlib.axes
 
-    from passport_kit.inference.hypnogram import Hypnogram
+    from passport_kit.sleep.hypnogram import Hypnogram
     from passport_kit.inference.reports import MIN_SPAN, plot_hypnogram
 
     n = 960   # 8 h of 30-s epochs

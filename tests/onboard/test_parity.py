@@ -151,7 +151,7 @@ def _fit(nights: dict[str, Any], choice: ReadOutChoice | None) -> np.ndarray:
         set_zero_shot(head, STAGES, SPEC, 5)
         return zero_shot_proba(prior, STAGES)
     return fit_head(head, nights["plain"], nights["y"], choice, 5, recordings=nights["rec"], seed=0, prior=prior,
-                    prior_spec=SPEC, stages=STAGES)
+                    stager_choice=SPEC, stages=STAGES)
 
 
 def _round_trip(nights: dict[str, Any]) -> Any:

@@ -119,7 +119,7 @@ def _sleep_data(*, stager: bool) -> LadderData:
     return LadderData(plain=plain, y=y, groups=recs, recordings=recs, classes=["W", "N1", "N2", "N3", "REM"],
                       d_model=4, sleep=True, contexts=(0,), poolings=("mean",),
                       prior=prior if stager else None, prior_stages=[0, 1, 2, 3, 4] if stager else None,
-                      prior_spec={"name": "test", "eeg": "C3", "eog": None, "emg": None} if stager else None)
+                      stager_choice={"name": "test", "eeg": "C3", "eog": None, "emg": None} if stager else None)
 
 
 @pytest.mark.parametrize("stager", [False, True], ids=["textbook first", "stager first"])

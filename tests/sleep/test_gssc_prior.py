@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from passport_kit.errors import ConfigError
-from passport_kit.sleep.gssc import GsscPrior
+from passport_kit.sleep.stagers.gssc import GsscPrior
 from passport_kit.sleep.priors import STAGES, available_priors, get_prior
 
 needs_gssc = pytest.mark.skipif(GsscPrior.unavailable() is not None, reason="gssc (AGPL-3.0) is not installed")
@@ -69,7 +69,7 @@ def test_scores_every_whole_epoch_as_log_probabilities(seconds: float, sfreq: fl
 def test_loads_networks_only_with_weights_only(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    import passport_kit.sleep.gssc as plugin
+    import passport_kit.sleep.stagers.gssc as plugin
 
     real_load = torch.load
     seen: list[object] = []

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from passport_kit.errors import ConfigError, DataError
-from passport_kit.sleep import (PriorSpec, SleepPrior, combine_log_proba, get_prior, parse_prior_channels,
+from passport_kit.sleep import (SleepPrior, StagerChoice, combine_log_proba, get_prior, parse_prior_channels,
                                 prior_channel_options, prior_log_proba)
 from passport_kit.sleep.priors import MAX_CHANNEL_OPTIONS, MeanPrior
 
@@ -37,7 +37,7 @@ def test_an_ear_montage_offers_the_central_channel_then_derivations_across_the_h
 
 def test_a_one_channel_montage_has_one_option_and_a_headband_an_eog_like_frontal_pair() -> None:
     one = prior_channel_options(["Cz"], np.array([[0.0, 0.0, 0.088]]), ["eeg"])
-    assert one == [PriorSpec("", "Cz")]
+    assert one == [StagerChoice("", "Cz")]
     # Muse-like: AF7, AF8 (frontal, low), TP9, TP10 (behind the ears)
     names = ["TP9", "AF7", "AF8", "TP10"]
     pos = np.array([[-0.080, -0.030, -0.010], [-0.055, 0.065, 0.010], [0.055, 0.065, 0.010],
@@ -48,7 +48,7 @@ def test_a_one_channel_montage_has_one_option_and_a_headband_an_eog_like_frontal
 
 def test_prior_channels_names_a_channel_or_a_derivation_and_refuses_others() -> None:
     names, kinds = ["ELA", "ERA", "Cz-A1", "EMG1"], ["eeg", "eeg", "eeg", "emg"]
-    assert parse_prior_channels("ELA-ERA", names, kinds) == PriorSpec("", "ELA", None, "EMG1", "ERA")
+    assert parse_prior_channels("ELA-ERA", names, kinds) == StagerChoice("", "ELA", None, "EMG1", "ERA")
     assert parse_prior_channels("Cz-A1", names, kinds).eeg == "Cz-A1"  # a channel whose name holds a dash
     both = parse_prior_channels("ELA,ERA-ELA", names, kinds)
     assert (both.eeg, both.eeg_ref, both.eog, both.eog_ref) == ("ELA", None, "ERA", "ELA")
@@ -77,18 +77,18 @@ def test_the_stager_reads_a_derivation_as_the_difference_of_its_two_channels() -
     x[:, 0] = 1.0   # A
     x[:, 1] = 2.0   # B: A - B is negative, A alone positive
     onsets = np.array([0.0, 30.0])
-    alone = prior_log_proba(_Mean(), x, onsets, ["A", "B"], PriorSpec("sign-test", "A"), window_seconds=30)
-    derived = prior_log_proba(_Mean(), x, onsets, ["A", "B"], PriorSpec("sign-test", "A", eeg_ref="B"),
+    alone = prior_log_proba(_Mean(), x, onsets, ["A", "B"], StagerChoice("sign-test", "A"), window_seconds=30)
+    derived = prior_log_proba(_Mean(), x, onsets, ["A", "B"], StagerChoice("sign-test", "A", eeg_ref="B"),
                               window_seconds=30)
     assert alone.argmax(1).tolist() == [0, 0] and derived.argmax(1).tolist() == [3, 3]
     with pytest.raises(ConfigError, match="lacks"):
-        prior_log_proba(_Mean(), x, onsets, ["A", "B"], PriorSpec("sign-test", "A", eeg_ref="C"), window_seconds=30)
+        prior_log_proba(_Mean(), x, onsets, ["A", "B"], StagerChoice("sign-test", "A", eeg_ref="C"), window_seconds=30)
 
 
 def test_a_spec_with_references_round_trips_and_one_without_keeps_the_old_keys() -> None:
-    spec = PriorSpec("yasa+gssc", "ELA", "E1", None, "ERA", "E2")
-    assert PriorSpec.from_dict(spec.as_dict()) == spec
-    assert set(PriorSpec("yasa", "C3").as_dict()) == {"name", "eeg", "eog", "emg"}
+    spec = StagerChoice("yasa+gssc", "ELA", "E1", None, "ERA", "E2")
+    assert StagerChoice.from_dict(spec.as_dict()) == spec
+    assert set(StagerChoice("yasa", "C3").as_dict()) == {"name", "eeg", "eog", "emg"}
     assert spec.channels() == "EEG ELA-ERA, EOG E1-E2"
 
 

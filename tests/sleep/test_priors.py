@@ -46,14 +46,14 @@ class _Echo(SleepPrior):
 def test_prior_log_proba_gives_each_window_its_own_epoch_whatever_the_window_order() -> None:
     x = np.zeros((6, 1, 30, 200), dtype=np.float32)
     onsets = np.array([150.0, 0.0, 30.0, 60.0, 90.0, 120.0])  # shuffled rows
-    from passport_kit.sleep.priors import PriorSpec
+    from passport_kit.sleep.priors import StagerChoice
 
-    out = prior_log_proba(_Echo(), x, onsets, ["C3"], PriorSpec("echo-test", "C3"), window_seconds=30)
+    out = prior_log_proba(_Echo(), x, onsets, ["C3"], StagerChoice("echo-test", "C3"), window_seconds=30)
     assert out.argmax(1).tolist() == [0, 0, 1, 2, 3, 4]  # epoch 5 -> stage 0; epoch 0 -> 0; ...
     with pytest.raises(ConfigError, match="30-s epochs"):
-        prior_log_proba(_Echo(), x, onsets, ["C3"], PriorSpec("echo-test", "C3"), window_seconds=10)
+        prior_log_proba(_Echo(), x, onsets, ["C3"], StagerChoice("echo-test", "C3"), window_seconds=10)
     with pytest.raises(ConfigError, match="lacks"):
-        prior_log_proba(_Echo(), x, onsets, ["C3"], PriorSpec("echo-test", "Cz"), window_seconds=30)
+        prior_log_proba(_Echo(), x, onsets, ["C3"], StagerChoice("echo-test", "Cz"), window_seconds=30)
 
 
 def test_night_signal_lays_windows_at_their_onsets_in_microvolts() -> None:
@@ -122,7 +122,7 @@ def test_antropy_is_imported_with_numbas_cache_so_a_process_does_not_recompile_i
     import subprocess
     import sys
 
-    code = ("from passport_kit.sleep.yasa_prior import import_antropy_cached as f; f(); import antropy.fractal as a; "
+    code = ("from passport_kit.sleep.stagers.yasa import import_antropy_cached as f; f(); import antropy.fractal as a; "
             "from numba.core.caching import NullCache; print(type(a._higuchi_fd._cache).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -138,7 +138,7 @@ def test_yasa_prior_gives_the_probabilities_of_yasas_own_predict_to_the_byte(wit
     import yasa
 
     from passport_kit.sleep.priors import floored_log
-    from passport_kit.sleep.yasa_prior import _YASA_COLUMNS
+    from passport_kit.sleep.stagers.yasa import _YASA_COLUMNS
 
     rng = np.random.default_rng(3)
     t = np.arange(20 * 60 * 200) / 200.0

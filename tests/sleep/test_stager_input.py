@@ -15,7 +15,7 @@ from scipy.signal import resample_poly
 
 from passport_kit.montage import Montage
 from passport_kit.signals import PreprocessConfig, load_dataset, load_recording
-from passport_kit.sleep import PriorSpec, prior_log_proba
+from passport_kit.sleep import StagerChoice, prior_log_proba
 from passport_kit.sleep.priors import SleepPrior, night_signal
 
 MONTAGE = Montage.from_dict({"name": "stager-input", "units": "mm", "channels": [
@@ -80,7 +80,7 @@ def _expected(data: np.ndarray, sfreq: float, rate: float) -> np.ndarray:
     return resample_poly(data * 1e6, up, down, axis=1, padtype="line")
 
 
-SPEC = PriorSpec("record-test", "C4", eog="E1", eeg_ref="M1")
+SPEC = StagerChoice("record-test", "C4", eog="E1", eeg_ref="M1")
 
 
 @pytest.mark.parametrize("sfreq", [256.0, 50.0])
@@ -133,7 +133,7 @@ def test_adapt_and_predict_give_the_stager_the_same_signal_and_stages(tmp_path: 
 
     _Recorder.calls.clear()
     predict_zero_shot(MONTAGE, [path], tmp_path / "out", prior="record-test")
-    zero = PriorSpec("record-test", "C4", eog="E1")  # the channel a zero-shot picks, as it is
+    zero = StagerChoice("record-test", "C4", eog="E1")  # the channel a zero-shot picks, as it is
     (call,) = _Recorder.calls
     _Recorder.calls.clear()
     spec_prior(windows, zero.as_dict())
@@ -178,7 +178,7 @@ def test_a_channel_no_stager_reads_is_refused_in_one_line(tmp_path: Path) -> Non
 
     path, _ = _recording(tmp_path, 256.0)
     with pytest.raises(ConfigError, match="ECG.*not EEG, EOG or EMG"):
-        spec_prior(load_recording(path, MONTAGE, CONFIG, cache=False), PriorSpec("record-test", "ECG").as_dict())
+        spec_prior(load_recording(path, MONTAGE, CONFIG, cache=False), StagerChoice("record-test", "ECG").as_dict())
 
 
 def test_a_recording_in_memory_or_from_the_window_cache_reaches_the_stager_as_its_file_would(tmp_path: Path) -> None:

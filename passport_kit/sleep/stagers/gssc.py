@@ -67,6 +67,8 @@ class GsscPrior(SleepPrior):
 
     name: ClassVar[str] = "gssc"
     licence: ClassVar[str] = "AGPL-3.0"
+    origin: ClassVar[str] = "if you installed it; AGPL-3.0, never a dependency"
+    auto_order: ClassVar[int | None] = 1
     #: GSSC resamples to 85.33 Hz itself; slower recordings reach it upsampled to that rate.
     min_rate: ClassVar[float] = _EPOCH_SAMPLES / _EPOCH_SECONDS
     #: The rate its networks read (2560 samples per 30-s epoch); a recording reaches it resampled there, and

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from passport_kit.errors import LabelError
-from passport_kit.inference.hypnogram import Hypnogram, is_sleep_staging
+from passport_kit.sleep.hypnogram import Hypnogram, is_sleep_staging
 
 # 10 epochs of 30 s: 2 W before sleep, then N1 N2 N2, 1 W, N3 REM REM, final W.
 NIGHT = ["W", "W", "N1", "N2", "N2", "W", "N3", "REM", "REM", "W"]
@@ -98,7 +98,7 @@ YASA_NIGHTS = {
 @pytest.mark.parametrize("name", list(YASA_NIGHTS))
 def test_sleep_statistics_match_yasa_key_by_key(name: str) -> None:
     pytest.importorskip("yasa")
-    from passport_kit.inference.hypnogram import YASA_STATISTICS
+    from passport_kit.sleep.hypnogram import YASA_STATISTICS
 
     stages, epoch_seconds = YASA_NIGHTS[name]
     h = Hypnogram(stages, epoch_seconds=epoch_seconds)
@@ -143,7 +143,7 @@ def test_to_yasa_without_yasa_says_how_to_install_it(monkeypatch: pytest.MonkeyP
 def test_docs_list_every_yasa_key() -> None:
     from pathlib import Path
 
-    from passport_kit.inference.hypnogram import YASA_STATISTICS
+    from passport_kit.sleep.hypnogram import YASA_STATISTICS
 
     text = (Path(__file__).parents[2] / "docs" / "onboarding.md").read_text(encoding="utf-8")
     assert all(f"| `{ours}` | `{theirs}` |" in text for ours, theirs in YASA_STATISTICS.items())

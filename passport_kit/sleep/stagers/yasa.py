@@ -28,6 +28,8 @@ class YasaPrior(SleepPrior):
 
     name: ClassVar[str] = "yasa"
     licence: ClassVar[str] = "BSD-3-Clause"
+    origin: ClassVar[str] = "built in, BSD-3"
+    auto_order: ClassVar[int | None] = 0
     min_rate: ClassVar[float] = 80.0
     #: YASA resamples every recording to 100 Hz before its features (``SleepStaging``).
     native_rate: ClassVar[float] = 100.0
