@@ -197,7 +197,7 @@ def _run(out: Path, reused: bool, *, n_subjects: int, hours: float, batch_size: 
     bundle = adapter_folder(out / "evaluation", checkpoint, "split-fixed", None, 0)
     selection = read_adapter_meta(bundle).metrics.selection
     recording, stages = data / f"{held_out}.edf", data / f"{held_out}_hypnogram.csv"
-    zero = predict_zero_shot(MONTAGE, [recording], out / "zero-shot", prior=STAGER,
+    zero = predict_zero_shot(MONTAGE, [recording], out / "zero-shot", stager=STAGER,
                              scorer=ScorerFiles(labels=[stages]))[0].summary
     echo(f"[3/4] on held-out subject {held_out} (the simulator's stages as the scorer):")
     rows = [(f"zero-shot stager ({STAGER} on {zero['zero_shot']['eeg']}, no labels)",

@@ -563,7 +563,7 @@ def _predict(recordings: list[Path], out: Path, adapter: Path | None, zero_shot:
     output = OutputOptions(**options["output"])
     scorer = ScorerFiles(labels=options["scorer"]["labels"] or None, label_map=options["scorer"]["label_map"])
     if zero_shot is not None:
-        return predict_zero_shot(montage, recordings, out, prior=zero_shot, reading=reading, output=output,
+        return predict_zero_shot(montage, recordings, out, stager=zero_shot, reading=reading, output=output,
                                  scorer=scorer, progress=progress)
     contacts = ContactOptions(**{key: _bundle_or(value, _CONTACT_READERS[key])
                                  for key, value in options["contacts"].items()})

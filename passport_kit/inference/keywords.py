@@ -149,7 +149,7 @@ def predict_zero_shot(
     given = {"output": output, "reading": reading, "scorer": scorer}
     kinds = {"output": OutputOptions, "reading": ReadOptions, "scorer": ScorerFiles}
     objects = _option_objects("predict_zero_shot", kinds, given, options)
-    return zero_shot.predict_zero_shot(montage, recordings, out, prior=stager, checkpoint=checkpoint,
+    return zero_shot.predict_zero_shot(montage, recordings, out, stager=stager, checkpoint=checkpoint,
                                        progress=progress, **objects)
 
 

@@ -38,7 +38,7 @@ STAGER_SITES = ("C3", "C4", "CZ")
 
 def predict_zero_shot(
     montage: str | Any, recordings: Sequence[str | Path] | str | Path, out: str | Path | None = None, *,
-    prior: str = "yasa", checkpoint: str | Path | None = None, reading: ReadOptions = ReadOptions(),
+    stager: str = "yasa", checkpoint: str | Path | None = None, reading: ReadOptions = ReadOptions(),
     output: OutputOptions = OutputOptions(), scorer: ScorerFiles = ScorerFiles(), prefetch: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> list[PredictionResult]:
@@ -67,15 +67,15 @@ def predict_zero_shot(
     from passport_kit.sleep import STAGES, get_prior, pick_channels
 
     montage = resolve_montage(montage) if isinstance(montage, (str, Path)) else montage
-    stager = get_prior(prior)
+    sleep_stager = get_prior(stager)
     spec = pick_channels(list(montage.ch_names), montage.positions, list(montage.kinds))
     if spec is None:
         raise ConfigError(f"montage {montage.name!r} has no EEG channel with a position for the sleep prior to read")
-    spec = type(spec)(stager.name, spec.eeg, spec.eog, spec.emg)
+    spec = type(spec)(sleep_stager.name, spec.eeg, spec.eog, spec.emg)
     log.info("zero-shot: stager %s (%s licence) reads EEG %s (the montage channel nearest a central site, %s), "
-             "EOG %s, EMG %s", stager.name, stager.licence or "its own", spec.eeg, "/".join(STAGER_SITES),
+             "EOG %s, EMG %s", sleep_stager.name, sleep_stager.licence or "its own", spec.eeg, "/".join(STAGER_SITES),
              spec.eog or "none", spec.emg or "none")
-    note = stager_channel_note(stager.name, spec.eeg)
+    note = stager_channel_note(sleep_stager.name, spec.eeg)
     if note is not None:
         warn(note)
     contract = find_checkpoint(checkpoint).preprocessing if checkpoint is not None else InputContract()
@@ -84,9 +84,10 @@ def predict_zero_shot(
     files, memory = split_recordings(recordings)
     label_files = scorer.of(files)
     facts = AdapterFacts(classes=list(STAGES), window_seconds=30.0, task="sleep-staging",
-                         adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})",
-                         zero_shot={"stager": stager.name, "eeg": spec.eeg, "eog": spec.eog, "emg": spec.emg})
-    scoring = StagerScorer(stager, spec, montage, config, facts, reading, output, scorer, memory)
+                         adapter=Path(f"zero-shot:{sleep_stager.name}"),
+                         base_name=f"{sleep_stager.name} ({sleep_stager.licence})",
+                         zero_shot={"stager": sleep_stager.name, "eeg": spec.eeg, "eog": spec.eog, "emg": spec.emg})
+    scoring = StagerScorer(sleep_stager, spec, montage, config, facts, reading, output, scorer, memory)
     return score_recordings(scoring, files, out, output=output, label_files=label_files, prefetch=prefetch,
                             progress=progress)
 

@@ -132,14 +132,14 @@ def test_adapt_and_predict_give_the_stager_the_same_signal_and_stages(tmp_path: 
     np.testing.assert_allclose(at_fit[1]["eeg"], (lambda e: e[0] - e[1])(_expected(data, 256.0, 256 / 3)), atol=1e-3)
 
     _Recorder.calls.clear()
-    predict_zero_shot(MONTAGE, [path], tmp_path / "out", prior="record-test")
+    predict_zero_shot(MONTAGE, [path], tmp_path / "out", stager="record-test")
     zero = StagerChoice("record-test", "C4", eog="E1")  # the channel a zero-shot picks, as it is
     (call,) = _Recorder.calls
     _Recorder.calls.clear()
     spec_prior(windows, zero.as_dict())
     assert call["sfreq"] == 100.0 and np.array_equal(call["eeg"], _Recorder.calls[0]["eeg"])
     _Recorder.calls.clear()
-    predict_zero_shot(MONTAGE, [path], tmp_path / "out2", prior="record-test+record-test-gssc")
+    predict_zero_shot(MONTAGE, [path], tmp_path / "out2", stager="record-test+record-test-gssc")
     assert [c["sfreq"] for c in _Recorder.calls] == [100.0, 256 / 3]
 
 
