@@ -34,7 +34,8 @@ class Migration:
     """One older form of a block of a checkpoint file, and how it reads as the current form.
 
     ``since``: the change that brought the current form (files written before it have the older
-    one; ``format_version`` stayed 1 throughout, so the forms are told apart by their keys);
+    one; the forms are told apart by their keys, not by ``format_version``, which is 1 for every base
+    checkpoint and for bundles written before the seal, 2 for sealed bundles: ``checkpoint/seal.py``);
     ``block``: ``"preprocessing"`` (config.json) or ``"head"`` (adapter.json); ``upgrade``: the
     block as read → the current form (a current block passes unchanged); ``written``: the current
     form → the form written, for a block whose older form is still written where it can say the
