@@ -403,9 +403,9 @@ def _read_raw_labels(
         path = spec.path_of(rec.labels)
         source = f"labels '{path}'"
         intervals = _label_intervals(path, spec)
-        if intervals is None:
-            return _RawLabels("values", list(read_label_file(path, column=spec.label_column,
-                                                             max_lines=label_lines_bound(n, window_seconds))), source)
+        if intervals is None:  # a file far longer than the recording is refused before it is parsed (issue 57)
+            bound = label_lines_bound(n, window_seconds, label_map.label_seconds if label_map is not None else None)
+            return _RawLabels("values", list(read_label_file(path, column=spec.label_column, max_lines=bound)), source)
         return _RawLabels("windows", _intervals_to_windows(intervals, n, window_seconds, label_map, source), source)
     if rec.annotation_labels:
         onsets = np.asarray([a[0] for a in windows.annotations], dtype=np.float64)

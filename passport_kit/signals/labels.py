@@ -182,10 +182,12 @@ def read_label_file(path: str | Path, *, column: str | None = None, max_lines: i
 _MAX_LINE_BYTES = 200
 
 
-def label_lines_bound(n_windows: int, window_seconds: float) -> int:
+def label_lines_bound(n_windows: int, window_seconds: float, label_seconds: float | None = None) -> int:
     """Return the most lines a label file of a recording of ``n_windows`` windows of ``window_seconds`` may hold: one
-    label per second (R&K files give one per 5 s), twice over for comments and blank lines, and at least 1000."""
-    return max(1000, 2 * int(n_windows) * max(1, int(np.ceil(window_seconds))))
+    label per second (R&K files give one per 5 s) or per ``label_seconds`` where a label map gives shorter ones, twice
+    over for comments and blank lines, and at least 1000."""
+    per_second = 1.0 / min(1.0, label_seconds) if label_seconds and label_seconds > 0 else 1.0
+    return max(1000, 2 * int(np.ceil(n_windows * window_seconds * per_second)))
 
 
 def _label_rows(path: Path, max_lines: int | None = None) -> list[tuple[int, str]]:
