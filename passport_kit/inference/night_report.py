@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from passport_kit.contacts import ContactPolicy
+from passport_kit.errors import warn
 from passport_kit.inference import reports
 from passport_kit.inference.hypnogram import (
     Hypnogram,
@@ -223,8 +224,6 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
         summary["channel_quality"] = channel_quality_summary(night.quality, contacts)
         unvouched = (summary["channel_quality"].get("dead_channels") or {}).get("imputation_unvouched")
         if unvouched:
-            from passport_kit.errors import warn
-
             warn(f"recording '{recording}': {unvouched}")
     # Before the plot: its note marks statistics of a short recording as the terminal does.
     summary |= _night_length_note(len(night.onset_s) * window_seconds / 3600.0, withheld, staged)
