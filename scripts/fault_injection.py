@@ -162,6 +162,33 @@ def main() -> None:
     deep_ds = one_recording_dataset(work / "deepds", "label: W", extra=f"h_freq: {DEEP}\n")
     twice = one_recording_dataset(work / "twice", "label: W")
     (twice / "dataset.yaml").write_text((twice / "dataset.yaml").read_text() + "  - {subject: s02, file: s01.edf, label: W}\n")
+    # Issue 57's faults: a label file far longer than the night, channels at 1 % gain or dead, a sealed bundle edited.
+    big_labels = work / "big-labels.csv"
+    with big_labels.open("w") as f:
+        f.write("W\n" * (28 * 2**20))  # 56 MiB
+    quiet = _scaled_channels(data / "s01.edf", work / "quiet.edf", [2], 0.01)
+    two_dead = _scaled_channels(data / "s01.edf", work / "twodead.edf", [0, 1], 0.0)
+    probe = work / "bundle-probe"
+    adapted = runner.invoke(app, ["adapt", "--montage", str(montage), "--checkpoint", "fi-tiny", "--no-progress",
+                                  "--recipe", "probe", "--prior", "none", "--data", str(data), "--out", str(probe)])
+    assert adapted.exit_code == 0, adapted.output
+
+    def resealed(change: Callable[[dict], object]) -> Callable[[Path], None]:
+        def edit(folder: Path) -> None:
+            from passport_kit.checkpoint.seal import reseal_bundle
+
+            json_edit(change)(folder)
+            reseal_bundle(folder)
+        return edit
+
+    def out_of_range(meta: dict) -> None:  # a key the head has, outside its declared range
+        meta["head"].update({"dropout": 1.5} if "dropout" in meta["head"] else {"context": -2})
+
+    def quality_note(out: str, stem: str) -> str:
+        s = json.loads((work / out / stem / f"{stem}_summary.json").read_text())["channel_quality"]
+        return (f"bad channels: {', '.join(s['bad_channels']) or 'none'}; imputation_unvouched: "
+                f"{(s['dead_channels'] or {}).get('imputation_unvouched')}")
+
     noise = edf(work / "noise.edf", CLASSES * 2, noise_only=True)
     slow = edf(work / "slow.edf", CLASSES * 2, sfreq=10.0)
     run_file = montage_file("deep-run.yaml", f"montage: {DEEP}\n")
@@ -244,6 +271,16 @@ def main() -> None:
         ("one EDF under two subjects", lambda: ["check", "--montage", str(montage), "--data", str(twice),
                                                 "--checkpoint", "fi-tiny"], None),
         ("a recording that is a folder", lambda: predict(bundle, _folder_recording(work), "p-folder"), None),
+        ("predict --labels a 56 MiB label file",
+         lambda: predict(bundle, data / "s01.edf", "p-biglabels", "--labels", str(big_labels)), None),
+        ("adapter.json: seal deleted and classes reordered", lambda: predict(edited_bundle(
+            "noseal", json_edit(lambda m: (m.pop("seal"), m.update(classes=m["classes"][::-1])))), data / "s01.edf",
+            "p-noseal"), None),
+        ("adapter.json: a head key outside its range, re-sealed", lambda: predict(edited_bundle(
+            "outofrange", resealed(out_of_range)), data / "s01.edf", "p-range"), None),
+        ("a channel at 1 % gain", lambda: predict(bundle, quiet, "p-quiet"), lambda: quality_note("p-quiet", "quiet")),
+        ("two of three channels zeroed (probe bundle)", lambda: predict(probe, two_dead, "p-twodead"),
+         lambda: quality_note("p-twodead", "twodead")),
     ]
     rows = []
     try:
@@ -270,6 +307,15 @@ def main() -> None:
     print(text)
     if args.out:
         args.out.write_text(text)
+
+
+def _scaled_channels(source: Path, path: Path, channels: list[int], gain: float) -> Path:
+    """Return a copy of EDF ``source`` at ``path`` with ``channels`` (indices) multiplied by ``gain``."""
+    recording = edfio.read_edf(source)
+    for c in channels:
+        recording.signals[c].update_data(recording.signals[c].data * gain)
+    recording.write(path)
+    return path
 
 
 def _folder_recording(work: Path) -> Path:

@@ -22,7 +22,8 @@ from passport_kit.checkpoint.head_checks import check_amplitude_profile, check_g
 from passport_kit.checkpoint.licences import bundle_licences
 from passport_kit.checkpoint.folders import dump_json, now, read_document, validated, write_folder
 from passport_kit.checkpoint.seal import check_seal, make_seal
-from passport_kit.checkpoint.layout import ADAPTER_CONFIG_FILE, ADAPTER_FORMAT, ADAPTER_WEIGHTS_FILE, FORMAT_VERSION
+from passport_kit.checkpoint.layout import (ADAPTER_CONFIG_FILE, ADAPTER_FORMAT, ADAPTER_FORMAT_VERSION,
+                                            ADAPTER_WEIGHTS_FILE)
 from passport_kit.checkpoint.tensors import check_finite, compare_tensors, parse_safetensors, state_for_saving
 from passport_kit.errors import CheckpointError, ConfigError, warn
 from passport_kit.model import Classifier, apply_policy, policy_of, policy_parameter_names
@@ -73,7 +74,7 @@ def save_adapter_bundle(
                                         if getattr(classifier.head, "n_prior", 0) else None),
             "created": meta.created or now(),
             "format": ADAPTER_FORMAT,
-            "format_version": FORMAT_VERSION,
+            "format_version": ADAPTER_FORMAT_VERSION,  # sealed (issue 57)
             "seal": None,
         }
     )

@@ -12,17 +12,18 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, SerializerFunctionWrapHandler, TypeAdapter,
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler,
                       field_serializer, field_validator, model_serializer, model_validator)
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
 from passport_kit.version import __version__
 from passport_kit.checkpoint.adapter_metrics import AdapterMetrics
+from passport_kit.checkpoint.head_keys import HEAD_SETTINGS, HeadSettings  # noqa: F401 - the head block's form
 from passport_kit.checkpoint.layout import ADAPTER_FORMAT, BASE_FORMAT, FORMAT_VERSION, CheckpointSource
 from passport_kit.model import Classifier, EmbeddingKind, ModelConfig, Policy, policy_of
-from passport_kit.model.heads import HeadKind, Pooling, ProbePooling, Scaling
+from passport_kit.model.heads import HeadKind
 from passport_kit.model.quality_gate import has_quality_gate
 from passport_kit.signals.preprocess import PreprocessConfig
 
@@ -34,7 +35,8 @@ class Migration:
     """One older form of a block of a checkpoint file, and how it reads as the current form.
 
     ``since``: the change that brought the current form (files written before it have the older
-    one; ``format_version`` stayed 1 throughout, so the forms are told apart by their keys);
+    one; the forms are told apart by their keys, not by ``format_version``, which is 1 for every base
+    checkpoint and for bundles written before the seal, 2 for sealed bundles: ``checkpoint/seal.py``);
     ``block``: ``"preprocessing"`` (config.json) or ``"head"`` (adapter.json); ``upgrade``: the
     block as read → the current form (a current block passes unchanged); ``written``: the current
     form → the form written, for a block whose older form is still written where it can say the
@@ -246,64 +248,6 @@ class WindowSettings(TypedDict, total=False):
 
     seconds: float
     task: str
-
-
-def _a_number(value: Any) -> Any:
-    """Return ``value`` when it is a JSON number; a ValueError for true/false or a string (read as 1, 0 or a number
-    in lax mode: ``temperature: true`` ran at temperature 1, issue 57)."""
-    if isinstance(value, (bool, str)):
-        raise ValueError(f"must be a number, not {value!r}")
-    return value
-
-
-def _a_boolean(value: Any) -> Any:
-    """Return ``value`` when it is true or false; a ValueError for 0, 1 or a string."""
-    if not isinstance(value, bool):
-        raise ValueError(f"must be true or false, not {value!r}")
-    return value
-
-
-#: A head setting's numbers and switches as JSON writes them: no bool read as a number, no number or string as a bool.
-_Int = Annotated[int, BeforeValidator(_a_number)]
-_Float = Annotated[float, BeforeValidator(_a_number)]
-_Bool = Annotated[bool, BeforeValidator(_a_boolean)]
-
-
-class HeadSettings(TypedDict, total=False):
-    """``adapter.json`` → ``head``: the keyword arguments of :class:`~passport_kit.model.Classifier` that rebuild the
-    head (``Classifier.head_settings``).
-
-    Read, a block written before ``kind``, ``layer``, ``bands``, the prior block, ``temperature``,
-    ``smoothing`` or ``scales_prior`` existed gains each with the value its absence meant (:data:`MIGRATIONS`), so
-    it rebuilds the head it was; written, those keys are left out again where they hold that value,
-    so a bundle's JSON keeps the form it always had. Any other key absent stays absent. The order
-    is the order both kinds write their keys in, so that a new bundle's JSON is what
-    ``head_settings`` gave.
-    """
-
-    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc] - Classifier takes no other keyword
-
-    kind: HeadKind  # absent: "mlp" (bundles written before the probe head existed)
-    n_classes: _Int
-    n_channels: _Int | None  # probe
-    pooling: Pooling  # mlp
-    n_patches: _Int | None  # mlp
-    hidden: _Int  # mlp
-    dropout: _Float  # mlp
-    context: _Int  # probe
-    layer: _Int | None  # probe
-    pooling_probe: ProbePooling  # probe
-    bands: list[list[float]] | None  # probe: [low, high] in Hz per band (None: the spectral block before issue 24)
-    scaling: Scaling  # probe
-    n_prior: _Int  # probe: the sleep prior block's width (issue 33; 0: none)
-    prior: dict[str, Any] | None  # probe: the prior's name and channels (passport_kit.sleep.priors.StagerChoice)
-    temperature: _Float  # probe: calibration temperature (1: none)
-    smoothing: dict[str, Any] | None  # probe: the night HMM's transitions and emission prior (None: none)
-    scales_prior: _Bool  # probe: per-recording scaling scales the prior block too (absent: True, before issue 55)
-
-
-#: Validates a classifier's ``head_settings`` before a bundle records them.
-HEAD_SETTINGS = TypeAdapter(HeadSettings)
 
 
 class AdapterMeta(BaseModel):

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from passport_kit.atomic_io import write_folder_atomically
-from passport_kit.checkpoint.layout import FORMAT_VERSION
+from passport_kit.checkpoint.layout import ADAPTER_FORMAT, ADAPTER_FORMAT_VERSION, FORMAT_VERSION
 from passport_kit.errors import CheckpointError, validation_problem
 
 
@@ -59,10 +59,11 @@ def read_document(path: Path, *, fmt: str, what: str, fix: str, extra: Mapping[s
         found = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
         raise CheckpointError(f"'{path}' is not {what} of passport-kit (format {found!r}); {fix}")
     version = raw.get("format_version")
-    if isinstance(version, int) and version > FORMAT_VERSION:
+    newest = ADAPTER_FORMAT_VERSION if fmt == ADAPTER_FORMAT else FORMAT_VERSION
+    if isinstance(version, int) and version > newest:
         raise CheckpointError(
             f"'{path.parent}' uses format version {version}, newer than this passport-kit"
-            f" ({FORMAT_VERSION}); upgrade passport-kit"
+            f" ({newest}); upgrade passport-kit"
         )
     return {**raw, **extra}
 

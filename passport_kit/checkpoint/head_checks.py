@@ -1,8 +1,9 @@
 """What a bundle's numbers must be before a model is built from them: the head's night smoothing, temperature and prior
 block, and the distribution guard's profile (issue 46, item 2).
 
-``adapter.json`` is a text file a user can edit, and its JSON types are checked on read
-(:class:`~passport_kit.checkpoint.files.HeadSettings`), but not its numbers. A fault-injection run
+``adapter.json`` is a text file a user can edit, and its JSON types are checked on read, but not its
+numbers; each head key's range and shape is declared with its type, once
+(:class:`~passport_kit.checkpoint.head_keys.HeadSettings`), and checked here from that declaration. A fault-injection run
 found a transition matrix of zeros staging every night Wake at NaN probability with exit 0, a
 temperature of 1e-300 giving every window confidence 1.000, a zero emission prior, negative or
 non-stochastic transitions and an all-NaN guard profile (the guard silently off) accepted, and a
@@ -21,11 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from passport_kit.checkpoint.head_keys import TEMPERATURE_RANGE, head_rules
 from passport_kit.errors import CheckpointError
 
-#: The temperatures a bundle may carry: what ``fit_temperature`` can return (its bounds, 0.05-20), with room for
-#: rounding. 1e-300 made every window certain; 1e300 would make every window a tie.
-TEMPERATURE_RANGE = (0.01, 100.0)
 #: How far a stored row of probabilities may sum from 1: the ladder stores them rounded to 6 decimals (onboard/ladder.py).
 SUM_TOLERANCE = 1e-4
 
@@ -57,37 +56,60 @@ def _probabilities(value: Any, shape: tuple[int, ...], what: str, *, positive: b
 
 
 def check_head_numbers(head: Mapping[str, Any], n_classes: int) -> None:
-    """Return None when the head block's smoothing, temperature and prior can be used; else raise CheckpointError.
+    """Return None when every key of the head block lies in its declared range and shape; else raise CheckpointError.
 
-    ``n_classes``: the bundle's class count (``classes``). The message names the setting, without
-    the bundle (the caller adds it and what to do).
+    The rules are :class:`~passport_kit.checkpoint.head_keys.HeadSettings`' (the one declaration of each key's
+    type, range and shape; :func:`~passport_kit.checkpoint.head_keys.head_rules`); ``n_classes``: the bundle's class
+    count (``classes``). The message names the setting, without the bundle (the caller adds it and what to do).
     """
-    temperature = head.get("temperature", 1.0)
-    low, high = TEMPERATURE_RANGE
-    if not isinstance(temperature, (int, float)) or not low <= float(temperature) <= high:
-        raise CheckpointError(f"head.temperature is {temperature!r}, outside {low:g}..{high:g} (a fitted temperature "
-                              "lies between 0.05 and 20)")
-    smoothing = head.get("smoothing")
-    if smoothing is not None:
-        if not isinstance(smoothing, Mapping) or not {"transitions", "emission_prior"} <= set(smoothing):
-            raise CheckpointError("head.smoothing must hold 'transitions' and 'emission_prior'")
-        _probabilities(smoothing["transitions"], (n_classes, n_classes), "head.smoothing.transitions")
-        _probabilities(smoothing["emission_prior"], (n_classes,), "head.smoothing.emission_prior", positive=True)
-        for key, value in smoothing.items():  # the head reads every entry as numbers (a newer key included)
-            if key not in ("transitions", "emission_prior"):
-                try:
-                    finite = np.isfinite(np.asarray(value, dtype=np.float64)).all()
-                except (TypeError, ValueError):
-                    finite = False
-                if not finite:
-                    raise CheckpointError(f"head.smoothing.{key} must be finite numbers, got {str(value)[:40]!r}")
-    n_prior = head.get("n_prior", 0)
-    if n_prior:
-        prior = head.get("prior")
-        if not isinstance(prior, Mapping) or not all(isinstance(prior.get(k), str) and prior.get(k)
-                                                     for k in ("name", "eeg")):
-            raise CheckpointError(f"head.prior must name the prior and its EEG channel ('name', 'eeg'), got "
-                                  f"{str(prior)[:60]!r}")
+    for key, rule in head_rules().items():
+        value = head.get(key)
+        if value is None or (rule.only_if is not None and not head.get(rule.only_if)):
+            continue
+        if rule.check is not None:
+            rule.check(value, head, n_classes)
+            continue
+        low = -np.inf if rule.low is None else rule.low
+        high = np.inf if rule.high is None else rule.high
+        if not isinstance(value, (int, float)) or not low <= float(value) <= high:
+            bounds = (f"outside {low:g}..{high:g}" if rule.low is not None and rule.high is not None
+                      else f"{'below' if rule.low is not None else 'above'} {low if rule.low is not None else high:g}")
+            raise CheckpointError(f"head.{key} is {value!r}, {bounds}" + (f" ({rule.why})" if rule.why else ""))
+
+
+def check_smoothing(smoothing: Any, n_classes: int) -> None:
+    """Return None when ``head.smoothing`` holds a ``(K, K)`` transition matrix and a positive ``(K,)`` emission
+    prior, rows of probabilities, and only finite numbers besides; else raise CheckpointError."""
+    if not isinstance(smoothing, Mapping) or not {"transitions", "emission_prior"} <= set(smoothing):
+        raise CheckpointError("head.smoothing must hold 'transitions' and 'emission_prior'")
+    _probabilities(smoothing["transitions"], (n_classes, n_classes), "head.smoothing.transitions")
+    _probabilities(smoothing["emission_prior"], (n_classes,), "head.smoothing.emission_prior", positive=True)
+    for key, value in smoothing.items():  # the head reads every entry as numbers (a newer key included)
+        if key not in ("transitions", "emission_prior"):
+            try:
+                finite = np.isfinite(np.asarray(value, dtype=np.float64)).all()
+            except (TypeError, ValueError):
+                finite = False
+            if not finite:
+                raise CheckpointError(f"head.smoothing.{key} must be finite numbers, got {str(value)[:40]!r}")
+
+
+def check_stager_choice(prior: Any) -> None:
+    """Return None when ``head.prior`` names the prior and its EEG channel; else raise CheckpointError (any other key
+    is let through: its reader takes what it knows)."""
+    if not isinstance(prior, Mapping) or not all(isinstance(prior.get(k), str) and prior.get(k) for k in ("name", "eeg")):
+        raise CheckpointError(f"head.prior must name the prior and its EEG channel ('name', 'eeg'), got "
+                              f"{str(prior)[:60]!r}")
+
+
+def check_bands(bands: Any) -> None:
+    """Return None when ``head.bands`` is a list of ``[low, high]`` Hz with ``0 <= low < high``; else raise
+    CheckpointError."""
+    if bands == []:  # a band-pass top that carries no band: no spectral block
+        return
+    array = _numbers(bands, (len(bands), 2) if isinstance(bands, list) else (-1, 2), "head.bands")
+    if not (np.isfinite(array).all() and (array[:, 0] >= 0).all() and (array[:, 0] < array[:, 1]).all()):
+        raise CheckpointError(f"head.bands must be [low, high] in Hz with 0 <= low < high, got {str(bands)[:40]!r}")
 
 
 def check_guard_profile(profile: Any, n_channels: int, n_classes: int | None = None) -> None:
@@ -201,5 +223,5 @@ def check_sleep_blocks(profile: Mapping[str, Any], n_channels: int, n_bands: int
                                   "finite spreads")
 
 
-__all__ = ["AMPLITUDE_RANGE_UV", "SUM_TOLERANCE", "TEMPERATURE_RANGE", "check_amplitude_profile", "check_guard_profile",
-           "check_head_numbers", "check_sleep_blocks"]
+__all__ = ["AMPLITUDE_RANGE_UV", "SUM_TOLERANCE", "TEMPERATURE_RANGE", "check_amplitude_profile", "check_bands",
+           "check_guard_profile", "check_head_numbers", "check_stager_choice", "check_sleep_blocks", "check_smoothing"]

@@ -12,6 +12,11 @@ from typing import Literal
 from passport_kit.errors import ConfigError
 
 FORMAT_VERSION = 1
+#: The form of ``adapter.json``: 2 since bundles are sealed when written (issue 57: a bundle of version 2 without its
+#: seal was edited, and is refused); 1 before, read without a seal as then.
+ADAPTER_FORMAT_VERSION = 2
+#: The first ``adapter.json`` version written sealed.
+SEALED_SINCE = 2
 BASE_FORMAT = "passport-kit/base-checkpoint"
 ADAPTER_FORMAT = "passport-kit/adapter-bundle"
 WEIGHTS_FILE = "model.safetensors"

@@ -16,8 +16,10 @@ a reordered list or a plausible temperature cannot. So the bundle is sealed when
   deleted; :func:`reseal_bundle` (``passport-kit checkpoints reseal DIR``) seals a deliberate
   edit, after which the bundle is read as any other (its numbers still checked).
 
-A bundle written before the seal has none and loads as before. The seal guards against edits,
-not against an adversary: anyone who can edit the file can re-seal it.
+A bundle written before the seal has none and loads as before: it says so by its ``format_version``
+(1; sealed bundles are written as 2, :data:`~passport_kit.checkpoint.layout.SEALED_SINCE`), so a
+sealed bundle whose seal was deleted is refused as edited rather than read as an old one (issue 57).
+The seal guards against edits, not against an adversary: anyone who can edit the file can re-seal it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from passport_kit.checkpoint.layout import ADAPTER_FORMAT_VERSION, SEALED_SINCE
 from passport_kit.errors import CheckpointError
 
 #: The version of the seal's form; another version is refused as unknown rather than read wrongly.
@@ -65,10 +68,13 @@ def make_seal(document: Mapping[str, Any], weights: bytes) -> dict[str, Any]:
 
 def changed_parts(document: Mapping[str, Any], weights: bytes) -> list[str] | None:
     """Return the parts of a bundle changed since it was sealed (``"head.temperature"``, ``"metrics.selection
-    (deleted)"``), [] when none, None when ``document`` carries no seal (written before it existed)."""
+    (deleted)"``), [] when none, None when ``document`` carries no seal and says it was written before the seal
+    (``format_version`` under :data:`SEALED_SINCE`); ``["seal (deleted)"]`` when a sealed bundle's seal is gone."""
     seal = document.get(SEAL_KEY)
     if seal is None:
-        return None
+        version = document.get("format_version")
+        written_sealed = isinstance(version, int) and not isinstance(version, bool) and version >= SEALED_SINCE
+        return [f"{SEAL_KEY} (deleted)"] if written_sealed else None
     if not (isinstance(seal, Mapping) and seal.get("version") == SEAL_VERSION and isinstance(seal.get("parts"), Mapping)
             and all(isinstance(k, str) and isinstance(v, str) for k, v in seal["parts"].items())):
         return ["seal"]
@@ -105,7 +111,9 @@ def reseal_bundle(folder: str | Path) -> list[str]:
     except OSError:
         raise CheckpointError(f"adapter '{folder}' has no readable {ADAPTER_WEIGHTS_FILE}; nothing to seal") from None
     changed = changed_parts(document, weights)
-    sealed = {k: v for k, v in document.items() if k != SEAL_KEY} | {SEAL_KEY: make_seal(document, weights)}
+    # Sealed, the bundle says so by its version: its seal can then not be deleted unnoticed.
+    document = {k: v for k, v in document.items() if k != SEAL_KEY} | {"format_version": ADAPTER_FORMAT_VERSION}
+    sealed = document | {SEAL_KEY: make_seal(document, weights)}
     atomic_write_text(folder / ADAPTER_CONFIG_FILE, json.dumps(sealed, indent=2, ensure_ascii=False) + "\n")
     return ["(no seal before)"] if changed is None else changed
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from passport_kit.errors import LabelError
 from passport_kit.signals.labels import (BUILTIN_LABEL_MAPS, check_label_path, encode_labels, get_label_map,
-                                         read_label_file, shown_values)
+                                         label_lines_bound, read_label_file, shown_values)
 
 
 def scorer_labels(path: str | Path, classes: Sequence[str], *, n_windows: int, window_seconds: float,
@@ -35,7 +35,7 @@ def scorer_labels(path: str | Path, classes: Sequence[str], *, n_windows: int, w
     source = f"labels '{path}'"
     # The path checks in the words of the command line (issue 57: they said "check 'labels:' in dataset.yaml").
     check_label_path(Path(path), "--labels file", "check the path given to --labels")
-    values = read_label_file(path)
+    values = read_label_file(path, max_lines=label_lines_bound(n_windows, window_seconds))
     if label_map is not None:
         lm = get_label_map(label_map)
     else:

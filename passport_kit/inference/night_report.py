@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from passport_kit.contacts import ContactPolicy
+from passport_kit.errors import warn
 from passport_kit.inference import reports
 from passport_kit.inference.options import OutputOptions, ScorerLabels
 from passport_kit.signals.dead_channels import DeadChannels
@@ -227,6 +228,9 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
         files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv",
                                                                  night.quality, masked_windows=masked)
         summary["channel_quality"] = channel_quality_summary(night.quality, contacts)
+        unvouched = (summary["channel_quality"].get("dead_channels") or {}).get("imputation_unvouched")
+        if unvouched:
+            warn(f"recording '{recording}': {unvouched}")
     # Before the plot: its note marks statistics of a short recording as the terminal does.
     summary |= _night_length_note(len(night.onset_s) * window_seconds / 3600.0, withheld, staged)
     if staged:
@@ -445,7 +449,15 @@ def channel_quality_summary(quality: Any, contacts: ChannelMasks | None = None) 
                                        "distrusted")
     # Issue 46: named, so a dead contact is not read as a clean night (and whether the read-out took a neighbour's).
     block["dead_channels"] = None if contacts.dead is None else {
-        "windows": contacts.dead.counts(list(quality.ch_names)), "band_power_from_neighbour": contacts.imputed}
+        "windows": contacts.dead.counts(list(quality.ch_names)), "band_power_from_neighbour": contacts.imputed,
+        # Issue 57: beyond what the imputation's agreement with a clean night was measured for, said so.
+        "most_in_one_window": contacts.dead.most_in_one_window(),
+        "imputation_unvouched": contacts.dead.unvouched(list(quality.ch_names)) if contacts.imputed else None}
+    if contacts.dead is not None:  # issue 57: a channel at 1 % gain passed every quality statistic
+        for name, reason in contacts.dead.mostly_dead(list(quality.ch_names)).items():
+            if name not in block["bad_channels"]:
+                block["bad_channels"].append(name)
+                block["reasons"][name] = [reason]
     return block
 
 

@@ -26,7 +26,8 @@ import numpy as np
 from passport_kit.errors import ConfigError, DataError, LabelError
 from passport_kit.signals.cache import entry_key, file_sha256, read_entry, write_entry, write_entry_chunks
 from passport_kit.signals.dataset_spec import DATASET_FILE, DatasetSpec, RecordingSpec, load_dataset_spec
-from passport_kit.signals.labels import LabelMap, encode_labels, labels_from_intervals, read_events_tsv, read_label_file
+from passport_kit.signals.labels import (LabelMap, encode_labels, label_lines_bound, labels_from_intervals, read_events_tsv,
+                                        read_label_file)
 from passport_kit.signals.preprocess import PreprocessConfig
 from passport_kit.signals.quality import ChannelQuality
 from passport_kit.signals.readers import content_files, read_recording, recording_suffix
@@ -402,8 +403,9 @@ def _read_raw_labels(
         path = spec.path_of(rec.labels)
         source = f"labels '{path}'"
         intervals = _label_intervals(path, spec)
-        if intervals is None:
-            return _RawLabels("values", list(read_label_file(path, column=spec.label_column)), source)
+        if intervals is None:  # a file far longer than the recording is refused before it is parsed (issue 57)
+            bound = label_lines_bound(n, window_seconds, label_map.label_seconds if label_map is not None else None)
+            return _RawLabels("values", list(read_label_file(path, column=spec.label_column, max_lines=bound)), source)
         return _RawLabels("windows", _intervals_to_windows(intervals, n, window_seconds, label_map, source), source)
     if rec.annotation_labels:
         onsets = np.asarray([a[0] for a in windows.annotations], dtype=np.float64)

@@ -15,6 +15,13 @@ A channel-window is dead when
   window's median over channels, each channel first divided by its training amplitude where the
   bundle stores one (so a channel that is quiet by design is compared with what it was at
   training, and a recording that is quiet as a whole is the amplitude check's business, not this).
+
+A channel dead in most windows is named bad (:meth:`DeadChannels.mostly_dead`): a contact at 1 %
+gain passes every quality statistic (it is no outlier upwards, and it correlates with its
+neighbours as well as before; issue 57). And a night with more channels dead in one window than
+the read-out's imputation was measured with (:data:`VOUCHED_CHANNELS`, :data:`VOUCHED_SHARE`;
+``benchmarks/dead_channels.py``, docs/reliability.md) is said to lie beyond what its agreement
+with a clean night is known for (:meth:`DeadChannels.unvouched`).
 """
 
 from __future__ import annotations
@@ -31,6 +38,11 @@ from passport_kit.signals.windows import FLAG_FLAT, FLAG_NAN
 #: its training amplitude) is near-dead: 20 dB down. Subjects' whole recordings differ by up to ÷3.65 (docs/reliability.md,
 #: the guard's false-alarm run) and sleep stages change every channel together; a contact at 1 % gain is 40 dB down.
 NEAR_DEAD_BELOW = 0.1
+#: The most channels dead in one window that the imputation's agreement with a clean night was measured with
+#: (``benchmarks/dead_channels.py``: one or two channels zeroed, at 1 % gain or NaN; docs/reliability.md), and the
+#: largest share of a montage's channels that was (two of tuh-standard's six). A window beyond either is unvouched.
+VOUCHED_CHANNELS = 2
+VOUCHED_SHARE = 1 / 3
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,36 @@ class DeadChannels:
         """Return how many windows each channel of ``names`` is dead in (only channels dead somewhere)."""
         per_channel = np.asarray(self.windows, dtype=bool).sum(axis=0)
         return {n: int(k) for n, k in zip(names, per_channel) if k}
+
+    def mostly_dead(self, names: list[str]) -> dict[str, str]:
+        """Return ``{channel: reason}`` for each channel of ``names`` dead in more than half the windows."""
+        windows = np.asarray(self.windows, dtype=bool)
+        n = len(windows)
+        return {name: f"near-dead or flat in {int(k)} of {n} windows (1-40 Hz amplitude under "
+                      f"{NEAR_DEAD_BELOW:g} of the other channels', each against its training amplitude)"
+                for name, k in zip(names, windows.sum(axis=0)) if n and k > n / 2}
+
+    def most_in_one_window(self) -> int:
+        """Return the most channels dead in one window (0 without a window)."""
+        windows = np.asarray(self.windows, dtype=bool)
+        return int(windows.sum(axis=1).max()) if windows.size else 0
+
+    def unvouched(self, names: list[str]) -> str | None:
+        """Return why the night's staging is beyond the measured agreement of the imputation (windows with more dead
+        channels than :data:`VOUCHED_CHANNELS` or :data:`VOUCHED_SHARE` of ``names``), or None when within it."""
+        windows = np.asarray(self.windows, dtype=bool)
+        if not windows.size:
+            return None
+        limit = max(1, min(VOUCHED_CHANNELS, int(np.floor(VOUCHED_SHARE * len(names) + 1e-9))))
+        per_window = windows.sum(axis=1)
+        beyond = per_window > limit
+        if not beyond.any():
+            return None
+        worst = [name for name, dead in zip(names, windows[int(np.argmax(per_window))]) if dead]
+        return (f"{int(per_window.max())} channels dead in one window ({', '.join(worst[:6])}"
+                f"{', ...' if len(worst) > 6 else ''}), more than the {limit} of {len(names)} the read-out's imputation "
+                f"was measured with (in {int(beyond.sum())} of {len(windows)} windows): its agreement with a clean night "
+                "is not known there - fix the contacts, or re-run adapt on a montage without the dead channels")
 
 
 def dead_channel_windows(flags: np.ndarray, quality: Any, onsets_s: np.ndarray, window_seconds: float,
@@ -79,4 +121,4 @@ def dead_channel_windows(flags: np.ndarray, quality: Any, onsets_s: np.ndarray, 
     return DeadChannels(windows=dead, expected_uv=expected)
 
 
-__all__ = ["NEAR_DEAD_BELOW", "DeadChannels", "dead_channel_windows"]
+__all__ = ["NEAR_DEAD_BELOW", "VOUCHED_CHANNELS", "VOUCHED_SHARE", "DeadChannels", "dead_channel_windows"]

@@ -130,7 +130,7 @@ _ONSET_WORDS = {"onset", "onset_s", "onset_sec", "onset_secs", "onset_seconds", 
 _ONSET_TOLERANCE = 1e-3
 
 
-def read_label_file(path: str | Path, *, column: str | None = None) -> list[str | None]:
+def read_label_file(path: str | Path, *, column: str | None = None, max_lines: int | None = None) -> list[str | None]:
     """Return the raw label values of a text label file, one per epoch, in time order (first column).
 
     Accepts ``.csv``/``.tsv``/``.txt`` (comma, tab or semicolon separated, or one value per
@@ -144,9 +144,12 @@ def read_label_file(path: str | Path, *, column: str | None = None) -> list[str 
     Onsets must be numbers, 0 or more, one per epoch on one grid (the step between most neighbours): a duplicate,
     a gap or an overlap is refused in one :class:`LabelError` line naming the rows (a wrong alignment would give a
     wrong agreement that looks right). A file without onsets keeps its row order.
+
+    ``max_lines``: refuse a file of more lines before any is parsed (:func:`label_lines_bound` of the
+    recording; issue 57: a 56 MB file was parsed for 89 s before its count was refused).
     """
     path = Path(path)
-    numbered = _label_rows(path)
+    numbered = _label_rows(path, max_lines)
     delimiter = _delimiter(numbered[0][1])
     table = [(line_no, _split(row, delimiter)) for line_no, row in numbered]
     first = [c.strip() for c in table[0][1]]
@@ -175,13 +178,34 @@ def read_label_file(path: str | Path, *, column: str | None = None) -> list[str 
     return _by_onset(path, values, onsets, [line_no for line_no, _ in table])
 
 
-def _label_rows(path: Path) -> list[tuple[int, str]]:
-    """Return ``(line number, line)`` of every row of a label file that is not blank or a ``#`` comment."""
+#: The bytes a label line may take on average under :func:`label_lines_bound` (an onset, a stage and a comment).
+_MAX_LINE_BYTES = 200
+
+
+def label_lines_bound(n_windows: int, window_seconds: float, label_seconds: float | None = None) -> int:
+    """Return the most lines a label file of a recording of ``n_windows`` windows of ``window_seconds`` may hold: one
+    label per second (R&K files give one per 5 s) or per ``label_seconds`` where a label map gives shorter ones, twice
+    over for comments and blank lines, and at least 1000."""
+    per_second = 1.0 / min(1.0, label_seconds) if label_seconds and label_seconds > 0 else 1.0
+    return max(1000, 2 * int(np.ceil(n_windows * window_seconds * per_second)))
+
+
+def _label_rows(path: Path, max_lines: int | None = None) -> list[tuple[int, str]]:
+    """Return ``(line number, line)`` of every row of a label file that is not blank or a ``#`` comment (a file of more
+    than ``max_lines`` lines refused before any line is decoded or split)."""
     check_label_path(path, "label file", "check 'labels:' in dataset.yaml")
+    if max_lines is not None and path.stat().st_size > max_lines * _MAX_LINE_BYTES:  # nothing read yet
+        raise LabelError(f"label file '{path}' has {path.stat().st_size:,} bytes, more than labels of this recording "
+                         f"take (at most {max_lines * _MAX_LINE_BYTES:,}: one label per second); check the file is "
+                         "the right one for this recording")
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise LabelError(f"cannot read label file '{path}' ({exc.strerror}); check its permissions") from None
+    lines = data.count(b"\n") + 1
+    if max_lines is not None and lines > max_lines:  # counted in C: a big file is refused at once
+        raise LabelError(f"label file '{path}' has {lines:,} lines, more than labels of this recording take (at most "
+                         f"{max_lines:,}: one label per second); check the file is the right one for this recording")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -201,6 +201,7 @@ def test_bundle_written_before_the_variant_record_still_loads_gated(tmp_path: Pa
     path = folder / ADAPTER_CONFIG_FILE
     doc = json.loads(path.read_text())
     del doc["variant"], doc["seal"]  # written before both
+    doc["format_version"] = 1
     path.write_text(json.dumps(doc))
     loaded, meta = load_adapter_bundle(folder, base=base_path)
     assert meta.variant is None and has_quality_gate(loaded.backbone)
@@ -349,7 +350,8 @@ def test_a_head_written_with_fewer_keys_reads_back_with_only_its_migrations_fill
     doc = json.loads(path.read_text())
     assert "kind" not in doc["head"]
     doc["head"] = {k: v for k, v in doc["head"].items() if k != "dropout"}
-    del doc["seal"]  # such a bundle predates the seal (issue 57)
+    del doc["seal"]  # such a bundle predates the seal (issue 57), and says so by its format version
+    doc["format_version"] = 1
     path.write_text(json.dumps(doc))
     loaded, meta = load_adapter_bundle(folder, base=base_path)
     assert meta.head == {"kind": "mlp", **doc["head"]} and loaded.head_settings["dropout"] == 0.1
@@ -367,8 +369,30 @@ def _edit_json(folder: Path, edit) -> dict:  # noqa: ANN001 - a function of the 
 
 
 def _unsealed(folder: Path) -> None:
-    """Drop the seal of bundle ``folder``: as it was written before issue 57."""
-    _edit_json(folder, lambda d: d.pop("seal"))
+    """Drop the seal of bundle ``folder``: as it was written before issue 57 (format version 1)."""
+    _edit_json(folder, lambda d: (d.pop("seal"), d.__setitem__("format_version", 1)))
+
+
+def test_a_sealed_bundle_without_its_seal_is_refused_not_read_as_an_old_one(tmp_path: Path) -> None:
+    # Issue 57: deleting "seal" made a bundle read as one written before the seal, and it loaded with any other edit.
+    _, folder, base_path, _ = _adapter(tmp_path)
+    assert json.loads((folder / ADAPTER_CONFIG_FILE).read_text())["format_version"] == 2
+    _edit_json(folder, lambda d: (d.pop("seal"), d.__setitem__("classes", d["classes"][::-1])))
+    with pytest.raises(CheckpointError, match=r"changed after adapt wrote it \(seal \(deleted\)\).*checkpoints reseal"):
+        load_adapter_bundle(folder, base=base_path)
+    assert reseal_bundle(folder) == ["seal (deleted)"]  # a deliberate edit, sealed again
+    assert load_adapter_bundle(folder, base=base_path)[1].format_version == 2
+
+
+def test_a_bundle_before_the_seal_is_sealed_as_a_current_one(tmp_path: Path) -> None:
+    _, folder, base_path, _ = _adapter(tmp_path)
+    _unsealed(folder)
+    assert reseal_bundle(folder) == ["(no seal before)"]
+    assert json.loads((folder / ADAPTER_CONFIG_FILE).read_text())["format_version"] == 2
+    load_adapter_bundle(folder, base=base_path)
+    _edit_json(folder, lambda d: d.pop("seal"))  # now its seal cannot go unnoticed
+    with pytest.raises(CheckpointError, match=r"seal \(deleted\)"):
+        load_adapter_bundle(folder, base=base_path)
 
 
 # Issue 57, item 2: a bundle is sealed when written; an edit after that is refused, naming what changed.

@@ -102,3 +102,34 @@ def test_usable_sleep_blocks_pass() -> None:
     nan_stage = STAGES | {"mean": np.where(np.arange(K)[:, None, None] == 1, np.nan, np.zeros((K, 2, 2))).tolist()}
     check_guard_profile(_sleep_profile(stages=nan_stage, transitions=TRANSITIONS), 2, K)
     check_guard_profile(_sleep_profile(stages=None), 2, K)
+
+
+# Issue 57: each head key's type, range and shape declared once (checkpoint/head_keys.py), checked from there.
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("n_classes", 0, "head.n_classes is 0, below 1"),
+    ("dropout", 1.5, r"head.dropout is 1.5, outside 0..1"),
+    ("context", -2, "head.context is -2, below 0"),
+    ("n_prior", -1, "head.n_prior is -1, below 0"),
+    ("bands", [[8.0, 4.0]], r"head.bands must be \[low, high\]"),
+    ("bands", [[4.0, 8.0, 12.0]], r"head.bands must have shape \(1, 2\)"),
+])
+def test_a_head_key_outside_its_declared_range_is_one_line(key: str, value: object, message: str) -> None:
+    # Before: accepted on load (a context of -2, a dropout of 1.5, inverted bands) or a traceback when the head was built.
+    with pytest.raises(CheckpointError, match=message):
+        check_head_numbers(_head(**{key: value}), K)
+
+
+def test_the_range_checks_read_the_declaration_of_the_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One declaration: every key with a rule is a key of HeadSettings, whose annotation pydantic checks on read, and a
+    # rule in that declaration is what check_head_numbers applies.
+    from typing import get_type_hints
+
+    from passport_kit.checkpoint import head_checks, head_keys
+
+    rules = head_keys.head_rules()
+    assert {"temperature", "smoothing", "prior", "n_classes", "bands"} <= set(rules)
+    assert set(rules) <= set(get_type_hints(head_keys.HeadSettings))
+    assert (rules["temperature"].low, rules["temperature"].high) == head_keys.TEMPERATURE_RANGE
+    monkeypatch.setattr(head_checks, "head_rules", lambda: {"hidden": head_keys.Rule(low=1000)})
+    with pytest.raises(CheckpointError, match="head.hidden is 200, below 1000"):
+        check_head_numbers({"kind": "mlp", "n_classes": K, "hidden": 200}, K)

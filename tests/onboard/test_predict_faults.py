@@ -76,7 +76,8 @@ def test_one_flat_channel_does_not_flag_every_window(bundle: Path, tmp_path: Pat
     assert "EL2" in summary["channel_quality"]["bad_channels"]  # named in the channel report, not the windows
     # Issue 46: ... and named dead (a probe head reads its band powers from a neighbour: tests/engine/test_imputation.py;
     # this adapter's MLP head reads none).
-    assert summary["channel_quality"]["dead_channels"] == {"windows": {"EL2": 10}, "band_power_from_neighbour": False}
+    assert summary["channel_quality"]["dead_channels"] == {"windows": {"EL2": 10}, "band_power_from_neighbour": False,
+                                                           "most_in_one_window": 1, "imputation_unvouched": None}
     assert "dead (flat, NaN or near-dead) channels: EL2 in 10 of 10 windows" in result.output
 
 
@@ -137,5 +138,34 @@ def test_a_probe_bundle_reads_a_zeroed_channels_band_power_from_a_neighbour(tmp_
     result = RUN.invoke(app, ["predict", "--adapter", str(out), str(path), "--out", str(tmp_path / "pred")])
     assert result.exit_code == 0, result.output
     dead = _summary(tmp_path / "pred", "s01")["channel_quality"]["dead_channels"]
-    assert dead == {"windows": {"EL1": 10}, "band_power_from_neighbour": True}
+    assert dead == {"windows": {"EL1": 10}, "band_power_from_neighbour": True, "most_in_one_window": 1,
+                    "imputation_unvouched": None}
     assert "EL1 in 10 of 10 windows; the read-out read their band power from the nearest live channel" in result.output
+    # Issue 57: two of three channels dead is beyond what the imputation was measured with (at most a third of a
+    # montage's channels): said in a warning and in the summary, not staged as if vouched for.
+    edf.signals[1].update_data(np.zeros_like(edf.signals[1].data))
+    edf.write(path)
+    result = RUN.invoke(app, ["predict", "--adapter", str(out), str(path), "--out", str(tmp_path / "pred2")])
+    assert result.exit_code == 0, result.output
+    dead = _summary(tmp_path / "pred2", "s01")["channel_quality"]["dead_channels"]
+    assert dead["most_in_one_window"] == 2
+    assert dead["imputation_unvouched"].startswith("2 channels dead in one window (EL1, ER1), more than the 1 of 3 ")
+    assert "warning: recording" in result.output and "its agreement with a clean night is not known" in result.output
+
+
+def test_a_channel_at_one_percent_gain_is_named_bad(bundle: Path, tmp_path: Path) -> None:
+    # Issue 57: two channels at 1 % gain passed every quality statistic ("bad channels: none") while the read-out
+    # imputed them; the dead-channel rule (20 dB under the others, against training) now names them.
+    import edfio
+
+    from tests.onboard.conftest import CLASSES, write_recording
+
+    path = write_recording(tmp_path / "quiet.edf", [CLASSES[i % 5] for i in range(10)], ["EL1", "ER1", "EL2"], seed=9)
+    edf = edfio.read_edf(path)
+    edf.signals[2].update_data(edf.signals[2].data * 0.01)
+    edf.write(path)
+    result = RUN.invoke(app, ["predict", "--adapter", str(bundle), str(path), "--out", str(tmp_path / "pred")])
+    assert result.exit_code == 0, result.output
+    quality = _summary(tmp_path / "pred", "quiet")["channel_quality"]
+    assert quality["bad_channels"] == ["EL2"] and quality["reasons"]["EL2"][0].startswith("near-dead or flat in 10 of 10")
+    assert "bad channels: EL2" in result.output

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from passport_kit.signals.dead_channels import NEAR_DEAD_BELOW, dead_channel_windows
+from passport_kit.signals.dead_channels import NEAR_DEAD_BELOW, DeadChannels, dead_channel_windows
 from passport_kit.signals.windows import FLAG_CLIPPED, FLAG_FLAT, FLAG_NAN
 
 
@@ -50,3 +50,29 @@ def test_predicted_windows_are_placed_on_the_quality_windows_by_onset() -> None:
     flags = np.zeros((2, 2), dtype=np.uint8)
     found = dead_channel_windows(flags, _quality(band), np.array([60.0, 90.0]), 30.0).windows
     assert found.tolist() == [[False, False], [True, False]]
+
+
+def test_a_channel_dead_in_most_windows_is_named_with_its_reason() -> None:
+    windows = np.zeros((4, 3), dtype=bool)
+    windows[:3, 1] = True   # 3 of 4: named
+    windows[:2, 2] = True   # 2 of 4: not most
+    named = DeadChannels(windows).mostly_dead(["a", "b", "c"])
+    assert list(named) == ["b"] and named["b"].startswith("near-dead or flat in 3 of 4 windows")
+
+
+@pytest.mark.parametrize(("names", "dead_at_once", "limit"), [
+    (list("abcdefghijkl"), 2, None), (list("abcdefghijkl"), 3, 2), (list("abcdef"), 2, None), (list("abcdef"), 3, 2),
+    (list("abc"), 1, None), (list("abc"), 2, 1)])
+def test_a_night_beyond_the_measured_imputation_is_not_vouched_for(names: list[str], dead_at_once: int,
+                                                                  limit: int | None) -> None:
+    # Issue 57: measured with one or two dead channels, at most a third of a montage's; more is said, not vouched for.
+    windows = np.zeros((5, len(names)), dtype=bool)
+    windows[2, :dead_at_once] = True
+    dead = DeadChannels(windows)
+    assert dead.most_in_one_window() == dead_at_once
+    why = dead.unvouched(names)
+    if limit is None:
+        assert why is None
+    else:
+        assert why.startswith(f"{dead_at_once} channels dead in one window ({', '.join(names[:dead_at_once])}), more "
+                              f"than the {limit} of {len(names)} ") and "in 1 of 5 windows" in why

@@ -143,6 +143,22 @@ def test_label_count_mismatch_through_the_pipeline(tmp_path: Path, montage, writ
         load_dataset(tmp_path, montage)
 
 
+def test_a_label_file_far_longer_than_its_recording_is_refused_before_parsing(tmp_path: Path, montage, write_dataset,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 57: a 56 MB label file was parsed for 89 s before its count was refused; now its lines are counted first.
+    import passport_kit.signals.labels as labels
+
+    def no_parsing(*args: object) -> None:
+        raise AssertionError("a label line was split: the file was parsed before its size was judged")
+
+    monkeypatch.setattr(labels, "_split", no_parsing)
+    _edf(tmp_path, "s01.edf", seconds=120)
+    _hyp(tmp_path, "h.csv", ["W"] * 5000)  # 4 windows of 30 s: at most 1000 lines
+    write_dataset({"label_map": "aasm", "recordings": [{"subject": "s01", "file": "s01.edf", "labels": "h.csv"}]})
+    with pytest.raises(LabelError, match=r"h\.csv' has 5,001 lines, more than labels of this recording take \(at most 1,000"):
+        load_dataset(tmp_path, montage)
+
+
 def test_unknown_label_values_through_the_pipeline(tmp_path: Path, montage, write_dataset) -> None:
     _edf(tmp_path, "s01.edf")
     _hyp(tmp_path, "h.csv", ["W", "Stage 2", "?"])
