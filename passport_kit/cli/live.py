@@ -35,6 +35,8 @@ def stream_cmd(
                               "bridged).", rich_help_panel=DATA),
     end_after: float = typer.Option(60.0, "--end-after", help="Seconds of silence that end the night (or Ctrl-C).",
                                     rich_help_panel=DATA),
+    wait: float = typer.Option(10.0, "--wait", help="Seconds to look for the stream before giving up.",
+                               rich_help_panel=DATA),
     outlet: bool = typer.Option(True, "--outlet/--no-outlet", help="Publish each epoch's stage and probabilities "
                                 "as the LSL stream NAME-stages.", rich_help_panel=OUTPUT),
     out: Path = typer.Option(Path("live"), "--out", help="Output folder: NAME_live.csv grows there; the night report "
@@ -50,11 +52,12 @@ def stream_cmd(
                           "NAME")
     if zero_shot is not None and montage is None:
         raise ConfigError("--zero-shot needs --montage: the montage of the device that streams")
-    for option, value in (("--gap", gap), ("--end-after", end_after)):
+    for option, value in (("--gap", gap), ("--end-after", end_after), ("--wait", wait)):
         if not value > 0:
             raise ConfigError(f"{option} must be a positive number of seconds, got {value:g}")
     settings = CausalSettings(look_ahead=look_ahead, history=history)
-    options = LiveOptions(name=lsl, source_id=source_id, units=units, gap_s=gap, end_after_s=end_after, outlet=outlet)
+    options = LiveOptions(name=lsl, source_id=source_id, units=units, gap_s=gap, end_after_s=end_after, resolve_s=wait,
+                          outlet=outlet)
     reading = ReadOptions(renames=renames_option(rename))
     scorer = (adapter_scorer(adapter, reading) if adapter is not None
               else zero_shot_scorer(montage, zero_shot, reading))

@@ -19,7 +19,8 @@ import numpy as np
 class ReplayPlan:
     """How :func:`replay` plays: ``speed`` x real time (None: as fast as it can push), ``chunk_s`` seconds of samples
     per push, ``first``/``stop`` the sample range, ``start_time`` the LSL time stamped on the first sample (None:
-    each push is stamped when it is sent), ``wait_s`` how long to wait for a consumer."""
+    each push is stamped when it is sent), ``wait_s`` how long to wait for a consumer, ``buffer_s`` the seconds
+    of samples the outlet keeps for a consumer slower than the pushes."""
 
     speed: float | None = None
     chunk_s: float = 1.0
@@ -27,6 +28,7 @@ class ReplayPlan:
     stop: int | None = None
     start_time: float | None = None
     wait_s: float = 30.0
+    buffer_s: int = 360
 
 
 def stream_info(raw: Any, name: str, source_id: str) -> Any:
@@ -50,7 +52,8 @@ def replay(raw: Any, name: str, *, source_id: str = "passport-kit-replay", plan:
 
     sfreq = float(raw.info["sfreq"])
     data = raw.get_data(start=plan.first, stop=plan.stop).T
-    outlet = StreamOutlet(stream_info(raw, name, source_id), chunk_size=max(1, int(plan.chunk_s * sfreq)))
+    outlet = StreamOutlet(stream_info(raw, name, source_id), chunk_size=max(1, int(plan.chunk_s * sfreq)),
+                          max_buffered=int(plan.buffer_s))
     try:
         outlet.wait_for_consumers(plan.wait_s)
         step = max(1, int(round(plan.chunk_s * sfreq)))
