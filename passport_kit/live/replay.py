@@ -20,7 +20,8 @@ class ReplayPlan:
     """How :func:`replay` plays: ``speed`` x real time (None: as fast as it can push), ``chunk_s`` seconds of samples
     per push, ``first``/``stop`` the sample range, ``start_time`` the LSL time stamped on the first sample (None:
     each push is stamped when it is sent), ``wait_s`` how long to wait for a consumer, ``buffer_s`` the seconds
-    of samples the outlet keeps for a consumer slower than the pushes."""
+    of samples the outlet keeps for a consumer slower than the pushes, ``linger_s`` how long the outlet stays open
+    after the last push (a device's stays open: its consumers have its description and last samples by then)."""
 
     speed: float | None = None
     chunk_s: float = 1.0
@@ -29,6 +30,7 @@ class ReplayPlan:
     start_time: float | None = None
     wait_s: float = 30.0
     buffer_s: int = 360
+    linger_s: float = 2.0
 
 
 def stream_info(raw: Any, name: str, source_id: str) -> Any:
@@ -68,6 +70,7 @@ def replay(raw: Any, name: str, *, source_id: str = "passport-kit-replay", plan:
                 ahead = (start + len(chunk)) / sfreq / plan.speed - (time.perf_counter() - began)
                 if ahead > 0:
                     time.sleep(ahead)
+        time.sleep(plan.linger_s)
         return len(data)
     finally:
         del outlet

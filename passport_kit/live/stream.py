@@ -126,7 +126,11 @@ def stage_stream(scorer: EpochScorer, out: str | Path, *, options: LiveOptions =
     inlet = StreamInlet(find_stream(options), max_buffered=int(options.buffer_s), recover=True,
                         processing_flags=["clocksync"])
     inlet.open_stream(timeout=options.resolve_s)  # samples are buffered from now on, none lost while we set up
-    sinfo = inlet.get_sinfo(timeout=options.resolve_s)
+    try:
+        sinfo = inlet.get_sinfo(timeout=options.resolve_s)
+    except TimeoutError:
+        raise DataError(f"LSL stream {options.name or options.source_id!r} was found but sent no description within "
+                        f"{options.resolve_s:g} s (it stopped, or the network drops its packets); start it again") from None
     names, to_volts = stream_channels(sinfo, options.units)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
