@@ -15,6 +15,9 @@ def stream_cmd(
                                    rich_help_panel=DATA),
     source_id: str | None = typer.Option(None, "--source-id", help="Source id of the stream, where names repeat.",
                                          rich_help_panel=DATA),
+    replay: Path | None = typer.Option(None, "--replay", help="Play this recording as an LSL stream on this machine "
+                                       "and stage it (to try a set-up without the device).", rich_help_panel=DATA),
+    speed: float = typer.Option(1.0, "--speed", help="With --replay: times real time.", rich_help_panel=DATA),
     units: str | None = typer.Option(None, "--units", help="Unit of the stream's numbers (V, mV, uV, nV) where it "
                                      "declares none or the wrong one (default: its own, else uV).",
                                      rich_help_panel=DATA),
@@ -52,7 +55,10 @@ def stream_cmd(
                           "NAME")
     if zero_shot is not None and montage is None:
         raise ConfigError("--zero-shot needs --montage: the montage of the device that streams")
-    for option, value in (("--gap", gap), ("--end-after", end_after), ("--wait", wait)):
+    if replay is None and lsl is None and source_id is None:
+        raise ConfigError("give the stream to stage: --lsl NAME (or --source-id ID), or --replay FILE to play a "
+                          "recording as one")
+    for option, value in (("--gap", gap), ("--end-after", end_after), ("--wait", wait), ("--speed", speed)):
         if not value > 0:
             raise ConfigError(f"{option} must be a positive number of seconds, got {value:g}")
     settings = CausalSettings(look_ahead=look_ahead, history=history)
@@ -61,7 +67,18 @@ def stream_cmd(
     reading = ReadOptions(renames=renames_option(rename))
     scorer = (adapter_scorer(adapter, reading) if adapter is not None
               else zero_shot_scorer(montage, zero_shot, reading))
+    player = None
+    if replay is not None:
+        from passport_kit.live.replay import play_file
+
+        name = lsl or f"replay-{replay.stem}"
+        player, seconds = play_file(replay, name, speed=speed, reading=reading)
+        # The replay declares volts; a file ends for sure; faster than the staging, its samples wait in the inlet.
+        options = options.model_copy(update={"name": name, "source_id": None, "units": None,
+                                             "end_after_s": min(end_after, 5.0), "buffer_s": int(seconds) + 60})
     result = stage_stream(scorer, out, options=options, settings=settings, progress=typer.echo)
+    if player is not None:
+        player.join()
     if result.report is None:
         typer.echo(f"no whole epoch was staged; {result.table} has the rows there were")
         return

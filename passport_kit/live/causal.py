@@ -2,7 +2,7 @@
 live and from a file.
 
 :class:`CausalStager` takes samples as they come (``push``), and when an epoch completes it
-hands the last ``history`` epochs to the scorer (:mod:`passport_kit.live.scorers`: predict's
+hands the last ``history`` epochs to the scorer (:mod:`passport_kit.live.prediction`: predict's
 pipeline on a recording that ends with that epoch) and keeps the epoch's own answer. An
 adapter's night smoothing, forward-backward over a whole night in ``predict``
 (:func:`passport_kit.model.night.smooth`), runs here as a forward filter: an epoch's stage
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from passport_kit.errors import ConfigError
-from passport_kit.live.scorers import EpochScore, EpochScorer
+from passport_kit.live.prediction import EpochScore, EpochScorer
 
 #: Seconds per staged epoch (AASM).
 EPOCH_SECONDS = 30.0
@@ -38,7 +38,7 @@ EPOCH_SECONDS = 30.0
 class CausalSettings:
     """How epochs are staged causally: ``look_ahead`` later epochs the night smoothing may read (each costs 30 s of
     delay), ``history`` epochs of samples the scorer reads (the epoch's own included; None: the scorer's own,
-    :data:`~passport_kit.live.scorers.NIGHT_HISTORY` or :data:`~passport_kit.live.scorers.WINDOW_HISTORY`)."""
+    :data:`~passport_kit.live.prediction.NIGHT_HISTORY` or :data:`~passport_kit.live.prediction.WINDOW_HISTORY`)."""
 
     look_ahead: int = 0
     history: int | None = None

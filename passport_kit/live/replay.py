@@ -8,8 +8,10 @@ a Raw's samples (volts, declared as such) through an ``mne_lsl.lsl.StreamOutlet`
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -74,3 +76,19 @@ def replay(raw: Any, name: str, *, source_id: str = "passport-kit-replay", plan:
         return len(data)
     finally:
         del outlet
+
+
+def play_file(path: str | Path, name: str, *, speed: float | None, reading: Any = None
+              ) -> tuple[threading.Thread, float]:
+    """Return the started thread that plays the recording ``path`` (read as predict reads it: ``reading``'s header
+    corrections) as the LSL stream ``name`` at ``speed`` x real time once a consumer connects, and its length (s)."""
+    from passport_kit.signals import read_recording
+
+    raw = read_recording(Path(path), sfreq=getattr(reading, "sfreq", None), units=getattr(reading, "units", None),
+                         scale=getattr(reading, "scale", None))
+    plan = ReplayPlan(speed=speed, chunk_s=0.25, buffer_s=int(raw.n_times / raw.info["sfreq"]) + 60)
+    thread = threading.Thread(target=replay, args=(raw, name), kwargs={"source_id": f"passport-kit-replay-{name}",
+                                                                        "plan": plan},
+                              name="passport-kit-replay", daemon=True)
+    thread.start()
+    return thread, raw.n_times / float(raw.info["sfreq"])

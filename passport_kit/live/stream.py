@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from passport_kit.errors import ConfigError, DataError
 from passport_kit.live.causal import EPOCH_SECONDS, CausalSettings, CausalStager, StagedEpoch
-from passport_kit.live.scorers import EpochScorer
+from passport_kit.live.prediction import EpochScorer
 
 #: liblsl's spellings of units (``mne_lsl``'s ``set_channel_units``: names, or powers of ten of volts).
 _LSL_UNITS = {"volts": "V", "millivolts": "mV", "microvolts": "uV", "nanovolts": "nV",
@@ -151,7 +151,7 @@ def stage_stream(scorer: EpochScorer, out: str | Path, *, options: LiveOptions =
                 outlet.close()
         run.result.table = table.path
         if run.result.epochs:
-            from passport_kit.live.report import write_live_report
+            from passport_kit.live.prediction import write_live_report
 
             run.result.report = write_live_report(out_dir / stem, sinfo.name, run.result, scorer, settings=settings,
                                                   channels=names)
@@ -173,8 +173,8 @@ class _Run:
         """Write, send and show each staged epoch."""
         from mne_lsl.lsl import local_clock
 
-        from passport_kit.inference.hypnogram import low_confidence
         from passport_kit.live.outputs import terminal_line
+        from passport_kit.live.prediction import low_confidence
 
         now = local_clock()
         for epoch in epochs:

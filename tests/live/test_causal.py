@@ -9,7 +9,7 @@ import pytest
 from passport_kit.errors import ConfigError
 from passport_kit.inference.night_report import AdapterFacts
 from passport_kit.live.causal import CausalSettings, CausalStager
-from passport_kit.live.scorers import EpochScorer
+from passport_kit.live.prediction import EpochScorer
 from passport_kit.model.night import smooth
 
 SFREQ = 10.0          # 300 samples per epoch: small arrays
