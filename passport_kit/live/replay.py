@@ -64,8 +64,9 @@ def replay(raw: Any, name: str, *, source_id: str = "passport-kit-replay", plan:
         began = time.perf_counter()
         for start in range(0, len(data), step):
             chunk = np.ascontiguousarray(data[start:start + step])
-            if plan.start_time is None:
-                outlet.push_chunk(chunk, timestamp=local_clock())
+            if plan.start_time is None:  # stamped as sent: the chunk's samples spaced at the rate they are played
+                spacing = 0.0 if plan.speed is None else 1.0 / (sfreq * plan.speed)
+                outlet.push_chunk(chunk, timestamp=local_clock() - spacing * np.arange(len(chunk))[::-1])
             else:
                 outlet.push_chunk(chunk, timestamp=plan.start_time + (start + np.arange(len(chunk))) / sfreq)
             if plan.speed is not None:
