@@ -50,8 +50,9 @@ def main() -> None:
         offline = pk.predict(args.adapter, [args.recording], out=out)[0]
     classes = offline.classes
     predicted = offline.proba.argmax(1)
-    truth = np.array([classes.index(s.strip()) if s.strip() in classes else -1
-                      for s in Path(args.labels).read_text().split()[: len(predicted)]])
+    values = [line.split(",")[0].strip() for line in Path(args.labels).read_text().splitlines() if line.strip()]
+    values = values[1:] if values and values[0] not in classes else values   # a header line
+    truth = np.array([classes.index(v) if v in classes else -1 for v in values[: len(predicted)]])
     scored = truth >= 0
     rows = {"predict (whole night)": {"kappa_vs_scorer": float(cohen_kappa_score(truth[scored], predicted[scored]))}}
     for k in args.look_ahead:

@@ -82,12 +82,14 @@ class StageOutlet:
         del self._outlet
 
 
-def terminal_line(epoch: StagedEpoch, classes: list[str], *, elapsed_s: float, lag_s: float | None) -> str:
-    """Return the live terminal line of one epoch: onset, stage, confidence, elapsed time, stream lag, flag."""
+def terminal_line(epoch: StagedEpoch, classes: list[str], *, elapsed_s: float, lag_s: float | None,
+                  said: tuple[str, ...] = ()) -> str:
+    """Return the live terminal line of one epoch: onset, stage, confidence, elapsed time, stream lag, flag (its reasons
+    unless the previous line ``said`` them)."""
     k = int(np.argmax(epoch.proba))
     lag = "n/a" if lag_s is None else f"{lag_s:.2f} s"
-    flag = "  FLAGGED: " + "; ".join(epoch.notes) if epoch.flagged and epoch.notes else ("  FLAGGED" if epoch.flagged
-                                                                                           else "")
+    why = "; ".join(epoch.notes) if epoch.notes != said else "as above"
+    flag = (f"  FLAGGED: {why}" if epoch.notes else "  FLAGGED") if epoch.flagged else ""
     return (f"{_clock(epoch.onset_s)}  {classes[k]:<4} {100 * float(epoch.proba[k]):5.1f} %  elapsed "
             f"{_clock(elapsed_s)}  lag {lag}{flag}")
 

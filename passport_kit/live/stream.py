@@ -168,6 +168,7 @@ class _Run:
         self.began = time.perf_counter()
         self.t0: float | None = None       # stream time of the first sample
         self.last: float | None = None     # stream time of the last sample read
+        self.said: tuple[str, ...] = ()    # the reasons the last terminal line gave
 
     def publish(self, epochs: list[StagedEpoch]) -> None:
         """Write, send and show each staged epoch."""
@@ -188,7 +189,9 @@ class _Run:
                 self.outlet.push(epoch)
             if self.progress is not None:
                 lag = None if self.last is None else now - self.last
-                self.progress(terminal_line(epoch, self.classes, elapsed_s=time.perf_counter() - self.began, lag_s=lag))
+                self.progress(terminal_line(epoch, self.classes, elapsed_s=time.perf_counter() - self.began, lag_s=lag,
+                                            said=self.said))
+            self.said = epoch.notes if epoch.flagged else ()
 
     def samples(self, data: np.ndarray, times: np.ndarray, gap_s: float) -> None:
         """Stage a chunk of samples ``(T, C)`` in volts with their stream times, breaking at every gap."""

@@ -123,3 +123,15 @@ def test_bad_settings_are_one_line(settings: dict, message: str) -> None:
 def test_a_rate_without_whole_samples_per_epoch_is_refused() -> None:
     with pytest.raises(ConfigError, match="does not give a whole number of samples per 30-s epoch"):
         CausalStager(scorer(), ["EL1"], 100.01, name="s")
+
+
+def test_the_terminal_line_says_a_flags_reasons_once() -> None:
+    from passport_kit.live.causal import StagedEpoch
+    from passport_kit.live.outputs import terminal_line
+
+    epoch = StagedEpoch(onset_s=3725.0, proba=np.array([0.1, 0.1, 0.6, 0.1, 0.1]), flagged=True,
+                        flags=np.zeros(1, np.uint8), notes=("half the channels are flat",), segment=0)
+    first = terminal_line(epoch, CLASSES, elapsed_s=61.0, lag_s=0.25)
+    assert first == "1:02:05  N2    60.0 %  elapsed 0:01:01  lag 0.25 s  FLAGGED: half the channels are flat"
+    assert terminal_line(epoch, CLASSES, elapsed_s=62.0, lag_s=None, said=epoch.notes).endswith(
+        "lag n/a  FLAGGED: as above")
