@@ -9,6 +9,7 @@ stager alone (``--zero-shot yasa --montage M``). Reported:
 - the delay of each epoch from its last sample (its chunk sent by the device) to its stage
   (written, sent on the stages outlet): median, 95th percentile, max;
 - this process's resident memory (VmRSS) after the first hour, at every hour, and its peak (VmHWM);
+- this process's CPU time per epoch (user + system, all its threads: the staging's cost, whatever the load);
 - the CPU, its load average (the 2 cores may be shared), and the command.
 
 liblsl runs with the machine-scope configuration (``LSLAPICFG``, ``passport_kit.live.lsl_scope``): no packet
@@ -87,7 +88,7 @@ def main() -> None:
     device.start()
     rss: dict[int, float] = {}
     epochs = [0]
-    began = time.perf_counter()
+    began, cpu_began = time.perf_counter(), time.process_time()
 
     def each(line: str) -> None:
         epochs[0] += 1
@@ -112,6 +113,7 @@ def main() -> None:
                     "max": float(delays.max())},
         "epochs_behind_the_stream": int((delays > period).sum()),
         "rss_mib_by_hour": rss, "peak_rss_mib": _rss_mb("VmHWM"), "wall_s": time.perf_counter() - began,
+        "cpu_s_per_epoch": (time.process_time() - cpu_began) / max(1, len(result.epochs)),
     }
     print(json.dumps(figures, indent=2))
     if args.out:
