@@ -138,7 +138,9 @@ def test_a_stream_that_stops_and_comes_back_is_reconnected_and_the_gap_is_never_
 
     thread = threading.Thread(target=second_part, daemon=True)
     thread.start()
-    result = stage_stream(scorer, tmp_path / "out", options=LiveOptions(name="pk-gap", end_after_s=8.0, buffer_s=7200))
+    lines: list[str] = []  # ends once the 9th epoch is staged (liblsl's recovery takes longer on a loaded machine)
+    result = stage_stream(scorer, tmp_path / "out", options=LiveOptions(name="pk-gap", end_after_s=60.0, buffer_s=7200),
+                          progress=lines.append, stop=lambda: len(lines) >= 9)
     thread.join(timeout=120)
     assert [e.segment for e in result.epochs] == [0] * 4 + [1] * 5
     assert [e.onset_s for e in result.epochs] == [0, 30, 60, 90, 250, 280, 310, 340, 370]
