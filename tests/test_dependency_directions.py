@@ -70,6 +70,13 @@ def violations(folder: str, forbidden: tuple[str, ...], package: Path = PACKAGE)
                     "passport_kit.montage", "passport_kit.checkpoint", "passport_kit.cli")),  # words of every part
     ("version.py", ("passport_kit",)),  # the version every writer records: imports nothing of the package
     ("registry.py", ("passport_kit",)),  # the registry every part registers in: imports nothing of the package
+    # live staging (issue 59): under the CLI, beside the training rooms; prediction only through live/prediction.py
+    ("live", ("passport_kit.onboard", "passport_kit.pretrain", "passport_kit.cli", "passport_kit.demo")),
+    ("live/causal.py", ("passport_kit.inference", "torch")),
+    ("live/stream.py", ("passport_kit.inference", "torch")),
+    ("live/outputs.py", ("passport_kit.inference", "torch")),
+    ("live/replay.py", ("passport_kit.inference", "torch")),
+    ("live/lsl_scope.py", ("passport_kit.inference", "torch", "mne_lsl")),
     ("embedding_kinds.py", ("torch", "passport_kit.model", "passport_kit.checkpoint", "passport_kit.onboard",
                             "passport_kit.inference", "passport_kit.cli")),  # the CLI's help lists the kinds, torch-free
 ])
@@ -86,7 +93,7 @@ def test_dependency_direction(folder: str, forbidden: tuple[str, ...]) -> None:
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("demo",),  # composes onboarding and prediction
-    ("onboard", "pretrain"),
+    ("onboard", "pretrain", "live"),  # live: an LSL stream staged causally (issue 59)
     ("inference",),
     ("validation", "engine", "checkpoint"),
     ("model", "signals"),

@@ -15,6 +15,7 @@ WIDER: dict[str, str] = {
     "passport_kit/cli/onboard.py::adapt_command": "a Typer command: its parameters are its command-line options",
     "passport_kit/cli/onboard.py::evaluate_command": "a Typer command: its parameters are its command-line options",
     "passport_kit/cli/onboard.py::predict_command": "a Typer command: its parameters are its command-line options",
+    "passport_kit/cli/live.py::stream_cmd": "a Typer command: its parameters are its command-line options",
     "passport_kit/model/heads.py::ProbeHead.build": "one keyword per key of adapter.json's head block, which a bundle "
                                                     "passes as Classifier(backbone, **head)",
     "passport_kit/model/heads.py::ProbeHead.__init__": "the backbone's width and build's keywords, one per stored key",

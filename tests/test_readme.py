@@ -34,3 +34,12 @@ def test_the_readme_says_where_the_auto_recipe_starts() -> None:
     auto = re.search(r"How `adapt` trains \(`--recipe auto`, the default\):(.*?)Where nothing pays", README).group(1)
     assert "starts from the textbook" in auto and "or, for sleep staging, from a pretrained sleep stager" in auto
     assert "climbs only where cross-validation over your own subjects shows a paired gain" in auto
+
+
+def test_the_tour_stages_a_stream_live() -> None:
+    """Issue 59: the tour's live step stages the new night, played as an LSL stream, with the tour's adapter."""
+    import re
+
+    tour = re.search(r"## Tour(.*?)## Set-up details", README).group(1)
+    assert "passport-kit stream --adapter runs/my-ear --replay new-night/s01.edf" in tour
+    assert "docs/live.md" in tour  # where liblsl looks for streams, and a device's --lsl NAME

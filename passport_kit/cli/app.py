@@ -89,9 +89,9 @@ def version() -> None:
 
 def _register_commands() -> None:
     # Each part owns one module; importing it adds its commands to `app`.
-    from passport_kit.cli import checkpoints, data, montages, onboard, pretrain, simulate, verbosity
+    from passport_kit.cli import checkpoints, data, live, montages, onboard, pretrain, simulate, verbosity
 
-    for module in (montages, checkpoints, data, simulate, pretrain, onboard):
+    for module in (montages, checkpoints, data, simulate, pretrain, onboard, live):
         module.register(app)
     verbosity.add_to_every_command(app)
 

@@ -60,19 +60,44 @@ def smooth(proba: np.ndarray, transitions: np.ndarray, emission_prior: np.ndarra
     ``proba`` (None: uniform). The chain starts from the transitions' stationary distribution.
     """
     p = np.asarray(proba, dtype=np.float64)
-    k = p.shape[1]
     a = np.asarray(transitions, dtype=np.float64)
-    prior = np.full(k, 1.0 / k) if emission_prior is None else np.asarray(emission_prior, dtype=np.float64)
-    emission = np.maximum(p, 1e-12) / np.maximum(prior, 1e-12)
+    emitted = emission(p, emission_prior)
     start = _stationary(a)
     out = np.empty_like(p)
     keys = list(groups) if groups is not None else [0] * len(p)
     begin = 0
     for t in range(1, len(p) + 1):
         if t == len(p) or keys[t] != keys[begin]:
-            out[begin:t] = _forward_backward(emission[begin:t], a, start)
+            out[begin:t] = _forward_backward(emitted[begin:t], a, start)
             begin = t
     return out
+
+
+def emission(proba: np.ndarray, emission_prior: np.ndarray | None = None) -> np.ndarray:
+    """Return the hybrid HMM's emission likelihoods ``p(stage | epoch) / p(stage)`` of probabilities ``proba`` ``(..., K)``
+    (``emission_prior`` None: uniform), as :func:`smooth` uses them."""
+    p = np.asarray(proba, dtype=np.float64)
+    k = p.shape[-1]
+    prior = np.full(k, 1.0 / k) if emission_prior is None else np.asarray(emission_prior, dtype=np.float64)
+    return np.maximum(p, 1e-12) / np.maximum(prior, 1e-12)
+
+
+def predicted_state(filtered: np.ndarray | None, transitions: np.ndarray) -> np.ndarray:
+    """Return the stage distribution ``(K,)`` of the next epoch before its emission: ``filtered @ transitions``, or the
+    chain's stationary start when there is no previous epoch (``filtered`` None: a night's, or a segment's, first)."""
+    a = np.asarray(transitions, dtype=np.float64)
+    return _stationary(a) if filtered is None else np.asarray(filtered) @ a
+
+
+def lagged_posterior(predicted: np.ndarray, emissions: np.ndarray, transitions: np.ndarray) -> np.ndarray:
+    """Return the posterior ``(K,)`` of the first of ``emissions`` ``(L + 1, K)`` given them all (fixed-lag smoothing).
+
+    ``predicted``: its stage distribution before its emission (:func:`predicted_state`). With one
+    row this is the forward filter; over a whole night from its first epoch, it is row 0 of
+    :func:`smooth`'s forward-backward pass over those ``L + 1`` epochs.
+    """
+    return _forward_backward(np.asarray(emissions, dtype=np.float64), np.asarray(transitions, dtype=np.float64),
+                             np.asarray(predicted, dtype=np.float64))[0]
 
 
 def _stationary(a: np.ndarray) -> np.ndarray:
