@@ -79,6 +79,11 @@ class NightSummary(BaseModel):
     statistics_withheld: str | None = Field(None, description="Why the statistics (or the recording's class) are "
                                                               "withheld: most windows unreliable, a band too narrow, "
                                                               "unlike the training data; null: they are not.")
+    staged_live: dict[str, Any] | None = Field(None, description="A night staged live from an LSL stream "
+                                                                 "(`passport-kit stream`): the stream, its channels, "
+                                                                 "the look-ahead and history in epochs, the night "
+                                                                 "smoothing, the gaps and the delay from an epoch's "
+                                                                 "last sample to its stage.")
 
     @property
     def staged(self) -> bool:

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from passport_kit.errors import DataError
-from passport_kit.inference.hypnogram import low_confidence
+from passport_kit.sleep.hypnogram import low_confidence
 from passport_kit.inference.night_report import AdapterFacts
 
 #: What the rest of :mod:`passport_kit.live` takes from prediction, through this module.
@@ -120,7 +120,7 @@ def adapter_scorer(adapter: str | Path, reading: Any = None, contacts: Any = Non
 
         night = read_for_prediction(Path(name), loaded.montage, loaded.config, checked, raw=raw,
                                     stager_rates=head_stager_rates(head))
-        notes = _amplitude_notes(night, loaded.meta.metrics.get("amplitude"), name=name, first=first,
+        notes = _amplitude_notes(night, loaded.meta.metrics.amplitude, name=name, first=first,
                                  units=reading.units, on=reading.amplitude_check)
         proba, masks = window_probabilities(loaded, night, batch_size=(run.batch_size if run else 64))
         checks = training_checks(Path(name), night, proba, loaded, guard=reading.amplitude_check, in_memory=True)
@@ -245,8 +245,8 @@ def write_live_report(folder: Path, stream: str, result: Any, scorer: EpochScore
     def write(tmp: Path) -> Any:
         report = write_prediction(tmp, Path(stream), proba, night, adapter=scorer.facts,
                                   checks=TrainingChecks(flagged=flagged))
-        summary = {**report.summary, "staged_live": live}
-        write_json(report.files["summary"], summary)
+        summary = report.summary.model_copy(update={"staged_live": live})
+        write_json(report.files["summary"], summary.to_json())
         return report.model_copy(update={"summary": summary})
 
     return write_folder_whole(folder, write)
