@@ -63,6 +63,35 @@ def predict_zero_shot(
     at the end).
     """
     from passport_kit.checkpoint import InputContract, find_checkpoint
+
+    setup = zero_shot_setup(montage, stager)
+    contract = find_checkpoint(checkpoint).preprocessing if checkpoint is not None else InputContract()
+    # The contract's 200-Hz settings with 30-s windows; each recording's rate then fits the band (as predict does).
+    config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
+    files, memory = split_recordings(recordings)
+    label_files = scorer.of(files)
+    scoring = StagerScorer(setup.stager, setup.spec, setup.montage, config, setup.facts, reading, output, scorer,
+                           memory)
+    return score_recordings(scoring, files, out, output=output, label_files=label_files, prefetch=prefetch,
+                            progress=progress)
+
+
+@dataclass(frozen=True)
+class ZeroShotSetup:
+    """What staging with a stager alone starts from: the montage, the stager, the channels it reads (its
+    :class:`~passport_kit.sleep.StagerChoice`) and the facts a night report names it by."""
+
+    montage: Any
+    stager: Any
+    spec: Any
+    facts: AdapterFacts
+
+
+def zero_shot_setup(montage: str | Any, stager: str = "yasa") -> ZeroShotSetup:
+    """Return the set-up of staging with stager ``stager`` alone on ``montage`` (a registered name, a file or a
+    Montage): the montage channel nearest a central site, its first EOG and EMG, a warning where that channel is
+    not what the stager was trained on. ``predict --zero-shot`` and ``passport-kit stream --zero-shot`` both start
+    here."""
     from passport_kit.montage import resolve_montage
     from passport_kit.sleep import STAGES, get_prior, pick_channels
 
@@ -78,18 +107,11 @@ def predict_zero_shot(
     note = stager_channel_note(sleep_stager.name, spec.eeg)
     if note is not None:
         warn(note)
-    contract = find_checkpoint(checkpoint).preprocessing if checkpoint is not None else InputContract()
-    # The contract's 200-Hz settings with 30-s windows; each recording's rate then fits the band (as predict does).
-    config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
-    files, memory = split_recordings(recordings)
-    label_files = scorer.of(files)
     facts = AdapterFacts(classes=list(STAGES), window_seconds=30.0, task="sleep-staging",
                          adapter=Path(f"zero-shot:{sleep_stager.name}"),
                          base_name=f"{sleep_stager.name} ({sleep_stager.licence})",
                          zero_shot={"stager": sleep_stager.name, "eeg": spec.eeg, "eog": spec.eog, "emg": spec.emg})
-    scoring = StagerScorer(sleep_stager, spec, montage, config, facts, reading, output, scorer, memory)
-    return score_recordings(scoring, files, out, output=output, label_files=label_files, prefetch=prefetch,
-                            progress=progress)
+    return ZeroShotSetup(montage, sleep_stager, spec, facts)
 
 
 @dataclass(frozen=True)

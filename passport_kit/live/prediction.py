@@ -137,32 +137,20 @@ def adapter_scorer(adapter: str | Path, reading: Any = None, contacts: Any = Non
                        history=NIGHT_HISTORY if reads_night else WINDOW_HISTORY, _score=score)
 
 
-def zero_shot_scorer(montage: str | Any, prior: str = "yasa", reading: Any = None) -> EpochScorer:
-    """Return a scorer of epochs by the sleep stager ``prior`` alone on ``montage`` (``predict --zero-shot``'s rules:
+def zero_shot_scorer(montage: str | Any, stager: str = "yasa", reading: Any = None) -> EpochScorer:
+    """Return a scorer of epochs by the sleep stager ``stager`` alone on ``montage`` (``predict --zero-shot``'s rules:
     the channel nearest a central site, a dead one giving way to the next live one)."""
     from passport_kit.checkpoint import InputContract
     from passport_kit.inference.options import ReadOptions
-    from passport_kit.inference.zero_shot import stager_channel_note
-    from passport_kit.montage import resolve_montage
-    from passport_kit.sleep import STAGES, get_prior, pick_channels
+    from passport_kit.inference.zero_shot import zero_shot_setup
     from passport_kit.signals.recording import fit_preprocessing
-    from passport_kit.errors import ConfigError, warn
 
     reading = reading or ReadOptions()
-    montage = resolve_montage(montage) if isinstance(montage, (str, Path)) else montage
-    stager = get_prior(prior)
-    spec = pick_channels(list(montage.ch_names), montage.positions, list(montage.kinds))
-    if spec is None:
-        raise ConfigError(f"montage {montage.name!r} has no EEG channel with a position for the sleep prior to read")
-    spec = type(spec)(stager.name, spec.eeg, spec.eog, spec.emg)
-    note = stager_channel_note(stager.name, spec.eeg)
-    if note is not None:
-        warn(note)
+    setup = zero_shot_setup(montage, stager)
+    montage, spec, facts = setup.montage, setup.spec, setup.facts
+    sleep_stager = setup.stager
     contract = InputContract()
     config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
-    facts = AdapterFacts(classes=list(STAGES), window_seconds=30.0, task="sleep-staging",
-                         adapter=Path(f"zero-shot:{stager.name}"), base_name=f"{stager.name} ({stager.licence})",
-                         zero_shot={"stager": stager.name, "eeg": spec.eeg, "eog": spec.eog, "emg": spec.emg})
 
     def score(raw: Any, name: str, first: bool) -> tuple[Any, ...]:
         from passport_kit.inference.recording import read_for_prediction
@@ -173,12 +161,12 @@ def zero_shot_scorer(montage: str | Any, prior: str = "yasa", reading: Any = Non
 
         band = reading.h_freq or fit_band_to_rate(config, float(raw.info["sfreq"]), source=f"stream '{name}'").h_freq
         read = reading.model_copy(update={"h_freq": band, "amplitude_check": False})
-        night = read_for_prediction(Path(name), montage, config, read, raw=raw, stager_rates=native_rates(stager))
+        night = read_for_prediction(Path(name), montage, config, read, raw=raw, stager_rates=native_rates(sleep_stager))
         notes = _amplitude_notes(night, None, name=name, first=first, units=reading.units, on=reading.amplitude_check)
-        chosen = stager_channels(night, montage, spec, stager.name)
-        logp = prior_log_proba(stager, night.x, night.onset_s, list(montage.ch_names), chosen.spec,
+        chosen = stager_channels(night, montage, spec, sleep_stager.name)
+        logp = prior_log_proba(sleep_stager, night.x, night.onset_s, list(montage.ch_names), chosen.spec,
                                window_seconds=30.0, raw=night.stager_signal)
-        unfit = zero_shot_unfit(night, stager.min_rate / 2, check=reading.amplitude_check) or chosen.unfit
+        unfit = zero_shot_unfit(night, sleep_stager.min_rate / 2, check=reading.amplitude_check) or chosen.unfit
         notes += [n for n in (unfit, chosen.note) if n]
         flagged = _last_flagged(night, None) or bool(chosen.dead[-1]) or unfit is not None or bool(notes)
         return np.exp(logp[-1]), flagged, night.flags[-1], notes, night.config
