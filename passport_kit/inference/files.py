@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from passport_kit.errors import ConfigError, DataError, warn
-from passport_kit.inference.night_report import PredictionResult, recording_stem
+from passport_kit.inference.night_report import REPORT_FILES, PredictionResult, recording_stem
 
 #: Written by predict over several recordings: one row per recording, its status and output or error.
 RUN_LOG = "recordings.tsv"
@@ -120,9 +120,7 @@ def finished_result(folder: Path, recording: Path, *, adapter: str | Path | None
         raise ConfigError(f"--resume: '{folder}' holds predictions made with adapter '{made_with}', not '{adapter}'; "
                           "resume with that adapter, choose another --out, or pass --overwrite (without --resume) to "
                           "predict anew")
-    kinds = {"_predictions.csv": "predictions", "_events.tsv": "events", "_summary.json": "summary",
-             "_hypnogram.json": "hypnogram", "_channel_quality.tsv": "channel_quality",
-             "_annotations.edf": "edf_annotations"}
+    kinds = {end: kind for kind, end in REPORT_FILES.items()}
     files = {kind: p for p in folder.iterdir() for end, kind in kinds.items() if p.name.endswith(end)}
     files.update({"hypnogram_plot": p for p in folder.glob("*_hypnogram.*") if p.suffix != ".json"})
     return PredictionResult(recording=recording, files=files, classes=list(summary.classes),

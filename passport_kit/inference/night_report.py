@@ -42,11 +42,24 @@ from passport_kit.sleep.hypnogram import (
     normalize_stage,
 )
 from passport_kit.inference.night_summary import NightSummary
-from passport_kit.inference.options import OutputOptions, ScorerLabels
-from passport_kit.signals.dead_channels import DeadChannels
-from passport_kit.signals.distribution import DistributionVerdict
-from passport_kit.signals.recording import RecordingWindows
 from passport_kit.wording import counted
+
+#: Each file a recording's folder gets, by its key in ``PredictionResult.files``: ``<stem>`` and this ending. A new
+#: output is its option's field, its writer and its line here (a resumed run lists the folder's files from it).
+REPORT_FILES: dict[str, str] = {
+    "predictions": "_predictions.csv",
+    "events": "_events.tsv",
+    "summary": "_summary.json",
+    "hypnogram": "_hypnogram.json",
+    "channel_quality": "_channel_quality.tsv",
+    "edf_annotations": "_annotations.edf",
+}
+
+
+def report_file(folder: Path, stem: str, key: str) -> Path:
+    """Return the path of report ``key`` (:data:`REPORT_FILES`) of recording ``stem`` in ``folder``."""
+    return folder / f"{stem}{REPORT_FILES[key]}"
+
 
 #: Summary statistics are withheld when more than this share of the windows is flagged or low confidence.
 WITHHOLD_ABOVE = 0.5
@@ -195,7 +208,7 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     staged = stages_night(adapter)
     unsure = low_confidence(proba, _confidence_share(staged))
     files: dict[str, Path] = {"predictions": reports.write_window_csv(
-        folder / f"{stem}_predictions.csv",
+        report_file(folder, stem, "predictions"),
         reports.window_rows(night.onset_s, window_seconds, proba, classes, flagged=flagged, low_confidence=unsure))}
     summary = _summary_head(recording, proba, night, adapter, flagged=flagged, unsure=unsure, staged=staged)
     # The most specific reason first: a band too narrow, channels that score bad, then the distribution. A
@@ -225,7 +238,7 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     summary["preprocessing"] = night.config.model_dump(mode="json")
     if night.quality is not None:
         masked = None if contacts is None or contacts.masked is None else np.asarray(contacts.masked).sum(axis=0)
-        files["channel_quality"] = reports.write_channel_quality(folder / f"{stem}_channel_quality.tsv",
+        files["channel_quality"] = reports.write_channel_quality(report_file(folder, stem, "channel_quality"),
                                                                  night.quality, masked_windows=masked)
         summary["channel_quality"] = channel_quality_summary(night.quality, contacts)
         unvouched = (summary["channel_quality"].get("dead_channels") or {}).get("imputation_unvouched")
@@ -239,12 +252,12 @@ def write_prediction(folder: Path, recording: Path, proba: np.ndarray, night: Re
     else:
         events = _class_reports(proba, night, adapter, summary, unsure=unsure, withheld=withheld)
     summary["statistics_withheld"] = withheld
-    files["events"] = reports.write_events_tsv(folder / f"{stem}_events.tsv", events)
+    files["events"] = reports.write_events_tsv(report_file(folder, stem, "events"), events)
     if output.edf_annotations:
-        files["edf_annotations"] = reports.write_edf_annotations(folder / f"{stem}_annotations.edf", events,
+        files["edf_annotations"] = reports.write_edf_annotations(report_file(folder, stem, "edf_annotations"), events,
                                                                  start=night.start)
     typed = NightSummary(**summary)
-    files["summary"] = reports.write_json(folder / f"{stem}_summary.json", typed.to_json())
+    files["summary"] = reports.write_json(report_file(folder, stem, "summary"), typed.to_json())
     return PredictionResult(recording=recording, files=files, classes=classes, n_windows=int(len(proba)),
                             summary=typed, proba=np.asarray(proba), onset_s=np.asarray(night.onset_s))
 
@@ -306,7 +319,7 @@ def _sleep_reports(folder: Path, recording: Path, proba: np.ndarray, night: Reco
     summary["sleep_statistics"] = None if withheld else hyp.sleep_statistics()
     summary["caveat"] = ("Automatic staging is a draft for a trained scorer to review; N1 is the least "
                          "reliable stage, and statistics inherit every staging error.")
-    files["hypnogram"] = reports.write_text(folder / f"{stem}_hypnogram.json", hyp.to_json())
+    files["hypnogram"] = reports.write_text(report_file(folder, stem, "hypnogram"), hyp.to_json())
     reference = None if scorer is None else _scorer_hypnogram(scorer.labels, onsets_s, classes, window_seconds,
                                                               start)
     files["hypnogram_plot"] = reports.plot_hypnogram(

@@ -66,3 +66,20 @@ def test_resume_with_another_adapter_is_refused(bundle: Path, nights: Path, tmp_
     result = RUN.invoke(app, ["predict", "--adapter", str(other), str(nights), "--out", str(out), "--resume"])
     assert result.exit_code == 2, result.output
     assert "holds predictions made with adapter" in result.output and f"not '{other}'" in result.output
+
+
+def test_a_resumed_run_lists_every_file_the_finished_run_wrote(bundle: Path, nights: Path, tmp_path: Path) -> None:
+    # Issue 60: the files of a recording's folder are named once (night_report.REPORT_FILES); the resume reads them
+    # from there, so an output added to the writer is listed by a resumed run without a second table to edit.
+    from passport_kit.inference.predict import predict
+    from passport_kit.inference.files import finished_result
+    from passport_kit.inference.night_report import REPORT_FILES
+    from passport_kit.inference.options import OutputOptions
+
+    out = tmp_path / "pred"
+    [first] = predict(bundle, [nights / "n1.edf"], out, output=OutputOptions(edf_annotations=True))
+    written = {kind: path for kind, path in first.files.items() if kind in REPORT_FILES}
+    assert set(written) == set(REPORT_FILES)        # every named file was written (channel quality, EDF+ included)
+    again = finished_result(out / "n1", nights / "n1.edf")
+    assert {k: again.files[k] for k in written} == written
+    assert again.files["hypnogram_plot"] == first.files["hypnogram_plot"]
