@@ -22,6 +22,7 @@ pytestmark = pytest.mark.usefixtures("lsl")
 SUBSCRIBER = """
 import json, sys, time
 from mne_lsl.lsl import StreamInlet, resolve_streams
+print("ready", flush=True)
 found = resolve_streams(timeout=60, name=sys.argv[1])
 inlet = StreamInlet(found[0])
 inlet.open_stream(timeout=30)
@@ -96,7 +97,9 @@ def test_the_outlet_is_read_by_a_second_process(montage_file: Path, short_night:
 
     scorer = zero_shot_scorer(str(montage_file), "yasa")
     child = subprocess.Popen([sys.executable, "-c", SUBSCRIBER, "pk-outlet-stages"], stdout=subprocess.PIPE, text=True)
-    # 12 epochs in about 12 s: the subscriber (a fresh Python) connects while the night is being staged
+    # 12 epochs in about 12 s: the subscriber (a fresh Python) connects while the night is being staged; the
+    # replay starts once it has imported liblsl, so a loaded machine's slow start costs it no epochs
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
     replay = replayed(_raw(short_night), "pk-outlet", start_time=local_clock(), chunk_s=0.5, speed=30.0)
     result = stage_stream(scorer, tmp_path, options=LiveOptions(name="pk-outlet", end_after_s=3.0))
     replay.join()
