@@ -70,8 +70,7 @@ def predict_zero_shot(
     config = fit_preprocessing(contract, rate=lambda: (float(contract.sfreq), "the contract"), window_seconds=30.0)
     files, memory = split_recordings(recordings)
     label_files = scorer.of(files)
-    scoring = StagerScorer(setup.stager, setup.spec, setup.montage, config, setup.facts, reading, output, scorer,
-                           memory)
+    scoring = StagerScorer(setup, config, reading, output, scorer, memory)
     return score_recordings(scoring, files, out, output=output, label_files=label_files, prefetch=prefetch,
                             progress=progress)
 
@@ -129,11 +128,8 @@ class StagerScorer:
     """A pretrained sleep stager scoring recordings alone (:class:`~passport_kit.inference.scoring.Scorer`): each
     read with the contract's preprocessing, the stager reading its chosen channels as recorded."""
 
-    stager: Any                   # the SleepPrior (passport_kit.sleep.get_prior)
-    spec: Any                     # the StagerChoice: the channels it reads where all are live
-    montage: Any
+    setup: ZeroShotSetup          # the stager, the channels it reads where all are live, the montage, the facts
     config: Any                   # the PreprocessConfig of the report's windows
-    facts: AdapterFacts
     reading: ReadOptions
     output: OutputOptions
     scorer: ScorerFiles
@@ -142,43 +138,45 @@ class StagerScorer:
     @property
     def source(self) -> Path:
         """Return ``zero-shot:<stager>``: what the predictions' summaries name as their adapter."""
-        return self.facts.adapter
+        return self.setup.facts.adapter
 
     def read(self, path: Path) -> StagerNight:
         """Return recording ``path`` read for the stager, its dead channels passed over (issue 57)."""
         from passport_kit.sleep import native_rates
 
+        setup = self.setup
         raw = raw_in_memory(path, self.memory, self.reading)
         if raw is None:
             from passport_kit.signals import read_recording
 
             raw = read_recording(path, sfreq=self.reading.sfreq, units=self.reading.units, scale=self.reading.scale)
-        band = _zero_shot_band(path, float(raw.info["sfreq"]), self.config, self.reading, self.facts.zero_shot)
+        band = _zero_shot_band(path, float(raw.info["sfreq"]), self.config, self.reading, setup.facts.zero_shot)
         # The unit check against typical EEG (GENERIC_PROFILE: no training amplitude here), as predict's without one.
-        night = read_for_prediction(path, self.montage, self.config, band, raw=raw,
-                                    stager_rates=native_rates(self.stager))
-        chosen = stager_channels(night, self.montage, self.spec, self.stager.name)  # issue 57: never a dead channel
+        night = read_for_prediction(path, setup.montage, self.config, band, raw=raw,
+                                    stager_rates=native_rates(setup.stager))
+        chosen = stager_channels(night, setup.montage, setup.spec, setup.stager.name)  # issue 57: never a dead channel
         _log_night(path, raw, night)
         staged = {"eeg": chosen.spec.eeg, "eog": chosen.spec.eog, "emg": chosen.spec.emg}
-        return StagerNight(night, chosen, channels_in_file(raw, self.montage, self.reading, staged))
+        return StagerNight(night, chosen, channels_in_file(raw, setup.montage, self.reading, staged))
 
     def score(self, path: Path, read: StagerNight, *, folder: Path, label_file: Path | None) -> PredictionResult:
         """Return the result of recording ``path`` after staging it and writing ``folder`` whole."""
         from passport_kit.sleep import prior_log_proba
 
+        setup, stager = self.setup, self.setup.stager
         night, chosen = read.night, read.chosen
-        labels = self.scorer.read(label_file, self.facts.classes, n_windows=len(night.x), window_seconds=30.0)
+        labels = self.scorer.read(label_file, setup.facts.classes, n_windows=len(night.x), window_seconds=30.0)
         if chosen.note is not None:
             warn(f"recording '{path}': {chosen.note}")
         started = time.perf_counter()
-        logp = prior_log_proba(self.stager, night.x, night.onset_s, list(self.montage.ch_names), chosen.spec,
+        logp = prior_log_proba(stager, night.x, night.onset_s, list(setup.montage.ch_names), chosen.spec,
                                window_seconds=30.0, raw=night.stager_signal)
         proba = np.exp(logp).astype(np.float32)
-        log.info("zero-shot: %s staged %d epochs of 30 s in %.1f s; mean top probability %.2f", self.stager.name,
+        log.info("zero-shot: %s staged %d epochs of 30 s in %.1f s; mean top probability %.2f", stager.name,
                  len(proba), time.perf_counter() - started, float(proba.max(1).mean()) if len(proba) else 0.0)
-        staged = {**self.facts.zero_shot, "eeg": chosen.spec.eeg, "eog": chosen.spec.eog, "emg": chosen.spec.emg}
-        adapter = self.facts.model_copy(update={"zero_shot": staged | read.in_file})
-        unfit = zero_shot_unfit(night, self.stager.min_rate / 2, check=self.reading.amplitude_check) or chosen.unfit
+        staged = {**setup.facts.zero_shot, "eeg": chosen.spec.eeg, "eog": chosen.spec.eog, "emg": chosen.spec.emg}
+        adapter = setup.facts.model_copy(update={"zero_shot": staged | read.in_file})
+        unfit = zero_shot_unfit(night, stager.min_rate / 2, check=self.reading.amplitude_check) or chosen.unfit
         return write_folder_whole(folder, functools.partial(
             write_prediction, recording=path, proba=proba, night=night, adapter=adapter, scorer=labels,
             output=self.output, checks=TrainingChecks(band_short=unfit, flagged=chosen.dead)))
